@@ -1,0 +1,203 @@
+#include "compiler/codegen/op_emit.h"
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Module.h>
+
+#include <cmath>
+
+#include "ir/error.h"
+
+namespace loom::codegen {
+
+using ir::OpKind;
+
+llvm::Type* regType(llvm::LLVMContext& c, DType t) {
+  switch (t) {
+    case DType::Bool: return llvm::Type::getInt1Ty(c);
+    case DType::I32: return llvm::Type::getInt32Ty(c);
+    case DType::I64: return llvm::Type::getInt64Ty(c);
+    case DType::F16: return llvm::Type::getHalfTy(c);
+    case DType::BF16: return llvm::Type::getBFloatTy(c);
+    case DType::F32: return llvm::Type::getFloatTy(c);
+    case DType::F64: return llvm::Type::getDoubleTy(c);
+  }
+  LOOM_ASSERT(false, "dtype");
+}
+
+llvm::Type* memType(llvm::LLVMContext& c, DType t) {
+  return t == DType::Bool ? llvm::Type::getInt8Ty(c) : regType(c, t);
+}
+
+llvm::Value* fromMemory(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
+  return t == DType::Bool ? b.CreateICmpNE(v, b.getInt8(0)) : v;
+}
+llvm::Value* toMemory(llvm::IRBuilder<>& b, llvm::Value* v, DType t) {
+  return t == DType::Bool ? b.CreateZExt(v, b.getInt8Ty()) : v;
+}
+
+llvm::Value* emitConst(llvm::IRBuilder<>& b, DType t, double v) {
+  llvm::Type* ty = regType(b.getContext(), t);
+  if (isFloat(t)) return llvm::ConstantFP::get(ty, v);
+  if (t == DType::Bool) return b.getInt1(v != 0);
+  return llvm::ConstantInt::get(ty, static_cast<uint64_t>(static_cast<int64_t>(v)), true);
+}
+
+namespace {
+
+bool narrowFloat(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+llvm::Value* libdevice(llvm::IRBuilder<>& b, const char* f32name, const char* f64name,
+                       const std::vector<llvm::Value*>& args) {
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  bool dbl = args[0]->getType()->isDoubleTy();
+  std::vector<llvm::Type*> tys(args.size(), args[0]->getType());
+  auto callee = m->getOrInsertFunction(dbl ? f64name : f32name,
+                                       llvm::FunctionType::get(args[0]->getType(), tys, false));
+  return b.CreateCall(callee, args);
+}
+
+llvm::Value* intrinsic(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id,
+                       const std::vector<llvm::Value*>& args) {
+  return b.CreateIntrinsic(id, {args[0]->getType()}, args);
+}
+
+llvm::Value* floatOp(llvm::IRBuilder<>& b, OpKind op, const std::vector<llvm::Value*>& a) {
+  llvm::Type* ty = a[0]->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
+  auto sigmoid = [&](llvm::Value* x) {
+    return b.CreateFDiv(c(1.0), b.CreateFAdd(c(1.0), libdevice(b, "__nv_expf", "__nv_exp", {b.CreateFNeg(x)})));
+  };
+  switch (op) {
+    case OpKind::Neg: return b.CreateFNeg(a[0]);
+    case OpKind::Abs: return intrinsic(b, llvm::Intrinsic::fabs, {a[0]});
+    case OpKind::Relu:  // NaN stays NaN: only values below zero become zero
+      return b.CreateSelect(b.CreateFCmpOLT(a[0], c(0.0)), c(0.0), a[0]);
+    case OpKind::Exp: return libdevice(b, "__nv_expf", "__nv_exp", a);
+    case OpKind::Exp2: return libdevice(b, "__nv_exp2f", "__nv_exp2", a);
+    case OpKind::Log: return libdevice(b, "__nv_logf", "__nv_log", a);
+    case OpKind::Log2: return libdevice(b, "__nv_log2f", "__nv_log2", a);
+    case OpKind::Sqrt: return libdevice(b, "__nv_sqrtf", "__nv_sqrt", a);
+    case OpKind::Rsqrt: return libdevice(b, "__nv_rsqrtf", "__nv_rsqrt", a);
+    case OpKind::Reciprocal: return b.CreateFDiv(c(1.0), a[0]);
+    case OpKind::Tanh: return libdevice(b, "__nv_tanhf", "__nv_tanh", a);
+    case OpKind::Sigmoid: return sigmoid(a[0]);
+    case OpKind::Silu: return b.CreateFMul(a[0], sigmoid(a[0]));
+    case OpKind::Gelu: {
+      llvm::Value* e = libdevice(b, "__nv_erff", "__nv_erf", {b.CreateFMul(a[0], c(M_SQRT1_2))});
+      return b.CreateFMul(b.CreateFMul(c(0.5), a[0]), b.CreateFAdd(c(1.0), e));
+    }
+    case OpKind::GeluTanh: {
+      llvm::Value* x3 = b.CreateFMul(b.CreateFMul(a[0], a[0]), a[0]);
+      llvm::Value* inner = b.CreateFMul(c(std::sqrt(2.0 / M_PI)), b.CreateFAdd(a[0], b.CreateFMul(c(0.044715), x3)));
+      llvm::Value* t = libdevice(b, "__nv_tanhf", "__nv_tanh", {inner});
+      return b.CreateFMul(b.CreateFMul(c(0.5), a[0]), b.CreateFAdd(c(1.0), t));
+    }
+    case OpKind::Sin: return libdevice(b, "__nv_sinf", "__nv_sin", a);
+    case OpKind::Cos: return libdevice(b, "__nv_cosf", "__nv_cos", a);
+    case OpKind::Erf: return libdevice(b, "__nv_erff", "__nv_erf", a);
+    case OpKind::Floor: return libdevice(b, "__nv_floorf", "__nv_floor", a);
+    case OpKind::Ceil: return libdevice(b, "__nv_ceilf", "__nv_ceil", a);
+    case OpKind::Round: return libdevice(b, "__nv_rintf", "__nv_rint", a);  // half to even
+    case OpKind::IsNan: return b.CreateFCmpUNO(a[0], a[0]);
+    case OpKind::IsInf:
+      return b.CreateFCmpOEQ(intrinsic(b, llvm::Intrinsic::fabs, {a[0]}), c(INFINITY));
+    case OpKind::Add: return b.CreateFAdd(a[0], a[1]);
+    case OpKind::Sub: return b.CreateFSub(a[0], a[1]);
+    case OpKind::Mul: return b.CreateFMul(a[0], a[1]);
+    case OpKind::Div: return b.CreateFDiv(a[0], a[1]);
+    case OpKind::Max: return intrinsic(b, llvm::Intrinsic::maximum, a);  // NaN propagates
+    case OpKind::Min: return intrinsic(b, llvm::Intrinsic::minimum, a);
+    case OpKind::Pow: return libdevice(b, "__nv_powf", "__nv_pow", a);
+    case OpKind::Remainder: {  // torch: fmod, then moved to the divisor's sign
+      llvm::Value* r = libdevice(b, "__nv_fmodf", "__nv_fmod", a);
+      llvm::Value* fix = b.CreateAnd(b.CreateFCmpONE(r, c(0.0)),
+                                     b.CreateXor(b.CreateFCmpOLT(r, c(0.0)), b.CreateFCmpOLT(a[1], c(0.0))));
+      return b.CreateSelect(fix, b.CreateFAdd(r, a[1]), r);
+    }
+    case OpKind::Eq: return b.CreateFCmpOEQ(a[0], a[1]);
+    case OpKind::Ne: return b.CreateFCmpUNE(a[0], a[1]);
+    case OpKind::Lt: return b.CreateFCmpOLT(a[0], a[1]);
+    case OpKind::Le: return b.CreateFCmpOLE(a[0], a[1]);
+    case OpKind::Gt: return b.CreateFCmpOGT(a[0], a[1]);
+    case OpKind::Ge: return b.CreateFCmpOGE(a[0], a[1]);
+    default: break;
+  }
+  LOOM_ASSERT(false, "no float lowering for `{}`", ir::opName(op));
+}
+
+llvm::Value* intOp(llvm::IRBuilder<>& b, OpKind op, const std::vector<llvm::Value*>& a) {
+  llvm::Type* ty = a[0]->getType();
+  auto zero = llvm::ConstantInt::get(ty, 0);
+  auto safeDen = [&]() { return b.CreateSelect(b.CreateICmpEQ(a[1], zero), llvm::ConstantInt::get(ty, 1), a[1]); };
+  switch (op) {
+    case OpKind::Neg: return b.CreateNeg(a[0]);
+    case OpKind::Abs: return b.CreateSelect(b.CreateICmpSLT(a[0], zero), b.CreateNeg(a[0]), a[0]);
+    case OpKind::Relu: return b.CreateSelect(b.CreateICmpSLT(a[0], zero), zero, a[0]);
+    case OpKind::Not: return b.CreateNot(a[0]);
+    case OpKind::Add: return b.CreateAdd(a[0], a[1]);
+    case OpKind::Sub: return b.CreateSub(a[0], a[1]);
+    case OpKind::Mul: return b.CreateMul(a[0], a[1]);
+    case OpKind::Div:  // truncates toward zero; division by zero gives 0
+      return b.CreateSelect(b.CreateICmpEQ(a[1], zero), zero, b.CreateSDiv(a[0], safeDen()));
+    case OpKind::Remainder: {  // the divisor's sign, like torch.remainder; by zero gives 0
+      llvm::Value* r = b.CreateSRem(a[0], safeDen());
+      llvm::Value* fix = b.CreateAnd(b.CreateICmpNE(r, zero),
+                                     b.CreateICmpSLT(b.CreateXor(r, a[1]), zero));
+      r = b.CreateSelect(fix, b.CreateAdd(r, a[1]), r);
+      return b.CreateSelect(b.CreateICmpEQ(a[1], zero), zero, r);
+    }
+    case OpKind::Max: return ty->isIntegerTy(1) ? b.CreateOr(a[0], a[1]) : intrinsic(b, llvm::Intrinsic::smax, a);
+    case OpKind::Min: return ty->isIntegerTy(1) ? b.CreateAnd(a[0], a[1]) : intrinsic(b, llvm::Intrinsic::smin, a);
+    case OpKind::Eq: return b.CreateICmpEQ(a[0], a[1]);
+    case OpKind::Ne: return b.CreateICmpNE(a[0], a[1]);
+    case OpKind::Lt: return b.CreateICmpSLT(a[0], a[1]);
+    case OpKind::Le: return b.CreateICmpSLE(a[0], a[1]);
+    case OpKind::Gt: return b.CreateICmpSGT(a[0], a[1]);
+    case OpKind::Ge: return b.CreateICmpSGE(a[0], a[1]);
+    case OpKind::And: return b.CreateAnd(a[0], a[1]);
+    case OpKind::Or: return b.CreateOr(a[0], a[1]);
+    default: break;
+  }
+  LOOM_ASSERT(false, "no integer lowering for `{}`", ir::opName(op));
+}
+
+}  // namespace
+
+llvm::Value* emitCast(llvm::IRBuilder<>& b, llvm::Value* v, DType from, DType to) {
+  if (from == to) return v;
+  llvm::Type* ty = regType(b.getContext(), to);
+  if (to == DType::Bool) {
+    if (isFloat(from)) return b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+    return b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  }
+  if (isFloat(from) && isFloat(to)) {
+    // bf16 <-> f16 goes through f32.
+    if (narrowFloat(from) && narrowFloat(to))
+      return b.CreateFPTrunc(b.CreateFPExt(v, b.getFloatTy()), ty);
+    return dtypeBytes(to) > dtypeBytes(from) ? b.CreateFPExt(v, ty) : b.CreateFPTrunc(v, ty);
+  }
+  if (isFloat(from)) {  // saturating, NaN -> 0, as the reference does
+    if (narrowFloat(from)) v = b.CreateFPExt(v, b.getFloatTy());
+    return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {ty, v->getType()}, {v});
+  }
+  if (isFloat(to)) {
+    if (from == DType::Bool) return b.CreateUIToFP(v, ty);
+    return b.CreateSIToFP(v, ty);
+  }
+  if (from == DType::Bool) return b.CreateZExt(v, ty);
+  return b.CreateSExtOrTrunc(v, ty);
+}
+
+llvm::Value* emitPointwise(llvm::IRBuilder<>& b, OpKind op, DType in,
+                           const std::vector<llvm::Value*>& args) {
+  if (op == OpKind::Where) return b.CreateSelect(args[0], args[1], args[2]);
+  if (!isFloat(in)) return intOp(b, op, args);
+  if (!narrowFloat(in)) return floatOp(b, op, args);
+  std::vector<llvm::Value*> wide;
+  for (auto* a : args) wide.push_back(b.CreateFPExt(a, b.getFloatTy()));
+  llvm::Value* r = floatOp(b, op, wide);
+  return r->getType()->isFloatTy() ? b.CreateFPTrunc(r, regType(b.getContext(), in)) : r;
+}
+
+}  // namespace loom::codegen

@@ -1,0 +1,18 @@
+#pragma once
+// Runs NVIDIA's ptxas over PTX text, so machines with no GPU (CI, tests) can still check that
+// the PTX loom emits is accepted by the assembler the driver's JIT is built from.
+#include <string>
+
+namespace loom::codegen {
+
+// $LOOM_PTXAS if set, else the ptxas of the CUDA toolkit found at build time.
+std::string ptxasPath();
+
+// True when ptxasPath() names an executable file.
+bool ptxasAvailable();
+
+// Assembles `ptx` for sm_XX (`ptxas -arch=sm_XX -o /dev/null`). Returns "" when ptxas accepts
+// it, else ptxas's messages (or why ptxas could not be run). Never throws for bad PTX.
+std::string ptxasCheck(const std::string& ptx, int sm);
+
+}  // namespace loom::codegen

@@ -1,0 +1,67 @@
+#include "compiler/compile.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "compiler/codegen/llvm_pointwise.h"
+#include "compiler/codegen/ptx_backend.h"
+#include "ir/error.h"
+#include "ir/printer.h"
+
+namespace loom {
+
+namespace {
+void record(StageText* stages, DumpStage s, const std::string& title, const std::string& text) {
+  dumpIfEnabled(s, title, text);
+  if (stages) (*stages)[s] += text;
+}
+bool wanted(StageText* stages, DumpStage s) { return stages || dumpEnabled(s); }
+}  // namespace
+
+std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                       const CompileOptions& opts) {
+  std::string key = ir::printFusion(f);
+  for (const auto& d : inputs) key += d.str() + "\n";
+  key += fmt::format("sm_{} sms {}\n", opts.sm, opts.sm_count);
+  return key;
+}
+
+CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
+                             const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
+                             StageText* stages) {
+  if (wanted(stages, DumpStage::IR)) record(stages, DumpStage::IR, f.name(), ir::printFusion(f));
+  schedule::DeviceInfo dev{opts.sm, opts.sm_count};
+  std::string why;
+  auto k = schedule::schedulePointwise(f, sizes, inputs, dev, &why);
+  if (!k)
+    fail("fusion `{}` cannot run on the GPU yet: no scheduler accepts it (pointwise: {})",
+         f.name(), why);
+  k->name = "loom_" + f.name();
+  if (wanted(stages, DumpStage::Schedule))
+    record(stages, DumpStage::Schedule, f.name(),
+           fmt::format("pointwise: {}\n  vector width {}, block {}, grid {}\n", k->reason, k->vec,
+                       k->block, k->grid));
+  if (wanted(stages, DumpStage::Kernel))
+    record(stages, DumpStage::Kernel, f.name(), schedule::printKernel(f, *k));
+
+  llvm::LLVMContext ctx;
+  auto m = codegen::emitPointwiseKernel(f, *k, ctx);
+  if (wanted(stages, DumpStage::LLVM)) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    m->print(os, nullptr);
+    record(stages, DumpStage::LLVM, f.name(), os.str());
+  }
+  CompiledKernel out;
+  out.name = k->name;
+  out.ptx = codegen::compileToPtx(std::move(m), ctx, codegen::PtxOptions{opts.sm, 3}, &out.llvm_ptx_ms);
+  if (wanted(stages, DumpStage::PTX)) record(stages, DumpStage::PTX, f.name(), out.ptx);
+  out.block = static_cast<unsigned>(k->block);
+  out.grid = static_cast<unsigned>(k->grid);
+  out.outputs = k->outputs;
+  out.output_alias = k->output_alias;
+  return out;
+}
+
+}  // namespace loom

@@ -1,0 +1,233 @@
+#include "compiler/lower/strided_expr.h"
+
+#include <functional>
+#include <set>
+
+#include "ir/error.h"
+#include "ir/reshape_groups.h"
+
+namespace loom::lower {
+
+namespace {
+
+using ir::OpFamily;
+
+EPtr node(ENode n) { return std::make_shared<const ENode>(std::move(n)); }
+
+// Reshape of a strided leaf: each group of input axes must collapse to one strided run (as in
+// torch's view rules); it is then split into the group's output axes.
+Leaf reshapeLeaf(const Leaf& l, const std::vector<int64_t>& in_shape,
+                 const std::vector<int64_t>& out_shape, const std::vector<ir::ReshapeGroup>& groups,
+                 const ir::Op* op) {
+  Leaf r{l.input, l.offset, std::vector<int64_t>(out_shape.size(), 0)};
+  for (const auto& g : groups) {
+    if (g.out_begin == g.out_end) continue;  // a dropped size-1 axis
+    if (g.in_begin == g.in_end) continue;    // an inserted size-1 axis: stride 0
+    // Collapse the input run, innermost first.
+    int64_t stride = 0, extent = 1;
+    bool first = true;
+    for (int d = g.in_end - 1; d >= g.in_begin; --d) {
+      int64_t e = in_shape[static_cast<size_t>(d)], s = l.strides[static_cast<size_t>(d)];
+      if (e == 1) continue;
+      if (first) {
+        stride = s;
+        first = false;
+      } else if (s != stride * extent) {
+        throw NotPointwise{fmt::format(
+            "reshape `{}` merges dims {}..{} whose elements are not evenly spaced in memory "
+            "(strides {}); only views can be fused", op->output()->name(), g.in_begin,
+            g.in_end - 1, fmt::join(l.strides, ", "))};
+      }
+      extent *= e;
+    }
+    int64_t acc = stride;
+    for (int d = g.out_end - 1; d >= g.out_begin; --d) {
+      r.strides[static_cast<size_t>(d)] = acc;
+      acc *= out_shape[static_cast<size_t>(d)];
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn) {
+  std::map<const ENode*, EPtr> memo;
+  std::function<EPtr(const EPtr&)> go = [&](const EPtr& n) -> EPtr {
+    auto it = memo.find(n.get());
+    if (it != memo.end()) return it->second;
+    EPtr out = n;
+    if (n->kind == ENode::Kind::Load) {
+      ENode c = *n;
+      c.leaf = fn(n->leaf);
+      out = node(std::move(c));
+    } else if (n->kind == ENode::Kind::Op) {
+      ENode c = *n;
+      for (auto& a : c.args) a = go(a);
+      out = node(std::move(c));
+    }
+    memo[n.get()] = out;
+    return out;
+  };
+  return go(e);
+}
+
+void visitPostOrder(const std::vector<EPtr>& roots, const std::function<void(const ENode&)>& fn) {
+  std::set<const ENode*> seen;
+  std::function<void(const EPtr&)> go = [&](const EPtr& n) {
+    if (!seen.insert(n.get()).second) return;
+    for (const auto& a : n->args) go(a);
+    fn(*n);
+  };
+  for (const auto& r : roots) go(r);
+}
+
+std::vector<EPtr> hashCons(const std::vector<EPtr>& roots) {
+  using Key = std::tuple<int, int, int, std::vector<const ENode*>, Leaf, double>;
+  std::map<Key, EPtr> table;
+  std::map<const ENode*, EPtr> done;
+  std::function<EPtr(const EPtr&)> go = [&](const EPtr& n) -> EPtr {
+    auto it = done.find(n.get());
+    if (it != done.end()) return it->second;
+    ENode c = *n;
+    std::vector<const ENode*> args;
+    for (auto& a : c.args) {
+      a = go(a);
+      args.push_back(a.get());
+    }
+    Key k{static_cast<int>(c.kind), static_cast<int>(c.dtype), static_cast<int>(c.op), args,
+          c.leaf, c.value};
+    auto t = table.find(k);
+    EPtr out = t != table.end() ? t->second : (table[k] = node(std::move(c)));
+    done[n.get()] = out;
+    return out;
+  };
+  std::vector<EPtr> out;
+  for (const auto& r : roots) out.push_back(go(r));
+  return out;
+}
+
+StridedExprBuilder::StridedExprBuilder(const ir::Fusion& f, const Bindings& sizes,
+                                       const std::vector<TensorDesc>& inputs)
+    : f_(f), sizes_(sizes), inputs_(inputs) {
+  LOOM_ASSERT(inputs.size() == f.inputs().size(), "{} descs for {} inputs", inputs.size(),
+              f.inputs().size());
+}
+
+const std::vector<int64_t>& StridedExprBuilder::shapeOf(const ir::Value* v) {
+  auto it = shapes_.find(v);
+  if (it != shapes_.end()) return it->second;
+  std::vector<int64_t> s;
+  for (const auto& a : v->axes()) s.push_back(a.extent.evaluate(sizes_));
+  return shapes_[v] = s;
+}
+
+EPtr StridedExprBuilder::exprOf(const ir::Value* v) {
+  auto it = memo_.find(v);
+  if (it != memo_.end()) return it->second;
+  EPtr e = build(v);
+  memo_[v] = e;
+  return e;
+}
+
+EPtr StridedExprBuilder::build(const ir::Value* v) {
+  const int rank = v->rank();
+  if (v->isInput()) {
+    int idx = 0;
+    while (f_.inputs()[static_cast<size_t>(idx)] != v) ++idx;
+    const TensorDesc& d = inputs_[static_cast<size_t>(idx)];
+    Leaf l{idx, 0, d.strides};
+    for (int a = 0; a < rank; ++a)
+      if (v->axis(static_cast<size_t>(a)).broadcast || d.shape[static_cast<size_t>(a)] == 1)
+        l.strides[static_cast<size_t>(a)] = 0;
+    ENode n{ENode::Kind::Load, v->dtype()};
+    n.leaf = l;
+    return node(std::move(n));
+  }
+  const ir::Op* op = v->definition();
+  auto family = op->family();
+  auto operand = [&](size_t i) { return exprOf(op->input(i)); };
+  if (ir::isPointwise(op->kind())) {
+    ENode n{ENode::Kind::Op, v->dtype(), op->kind()};
+    n.origin = op;
+    for (size_t i = 0; i < op->inputs().size(); ++i) {
+      EPtr a = operand(i);
+      if (op->input(i)->rank() == 0 && rank > 0)  // a scalar stretched to every element
+        a = mapLeaves(a, [&](const Leaf& l) {
+          return Leaf{l.input, l.offset, std::vector<int64_t>(static_cast<size_t>(rank), 0)};
+        });
+      n.args.push_back(a);
+    }
+    return node(std::move(n));
+  }
+  switch (family) {
+    case OpFamily::Constant:
+    case OpFamily::Full: {
+      const auto& a = op->attr<ir::ScalarAttrs>();
+      ENode n{ENode::Kind::Const, a.dtype};
+      n.value = roundTo(a.dtype, a.value);
+      return node(std::move(n));
+    }
+    case OpFamily::Broadcast: {
+      const auto& is_new = op->attr<ir::BroadcastAttrs>().is_new;
+      return mapLeaves(operand(0), [&](const Leaf& l) {
+        Leaf r{l.input, l.offset, {}};
+        size_t src = 0;
+        for (bool b : is_new) r.strides.push_back(b ? 0 : l.strides[src++]);
+        return r;
+      });
+    }
+    case OpFamily::Permute: {
+      const auto& p = op->attr<ir::DimsAttrs>().dims;
+      return mapLeaves(operand(0), [&](const Leaf& l) {
+        Leaf r{l.input, l.offset, {}};
+        for (int d : p) r.strides.push_back(l.strides[static_cast<size_t>(d)]);
+        return r;
+      });
+    }
+    case OpFamily::Squeeze: {
+      const auto& dims = op->attr<ir::DimsAttrs>().dims;
+      return mapLeaves(operand(0), [&](const Leaf& l) {
+        Leaf r{l.input, l.offset, {}};
+        for (size_t d = 0; d < l.strides.size(); ++d)
+          if (std::find(dims.begin(), dims.end(), static_cast<int>(d)) == dims.end())
+            r.strides.push_back(l.strides[d]);
+        return r;
+      });
+    }
+    case OpFamily::Unsqueeze: {
+      int dim = op->attr<ir::DimsAttrs>().dims[0];
+      return mapLeaves(operand(0), [&](const Leaf& l) {
+        Leaf r = l;
+        r.strides.insert(r.strides.begin() + dim, 0);
+        return r;
+      });
+    }
+    case OpFamily::Slice: {
+      const auto& a = op->attr<ir::SliceAttrs>();
+      std::vector<int64_t> starts;
+      for (const auto& s : a.starts) starts.push_back(s.evaluate(sizes_));
+      return mapLeaves(operand(0), [&](const Leaf& l) {
+        Leaf r = l;
+        for (size_t d = 0; d < starts.size(); ++d) r.offset += starts[d] * l.strides[d];
+        return r;
+      });
+    }
+    case OpFamily::Reshape: {
+      const auto& in_shape = shapeOf(op->input(0));
+      const auto& out_shape = shapeOf(v);
+      std::vector<Extent> ie, oe;
+      for (auto s : in_shape) ie.push_back(Extent(s));
+      for (auto s : out_shape) oe.push_back(Extent(s));
+      auto groups = ir::reshapeGroups(ie, oe);
+      return mapLeaves(operand(0), [&](const Leaf& l) {
+        return reshapeLeaf(l, in_shape, out_shape, groups, op);
+      });
+    }
+    default:
+      throw NotPointwise{fmt::format("`{}` ({} = {}(...)) is a reduction", op->name(),
+                                     v->name(), op->name())};
+  }
+}
+
+}  // namespace loom::lower

@@ -1,0 +1,72 @@
+#pragma once
+// Pointwise lowering's kernel IR: every value of a fusion without reductions becomes an
+// expression DAG over its own concrete shape whose leaves are strided loads of fusion inputs.
+// Views (broadcast, permute, slice, squeeze, unsqueeze, reshape) never copy: they rewrite the
+// offset and strides of the leaves beneath them, so a slice of an intermediate (an LSTM gate)
+// re-reads its inputs at shifted offsets, and a channels-last input is just other strides.
+#include <functional>
+#include <map>
+#include <tuple>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/tensor_desc.h"
+#include "ir/fusion.h"
+
+namespace loom::lower {
+
+struct Leaf {
+  int input = -1;  // index into the fusion's inputs
+  int64_t offset = 0;
+  std::vector<int64_t> strides;  // one per axis of the value this expression stands for
+  bool operator<(const Leaf& o) const {
+    return std::tie(input, offset, strides) < std::tie(o.input, o.offset, o.strides);
+  }
+  bool operator==(const Leaf&) const = default;
+};
+
+struct ENode;
+using EPtr = std::shared_ptr<const ENode>;
+
+struct ENode {
+  enum class Kind { Load, Const, Op } kind;
+  DType dtype;
+  ir::OpKind op = ir::OpKind::Add;  // Op
+  std::vector<EPtr> args;           // Op
+  Leaf leaf;                        // Load
+  double value = 0;                 // Const
+  const ir::Op* origin = nullptr;   // the fusion op it computes (Op), for dumps
+};
+
+// Thrown when a fusion cannot be lowered this way; `what` is a sentence for the user.
+struct NotPointwise {
+  std::string reason;
+};
+
+class StridedExprBuilder {
+ public:
+  StridedExprBuilder(const ir::Fusion& f, const Bindings& sizes,
+                     const std::vector<TensorDesc>& inputs);
+  // The expression of `v` over its concrete shape; throws NotPointwise.
+  EPtr exprOf(const ir::Value* v);
+  const std::vector<int64_t>& shapeOf(const ir::Value* v);
+
+ private:
+  EPtr build(const ir::Value* v);
+  const ir::Fusion& f_;
+  const Bindings& sizes_;
+  const std::vector<TensorDesc>& inputs_;
+  std::map<const ir::Value*, EPtr> memo_;
+  std::map<const ir::Value*, std::vector<int64_t>> shapes_;
+};
+
+// Applies `fn` to every leaf (sharing unchanged subtrees).
+EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn);
+// Merges structurally equal nodes (the same load, constant or op on the same operands), so
+// each value is computed once however many outputs and views reach it.
+std::vector<EPtr> hashCons(const std::vector<EPtr>& roots);
+// Visits every distinct node once, operands before users.
+void visitPostOrder(const std::vector<EPtr>& roots, const std::function<void(const ENode&)>& fn);
+
+}  // namespace loom::lower

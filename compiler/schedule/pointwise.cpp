@@ -1,0 +1,242 @@
+#include "compiler/schedule/pointwise.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "ir/error.h"
+
+namespace loom::schedule {
+
+std::string_view accessName(Access a) {
+  switch (a) {
+    case Access::Vector: return "vector";
+    case Access::Splat: return "splat";
+    case Access::Gather: return "gather";
+  }
+  return "?";
+}
+
+namespace {
+
+using lower::EPtr;
+using lower::Leaf;
+
+// Permutes then collapses strides of one access into the kernel's iteration axes.
+struct AxisPlan {
+  std::vector<int> order;                   // logical dims, outer to inner
+  std::vector<std::vector<int>> collapsed;  // groups of positions in `order`
+};
+
+std::vector<int64_t> planStrides(const AxisPlan& p, const std::vector<int64_t>& logical) {
+  std::vector<int64_t> out;
+  for (const auto& g : p.collapsed) out.push_back(logical[static_cast<size_t>(p.order[static_cast<size_t>(g.back())])]);
+  return out;
+}
+
+}  // namespace
+
+std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
+                                                 const std::vector<TensorDesc>& inputs,
+                                                 const DeviceInfo& dev, std::string* why_not) {
+  auto reject = [&](std::string why) -> std::optional<PointwiseKernel> {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  };
+  for (const ir::Op* op : f.ops())
+    if (ir::isReduction(op->kind()))
+      return reject(fmt::format("`{}` ({}) is a reduction; the pointwise scheduler handles only "
+                                "elementwise ops and views", op->name(), op->output()->name()));
+  lower::StridedExprBuilder eb(f, sizes, inputs);
+  PointwiseKernel k;
+  k.num_inputs = static_cast<int>(f.inputs().size());
+  const auto& outs = f.outputs();
+  std::vector<int64_t> shape = eb.shapeOf(outs[0].value);
+  std::vector<EPtr> roots;
+  try {
+    for (const auto& o : outs) {
+      if (eb.shapeOf(o.value) != shape)
+        return reject(fmt::format("outputs `{}` [{}] and `{}` [{}] differ in shape; one "
+                                  "pointwise kernel covers one shape", outs[0].name,
+                                  fmt::join(shape, ", "), o.name,
+                                  fmt::join(eb.shapeOf(o.value), ", ")));
+      roots.push_back(eb.exprOf(o.value));
+    }
+  } catch (const lower::NotPointwise& np) {
+    return reject(np.reason);
+  }
+  const int rank = static_cast<int>(shape.size());
+
+  // Iteration order: the memory order of the largest input read over the full output shape
+  // (so an NHWC input makes NHWC outputs, and both stream contiguously).
+  std::vector<int> order(static_cast<size_t>(rank));
+  std::iota(order.begin(), order.end(), 0);
+  const Leaf* dominant = nullptr;
+  int64_t best = -1;
+  lower::visitPostOrder(roots, [&](const lower::ENode& n) {
+    if (n.kind != lower::ENode::Kind::Load) return;
+    int64_t span = 1;
+    for (int d = 0; d < rank; ++d)
+      if (n.leaf.strides[static_cast<size_t>(d)] != 0) span *= shape[static_cast<size_t>(d)];
+    if (span > best) {
+      best = span;
+      dominant = &n.leaf;
+    }
+  });
+  if (dominant) {
+    std::vector<int64_t> s = dominant->strides;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return std::abs(s[static_cast<size_t>(a)]) > std::abs(s[static_cast<size_t>(b)]);
+    });
+  }
+  k.order = order;
+  std::vector<int64_t> ordered_shape;
+  for (int d : order) ordered_shape.push_back(shape[static_cast<size_t>(d)]);
+
+  // Outputs: allocated contiguous in iteration order, or written into their aliased input.
+  for (const auto& o : outs) {
+    int alias = -1;
+    for (size_t i = 0; i < f.inputs().size(); ++i)
+      if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
+    k.output_alias.push_back(alias);
+    TensorDesc d{o.value->dtype(), shape, stridesForOrder(shape, order), 16};
+    if (alias >= 0) d = inputs[static_cast<size_t>(alias)];
+    k.outputs.push_back(d);
+  }
+
+  // Collapse neighbouring axes that every access walks as one run; drop size-1 axes.
+  std::vector<std::vector<int64_t>> all_strides;
+  lower::visitPostOrder(roots, [&](const lower::ENode& n) {
+    if (n.kind == lower::ENode::Kind::Load) all_strides.push_back(n.leaf.strides);
+  });
+  for (const auto& d : k.outputs) all_strides.push_back(d.strides);
+  AxisPlan plan{order, {}};
+  for (int p = 0; p < rank; ++p) {
+    if (ordered_shape[static_cast<size_t>(p)] == 1) continue;
+    if (!plan.collapsed.empty()) {
+      int outer = order[static_cast<size_t>(plan.collapsed.back().back())], inner = order[static_cast<size_t>(p)];
+      bool merge = std::all_of(all_strides.begin(), all_strides.end(), [&](const auto& s) {
+        return s[static_cast<size_t>(outer)] == s[static_cast<size_t>(inner)] * shape[static_cast<size_t>(inner)];
+      });
+      if (merge) {
+        plan.collapsed.back().push_back(p);
+        continue;
+      }
+    }
+    plan.collapsed.push_back({p});
+  }
+  for (const auto& g : plan.collapsed) {
+    int64_t e = 1;
+    for (int p : g) e *= ordered_shape[static_cast<size_t>(p)];
+    k.iter_shape.push_back(e);
+  }
+  if (k.iter_shape.empty()) {  // a single element
+    k.iter_shape.push_back(1);
+    plan.collapsed.push_back({});
+  }
+  auto remap = [&](const std::vector<int64_t>& logical) {
+    if (plan.collapsed.back().empty()) return std::vector<int64_t>{0};
+    return planStrides(plan, logical);
+  };
+
+  // Vector width: 16 bytes of the widest element type, dividing the innermost extent.
+  int max_bytes = 1;
+  lower::visitPostOrder(roots, [&](const lower::ENode& n) {
+    if (n.kind == lower::ENode::Kind::Load) max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
+  });
+  for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
+  int vec = std::min(8, 16 / max_bytes);
+  while (vec > 1 && k.iter_shape.back() % vec != 0) vec /= 2;
+  k.vec = vec;
+
+  auto accessFor = [&](DType t, int64_t offset, const std::vector<int64_t>& strides, int align) {
+    if (strides.back() == 0) return Access::Splat;
+    if (vec == 1 || strides.back() != 1) return Access::Gather;
+    int64_t bytes = static_cast<int64_t>(vec) * dtypeBytes(t);
+    bool ok = align >= std::min<int64_t>(bytes, 16) && (offset * dtypeBytes(t)) % bytes == 0;
+    for (size_t i = 0; i + 1 < strides.size(); ++i) ok = ok && (strides[i] * dtypeBytes(t)) % bytes == 0;
+    return ok ? Access::Vector : Access::Gather;
+  };
+
+  int64_t max_offset = 0;
+  auto track = [&](int64_t offset, const std::vector<int64_t>& strides) {
+    int64_t m = offset;
+    for (size_t i = 0; i < strides.size(); ++i) m += (k.iter_shape[i] - 1) * std::abs(strides[i]);
+    max_offset = std::max(max_offset, m + vec);
+  };
+  std::vector<EPtr> remapped;
+  for (const auto& r : roots) {
+    remapped.push_back(lower::mapLeaves(r, [&](const Leaf& l) {
+      Leaf n{l.input, l.offset, remap(l.strides)};
+      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+      k.load_access[n] = accessFor(d.dtype, n.offset, n.strides, d.align_bytes);
+      track(n.offset, n.strides);
+      return n;
+    }));
+  }
+  remapped = lower::hashCons(remapped);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    PointwiseKernel::Store s;
+    s.output = static_cast<int>(i);
+    s.strides = remap(k.outputs[i].strides);
+    s.dtype = outs[i].value->dtype();
+    s.value = remapped[i];
+    s.access = accessFor(s.dtype, 0, s.strides, k.outputs[i].align_bytes);
+    if (s.access == Access::Splat) s.access = Access::Gather;
+    track(0, s.strides);
+    k.stores.push_back(s);
+  }
+  k.index64 = max_offset >= (int64_t{1} << 31) || k.numel() >= (int64_t{1} << 31);
+
+  int64_t chunks = k.numel() / vec;
+  k.block = chunks >= 4096 ? 256 : 128;
+  k.unroll = chunks >= int64_t{k.block} * 4 * dev.sm_count ? 4 : 1;
+  int64_t per_block = int64_t{k.block} * k.unroll;
+  k.grid = std::max<int64_t>(1, std::min<int64_t>((chunks + per_block - 1) / per_block,
+                                                  int64_t{dev.sm_count} * 16));
+  k.reason = fmt::format("{} elements as {} chunks of {} ({}-bit indexing); {} threads x {} "
+                         "chunks per trip, grid {} (grid-stride)", k.numel(), chunks, vec,
+                         k.index64 ? 64 : 32, k.block, k.unroll, k.grid);
+  return k;
+}
+
+std::string printKernel(const ir::Fusion& f, const PointwiseKernel& k) {
+  std::string s = fmt::format("kernel {} (pointwise)\n  iteration [{}]  order [{}]\n  {}\n",
+                              k.name, fmt::join(k.iter_shape, ", "), fmt::join(k.order, ", "),
+                              k.reason);
+  std::map<const lower::ENode*, std::string> names;
+  int next = 0;
+  std::vector<EPtr> roots;
+  for (const auto& st : k.stores) roots.push_back(st.value);
+  lower::visitPostOrder(roots, [&](const lower::ENode& n) {
+    std::string name = fmt::format("v{}", next++);
+    names[&n] = name;
+    switch (n.kind) {
+      case lower::ENode::Kind::Load: {
+        auto it = k.load_access.find(n.leaf);
+        s += fmt::format("  {} = load.{} {}[{} + i.[{}]]  ({})\n", name, dtypeName(n.dtype),
+                         f.inputs()[static_cast<size_t>(n.leaf.input)]->name(), n.leaf.offset,
+                         fmt::join(n.leaf.strides, ", "),
+                         it == k.load_access.end() ? "?" : accessName(it->second));
+        break;
+      }
+      case lower::ENode::Kind::Const:
+        s += fmt::format("  {} = const.{} {}\n", name, dtypeName(n.dtype), n.value);
+        break;
+      case lower::ENode::Kind::Op: {
+        std::vector<std::string> a;
+        for (const auto& x : n.args) a.push_back(names[x.get()]);
+        s += fmt::format("  {} = {}.{}({})\n", name, ir::opName(n.op), dtypeName(n.dtype),
+                         fmt::join(a, ", "));
+        break;
+      }
+    }
+  });
+  for (const auto& st : k.stores)
+    s += fmt::format("  store.{} {}[i.[{}]] = {}  ({})\n", dtypeName(st.dtype),
+                     f.outputs()[static_cast<size_t>(st.output)].name, fmt::join(st.strides, ", "),
+                     names[st.value.get()], accessName(st.access));
+  return s;
+}
+
+}  // namespace loom::schedule

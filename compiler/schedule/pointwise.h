@@ -1,0 +1,61 @@
+#pragma once
+// The pointwise scheduler: a fusion without reductions becomes one kernel over the shared shape
+// of its outputs. Each thread handles `vec` neighbouring elements along the innermost iteration
+// axis (16-byte vector loads/stores where alignment and contiguity allow), `unroll` chunks per
+// loop trip, in a grid-stride loop over a grid sized to fill the GPU.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/lower/strided_expr.h"
+#include "compiler/tensor_desc.h"
+
+namespace loom::schedule {
+
+enum class Access { Vector, Splat, Gather };  // per load/store, over the `vec` lanes
+std::string_view accessName(Access a);
+
+struct PointwiseKernel {
+  std::string name = "loom_pointwise";
+  std::vector<int64_t> iter_shape;      // collapsed iteration axes, outer to inner
+  std::vector<int> order;               // output dims, outer to inner, the iteration follows
+  int vec = 1, unroll = 1, block = 256;
+  int64_t grid = 1;
+  bool index64 = false;
+  int num_inputs = 0;
+  struct Store {
+    int output;                 // index into the fusion's outputs
+    int64_t offset = 0;
+    std::vector<int64_t> strides;  // over iter_shape
+    DType dtype;
+    Access access = Access::Vector;
+    lower::EPtr value;          // leaves' strides are over iter_shape too
+  };
+  std::vector<Store> stores;
+  std::vector<TensorDesc> outputs;  // what the runtime allocates (or the aliased input)
+  std::vector<int> output_alias;    // input index an output writes into, or -1
+  std::map<lower::Leaf, Access> load_access;
+  std::string reason;               // why these parameters, for dumps
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (auto e : iter_shape) n *= e;
+    return n;
+  }
+};
+
+struct DeviceInfo {
+  int sm = 90;          // compute capability for codegen
+  int sm_count = 132;   // multiprocessors
+};
+
+// Schedules the fusion for the given inputs; nullopt with `why_not` set when it has a
+// reduction or its outputs differ in shape.
+std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
+                                                 const std::vector<TensorDesc>& inputs,
+                                                 const DeviceInfo& dev, std::string* why_not);
+
+// The kernel IR as text (loom dump --stage kernel).
+std::string printKernel(const ir::Fusion& f, const PointwiseKernel& k);
+
+}  // namespace loom::schedule

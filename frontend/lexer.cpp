@@ -1,0 +1,159 @@
+#include "frontend/lexer.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+#include "ir/error.h"
+
+namespace loom::text {
+
+namespace {
+
+bool isIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool isIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool isDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+class Lexer {
+ public:
+  explicit Lexer(std::string_view s) : s_(s) {}
+
+  std::vector<Token> run() {
+    std::vector<Token> out;
+    Loc end;  // just past the last token, so `found end of input` points where text stops
+    for (;;) {
+      skipBlanksAndComments();
+      if (i_ >= s_.size()) break;
+      out.push_back(next());
+      end = loc();
+    }
+    out.push_back({TokKind::End, "", end});
+    return out;
+  }
+
+ private:
+  Loc loc() const { return {line_, static_cast<int>(i_ - line_start_) + 1}; }
+  char peek(size_t k = 0) const { return i_ + k < s_.size() ? s_[i_ + k] : '\0'; }
+
+  void advance() {
+    if (s_[i_++] == '\n') {
+      ++line_;
+      line_start_ = i_;
+    }
+  }
+
+  void skipBlanksAndComments() {
+    while (i_ < s_.size()) {
+      char c = s_[i_];
+      if (c == '#') {
+        while (i_ < s_.size() && s_[i_] != '\n') advance();
+      } else if (std::isspace(static_cast<unsigned char>(c))) {
+        advance();
+      } else {
+        return;
+      }
+    }
+  }
+
+  Token next() {
+    Loc at = loc();
+    char c = peek();
+    if (isIdentStart(c)) return {TokKind::Ident, take(isIdentChar), at};
+    if (isDigit(c)) return {TokKind::Number, number(), at};
+    if (c == '"') return string(at);
+    advance();
+    if (std::string_view(":,=[](){}*/-").find(c) != std::string_view::npos)
+      return {TokKind::Punct, std::string(1, c), at};
+    return {TokKind::Invalid, std::string(1, c), at};
+  }
+
+  template <typename Pred>
+  std::string take(Pred pred) {
+    size_t b = i_;
+    while (i_ < s_.size() && pred(s_[i_])) advance();
+    return std::string(s_.substr(b, i_ - b));
+  }
+
+  // digits [. digits] [e[+-]digits], then whatever identifier characters are glued on.
+  std::string number() {
+    size_t b = i_;
+    take(isDigit);
+    if (peek() == '.') {
+      advance();
+      take(isDigit);
+    }
+    bool signed_exp = (peek(1) == '+' || peek(1) == '-') && isDigit(peek(2));
+    if ((peek() == 'e' || peek() == 'E') && (isDigit(peek(1)) || signed_exp)) {
+      advance();
+      if (signed_exp) advance();
+      take(isDigit);
+    }
+    take(isIdentChar);
+    return std::string(s_.substr(b, i_ - b));
+  }
+
+  Token string(Loc at) {
+    advance();  // opening quote
+    std::string text;
+    while (i_ < s_.size() && s_[i_] != '"' && s_[i_] != '\n') {
+      char c = s_[i_];
+      advance();
+      if (c == '\\' && i_ < s_.size() && s_[i_] != '\n') {
+        char e = s_[i_];
+        advance();
+        text += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+      } else {
+        text += c;
+      }
+    }
+    if (peek() != '"') return {TokKind::Invalid, "\"" + text, at};
+    advance();
+    return {TokKind::String, text, at};
+  }
+
+  std::string_view s_;
+  size_t i_ = 0, line_start_ = 0;
+  int line_ = 1;
+};
+
+}  // namespace
+
+std::string Token::describe() const {
+  switch (kind) {
+    case TokKind::End: return "end of input";
+    case TokKind::String: return fmt::format("string \"{}\"", text);
+    case TokKind::Invalid:
+      return text[0] == '"' ? "an unterminated string" : fmt::format("`{}`", text);
+    default: return fmt::format("`{}`", text);
+  }
+}
+
+std::vector<Token> tokenize(std::string_view text) { return Lexer(text).run(); }
+
+std::string_view Source::lineText(int line) const {
+  std::string_view s = text_;
+  for (int l = 1; l < line; ++l) {
+    size_t nl = s.find('\n');
+    if (nl == std::string_view::npos) return {};
+    s.remove_prefix(nl + 1);
+  }
+  size_t end = s.find('\n');
+  s = s.substr(0, end);
+  if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
+  return s;
+}
+
+std::string Source::diagnostic(Loc at, const std::string& message) const {
+  std::string_view line = lineText(at.line);
+  // Keep tabs in the caret's indentation so it lines up under the column.
+  std::string pad;
+  for (int i = 0; i + 1 < at.col; ++i)
+    pad += (i < static_cast<int>(line.size()) && line[i] == '\t') ? '\t' : ' ';
+  return fmt::format("{}:{}:{}: error: {}\n{}\n{}^", name_, at.line, at.col, message, line, pad);
+}
+
+void Source::error(Loc at, const std::string& message) const {
+  throw Error(diagnostic(at, message));
+}
+
+}  // namespace loom::text

@@ -1,0 +1,355 @@
+// Recursive descent over the text format: a file holds one `fusion NAME { statement* }`, each
+// statement an input, an op line or an output. Values must be defined before they are used.
+#include "frontend/parser.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <variant>
+
+#include "frontend/parse_values.h"
+
+namespace loom {
+
+namespace {
+
+using text::Loc;
+using text::Token;
+using text::TokenStream;
+using text::TypeDecl;
+
+// ---- Attributes: which keys each family takes, and turning them into ir::Attrs ----------
+
+enum class AttrKind { DType, Bool, Int, Number, IntList, BoolList, ExtentList };
+
+struct AttrSpec {
+  std::string_view key;
+  AttrKind kind;
+  bool required = true;
+};
+
+std::vector<AttrSpec> attrSpecs(ir::OpFamily f) {
+  using F = ir::OpFamily;
+  using K = AttrKind;
+  switch (f) {
+    case F::Cast: return {{"to", K::DType}};
+    case F::Reduce: return {{"dims", K::IntList}, {"keepdim", K::Bool, false}};
+    case F::VarMean:
+      return {{"dims", K::IntList}, {"correction", K::Number, false}, {"keepdim", K::Bool, false}};
+    case F::Broadcast: return {{"new", K::BoolList}};
+    case F::Reshape: return {{"shape", K::ExtentList}};
+    case F::Permute: return {{"order", K::IntList}};
+    case F::Squeeze: return {{"dims", K::IntList}};
+    case F::Unsqueeze: return {{"dim", K::Int}};
+    case F::Slice: return {{"starts", K::ExtentList}, {"stops", K::ExtentList}};
+    case F::Constant: return {{"value", K::Number}, {"dtype", K::DType}};
+    case F::Full: return {{"value", K::Number}, {"dtype", K::DType}, {"shape", K::ExtentList}};
+    default: return {};
+  }
+}
+
+using AttrValue = std::variant<DType, bool, int, double, std::vector<int>, std::vector<bool>,
+                               std::vector<Extent>>;
+
+class AttrBag {
+ public:
+  bool has(std::string_view key) const { return values_.count(std::string(key)) != 0; }
+  void set(std::string_view key, AttrValue v) { values_[std::string(key)] = std::move(v); }
+  template <typename T>
+  T get(const std::string& key, T fallback = T()) const {
+    auto it = values_.find(key);
+    return it == values_.end() ? fallback : std::get<T>(it->second);
+  }
+
+ private:
+  std::map<std::string, AttrValue> values_;
+};
+
+AttrValue parseAttrValue(TokenStream& ts, AttrKind kind) {
+  switch (kind) {
+    case AttrKind::DType: return text::parseDType(ts);
+    case AttrKind::Bool: return text::parseBool(ts);
+    case AttrKind::Int: return text::parseInt(ts);
+    case AttrKind::Number: return text::parseNumber(ts);
+    case AttrKind::IntList: return text::parseList(ts, [&] { return text::parseInt(ts); });
+    case AttrKind::BoolList: return text::parseList(ts, [&] { return text::parseBool(ts); });
+    case AttrKind::ExtentList: return text::parseList(ts, [&] { return text::parseExtent(ts); });
+  }
+  return {};
+}
+
+ir::Attrs buildAttrs(ir::OpFamily f, const AttrBag& b) {
+  using F = ir::OpFamily;
+  using Ints = std::vector<int>;
+  using Extents = std::vector<Extent>;
+  switch (f) {
+    case F::Cast: return ir::CastAttrs{b.get<DType>("to")};
+    case F::Reduce:
+    case F::VarMean:
+      return ir::ReduceAttrs{b.get<Ints>("dims"), b.get<bool>("keepdim", false),
+                             b.get<double>("correction", 0.0)};
+    case F::Broadcast: return ir::BroadcastAttrs{b.get<std::vector<bool>>("new")};
+    case F::Reshape: return ir::ShapeAttrs{b.get<Extents>("shape")};
+    case F::Permute: return ir::DimsAttrs{b.get<Ints>("order")};
+    case F::Squeeze: return ir::DimsAttrs{b.get<Ints>("dims")};
+    case F::Unsqueeze: return ir::DimsAttrs{{b.get<int>("dim")}};
+    case F::Slice: return ir::SliceAttrs{b.get<Extents>("starts"), b.get<Extents>("stops")};
+    case F::Constant: return ir::ScalarAttrs{b.get<double>("value"), b.get<DType>("dtype"), {}};
+    case F::Full:
+      return ir::ScalarAttrs{b.get<double>("value"), b.get<DType>("dtype"), b.get<Extents>("shape")};
+    default: return ir::NoAttrs{};
+  }
+}
+
+// ---- Suggestions for misspelt names ----------------------------------------------------
+
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// `; did you mean `x`?` when some candidate is close to `name`, else "".
+std::string suggest(std::string_view name, const std::vector<std::string>& candidates) {
+  size_t best = std::max<size_t>(1, name.size() / 3) + 1;
+  std::string pick;
+  for (const auto& c : candidates) {
+    size_t d = editDistance(name, c);
+    if (d < best) {
+      best = d;
+      pick = c;
+    }
+  }
+  return pick.empty() ? "" : fmt::format("; did you mean `{}`?", pick);
+}
+
+// ---- The parser ------------------------------------------------------------------------
+
+struct Call {
+  ir::OpKind kind;
+  Loc loc;  // of the op name
+  std::vector<const ir::Value*> operands;
+  AttrBag attrs;
+};
+
+struct Target {  // one `name[: type]` left of `=`
+  std::string name;
+  Loc loc;
+  std::optional<TypeDecl> type;
+};
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string_view source_name) : ts_(text, source_name) {}
+  std::unique_ptr<ir::Fusion> parseFile();
+
+ private:
+  std::string parseFusionName();
+  void parseStatement();
+  void parseInput();
+  void parseOutput();
+  void parseOpLine();
+  Target parseTarget();
+  Call parseCall();
+  void parseArgument(Call& c, bool* keywords);
+  void parseKeyword(Call& c);
+  void checkTypes(const std::vector<Target>& targets, const ir::Op& op);
+  const Token& newName(std::string_view what);
+  const ir::Value* parseValueRef(std::string_view what);
+
+  TokenStream ts_;
+  std::unique_ptr<ir::Fusion> f_;
+  std::map<std::string, Loc> defined_;
+};
+
+std::unique_ptr<ir::Fusion> Parser::parseFile() {
+  if (!ts_.peek().isIdent("fusion")) ts_.expected("`fusion`");
+  ts_.next();
+  f_ = std::make_unique<ir::Fusion>(parseFusionName());
+  ts_.expect('{');
+  while (!ts_.accept('}')) {
+    if (ts_.peek().kind == text::TokKind::End) ts_.expected("`}`");
+    parseStatement();
+  }
+  if (ts_.peek().kind != text::TokKind::End)
+    ts_.expected("end of input after the fusion's closing `}` (a file holds one fusion)");
+  return std::move(f_);
+}
+
+std::string Parser::parseFusionName() {
+  const Token& t = ts_.peek();
+  if (!t.isIdent() && t.kind != text::TokKind::String) ts_.expected("a fusion name");
+  return ts_.next().text;
+}
+
+void Parser::parseStatement() {
+  const Token& t = ts_.peek();
+  bool keyword = ts_.peek(1).isIdent();  // `in x: ...` / `out y = ...`, not a value named `in`
+  if (t.isIdent("in") && keyword) return parseInput();
+  if (t.isIdent("out") && keyword) return parseOutput();
+  if (t.isIdent()) return parseOpLine();
+  ts_.expected("a statement (`in`, `out` or `name: type = op(...)`) or `}`");
+}
+
+// A name for a new value: unused so far.
+const Token& Parser::newName(std::string_view what) {
+  const Token& t = ts_.expectIdent(what);
+  auto it = defined_.find(t.text);
+  if (it != defined_.end())
+    ts_.error(t.loc, fmt::format("`{}` is already defined at line {}, column {}", t.text,
+                                 it->second.line, it->second.col));
+  defined_[t.text] = t.loc;
+  return t;
+}
+
+const ir::Value* Parser::parseValueRef(std::string_view what) {
+  const Token& t = ts_.expectIdent(what);
+  if (const ir::Value* v = f_->findValue(t.text)) return v;
+  std::vector<std::string> names;
+  for (const ir::Value* v : f_->values()) names.push_back(v->name());
+  ts_.error(t.loc, fmt::format("unknown value `{}`{}", t.text, suggest(t.text, names)));
+}
+
+void Parser::parseInput() {
+  ts_.next();  // `in`
+  const Token& name = newName("an input name");
+  ts_.expect(':');
+  TypeDecl type = text::parseType(ts_);
+  ts_.located(name.loc, [&] { f_->addInput(name.text, type.dtype, type.axes); });
+}
+
+void Parser::parseOutput() {
+  ts_.next();  // `out`
+  const Token& name = ts_.expectIdent("an output name");
+  ts_.expect('=');
+  const ir::Value* v = parseValueRef("a value name");
+  const ir::Value* alias = nullptr;
+  if (ts_.peek().isIdent("alias") && ts_.peek(1).isIdent()) {
+    ts_.next();
+    alias = parseValueRef("an input name");
+  }
+  ts_.located(name.loc, [&] { f_->addOutput(name.text, v, alias); });
+}
+
+Target Parser::parseTarget() {
+  const Token& name = newName("a value name");
+  Target t{name.text, name.loc, std::nullopt};
+  if (ts_.accept(':')) t.type = text::parseType(ts_);
+  return t;
+}
+
+void Parser::parseOpLine() {
+  std::vector<Target> targets{parseTarget()};
+  while (ts_.accept(',')) targets.push_back(parseTarget());
+  if (!ts_.peek().is('=')) ts_.expected(targets.back().type ? "`=`" : "`:` or `=`");
+  ts_.next();
+  Call c = parseCall();
+  std::vector<std::string> names;
+  for (const auto& t : targets) names.push_back(t.name);
+  ir::Attrs attrs = buildAttrs(ir::opFamily(c.kind), c.attrs);
+  const ir::Op* op = ts_.located(c.loc, [&] {
+    return f_->addOp(c.kind, c.operands, std::move(attrs), names);
+  });
+  checkTypes(targets, *op);
+}
+
+void Parser::checkTypes(const std::vector<Target>& targets, const ir::Op& op) {
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const auto& decl = targets[i].type;
+    const ir::Value* v = op.output(i);
+    if (!decl || (decl->dtype == v->dtype() && decl->axes == v->axes())) continue;
+    ts_.error(decl->loc, fmt::format("`{}` is declared as {} but `{}` gives it type {}", v->name(),
+                                     ir::typeStr(decl->dtype, decl->axes), op.name(),
+                                     v->typeString()));
+  }
+}
+
+Call Parser::parseCall() {
+  const Token& name = ts_.expectIdent("an op name");
+  Call c{ir::OpKind{}, name.loc, {}, {}};
+  if (!ir::parseOpKind(name.text, &c.kind)) {
+    std::vector<std::string> ops;
+    for (ir::OpKind k : ir::allOpKinds()) ops.emplace_back(ir::opName(k));
+    ts_.error(name.loc, fmt::format("unknown op `{}`{}", name.text, suggest(name.text, ops)));
+  }
+  ts_.expect('(');
+  bool keywords = false;
+  if (!ts_.peek().is(')')) {
+    do parseArgument(c, &keywords);
+    while (ts_.accept(','));
+  }
+  const Token& close = ts_.peek();
+  if (!close.is(')')) ts_.expected("`,` or `)`");
+  for (const AttrSpec& s : attrSpecs(ir::opFamily(c.kind)))
+    if (s.required && !c.attrs.has(s.key))
+      ts_.error(close.loc, fmt::format("`{}` needs the attribute `{}`", ir::opName(c.kind), s.key));
+  ts_.next();
+  return c;
+}
+
+// An operand (a value name; the number of a `const`) or a `key=value` attribute.
+void Parser::parseArgument(Call& c, bool* keywords) {
+  if (ts_.peek().isIdent() && ts_.peek(1).is('=')) {
+    *keywords = true;
+    return parseKeyword(c);
+  }
+  if (*keywords) ts_.expected("`key=value` (operands come before attributes)");
+  if (ir::opFamily(c.kind) != ir::OpFamily::Constant) {
+    c.operands.push_back(parseValueRef("an operand name"));
+    return;
+  }
+  if (c.attrs.has("value")) ts_.expected("`dtype=` (`const` takes one value)");
+  c.attrs.set("value", text::parseNumber(ts_));
+}
+
+void Parser::parseKeyword(Call& c) {
+  const Token& key = ts_.next();
+  auto specs = attrSpecs(ir::opFamily(c.kind));
+  auto spec = std::find_if(specs.begin(), specs.end(),
+                           [&](const AttrSpec& s) { return s.key == key.text; });
+  if (spec == specs.end()) {
+    std::string keys;
+    for (const auto& s : specs) keys += fmt::format("{}`{}`", keys.empty() ? "" : ", ", s.key);
+    ts_.error(key.loc, keys.empty()
+                           ? fmt::format("`{}` takes no attributes", ir::opName(c.kind))
+                           : fmt::format("`{}` has no attribute `{}`; its attributes are {}",
+                                         ir::opName(c.kind), key.text, keys));
+  }
+  if (c.attrs.has(key.text)) ts_.error(key.loc, fmt::format("`{}` is given twice", key.text));
+  ts_.expect('=');
+  c.attrs.set(key.text, parseAttrValue(ts_, spec->kind));
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Fusion> parseFusion(std::string_view text, std::string_view source_name) {
+  return Parser(text, source_name).parseFile();
+}
+
+std::unique_ptr<ir::Fusion> parseFusionFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) fail("cannot read `{}`: {}", path, std::strerror(errno));
+  std::string text;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  bool failed = std::ferror(f) != 0;
+  int err = errno;
+  std::fclose(f);
+  if (failed) fail("cannot read `{}`: {}", path, std::strerror(err));
+  return parseFusion(text, path);
+}
+
+}  // namespace loom

@@ -1,0 +1,13 @@
+#pragma once
+// The one header a loom user includes: the builder API, composite ops, the text format, the
+// CPU reference evaluator and the GPU runtime.
+#include "frontend/builder.h"
+#include "frontend/composites.h"
+#include "frontend/examples.h"
+#include "frontend/parser.h"
+#include "ir/error.h"
+#include "ir/fusion.h"
+#include "ir/printer.h"
+#include "runtime/bind_sizes.h"
+#include "runtime/host_tensor.h"
+#include "runtime/reference.h"

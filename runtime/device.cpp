@@ -1,0 +1,299 @@
+// The driver calls behind device.h. Every call goes through LOOM_CU (checked, named in errors)
+// except in destructors, which must not throw: there a failure can only mean the context is
+// already gone (process exit), and the resource went with it.
+#include <cuda.h>
+
+#include "runtime/device.h"
+
+#include <atomic>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "runtime/cuda_driver.h"
+
+namespace loom::runtime {
+namespace {
+
+CUdevice g_device = 0;
+CUcontext g_context = nullptr;
+std::atomic<double> g_last_load_ms{0};
+
+template <typename H>
+H toCu(std::uintptr_t h) {
+  return reinterpret_cast<H>(h);
+}
+template <typename H>
+std::uintptr_t fromCu(H h) {
+  return reinterpret_cast<std::uintptr_t>(h);
+}
+
+int deviceAttribute(CUdevice_attribute a) {
+  int v = 0;
+  LOOM_CU(cuDeviceGetAttribute, &v, a, g_device);
+  return v;
+}
+
+}  // namespace
+
+// ---- Device ----
+
+Device::Device() {
+  LOOM_CU(cuDeviceGet, &g_device, 0);
+  LOOM_CU(cuDevicePrimaryCtxRetain, &g_context, g_device);  // held for the process's life
+  char name[256] = {};
+  LOOM_CU(cuDeviceGetName, name, static_cast<int>(sizeof(name) - 1), g_device);
+  name_ = name;
+  cc_major_ = deviceAttribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  cc_minor_ = deviceAttribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  sm_count_ = deviceAttribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  max_threads_per_block_ = deviceAttribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  max_shared_per_block_ = deviceAttribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  max_shared_per_block_optin_ =
+      deviceAttribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  max_shared_per_sm_ = deviceAttribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  l2_bytes_ = deviceAttribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  std::size_t total = 0;
+  LOOM_CU(cuDeviceTotalMem_v2, &total, g_device);
+  total_memory_ = total;
+  LOOM_CU(cuDriverGetVersion, &driver_version_);
+}
+
+void Device::makeCurrent() {
+  // A context is current per thread; bind ours once on each thread that uses the runtime.
+  thread_local bool bound = false;
+  if (!bound) {
+    LOOM_CU(cuCtxSetCurrent, g_context);
+    bound = true;
+  }
+}
+
+Device& Device::get() {
+  // Never destroyed: buffers and modules freed during static destruction still need it. A
+  // throwing constructor leaves it unset, so the next call tries (and explains) again.
+  static Device* device = new Device();
+  makeCurrent();
+  return *device;
+}
+
+void Device::synchronize() const { LOOM_CU(cuCtxSynchronize); }
+
+std::string Device::describe() const {
+  return fmt::format("{} (sm_{}, {} SMs, {:.1f} GiB, L2 {} MiB, {} KiB shared/block opt-in, "
+                     "driver CUDA {}.{})",
+                     name_, smVersion(), sm_count_, total_memory_ / double(1 << 30),
+                     l2_bytes_ >> 20, max_shared_per_block_optin_ >> 10, driver_version_ / 1000,
+                     driver_version_ % 1000 / 10);
+}
+
+// ---- DeviceBuffer ----
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : size_(bytes) {
+  Device::get();
+  if (bytes == 0) return;
+  CUdeviceptr p = 0;
+  LOOM_CU(cuMemAlloc_v2, &p, bytes);
+  ptr_ = p;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) driver().cuMemFree_v2(ptr_);  // see the file comment: no throwing here
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : ptr_(std::exchange(o.ptr_, 0)), size_(std::exchange(o.size_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) driver().cuMemFree_v2(ptr_);
+    ptr_ = std::exchange(o.ptr_, 0);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::checkRange(std::size_t bytes, std::size_t offset, const char* what) const {
+  LOOM_USER_CHECK(offset <= size_ && bytes <= size_ - offset,
+                  "{} of {} bytes at offset {} is outside a device buffer of {} bytes", what,
+                  bytes, offset, size_);
+}
+
+void DeviceBuffer::copyFromHost(const void* src, std::size_t bytes, std::size_t offset) {
+  checkRange(bytes, offset, "copy from host");
+  if (bytes) LOOM_CU(cuMemcpyHtoD_v2, ptr_ + offset, src, bytes);
+}
+
+void DeviceBuffer::copyToHost(void* dst, std::size_t bytes, std::size_t offset) const {
+  checkRange(bytes, offset, "copy to host");
+  if (bytes) LOOM_CU(cuMemcpyDtoH_v2, dst, ptr_ + offset, bytes);
+}
+
+void DeviceBuffer::copyFrom(const DeviceBuffer& src) {
+  LOOM_USER_CHECK(src.size_ == size_, "device copy from {} bytes into {} bytes", src.size_,
+                  size_);
+  if (size_) LOOM_CU(cuMemcpyDtoD_v2, ptr_, src.ptr_, size_);
+}
+
+void DeviceBuffer::memset(std::uint8_t byte) {
+  if (size_) LOOM_CU(cuMemsetD8_v2, ptr_, byte, size_);
+}
+
+void DeviceBuffer::fill32(std::uint32_t word) {
+  LOOM_USER_CHECK(size_ % 4 == 0, "fill32 of a device buffer of {} bytes (not a multiple of 4)",
+                  size_);
+  if (size_) LOOM_CU(cuMemsetD32_v2, ptr_, word, size_ / 4);
+}
+
+// ---- Module and Kernel ----
+
+Module::Module(const std::string& ptx, const std::string& label) : label_(label) {
+  Device::get();
+  // The JIT writes its complaints here; without it a bad PTX is only CUDA_ERROR_INVALID_PTX.
+  std::vector<char> log(16 * 1024, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log.data(), reinterpret_cast<void*>(log.size() - 1)};
+  CUmodule m = nullptr;
+  auto t0 = std::chrono::steady_clock::now();
+  CUresult r = driver().cuModuleLoadDataEx(&m, ptx.c_str(), 2, options, values);
+  load_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (r != CUDA_SUCCESS)
+    fail("the CUDA driver rejected the PTX of {}: cuModuleLoadDataEx failed: {}\nJIT log:\n{}",
+         label_, cuErrorText(r), log[0] ? log.data() : "(empty)");
+  handle_ = fromCu(m);
+  g_last_load_ms = load_ms_;
+}
+
+Module::~Module() {
+  if (handle_) driver().cuModuleUnload(toCu<CUmodule>(handle_));
+}
+
+Module::Module(Module&& o) noexcept
+    : handle_(std::exchange(o.handle_, 0)), label_(std::move(o.label_)), load_ms_(o.load_ms_) {}
+
+Module& Module::operator=(Module&& o) noexcept {
+  if (this != &o) {
+    if (handle_) driver().cuModuleUnload(toCu<CUmodule>(handle_));
+    handle_ = std::exchange(o.handle_, 0);
+    label_ = std::move(o.label_);
+    load_ms_ = o.load_ms_;
+  }
+  return *this;
+}
+
+Kernel Module::getKernel(const std::string& name) const {
+  LOOM_USER_CHECK(handle_, "getKernel(\"{}\") on a moved-from module", name);
+  CUfunction f = nullptr;
+  CUresult r = driver().cuModuleGetFunction(&f, toCu<CUmodule>(handle_), name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) fail("{} has no kernel named \"{}\"", label_, name);
+  checkCu(r, "cuModuleGetFunction");
+  return Kernel(fromCu(f), name);
+}
+
+double lastModuleLoadMs() { return g_last_load_ms; }
+
+int Kernel::attribute(int attr) const {
+  int v = 0;
+  LOOM_CU(cuFuncGetAttribute, &v, static_cast<CUfunction_attribute>(attr),
+          toCu<CUfunction>(handle_));
+  return v;
+}
+
+int Kernel::numRegs() const { return attribute(CU_FUNC_ATTRIBUTE_NUM_REGS); }
+int Kernel::maxThreadsPerBlock() const {
+  return attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+}
+int Kernel::staticSharedBytes() const { return attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES); }
+int Kernel::localBytes() const { return attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES); }
+
+void Kernel::setMaxDynamicSharedBytes(int bytes) const {
+  LOOM_CU(cuFuncSetAttribute, toCu<CUfunction>(handle_),
+          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+
+int Kernel::maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_bytes) const {
+  int n = 0;
+  LOOM_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &n, toCu<CUfunction>(handle_),
+          block_threads, dynamic_shared_bytes);
+  return n;
+}
+
+// ---- launch ----
+
+void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHandle stream) {
+  LOOM_USER_CHECK(kernel.handle(), "launch of an empty kernel handle");
+  LOOM_USER_CHECK(c.grid.x && c.grid.y && c.grid.z && c.block.x && c.block.y && c.block.z,
+                  "launch of {} with an empty grid ({},{},{}) or block ({},{},{})",
+                  kernel.name(), c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z);
+  Device::get();
+  // Beyond 48 KiB of dynamic shared memory a kernel must opt in, per kernel.
+  if (c.shared_bytes > 48 * 1024) kernel.setMaxDynamicSharedBytes(static_cast<int>(c.shared_bytes));
+  LOOM_CU(cuLaunchKernel, toCu<CUfunction>(kernel.handle()), c.grid.x, c.grid.y, c.grid.z,
+          c.block.x, c.block.y, c.block.z, c.shared_bytes, toCu<CUstream>(stream), args, nullptr);
+}
+
+// ---- Stream ----
+
+Stream::Stream() {
+  Device::get();
+  CUstream s = nullptr;
+  LOOM_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+  handle_ = fromCu(s);
+}
+
+Stream::~Stream() {
+  if (handle_) driver().cuStreamDestroy_v2(toCu<CUstream>(handle_));
+}
+
+Stream::Stream(Stream&& o) noexcept : handle_(std::exchange(o.handle_, 0)) {}
+
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    if (handle_) driver().cuStreamDestroy_v2(toCu<CUstream>(handle_));
+    handle_ = std::exchange(o.handle_, 0);
+  }
+  return *this;
+}
+
+void Stream::synchronize() const { LOOM_CU(cuStreamSynchronize, toCu<CUstream>(handle_)); }
+
+// ---- Event ----
+
+Event::Event() {
+  Device::get();
+  CUevent e = nullptr;
+  LOOM_CU(cuEventCreate, &e, CU_EVENT_DEFAULT);
+  handle_ = fromCu(e);
+}
+
+Event::~Event() {
+  if (handle_) driver().cuEventDestroy_v2(toCu<CUevent>(handle_));
+}
+
+Event::Event(Event&& o) noexcept : handle_(std::exchange(o.handle_, 0)) {}
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    if (handle_) driver().cuEventDestroy_v2(toCu<CUevent>(handle_));
+    handle_ = std::exchange(o.handle_, 0);
+  }
+  return *this;
+}
+
+void Event::record(StreamHandle stream) {
+  LOOM_CU(cuEventRecord, toCu<CUevent>(handle_), toCu<CUstream>(stream));
+}
+
+void Event::synchronize() const { LOOM_CU(cuEventSynchronize, toCu<CUevent>(handle_)); }
+
+float Event::elapsedMs(const Event& start, const Event& end) {
+  end.synchronize();
+  float ms = 0;
+  LOOM_CU(cuEventElapsedTime_v2, &ms, toCu<CUevent>(start.handle_), toCu<CUevent>(end.handle_));
+  return ms;
+}
+
+}  // namespace loom::runtime

@@ -1,0 +1,170 @@
+#pragma once
+// A small C++ layer over the CUDA driver: the device, device memory, PTX modules and kernels,
+// launches, streams and events. RAII throughout; every driver call is checked and a failure is
+// a loom::Error naming the call and the driver's error. No cuda.h needed here: handles are
+// plain integers.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace loom::runtime {
+
+using StreamHandle = std::uintptr_t;  // a CUstream; 0 is the legacy default stream
+
+// The first GPU, with its primary context (the one the CUDA runtime and PyTorch share).
+class Device {
+ public:
+  // Initializes the driver on first use and makes the primary context current on the calling
+  // thread. Throws loom::Error "no NVIDIA GPU found: ..." where there is none.
+  static Device& get();
+
+  const std::string& name() const { return name_; }
+  int ccMajor() const { return cc_major_; }
+  int ccMinor() const { return cc_minor_; }
+  int smVersion() const { return cc_major_ * 10 + cc_minor_; }  // 90 for an H100
+  int smCount() const { return sm_count_; }
+  std::size_t totalMemory() const { return total_memory_; }
+  int maxThreadsPerBlock() const { return max_threads_per_block_; }
+  int maxSharedPerBlock() const { return max_shared_per_block_; }             // without opt-in
+  int maxSharedPerBlockOptin() const { return max_shared_per_block_optin_; }  // with opt-in
+  int maxSharedPerSm() const { return max_shared_per_sm_; }
+  int l2Bytes() const { return l2_bytes_; }
+  int driverVersion() const { return driver_version_; }  // e.g. 13000 for CUDA 13.0
+
+  void synchronize() const;   // waits for all work on the context
+  std::string describe() const;  // one line: name, sm, SMs, memory, L2, driver
+
+ private:
+  Device();
+  static void makeCurrent();
+  std::string name_;
+  int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_threads_per_block_ = 0;
+  int max_shared_per_block_ = 0, max_shared_per_block_optin_ = 0, max_shared_per_sm_ = 0;
+  int l2_bytes_ = 0, driver_version_ = 0;
+  std::size_t total_memory_ = 0;
+};
+
+// Device memory; move-only. A zero-byte buffer holds no allocation and ptr() == 0.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  std::size_t size() const { return size_; }
+  std::uintptr_t ptr() const { return ptr_; }
+
+  // Synchronous copies of `bytes` at byte `offset`; out of range -> loom::Error.
+  void copyFromHost(const void* src, std::size_t bytes, std::size_t offset = 0);
+  void copyToHost(void* dst, std::size_t bytes, std::size_t offset = 0) const;
+  void copyFrom(const DeviceBuffer& src);  // device to device, whole buffer, sizes must match
+  void memset(std::uint8_t byte);          // every byte
+  void fill32(std::uint32_t word);         // every 32-bit word (poisoning with NaN patterns)
+
+ private:
+  void checkRange(std::size_t bytes, std::size_t offset, const char* what) const;
+  std::uintptr_t ptr_ = 0;
+  std::size_t size_ = 0;
+};
+
+// A kernel handle; valid while the Module it came from lives.
+class Kernel {
+ public:
+  std::uintptr_t handle() const { return handle_; }
+  const std::string& name() const { return name_; }
+  int numRegs() const;
+  int maxThreadsPerBlock() const;  // for this kernel's register use
+  int staticSharedBytes() const;
+  int localBytes() const;          // per-thread local memory (spills)
+  // Allows launches with up to `bytes` of dynamic shared memory (needed above 48 KiB).
+  void setMaxDynamicSharedBytes(int bytes) const;
+  int maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_bytes) const;
+
+ private:
+  friend class Module;
+  Kernel(std::uintptr_t handle, std::string name) : handle_(handle), name_(std::move(name)) {}
+  int attribute(int attr) const;
+  std::uintptr_t handle_ = 0;
+  std::string name_;
+};
+
+// A loaded PTX module; move-only. The driver JIT-compiles the PTX when it loads.
+class Module {
+ public:
+  // `label` names the module in errors. A PTX the driver rejects -> loom::Error with the
+  // driver's JIT log.
+  explicit Module(const std::string& ptx, const std::string& label = "module");
+  ~Module();
+  Module(Module&& other) noexcept;
+  Module& operator=(Module&& other) noexcept;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  Kernel getKernel(const std::string& name) const;  // no such kernel -> loom::Error
+  double loadMs() const { return load_ms_; }        // wall time of cuModuleLoadDataEx
+
+ private:
+  std::uintptr_t handle_ = 0;
+  std::string label_;
+  double load_ms_ = 0;
+};
+
+// Wall time of the most recent Module load in this process, in milliseconds.
+double lastModuleLoadMs();
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  unsigned shared_bytes = 0;  // dynamic shared memory
+};
+
+// Launches asynchronously on `stream`. `args` points at each kernel parameter's value, in
+// order (as cuLaunchKernel wants). Dynamic shared memory above 48 KiB is opted into here.
+void launch(const Kernel& kernel, const LaunchConfig& config, void** args,
+            StreamHandle stream = 0);
+
+// A stream of its own; move-only.
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  StreamHandle handle() const { return handle_; }
+  void synchronize() const;
+
+ private:
+  StreamHandle handle_ = 0;
+};
+
+// A CUDA event, for timing work on the GPU; move-only.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(StreamHandle stream = 0);
+  void synchronize() const;
+  // Milliseconds between two recorded events; waits for `end` first.
+  static float elapsedMs(const Event& start, const Event& end);
+
+ private:
+  std::uintptr_t handle_ = 0;
+};
+
+}  // namespace loom::runtime

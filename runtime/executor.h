@@ -1,0 +1,56 @@
+#pragma once
+// Runs a fusion on the GPU. The first call for a given input signature (dtypes, sizes,
+// strides, alignment) compiles (or finds the kernel in the memory or disk cache); later calls
+// only launch.
+#include <memory>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "ir/fusion.h"
+#include "runtime/device_tensor.h"
+
+namespace loom {
+
+struct CompileStats {
+  enum class Source { Compiled, MemoryCache, DiskCache } source = Source::Compiled;
+  double llvm_ptx_ms = 0;  // LLVM IR -> PTX (0 when cached)
+  double load_ms = 0;      // cuModuleLoadData (0 on a memory hit)
+  double total_ms = 0;     // the whole first-call overhead
+};
+
+class Executor {
+ public:
+  explicit Executor(const ir::Fusion& fusion);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Allocates the outputs and runs; aliased outputs are their inputs, updated in place.
+  std::vector<DeviceTensor> run(const std::vector<DeviceTensor>& inputs,
+                                const Bindings& sizes = {});
+  // Runs into outputs the caller allocated with outputSpecs() (for benchmarks and reuse).
+  void runInto(const std::vector<DeviceTensor>& inputs, std::vector<DeviceTensor>& outputs,
+               const Bindings& sizes = {});
+  // The outputs a run with these inputs produces (dtype, sizes, strides), compiling if needed.
+  std::vector<TensorDesc> outputSpecs(const std::vector<DeviceTensor>& inputs,
+                                      const Bindings& sizes = {});
+  // Launches asynchronously, no checks beyond the signature lookup: the hot path.
+  void launch(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
+
+  const CompileStats& lastCompile() const { return stats_; }
+  // The compiled kernel for these inputs (PTX, launch shape).
+  const CompiledKernel& kernelFor(const std::vector<DeviceTensor>& inputs, const Bindings& sizes = {});
+
+ private:
+  struct Entry;
+  Entry& prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes);
+  const ir::Fusion& f_;
+  std::string fusion_text_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+  CompileStats stats_;
+};
+
+// The options (sm, SM count) for the current GPU; throws loom::Error with no GPU.
+CompileOptions currentDeviceOptions();
+
+}  // namespace loom

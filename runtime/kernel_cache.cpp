@@ -1,0 +1,153 @@
+#include "runtime/kernel_cache.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace loom::runtime {
+
+namespace {
+constexpr const char* kMagic = "loom-kernel-cache v1";
+
+std::string descLine(const TensorDesc& d, int alias) {
+  return fmt::format("{} {} | {} | {} {}", dtypeName(d.dtype), fmt::join(d.shape, " "),
+                     fmt::join(d.strides, " "), d.align_bytes, alias);
+}
+
+std::vector<int64_t> ints(std::istringstream& is) {
+  std::vector<int64_t> v;
+  std::string tok;
+  while (is >> tok && tok != "|") v.push_back(std::stoll(tok));
+  return v;
+}
+}  // namespace
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+bool diskCacheEnabled() {
+  const char* v = std::getenv("LOOM_DISK_CACHE");
+  return !(v && std::string(v) == "0");
+}
+
+std::string diskCacheDir() {
+  if (const char* d = std::getenv("LOOM_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/loom";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/loom";
+  return "/tmp/loom-cache";
+}
+
+std::string serializeKernel(const std::string& key, const CompiledKernel& k) {
+  std::string body = fmt::format("{}\nkey {}\n{}", kMagic, key.size(), key);
+  body += fmt::format("\nkernel {} {} {} {}\n", k.name, k.block, k.grid, k.outputs.size());
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    body += "out " + descLine(k.outputs[i], k.output_alias[i]) + "\n";
+  body += fmt::format("ptx {}\n{}", k.ptx.size(), k.ptx);
+  return body + fmt::format("\nchecksum {:016x}\n", fnv1a(body));
+}
+
+std::optional<CompiledKernel> deserializeKernel(const std::string& text, const std::string& key,
+                                                std::string* why) {
+  auto bad = [&](std::string w) -> std::optional<CompiledKernel> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  size_t cs = text.rfind("\nchecksum ");
+  if (cs == std::string::npos) return bad("no checksum line (truncated?)");
+  std::string body = text.substr(0, cs);
+  std::string want = fmt::format("{:016x}", fnv1a(body));
+  if (text.compare(cs + 10, 16, want) != 0) return bad("checksum mismatch (corrupt file)");
+  if (body.rfind(kMagic, 0) != 0) return bad("not a loom cache file of this version");
+  size_t p = std::string(kMagic).size() + 1;
+  size_t nl = body.find('\n', p);
+  if (nl == std::string::npos || body.compare(p, 4, "key ") != 0) return bad("malformed key");
+  size_t klen = std::stoull(body.substr(p + 4, nl - p - 4));
+  if (body.compare(nl + 1, klen, key) != 0 || klen != key.size())
+    return bad("written for another kernel (hash collision)");
+  std::istringstream is(body.substr(nl + 1 + klen));
+  CompiledKernel k;
+  std::string tag;
+  size_t nout = 0;
+  if (!(is >> tag >> k.name >> k.block >> k.grid >> nout) || tag != "kernel") return bad("malformed kernel line");
+  for (size_t i = 0; i < nout; ++i) {
+    std::string line;
+    if (i == 0) std::getline(is, line);
+    if (!std::getline(is, line) || line.rfind("out ", 0) != 0) return bad("malformed output line");
+    std::istringstream ls(line.substr(4));
+    std::string dt;
+    ls >> dt;
+    TensorDesc d;
+    auto parsed = parseDType(dt);
+    if (!parsed) return bad("unknown dtype " + dt);
+    d.dtype = *parsed;
+    d.shape = ints(ls);
+    d.strides = ints(ls);
+    int alias = -1;
+    ls >> d.align_bytes >> alias;
+    k.outputs.push_back(d);
+    k.output_alias.push_back(alias);
+  }
+  size_t plen = 0;
+  if (!(is >> tag >> plen) || tag != "ptx") return bad("malformed ptx line");
+  is.get();
+  k.ptx.resize(plen);
+  if (!is.read(k.ptx.data(), static_cast<std::streamsize>(plen))) return bad("truncated PTX");
+  return k;
+}
+
+static std::string entryPath(const std::string& key) {
+  return fmt::format("{}/{:016x}.loomk", diskCacheDir(), fnv1a(key));
+}
+
+std::optional<CompiledKernel> diskCacheLoad(const std::string& key) {
+  if (!diskCacheEnabled()) return std::nullopt;
+  std::string path = entryPath(key);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string why;
+  auto k = deserializeKernel(ss.str(), key, &why);
+  if (!k) {
+    std::fprintf(stderr, "loom: warning: kernel cache entry %s is bad (%s); rebuilding it\n",
+                 path.c_str(), why.c_str());
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  return k;
+}
+
+void diskCacheStore(const std::string& key, const CompiledKernel& k) {
+  if (!diskCacheEnabled()) return;
+  static bool warned = false;
+  std::error_code ec;
+  std::filesystem::create_directories(diskCacheDir(), ec);
+  std::string path = entryPath(key);
+  std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << serializeKernel(key, k);
+    if (!out.flush()) {
+      if (!warned) std::fprintf(stderr, "loom: warning: cannot write kernel cache under %s\n", diskCacheDir().c_str());
+      warned = true;
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace loom::runtime

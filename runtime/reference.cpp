@@ -1,0 +1,130 @@
+// The CPU reference driver: binds sizes, reads the inputs through their strides, evaluates the
+// ops in order (the families live in reference_pointwise/_reduce/_views.cpp) and writes the
+// outputs as contiguous host tensors.
+#include "runtime/reference.h"
+
+#include <optional>
+
+#include "ir/error.h"
+#include "runtime/bind_sizes.h"
+#include "runtime/reference_internal.h"
+
+namespace loom {
+
+namespace reference {
+
+int64_t numelOf(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t>& shape,
+                                      const std::vector<int64_t>& out) {
+  if (shape.empty()) return std::vector<int64_t>(out.size(), 0);
+  LOOM_ASSERT(shape.size() == out.size(), "operand of rank {} in a pointwise op of rank {}",
+              shape.size(), out.size());
+  std::vector<int64_t> s(shape.size(), 0);
+  int64_t stride = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    size_t ud = static_cast<size_t>(d);
+    LOOM_ASSERT(shape[ud] == out[ud] || shape[ud] == 1, "operand dim {} of size {} meets {}", d,
+                shape[ud], out[ud]);
+    s[ud] = shape[ud] == out[ud] ? stride : 0;
+    stride *= shape[ud];
+  }
+  return s;
+}
+
+void roundResult(Dense& d, DType t) {
+  if (t == DType::F32 || t == DType::F64) return;
+  for (double& v : d.data) v = roundTo(t, v);
+}
+
+namespace {
+
+Dense load(const HostTensor& t) {
+  Dense d{t.shape(), {}};
+  d.data.resize(static_cast<size_t>(numelOf(d.shape)));
+  // Read in row-major logical order through the tensor's strides.
+  HostTensor c = t.contiguous();
+  for (int64_t i = 0; i < c.numel(); ++i) d.data[static_cast<size_t>(i)] = c.getLinear(i);
+  return d;
+}
+
+Dense create(const ir::Op& op, const std::vector<int64_t>& shape) {
+  const auto& a = op.attr<ir::ScalarAttrs>();
+  Dense d{shape, std::vector<double>(static_cast<size_t>(numelOf(shape)), a.value)};
+  roundResult(d, a.dtype);
+  return d;
+}
+
+}  // namespace
+
+}  // namespace reference
+
+std::vector<HostTensor> evaluateReference(const ir::Fusion& f,
+                                          const std::vector<HostTensor>& inputs,
+                                          const Bindings& given) {
+  using reference::Dense;
+  const Bindings b = bindSizes(f, inputs, given);
+  const auto values = f.values();
+  const auto ops = f.ops();
+
+  // Free each intermediate after its last use; outputs are kept.
+  std::vector<int> last_use(values.size(), -1);
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const ir::Value* v : ops[i]->inputs()) last_use[static_cast<size_t>(v->id())] = static_cast<int>(i);
+  for (const auto& o : f.outputs()) last_use[static_cast<size_t>(o.value->id())] = static_cast<int>(ops.size());
+
+  std::vector<std::optional<Dense>> env(values.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    env[static_cast<size_t>(f.inputs()[i]->id())] = reference::load(inputs[i]);
+
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ir::Op& op = *ops[i];
+    std::vector<const Dense*> in;
+    for (const ir::Value* v : op.inputs()) {
+      const auto& slot = env[static_cast<size_t>(v->id())];
+      LOOM_ASSERT(slot.has_value(), "`{}` is used by `{}` before it is computed", v->name(), op.name());
+      in.push_back(&*slot);
+    }
+    const std::vector<int64_t> shape = evalShape(op.output(), b);
+    std::vector<Dense> results;
+    if (ir::isPointwise(op.kind())) {
+      results.push_back(reference::evalPointwise(op, in, shape));
+    } else if (ir::isReduction(op.kind())) {
+      results = reference::evalReduction(op, *in[0], shape);
+    } else if (ir::isView(op.kind())) {
+      results.push_back(reference::evalView(op, *in[0], shape, b));
+    } else {
+      LOOM_ASSERT(op.family() == ir::OpFamily::Constant || op.family() == ir::OpFamily::Full,
+                  "the reference has no rule for `{}`", op.name());
+      results.push_back(reference::create(op, shape));
+    }
+    LOOM_ASSERT(results.size() == op.outputs().size(), "`{}` gave {} results for {} outputs",
+                op.name(), results.size(), op.outputs().size());
+    for (size_t k = 0; k < results.size(); ++k) {
+      const ir::Value* out = op.output(k);
+      LOOM_ASSERT(results[k].shape == evalShape(out, b) &&
+                      static_cast<int64_t>(results[k].data.size()) == reference::numelOf(results[k].shape),
+                  "`{}` produced a result of the wrong shape for `{}`", op.name(), out->name());
+      reference::roundResult(results[k], out->dtype());
+      if (last_use[static_cast<size_t>(out->id())] >= 0)  // else nothing reads it
+        env[static_cast<size_t>(out->id())] = std::move(results[k]);
+    }
+    for (const ir::Value* v : op.inputs())
+      if (last_use[static_cast<size_t>(v->id())] == static_cast<int>(i))
+        env[static_cast<size_t>(v->id())].reset();
+  }
+
+  std::vector<HostTensor> outs;
+  for (const auto& o : f.outputs()) {
+    const auto& d = env[static_cast<size_t>(o.value->id())];
+    LOOM_ASSERT(d.has_value(), "output `{}` was never computed", o.name);
+    outs.push_back(HostTensor::fromValues(o.value->dtype(), d->shape, d->data));
+  }
+  return outs;
+}
+
+}  // namespace loom

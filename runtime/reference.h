@@ -1,0 +1,22 @@
+#pragma once
+// The CPU reference evaluator: the oracle every GPU result is compared with. Straightforward,
+// one op at a time, float64 inside: every intermediate is a dense row-major array of doubles
+// over its logical shape. Results of ops whose dtype is f16, bf16, an int or bool are rounded to
+// that dtype (roundTo); f32 and f64 results stay in double, so the oracle is more accurate than
+// the GPU. Scalar semantics are ir/op_math.h's; reductions sum with compensation, and var_mean
+// is two-pass (mean, then the sum of squared deviations), both in double.
+#include <vector>
+
+#include "ir/fusion.h"
+#include "runtime/host_tensor.h"
+
+namespace loom {
+
+// Evaluates `fusion` on `inputs` (any strides; checked and sized by bindSizes with `given`).
+// Returns one contiguous tensor per fusion output, in output order, of the output's dtype.
+// Aliased outputs are returned like any other; writing them back is the caller's business.
+std::vector<HostTensor> evaluateReference(const ir::Fusion& fusion,
+                                          const std::vector<HostTensor>& inputs,
+                                          const Bindings& given = {});
+
+}  // namespace loom

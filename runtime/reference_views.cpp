@@ -1,0 +1,56 @@
+// The CPU reference's views. On a dense row-major array, broadcast, reshape, squeeze and
+// unsqueeze only insert, remove, split or merge dims: the data is unchanged. Permute and slice
+// copy.
+#include "ir/error.h"
+#include "runtime/bind_sizes.h"
+#include "runtime/reference_internal.h"
+
+namespace loom::reference {
+
+Dense evalView(const ir::Op& op, const Dense& in, const std::vector<int64_t>& out_shape,
+               const Bindings& b) {
+  switch (op.family()) {
+    case ir::OpFamily::Broadcast:
+    case ir::OpFamily::Reshape:
+    case ir::OpFamily::Squeeze:
+    case ir::OpFamily::Unsqueeze:
+      LOOM_ASSERT(numelOf(out_shape) == numelOf(in.shape), "`{}` changes the element count",
+                  op.name());
+      return Dense{out_shape, in.data};
+    case ir::OpFamily::Permute: {
+      const auto& p = op.attr<ir::DimsAttrs>().dims;
+      auto src = broadcastStrides(in.shape, in.shape);  // row-major strides of the input
+      std::vector<int64_t> strides;
+      for (int d : p) strides.push_back(src[static_cast<size_t>(d)]);
+      Dense out{out_shape, std::vector<double>(static_cast<size_t>(numelOf(out_shape)))};
+      forEachIndex(out_shape, {strides}, [&](int64_t i, const int64_t* off) {
+        out.data[static_cast<size_t>(i)] = in.data[static_cast<size_t>(off[0])];
+      });
+      return out;
+    }
+    case ir::OpFamily::Slice: {
+      const auto& a = op.attr<ir::SliceAttrs>();
+      auto strides = broadcastStrides(in.shape, in.shape);
+      int64_t base = 0;
+      for (size_t d = 0; d < in.shape.size(); ++d) {
+        int64_t start = a.starts[d].evaluate(b), stop = a.stops[d].evaluate(b);
+        LOOM_USER_CHECK(0 <= start && start <= stop && stop <= in.shape[d],
+                        "`slice` producing `{}`: bounds [{}, {}) = [{}, {}) of dim {} are not "
+                        "within its size {}", op.output()->name(), a.starts[d].str(),
+                        a.stops[d].str(), start, stop, d, in.shape[d]);
+        LOOM_ASSERT(stop - start == out_shape[d], "slice length {} but output dim {} is {}",
+                    stop - start, d, out_shape[d]);
+        base += start * strides[d];
+      }
+      Dense out{out_shape, std::vector<double>(static_cast<size_t>(numelOf(out_shape)))};
+      forEachIndex(out_shape, {strides}, [&](int64_t i, const int64_t* off) {
+        out.data[static_cast<size_t>(i)] = in.data[static_cast<size_t>(base + off[0])];
+      });
+      return out;
+    }
+    default: break;
+  }
+  LOOM_ASSERT(false, "`{}` is not a view", op.name());
+}
+
+}  // namespace loom::reference

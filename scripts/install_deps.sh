@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what loom needs to build that is missing (Debian 12 packages). A no-op when all is there.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ llvm-19-dev libzstd-dev zlib1g-dev libfmt-dev catch2)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ ! -f /usr/local/cuda/include/cuda.h ] || ! ls /usr/local/cuda/nvvm/libdevice/libdevice*.bc >/dev/null 2>&1; then
+  echo "error: loom needs the CUDA toolkit's cuda.h and libdevice under /usr/local/cuda" >&2
+  echo "       (set LOOM_CUDA_ROOT=/path/to/cuda to use another)" >&2
+  [ -n "${LOOM_CUDA_ROOT:-}" ] || exit 1
+fi

@@ -1,0 +1,60 @@
+#pragma once
+// Shared by the [gpu] tests: skip with a message where no GPU is found, and run a fusion on
+// the GPU against the CPU reference.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "include/loom/loom.h"
+#include "runtime/compare.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device_tensor.h"
+#include "runtime/executor.h"
+
+namespace loom::test {
+
+inline bool haveGpu() {
+  std::string why;
+  if (runtime::gpuAvailable(&why)) return true;
+  WARN("no GPU: skipped (" << why << ")");
+  return false;
+}
+
+// Random inputs (in the given memory orders), poisoned outputs, one run, every output checked.
+inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
+                       const std::map<std::string, std::vector<int>>& layouts = {},
+                       uint64_t seed = 1, double lo = -1.0, double hi = 1.0) {
+  std::vector<HostTensor> host;
+  for (const ir::Value* v : f.inputs()) {
+    auto shape = evalShape(v, sizes);
+    HostTensor t = HostTensor::random(v->dtype(), shape, seed++, lo, hi);
+    auto it = layouts.find(v->name());
+    if (it != layouts.end()) t = t.withOrder(it->second);
+    host.push_back(t);
+  }
+  std::vector<DeviceTensor> dev;
+  for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+  Executor ex(f);
+  auto specs = ex.outputSpecs(dev, sizes);
+  std::vector<DeviceTensor> outs;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    int alias = ex.kernelFor(dev, sizes).output_alias[i];
+    if (alias >= 0) {
+      outs.push_back(dev[static_cast<size_t>(alias)]);
+      continue;
+    }
+    outs.push_back(DeviceTensor::allocate(specs[i].dtype, specs[i].shape, specs[i].strides));
+    outs.back().poison();
+  }
+  ex.runInto(dev, outs, sizes);
+  auto ref = evaluateReference(f, host, sizes);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    auto c = compareToReference(outs[i].toHost(), ref[i]);
+    INFO(f.name() << " output " << f.outputs()[i].name << ": " << c.str());
+    CHECK(c.ok);
+  }
+}
+
+}  // namespace loom::test

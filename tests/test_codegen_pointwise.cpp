@@ -1,0 +1,102 @@
+// CPU-only: the PTX of pointwise fusions passes ptxas for sm_80 and sm_90 and uses vector
+// loads where the schedule says so.
+#include <catch2/catch.hpp>
+
+#include "compiler/codegen/ptxas_check.h"
+#include "compiler/compile.h"
+#include "include/loom/loom.h"
+#include "tests/pointwise_fusions.h"
+
+using namespace loom;
+
+namespace {
+
+std::vector<TensorDesc> descsFor(const ir::Fusion& f, const Bindings& sizes,
+                                 const std::map<std::string, std::vector<int>>& layouts = {}) {
+  std::vector<TensorDesc> d;
+  for (const ir::Value* v : f.inputs()) {
+    TensorDesc t{v->dtype(), evalShape(v, sizes), {}, 16};
+    auto it = layouts.find(v->name());
+    t.strides = it == layouts.end() ? contiguousStrides(t.shape) : stridesForOrder(t.shape, it->second);
+    d.push_back(t);
+  }
+  return d;
+}
+
+std::string ptxOf(const ir::Fusion& f, const Bindings& sizes, int sm,
+                  const std::map<std::string, std::vector<int>>& layouts = {}) {
+  return compileFusion(f, sizes, descsFor(f, sizes, layouts), CompileOptions{sm, 132}).ptx;
+}
+
+void requirePtxas(const std::string& ptx, int sm) {
+  std::string err = codegen::ptxasCheck(ptx, sm);
+  INFO(err);
+  REQUIRE(err.empty());
+}
+
+}  // namespace
+
+TEST_CASE("pointwise built-ins compile to PTX that ptxas accepts, with vector loads", "[ptx][pointwise]") {
+  for (const char* name : {"add", "lstm_cell", "gru_cell", "bias_gelu"}) {
+    const Example* e = findExample(name);
+    REQUIRE(e != nullptr);
+    auto f = e->build();
+    for (int sm : {80, 90}) {
+      INFO(name << " sm_" << sm);
+      std::string ptx = ptxOf(*f, e->default_sizes, sm);
+      CHECK(ptx.find(".entry loom_" + std::string(name)) != std::string::npos);
+      CHECK(ptx.find(fmt::format(".target sm_{}", sm)) != std::string::npos);
+      CHECK(ptx.find("ld.global.nc.v4") != std::string::npos);
+      CHECK(ptx.find("st.global.v4") != std::string::npos);
+      requirePtxas(ptx, sm);
+    }
+  }
+}
+
+TEST_CASE("every pointwise op in every dtype passes ptxas", "[ptx][pointwise]") {
+  for (const auto& f : test::everyPointwiseOp()) {
+    INFO(f->name());
+    requirePtxas(ptxOf(*f, {{"N", 1024}}, 90), 90);
+  }
+}
+
+TEST_CASE("misaligned and strided inputs fall back from vector loads", "[ptx][pointwise]") {
+  auto f = findExample("add")->build();
+  Bindings sizes{{"N", 4096}};
+  auto d = descsFor(*f, sizes);
+  d[0].align_bytes = 2;  // x starts one f16 past a 16-byte boundary
+  StageText text;
+  compileFusion(*f, sizes, d, CompileOptions{90, 132}, &text);
+  CHECK(text[DumpStage::Kernel].find("load.f16 x[0 + i.[1]]  (gather)") != std::string::npos);
+  CHECK(text[DumpStage::Kernel].find("load.f16 y[0 + i.[1]]  (vector)") != std::string::npos);
+  requirePtxas(text[DumpStage::PTX], 90);
+}
+
+TEST_CASE("channels-last input makes a channels-last iteration", "[ptx][pointwise]") {
+  FusionBuilder fb("bias_relu_nchw");
+  auto x = fb.input("x", DType::F16, {"N", "C", "H", "W"});
+  auto b = fb.input("b", DType::F16, {"C"});
+  fb.output("y", relu(x + broadcast(b, {true, false, true, true})));
+  auto f = fb.finish();
+  Bindings sizes{{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}};
+  auto d = descsFor(*f, sizes, {{"x", {0, 2, 3, 1}}});
+  StageText text;
+  auto k = compileFusion(*f, sizes, d, CompileOptions{90, 132}, &text);
+  INFO(text[DumpStage::Kernel]);
+  // The output follows x's NHWC order; the whole thing collapses to one contiguous axis for x
+  // and the output, and b is read with stride 1 along C (the innermost axis now).
+  CHECK(k.outputs[0].strides == std::vector<int64_t>{64 * 7 * 9, 1, 9 * 64, 64});
+  CHECK(text[DumpStage::Kernel].find("order [0, 2, 3, 1]") != std::string::npos);
+  requirePtxas(text[DumpStage::PTX], 90);
+}
+
+TEST_CASE("a fusion with a reduction is refused by the pointwise scheduler with a reason", "[pointwise]") {
+  auto f = findExample("layer_norm")->build();
+  Bindings sizes{{"N", 4}, {"D", 64}};
+  try {
+    compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132});
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("is a reduction") != std::string::npos);
+  }
+}

@@ -1,0 +1,143 @@
+// [gpu]: pointwise fusions on the GPU against the CPU reference. Each skips with a message
+// where no GPU is found.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "ir/half.h"
+
+#include "runtime/device.h"
+#include "tests/gpu_test_util.h"
+#include "tests/pointwise_fusions.h"
+
+using namespace loom;
+
+TEST_CASE("every pointwise op in every dtype matches the reference", "[gpu][pointwise]") {
+  if (!test::haveGpu()) return;
+  for (const auto& f : test::everyPointwiseOp()) {
+    bool ints = f->input("x")->dtype() == DType::I32 || f->input("x")->dtype() == DType::I64;
+    for (int64_t n : {1, 3, 1531, 65536 + 8}) {
+      INFO(f->name() << " N=" << n);
+      test::checkOnGpu(*f, {{"N", n}}, {}, 7, ints ? -100 : -2, ints ? 100 : 2);
+    }
+  }
+}
+
+TEST_CASE("special float values: NaN, inf, -0 flow like the reference", "[gpu][pointwise]") {
+  if (!test::haveGpu()) return;
+  for (const auto& f : test::everyPointwiseOp()) {
+    DType t = f->input("x")->dtype();
+    if (!isFloat(t)) continue;
+    std::vector<double> xv = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 1.0, -1.0, 0.5, 2.5, -2.5, 1e-3, 100};
+    std::vector<double> yv = {1.0, INFINITY, 2.0, 0.0, -0.0, NAN, 3.0, -0.5, 2.0, 2.0, 0.0, -7};
+    int64_t n = static_cast<int64_t>(xv.size());
+    std::vector<HostTensor> host;
+    for (const ir::Value* v : f->inputs()) {
+      if (v->name() == "c") host.push_back(HostTensor::random(DType::Bool, {n}, 3));
+      else host.push_back(HostTensor::fromValues(t, {n}, v->name() == "x" ? xv : yv));
+    }
+    std::vector<DeviceTensor> dev;
+    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+    Executor ex(*f);
+    auto outs = ex.run(dev);
+    auto ref = evaluateReference(*f, host);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto c = compareToReference(outs[i].toHost(), ref[i]);
+      INFO(f->name() << " " << f->outputs()[i].name << ": " << c.str());
+      CHECK(c.bad_nonfinite == 0);
+    }
+  }
+}
+
+TEST_CASE("broadcasts, permutes, slices and channels-last inputs", "[gpu][pointwise]") {
+  if (!test::haveGpu()) return;
+  FusionBuilder fb("mixed_views");
+  auto x = fb.input("x", DType::F16, {"N", "C", "H", "W"});
+  auto b = fb.input("b", DType::F32, {"C"});
+  auto t = fb.input("t", DType::BF16, {"W", "H"});  // read transposed
+  auto y = toCompute(x) * broadcast(b, {true, false, true, true}) +
+           broadcastToRank(cast(permute(t, {1, 0}), DType::F32), 4);
+  fb.output("y", cast(silu(y), DType::F16));
+  fb.output("s", b * 2.0);  // not the iteration shape: another kernel shape
+  auto f = fb.finish();
+  // Outputs of different shapes are refused by the pointwise scheduler with a reason.
+  Bindings sizes{{"N", 2}, {"C", 24}, {"H", 5}, {"W", 7}};
+  auto host_x = HostTensor::random(DType::F16, {2, 24, 5, 7}, 1);
+  std::vector<DeviceTensor> dev = {DeviceTensor::fromHost(host_x),
+                                   DeviceTensor::fromHost(HostTensor::random(DType::F32, {24}, 2)),
+                                   DeviceTensor::fromHost(HostTensor::random(DType::BF16, {7, 5}, 3))};
+  Executor ex(*f);
+  CHECK_THROWS_WITH(ex.run(dev), Catch::Contains("differ in shape"));
+
+  FusionBuilder fb2("views");
+  auto x2 = fb2.input("x", DType::F16, {"N", "C", "H", "W"});
+  auto b2 = fb2.input("b", DType::F32, {"C"});
+  auto t2 = fb2.input("t", DType::BF16, {"W", "H"});
+  auto y2 = toCompute(x2) * broadcast(b2, {true, false, true, true}) +
+            broadcastToRank(cast(permute(t2, {1, 0}), DType::F32), 4);
+  fb2.output("y", cast(silu(y2), DType::F16));
+  fb2.output("z", y2 * 2.0);
+  auto f2 = fb2.finish();
+  for (auto n : {Bindings{{"N", 2}, {"C", 24}, {"H", 5}, {"W", 7}},
+                 Bindings{{"N", 1}, {"C", 1}, {"H", 1}, {"W", 1}},
+                 Bindings{{"N", 3}, {"C", 64}, {"H", 17}, {"W", 32}}}) {
+    test::checkOnGpu(*f2, n);
+    test::checkOnGpu(*f2, n, {{"x", {0, 2, 3, 1}}});          // channels-last x
+    test::checkOnGpu(*f2, n, {{"x", {0, 2, 3, 1}}, {"t", {1, 0}}});
+  }
+}
+
+TEST_CASE("LSTM and GRU cells run as one kernel each", "[gpu][pointwise]") {
+  if (!test::haveGpu()) return;
+  for (const char* name : {"lstm_cell", "gru_cell"}) {
+    auto f = findExample(name)->build();
+    for (auto sizes : {Bindings{{"B", 64}, {"H", 256}}, Bindings{{"B", 3}, {"H", 7}},
+                       Bindings{{"B", 1}, {"H", 1}}, Bindings{{"B", 256}, {"H", 1024}}}) {
+      INFO(name << " B=" << sizes["B"] << " H=" << sizes["H"]);
+      test::checkOnGpu(*f, sizes);
+    }
+  }
+}
+
+TEST_CASE("misaligned pointers fall back to scalar access and stay correct", "[gpu][pointwise]") {
+  if (!test::haveGpu()) return;
+  auto f = findExample("add")->build();
+  for (int64_t skip : {1, 2, 3, 7}) {
+    int64_t n = 4096 + 64;
+    auto hx = HostTensor::random(DType::F16, {n}, 1).sliceView(0, skip, n - 64 + skip);
+    auto hy = HostTensor::random(DType::F16, {n}, 2).sliceView(0, 0, n - 64);
+    std::vector<DeviceTensor> dev = {DeviceTensor::fromHost(hx), DeviceTensor::fromHost(hy)};
+    Executor ex(*f);
+    auto out = ex.run(dev);
+    auto ref = evaluateReference(*f, {hx, hy});
+    auto c = compareToReference(out[0].toHost(), ref[0]);
+    INFO("skip " << skip << ": " << c.str());
+    CHECK(c.ok);
+  }
+}
+
+TEST_CASE("more than 2^31 elements index with 64 bits", "[gpu][pointwise][huge]") {
+  if (!test::haveGpu()) return;
+  if (runtime::Device::get().totalMemory() < (size_t{16} << 30)) {
+    WARN("GPU has less than 16 GiB: skipped");
+    return;
+  }
+  FusionBuilder fb("huge");
+  auto x = fb.input("x", DType::F16, {"N"});
+  fb.output("y", x * 2.0 + 1.0);
+  auto f = fb.finish();
+  const int64_t n = (int64_t{1} << 31) + 24;
+  HostTensor hx = HostTensor::empty(DType::F16, {n});
+  auto* px = static_cast<uint16_t*>(hx.data());
+  for (int64_t i = 0; i < n; ++i)  // small integers: exact in f16 before and after
+    px[i] = floatToHalf(static_cast<float>((i * 2654435761LL) % 200 - 100));
+  auto dx = DeviceTensor::fromHost(hx);
+  Executor ex(*f);
+  auto out = ex.run({dx}, {{"N", n}});
+  HostTensor hy = out[0].toHost();
+  const auto* py = static_cast<const uint16_t*>(hy.data());
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (halfToFloat(py[i]) != halfToFloat(px[i]) * 2.0f + 1.0f) ++bad;
+  CHECK(bad == 0);
+}

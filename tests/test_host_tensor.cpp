@@ -1,0 +1,151 @@
+// HostTensor: layouts, views, storage of each dtype, deterministic random data.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "ir/error.h"
+#include "runtime/host_tensor.h"
+
+using namespace loom;
+
+namespace {
+uint16_t bits16(const HostTensor& t, int64_t elem) {
+  uint16_t v;
+  std::memcpy(&v, static_cast<const std::byte*>(t.data()) + elem * 2, 2);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("host tensor: contiguous layout and describe", "[reference][host_tensor]") {
+  auto t = HostTensor::empty(DType::F16, {4, 1024});
+  CHECK(t.describe() == "f16[4, 1024] strides [1024, 1]");
+  CHECK(t.numel() == 4096);
+  CHECK(t.nbytes() == 4096 * 2);
+  CHECK(t.isContiguous());
+  CHECK(t.rank() == 2);
+  CHECK(t.get({3, 1023}) == 0.0);  // zero-filled
+  auto s = HostTensor::empty(DType::F64, {});
+  CHECK(s.numel() == 1);
+  CHECK(s.describe() == "f64[] strides []");
+  s.set({}, 2.5);
+  CHECK(s.get({}) == 2.5);
+  CHECK(HostTensor().numel() == 0);
+}
+
+TEST_CASE("host tensor: channels-last order and strides", "[reference][host_tensor]") {
+  CHECK(channelsLastOrder(4) == std::vector<int>{0, 2, 3, 1});
+  CHECK(channelsLastOrder(3) == std::vector<int>{0, 2, 1});
+  CHECK(channelsLastOrder(5) == std::vector<int>{0, 2, 3, 4, 1});
+  auto t = HostTensor::emptyWithOrder(DType::F32, {2, 3, 4, 5}, channelsLastOrder(4));
+  CHECK(t.strides() == std::vector<int64_t>{60, 1, 15, 3});
+  CHECK_FALSE(t.isContiguous());
+  CHECK(t.nbytes() == 120 * 4);
+  for (int64_t i = 0; i < t.numel(); ++i) t.setLinear(i, static_cast<double>(i));
+  // Logical (n, c, h, w) holds its row-major number whatever the memory order.
+  CHECK(t.get({1, 2, 3, 4}) == 1 * 60 + 2 * 20 + 3 * 5 + 4);
+  // In memory, channels are innermost: element (0, 1, 0, 0) sits right after (0, 0, 0, 0).
+  float mem[2];
+  std::memcpy(mem, t.data(), sizeof mem);
+  CHECK(mem[0] == 0.0f);
+  CHECK(mem[1] == 20.0f);
+  auto c = t.contiguous();
+  CHECK(c.isContiguous());
+  CHECK(c.strides() == std::vector<int64_t>{60, 20, 5, 1});
+  CHECK(c.toVector() == t.toVector());
+  auto back = c.withOrder(channelsLastOrder(4));
+  CHECK(back.strides() == t.strides());
+  CHECK(back.toVector() == t.toVector());
+  CHECK_THROWS_AS(HostTensor::emptyWithOrder(DType::F32, {2, 3}, {0, 0}), Error);
+  CHECK_THROWS_AS(HostTensor::emptyWithOrder(DType::F32, {2, 3}, {0}), Error);
+}
+
+TEST_CASE("host tensor: views share storage", "[reference][host_tensor]") {
+  auto t = HostTensor::fromValues(DType::F32, {2, 3}, {0, 1, 2, 3, 4, 5});
+  auto copy = t;  // a plain value: copies share storage
+  copy.set({0, 0}, 42);
+  CHECK(t.get({0, 0}) == 42);
+  auto p = t.permutedView({1, 0});
+  CHECK(p.shape() == std::vector<int64_t>{3, 2});
+  CHECK(p.strides() == std::vector<int64_t>{1, 3});
+  CHECK(p.get({2, 1}) == 5);
+  CHECK(p.toVector() == std::vector<double>{42, 3, 1, 4, 2, 5});
+  CHECK_FALSE(p.isContiguous());
+  auto s = t.sliceView(1, 1, 3);
+  CHECK(s.describe() == "f32[2, 2] strides [3, 1] offset 1");
+  CHECK(s.toVector() == std::vector<double>{1, 2, 4, 5});
+  CHECK_FALSE(s.isContiguous());
+  s.set({1, 0}, -7);
+  CHECK(t.get({1, 1}) == -7);
+  CHECK(static_cast<const float*>(s.data())[0] == 1.0f);
+  auto sc = s.contiguous();
+  CHECK(sc.isContiguous());
+  CHECK(sc.toVector() == std::vector<double>{1, 2, -7, 5});
+  CHECK(sc.nbytes() == 4 * 4);
+  CHECK_THROWS_AS(t.sliceView(1, 2, 4), Error);
+  CHECK_THROWS_AS(t.get({2, 0}), Error);
+  CHECK_THROWS_AS(t.get({0}), Error);
+}
+
+TEST_CASE("host tensor: storage of each dtype", "[reference][host_tensor]") {
+  auto h = HostTensor::fromValues(DType::F16, {4}, {1.0, -2.0, 65504.0, 1.0 + std::ldexp(1.0, -11)});
+  CHECK(h.nbytes() == 8);
+  CHECK(bits16(h, 0) == 0x3c00);
+  CHECK(bits16(h, 1) == 0xc000);
+  CHECK(bits16(h, 2) == 0x7bff);
+  CHECK(bits16(h, 3) == 0x3c00);  // the tie 1 + 2^-11 rounds to even: 1.0
+  CHECK(h.getLinear(3) == 1.0);
+  auto b = HostTensor::fromValues(DType::BF16, {3}, {1.0, -0.5, 1.0 + std::ldexp(3.0, -9)});
+  CHECK(bits16(b, 0) == 0x3f80);
+  CHECK(bits16(b, 1) == 0xbf00);
+  CHECK(b.getLinear(2) == 1.0 + std::ldexp(1.0, -7));  // 1 + 1.5 ulp rounds up to 1 + 2 ulp
+  auto i = HostTensor::fromValues(DType::I32, {3}, {-5, 2.7, -2.7});
+  CHECK(i.toVector() == std::vector<double>{-5, 2, -2});  // truncation toward zero
+  CHECK(static_cast<const int32_t*>(i.data())[0] == -5);
+  auto l = HostTensor::fromValues(DType::I64, {1}, {-9007199254740992.0});
+  CHECK(static_cast<const int64_t*>(l.data())[0] == -9007199254740992LL);
+  auto bo = HostTensor::fromValues(DType::Bool, {3}, {0, 2, -0.5});
+  CHECK(bo.nbytes() == 3);
+  CHECK(bo.toVector() == std::vector<double>{0, 1, 1});
+  CHECK(static_cast<const uint8_t*>(bo.data())[1] == 1);
+  auto f = HostTensor::fromValues(DType::F32, {1}, {0.1});
+  CHECK(f.getLinear(0) == static_cast<double>(0.1f));
+  auto d = HostTensor::fromValues(DType::F64, {1}, {0.1});
+  CHECK(d.getLinear(0) == 0.1);
+  CHECK_THROWS_WITH(HostTensor::fromValues(DType::F32, {2, 2}, {1, 2, 3}),
+                    Catch::Contains("3 values given for shape [2, 2] (4 elements)"));
+}
+
+TEST_CASE("host tensor: deterministic random data", "[reference][host_tensor]") {
+  auto a = HostTensor::random(DType::F32, {3, 1531}, 7);
+  auto b = HostTensor::random(DType::F32, {3, 1531}, 7);
+  auto c = HostTensor::random(DType::F32, {3, 1531}, 8);
+  CHECK(a.toVector() == b.toVector());
+  CHECK(a.toVector() != c.toVector());
+  double lo = 1e9, hi = -1e9, sum = 0;
+  for (double v : a.toVector()) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  CHECK(lo >= -1.0);
+  CHECK(hi < 1.0);
+  CHECK(lo < -0.99);
+  CHECK(hi > 0.99);
+  CHECK(std::abs(sum / a.numel()) < 0.05);
+  auto h = HostTensor::random(DType::F16, {100}, 1, 2.0, 3.0);
+  for (double v : h.toVector()) {
+    CHECK(v >= 2.0);
+    CHECK(v <= 3.0);
+    CHECK(roundTo(DType::F16, v) == v);
+  }
+  auto i = HostTensor::random(DType::I32, {1000}, 3, -3.5, 4.0);
+  auto iv = i.toVector();
+  std::set<double> seen(iv.begin(), iv.end());
+  CHECK(seen == std::set<double>{-3, -2, -1, 0, 1, 2, 3, 4});
+  auto bo = HostTensor::random(DType::Bool, {1000}, 3);
+  auto bv = bo.toVector();
+  CHECK(std::set<double>(bv.begin(), bv.end()) == std::set<double>{0, 1});
+  CHECK_THROWS_AS(HostTensor::random(DType::I64, {4}, 1, 0.2, 0.8), Error);
+}

@@ -1,0 +1,140 @@
+#include <algorithm>
+
+#include "tools/loom/cli.h"
+
+namespace loom::cli {
+
+Args::Args(const std::vector<std::string>& argv, const std::vector<std::string>& flags) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& s = argv[i];
+    if (s.rfind("--", 0) != 0 || s == "--") {
+      pos_.push_back(s);
+      continue;
+    }
+    std::string key = s.substr(2), val;
+    auto eq = key.find('=');
+    if (eq != std::string::npos) {
+      val = key.substr(eq + 1);
+      key = key.substr(0, eq);
+      opts_.insert({key, val});
+    } else if (std::find(flags.begin(), flags.end(), key) != flags.end() || key == "help") {
+      flags_[key] = true;
+    } else {
+      LOOM_USER_CHECK(i + 1 < argv.size(), "option --{} needs a value", key);
+      opts_.insert({key, argv[++i]});
+    }
+  }
+}
+
+std::optional<std::string> Args::get(const std::string& k) const {
+  auto r = opts_.equal_range(k);
+  if (r.first == r.second) return std::nullopt;
+  return std::prev(r.second)->second;
+}
+
+std::vector<std::string> Args::getAll(const std::string& k) const {
+  std::vector<std::string> out;
+  auto r = opts_.equal_range(k);
+  for (auto it = r.first; it != r.second; ++it) out.push_back(it->second);
+  return out;
+}
+
+void Args::checkKnown(const std::vector<std::string>& known, const std::string& cmd) const {
+  auto ok = [&](const std::string& k) {
+    return k == "help" || std::find(known.begin(), known.end(), k) != known.end();
+  };
+  for (const auto& [k, v] : opts_)
+    LOOM_USER_CHECK(ok(k), "`loom {}` has no option --{}; see `loom {} --help`", cmd, k, cmd);
+  for (const auto& [k, v] : flags_)
+    LOOM_USER_CHECK(ok(k), "`loom {}` has no option --{}; see `loom {} --help`", cmd, k, cmd);
+}
+
+static int64_t parseInt(const std::string& s, const std::string& what) {
+  size_t pos = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  LOOM_USER_CHECK(pos == s.size() && !s.empty(), "{}: `{}` is not a whole number", what, s);
+  return v;
+}
+
+Loaded loadFromArgs(const Args& a, const std::string& cmd) {
+  LOOM_USER_CHECK(!a.positionals().empty(), "`loom {}` needs a FUSION (a built-in name from "
+                  "`loom examples`, or a file)", cmd);
+  LOOM_USER_CHECK(a.positionals().size() == 1, "`loom {}` takes one FUSION, got {}", cmd,
+                  a.positionals().size());
+  Loaded l;
+  l.fusion = loadFusion(a.positionals()[0], &l.sizes);
+  auto syms = l.fusion->symbols();
+  for (const auto& d : a.getAll("dim")) {
+    auto eq = d.find('=');
+    LOOM_USER_CHECK(eq != std::string::npos && eq > 0, "--dim `{}` must look like N=64", d);
+    std::string k = d.substr(0, eq);
+    LOOM_USER_CHECK(std::find(syms.begin(), syms.end(), k) != syms.end(),
+                    "--dim {}: fusion `{}` has no size `{}`; its sizes are: {}", d,
+                    l.fusion->name(), k, fmt::format("{}", fmt::join(syms, ", ")));
+    int64_t v = parseInt(d.substr(eq + 1), "--dim " + d);
+    LOOM_USER_CHECK(v > 0, "--dim {}: sizes must be positive", d);
+    l.sizes[k] = v;
+  }
+  return l;
+}
+
+std::map<std::string, std::vector<int>> layoutsFromArgs(const Args& a, const ir::Fusion& f) {
+  std::map<std::string, std::vector<int>> out;
+  for (const auto& spec : a.getAll("layout")) {
+    auto eq = spec.find('=');
+    LOOM_USER_CHECK(eq != std::string::npos, "--layout `{}` must look like x=nhwc", spec);
+    std::string name = spec.substr(0, eq), lay = spec.substr(eq + 1);
+    const ir::Value* v = f.input(name);
+    std::vector<int> order;
+    if (lay == "nchw" || lay == "contiguous") {
+      for (int i = 0; i < v->rank(); ++i) order.push_back(i);
+    } else if (lay == "nhwc" || lay == "channels_last") {
+      LOOM_USER_CHECK(v->rank() >= 3, "--layout {}: `{}` has rank {}, channels-last needs >= 3",
+                      spec, name, v->rank());
+      order = channelsLastOrder(v->rank());
+    } else {
+      size_t p = 0;
+      while (p <= lay.size()) {
+        size_t c = lay.find(',', p);
+        if (c == std::string::npos) c = lay.size();
+        order.push_back(static_cast<int>(parseInt(lay.substr(p, c - p), "--layout " + spec)));
+        p = c + 1;
+      }
+      std::vector<int> s = order;
+      std::sort(s.begin(), s.end());
+      bool ok = static_cast<int>(s.size()) == v->rank();
+      for (int i = 0; ok && i < v->rank(); ++i) ok = s[static_cast<size_t>(i)] == i;
+      LOOM_USER_CHECK(ok, "--layout {}: give nchw, nhwc, or a permutation of 0..{} listing dims "
+                      "from outermost to innermost", spec, v->rank() - 1);
+    }
+    out[name] = order;
+  }
+  return out;
+}
+
+std::vector<HostTensor> randomInputs(const ir::Fusion& f, const Bindings& sizes,
+                                     const std::map<std::string, std::vector<int>>& layouts,
+                                     uint64_t seed) {
+  std::vector<HostTensor> out;
+  for (const ir::Value* v : f.inputs()) {
+    auto shape = evalShape(v, sizes);
+    // Variances must stay positive; everything else is U(-1, 1).
+    bool positive = v->name().find("var") != std::string::npos;
+    HostTensor t = HostTensor::random(v->dtype(), shape, seed++, positive ? 0.5 : -1.0, 1.0);
+    auto it = layouts.find(v->name());
+    if (it != layouts.end()) {
+      HostTensor s = HostTensor::emptyWithOrder(v->dtype(), shape, it->second);
+      for (int64_t i = 0; i < t.numel(); ++i) s.setLinear(i, t.getLinear(i));
+      t = s;
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,69 @@
+// `loom examples`, `loom print`, `loom eval`.
+#include <cmath>
+#include <iostream>
+
+#include "tools/loom/cli.h"
+
+namespace loom::cli {
+
+int runExamples(const Args& a) {
+  LOOM_USER_CHECK(a.positionals().empty(), "`loom examples` takes no arguments");
+  for (const auto& e : builtinExamples()) {
+    std::string sizes;
+    for (const auto& [k, v] : e.default_sizes) sizes += fmt::format("{}{}={}", sizes.empty() ? "" : " ", k, v);
+    std::cout << fmt::format("{:<14} {}  [{}]\n", e.name, e.summary, sizes);
+  }
+  return 0;
+}
+
+int runPrint(const Args& a) {
+  auto l = loadFromArgs(a, "print");
+  std::cout << ir::printFusion(*l.fusion);
+  return 0;
+}
+
+namespace {
+std::string summarize(const HostTensor& t, int max_values) {
+  double sum = 0, sq = 0;
+  int64_t n = t.numel(), bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.getLinear(i);
+    if (!std::isfinite(v)) {
+      ++bad;
+      continue;
+    }
+    sum += v;
+  }
+  int64_t good = n - bad;
+  double mean = good ? sum / static_cast<double>(good) : NAN;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.getLinear(i);
+    if (std::isfinite(v)) sq += (v - mean) * (v - mean);
+  }
+  double sd = good > 1 ? std::sqrt(sq / static_cast<double>(good - 1)) : 0.0;
+  std::string vals;
+  for (int64_t i = 0; i < std::min<int64_t>(n, max_values); ++i)
+    vals += fmt::format("{}{:.6g}", i ? ", " : "", t.getLinear(i));
+  if (n > max_values) vals += ", ...";
+  std::string shape = fmt::format("[{}]", fmt::join(t.shape(), ", "));
+  return fmt::format("{}{} mean {:.6g} std {:.6g}{}  values [{}]", dtypeName(t.dtype()), shape,
+                     mean, sd, bad ? fmt::format(" non-finite {}", bad) : "", vals);
+}
+}  // namespace
+
+int runEval(const Args& a) {
+  auto l = loadFromArgs(a, "eval");
+  auto layouts = layoutsFromArgs(a, *l.fusion);
+  uint64_t seed = a.get("seed") ? std::stoull(*a.get("seed")) : 0;
+  auto inputs = randomInputs(*l.fusion, l.sizes, layouts, seed);
+  auto outs = evaluateReference(*l.fusion, inputs, l.sizes);
+  std::string sizes;
+  for (const auto& [k, v] : bindSizes(*l.fusion, inputs, l.sizes))
+    sizes += fmt::format("{}{}={}", sizes.empty() ? "" : " ", k, v);
+  std::cout << fmt::format("fusion {} ({}), CPU reference, seed {}\n", l.fusion->name(), sizes, seed);
+  for (size_t i = 0; i < outs.size(); ++i)
+    std::cout << fmt::format("  {:<18} {}\n", l.fusion->outputs()[i].name, summarize(outs[i], 4));
+  return 0;
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,71 @@
+// `loom dump FUSION --stage ...`: one stage of the pipeline, on any machine (no GPU needed).
+#include <iostream>
+
+#include "compiler/codegen/ptx_backend.h"
+#include "compiler/compile.h"
+#include "tools/loom/cli.h"
+
+namespace loom::cli {
+
+// Descriptions of the inputs a run with these sizes and layouts would see (16-byte aligned).
+std::vector<TensorDesc> inputDescs(const ir::Fusion& f, const Bindings& sizes,
+                                   const std::map<std::string, std::vector<int>>& layouts) {
+  std::vector<TensorDesc> descs;
+  for (const ir::Value* v : f.inputs()) {
+    TensorDesc d;
+    d.dtype = v->dtype();
+    d.shape = evalShape(v, sizes);
+    auto it = layouts.find(v->name());
+    d.strides = it == layouts.end() ? contiguousStrides(d.shape) : stridesForOrder(d.shape, it->second);
+    descs.push_back(d);
+  }
+  return descs;
+}
+
+int parseArch(const Args& a) {
+  auto arch = a.get("arch").value_or("sm_90");
+  LOOM_USER_CHECK(arch.rfind("sm_", 0) == 0 && arch.size() > 3, "--arch `{}` must look like sm_90", arch);
+  int sm = 0;
+  try {
+    sm = std::stoi(arch.substr(3));
+  } catch (...) {
+    fail("--arch `{}` must look like sm_90", arch);
+  }
+  auto ok = codegen::supportedSms();
+  LOOM_USER_CHECK(std::find(ok.begin(), ok.end(), sm) != ok.end(), "--arch {}: loom emits PTX for "
+                  "sm_{}", arch, fmt::join(ok, ", sm_"));
+  return sm;
+}
+
+int runDump(const Args& a) {
+  auto l = loadFromArgs(a, "dump");
+  auto layouts = layoutsFromArgs(a, *l.fusion);
+  std::string stage_name = a.get("stage").value_or("ir");
+  DumpStage stage = parseDumpStage(stage_name);
+  if (stage == DumpStage::IR) {
+    std::cout << ir::printFusion(*l.fusion);
+    return 0;
+  }
+  LOOM_USER_CHECK(stage != DumpStage::Launch, "stage `launch` happens only while running; use "
+                  "LOOM_DUMP=launch with `loom run`");
+  CompileOptions opts{parseArch(a), 132};
+  if (auto sms = a.get("sms")) opts.sm_count = std::stoi(*sms);
+  auto descs = inputDescs(*l.fusion, l.sizes, layouts);
+  StageText text;
+  // Binding checks sizes against the fusion the same way a run would.
+  std::vector<DType> dtypes;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& d : descs) {
+    dtypes.push_back(d.dtype);
+    shapes.push_back(d.shape);
+  }
+  Bindings bound = bindShapes(*l.fusion, dtypes, shapes, l.sizes);
+  compileFusion(*l.fusion, bound, descs, opts, &text);
+  auto it = text.find(stage);
+  LOOM_USER_CHECK(it != text.end(), "stage `{}` has nothing to show for `{}` yet", stage_name,
+                  l.fusion->name());
+  std::cout << it->second;
+  return 0;
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,54 @@
+// The table of `loom` subcommands.
+#include "tools/loom/cli.h"
+
+namespace loom::cli {
+
+int runExamples(const Args& a);
+int runPrint(const Args& a);
+int runEval(const Args& a);
+int runDump(const Args& a);
+int runRun(const Args& a);
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> all = {
+      {"examples", "list the built-in example fusions",
+       "usage: loom examples\n\nLists the built-in fusions, one line each, with their default "
+       "sizes.\nEach can be used wherever a command takes FUSION.\n",
+       {}, {}, runExamples},
+      {"print", "print a fusion in loom's text format",
+       "usage: loom print FUSION\n\nPrints FUSION (a built-in name or a text-format file) in the "
+       "text format.\nThe output parses back to the same fusion: `loom print group_norm > g.loom; "
+       "loom print g.loom`.\n",
+       {}, {}, runPrint},
+      {"eval", "run a fusion on the CPU reference evaluator (float64 inside)",
+       "usage: loom eval FUSION [--dim K=V]... [--layout INPUT=nchw|nhwc|PERM]... [--seed S]\n\n"
+       "Runs FUSION on seeded random inputs with the float64 CPU reference evaluator and\n"
+       "prints each output's shape, dtype, mean, std and first values.\n\n"
+       "  --dim K=V        size of symbol K (default: the example's sizes)\n"
+       "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner (0,2,3,1)\n"
+       "  --seed S         random seed (default 0)\n",
+       {}, {"dim", "layout", "seed"}, runEval},
+      {"dump", "print one compilation stage (ir, schedule, kernel, llvm, ptx)",
+       "usage: loom dump FUSION --stage STAGE [--arch sm_90] [--dim K=V]... [--layout IN=L]...\n\n"
+       "Prints one stage of compiling FUSION for the given sizes and layouts. Needs no GPU.\n"
+       "The same text is printed to stderr during any run by LOOM_DUMP=STAGE[,STAGE...].\n\n"
+       "  --stage S        ir | domains | segments | schedule | kernel | llvm | ptx\n"
+       "  --arch sm_XX     PTX target: sm_80, sm_86, sm_89, sm_90 (default sm_90)\n"
+       "  --sms N          multiprocessors to size the grid for (default 132, an H100)\n"
+       "  --dim K=V        size of symbol K (default: the example's sizes)\n"
+       "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner\n",
+       {}, {"stage", "arch", "sms", "dim", "layout"}, runDump},
+      {"run", "run a fusion on the GPU and check it against the CPU reference",
+       "usage: loom run FUSION [--dim K=V]... [--layout IN=L]... [--seed S] [--iters N] [--check]\n\n"
+       "Compiles FUSION for this GPU, runs it on seeded random inputs, compares every output\n"
+       "with the float64 CPU reference (||out-ref||/||ref|| against a tolerance fitting the\n"
+       "dtype) and prints the kernel time. Exits non-zero on a mismatch or with no GPU.\n\n"
+       "  --check          compare with the CPU reference (the default; --no-check skips it)\n"
+       "  --iters N        timed launches (default 20; 0 skips timing)\n"
+       "  --seed S         random seed (default 0)\n",
+       {"check", "no-check"}, {"dim", "layout", "seed", "iters"}, runRun},
+  };
+  return all;
+}
+
+}  // namespace loom::cli
