@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
 #include "ir/error.h"
@@ -14,6 +15,10 @@ Extent::Extent(int64_t c) : num_(c), den_(1) {
 }
 
 Extent Extent::symbol(std::string name) {
+  bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  LOOM_USER_CHECK(ok, "`{}` is not a valid size name: use letters, digits and `_`, not starting "
+                  "with a digit", name);
   Extent e;
   e.syms_.push_back({std::move(name), 1});
   return e;

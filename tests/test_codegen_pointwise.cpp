@@ -40,7 +40,7 @@ TEST_CASE("pointwise built-ins compile to PTX that ptxas accepts, with vector lo
   for (const char* name : {"add", "lstm_cell", "gru_cell", "bias_gelu"}) {
     const Example* e = findExample(name);
     REQUIRE(e != nullptr);
-    auto f = e->build();
+    auto f = e->buildDefault();
     for (int sm : {80, 90}) {
       INFO(name << " sm_" << sm);
       std::string ptx = ptxOf(*f, e->default_sizes, sm);
@@ -61,7 +61,7 @@ TEST_CASE("every pointwise op in every dtype passes ptxas", "[ptx][pointwise]") 
 }
 
 TEST_CASE("misaligned and strided inputs fall back from vector loads", "[ptx][pointwise]") {
-  auto f = findExample("add")->build();
+  auto f = findExample("add")->buildDefault();
   Bindings sizes{{"N", 4096}};
   auto d = descsFor(*f, sizes);
   d[0].align_bytes = 2;  // x starts one f16 past a 16-byte boundary
@@ -91,7 +91,7 @@ TEST_CASE("channels-last input makes a channels-last iteration", "[ptx][pointwis
 }
 
 TEST_CASE("a fusion with a reduction is refused by the pointwise scheduler with a reason", "[pointwise]") {
-  auto f = findExample("layer_norm")->build();
+  auto f = findExample("layer_norm")->buildDefault();
   Bindings sizes{{"N", 4}, {"D", 64}};
   try {
     compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132});

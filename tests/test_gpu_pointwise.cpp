@@ -90,7 +90,7 @@ TEST_CASE("broadcasts, permutes, slices and channels-last inputs", "[gpu][pointw
 TEST_CASE("LSTM and GRU cells run as one kernel each", "[gpu][pointwise]") {
   if (!test::haveGpu()) return;
   for (const char* name : {"lstm_cell", "gru_cell"}) {
-    auto f = findExample(name)->build();
+    auto f = findExample(name)->buildDefault();
     for (auto sizes : {Bindings{{"B", 64}, {"H", 256}}, Bindings{{"B", 3}, {"H", 7}},
                        Bindings{{"B", 1}, {"H", 1}}, Bindings{{"B", 256}, {"H", 1024}}}) {
       INFO(name << " B=" << sizes["B"] << " H=" << sizes["H"]);
@@ -101,7 +101,7 @@ TEST_CASE("LSTM and GRU cells run as one kernel each", "[gpu][pointwise]") {
 
 TEST_CASE("misaligned pointers fall back to scalar access and stay correct", "[gpu][pointwise]") {
   if (!test::haveGpu()) return;
-  auto f = findExample("add")->build();
+  auto f = findExample("add")->buildDefault();
   for (int64_t skip : {1, 2, 3, 7}) {
     int64_t n = 4096 + 64;
     auto hx = HostTensor::random(DType::F16, {n}, 1).sliceView(0, skip, n - 64 + skip);

@@ -279,7 +279,7 @@ TEST_CASE("unusual extents and line endings round-trip", "[text]") {
 TEST_CASE("built-in examples round-trip", "[text]") {
   for (const Example& e : builtinExamples()) {
     INFO(e.name);
-    auto f = e.build();
+    auto f = e.buildDefault();
     roundTrip(*f);
   }
 }

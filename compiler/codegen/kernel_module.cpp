@@ -20,7 +20,8 @@ KernelModule::KernelModule(llvm::LLVMContext& ctx, const std::string& name, int 
     auto* a = fn_->getArg(static_cast<unsigned>(i));
     if (noalias) a->addAttr(llvm::Attribute::NoAlias);
     if (i < num_readonly) a->addAttr(llvm::Attribute::ReadOnly);
-    a->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
+    // No alignment attribute: a tensor may start anywhere (a slice, a user's pointer); each
+    // access states the alignment the schedule proved for it.
   }
   auto* md = m_->getOrInsertNamedMetadata("nvvm.annotations");
   auto i32 = [&](int v) { return llvm::ConstantAsMetadata::get(b_.getInt32(v)); };

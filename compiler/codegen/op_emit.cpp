@@ -151,10 +151,11 @@ llvm::Value* intOp(llvm::IRBuilder<>& b, OpKind op, const std::vector<llvm::Valu
     case OpKind::Min: return ty->isIntegerTy(1) ? b.CreateAnd(a[0], a[1]) : intrinsic(b, llvm::Intrinsic::smin, a);
     case OpKind::Eq: return b.CreateICmpEQ(a[0], a[1]);
     case OpKind::Ne: return b.CreateICmpNE(a[0], a[1]);
-    case OpKind::Lt: return b.CreateICmpSLT(a[0], a[1]);
-    case OpKind::Le: return b.CreateICmpSLE(a[0], a[1]);
-    case OpKind::Gt: return b.CreateICmpSGT(a[0], a[1]);
-    case OpKind::Ge: return b.CreateICmpSGE(a[0], a[1]);
+    // bool is i1, where `true` is -1 when read as signed: compare it unsigned.
+    case OpKind::Lt: return ty->isIntegerTy(1) ? b.CreateICmpULT(a[0], a[1]) : b.CreateICmpSLT(a[0], a[1]);
+    case OpKind::Le: return ty->isIntegerTy(1) ? b.CreateICmpULE(a[0], a[1]) : b.CreateICmpSLE(a[0], a[1]);
+    case OpKind::Gt: return ty->isIntegerTy(1) ? b.CreateICmpUGT(a[0], a[1]) : b.CreateICmpSGT(a[0], a[1]);
+    case OpKind::Ge: return ty->isIntegerTy(1) ? b.CreateICmpUGE(a[0], a[1]) : b.CreateICmpSGE(a[0], a[1]);
     case OpKind::And: return b.CreateAnd(a[0], a[1]);
     case OpKind::Or: return b.CreateOr(a[0], a[1]);
     default: break;

@@ -42,8 +42,10 @@ int main(int argc, char** argv) {
     a.checkKnown(known, cmd->name);
     return cmd->run(a);
   } catch (const loom::Error& e) {
+    // Parse errors already read `file:line:col: error: ...`; others get the prefix.
     std::string msg = e.what();
-    std::cerr << "loom: error: " << msg << "\n";
+    bool located = msg.find(": error: ") != std::string::npos;
+    std::cerr << (located ? "loom: " : "loom: error: ") << msg << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "loom: error: " << e.what() << "\n";

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds loom here and packs a stripped copy of the library, CLI and tests into .device/ for
+# the GPU machine (which has no LLVM): `carry` .device in the device call.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+rm -rf .device && mkdir -p .device/bin .device/lib
+dir=${LOOM_BUILD_DIR:-build}
+cp "$dir"/lib/libloom.so .device/lib/
+cp "$dir"/bin/loom "$dir"/bin/loom_tests .device/bin/
+cp "$dir"/bin/example_* .device/bin/ 2>/dev/null || true
+# The GPU machine may lack Debian's libfmt: carry it.
+cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 .device/lib/
+strip --strip-unneeded .device/lib/libloom.so .device/bin/*
+du -sh .device
