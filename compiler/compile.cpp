@@ -4,6 +4,8 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "compiler/analysis/domains.h"
+#include "compiler/codegen/llvm_norm.h"
 #include "compiler/codegen/llvm_pointwise.h"
 #include "compiler/codegen/ptx_backend.h"
 #include "ir/error.h"
@@ -31,37 +33,52 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
                              const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                              StageText* stages) {
   if (wanted(stages, DumpStage::IR)) record(stages, DumpStage::IR, f.name(), ir::printFusion(f));
+  if (wanted(stages, DumpStage::Domains))
+    record(stages, DumpStage::Domains, f.name(), analysis::DomainAnalysis(f).str(f));
   schedule::DeviceInfo dev{opts.sm, opts.sm_count};
-  std::string why;
-  auto k = schedule::schedulePointwise(f, sizes, inputs, dev, &why);
-  if (!k)
-    fail("fusion `{}` cannot run on the GPU yet: no scheduler accepts it (pointwise: {})",
-         f.name(), why);
-  k->name = "loom_" + f.name();
-  if (wanted(stages, DumpStage::Schedule))
-    record(stages, DumpStage::Schedule, f.name(),
-           fmt::format("pointwise: {}\n  vector width {}, block {}, grid {}\n", k->reason, k->vec,
-                       k->block, k->grid));
-  if (wanted(stages, DumpStage::Kernel))
-    record(stages, DumpStage::Kernel, f.name(), schedule::printKernel(f, *k));
-
+  std::string why_pw, why_norm;
   llvm::LLVMContext ctx;
-  auto m = codegen::emitPointwiseKernel(f, *k, ctx);
+  std::unique_ptr<llvm::Module> m;
+  CompiledKernel out;
+  std::string kernel_name = "loom_" + f.name();
+  if (auto k = schedule::schedulePointwise(f, sizes, inputs, dev, &why_pw)) {
+    k->name = kernel_name;
+    if (wanted(stages, DumpStage::Schedule))
+      record(stages, DumpStage::Schedule, f.name(),
+             fmt::format("pointwise: {}\n  vector width {}, block {}, grid {}\n", k->reason,
+                         k->vec, k->block, k->grid));
+    if (wanted(stages, DumpStage::Kernel))
+      record(stages, DumpStage::Kernel, f.name(), schedule::printKernel(f, *k));
+    m = codegen::emitPointwiseKernel(f, *k, ctx);
+    out.block = static_cast<unsigned>(k->block);
+    out.grid = static_cast<unsigned>(k->grid);
+    out.outputs = k->outputs;
+    out.output_alias = k->output_alias;
+  } else if (auto k = schedule::scheduleNormalization(f, sizes, inputs, dev, &why_norm)) {
+    k->name = kernel_name;
+    if (wanted(stages, DumpStage::Schedule))
+      record(stages, DumpStage::Schedule, f.name(),
+             fmt::format("normalization: {}\n  vector width {}\n", k->reason, k->vec));
+    if (wanted(stages, DumpStage::Kernel))
+      record(stages, DumpStage::Kernel, f.name(), schedule::printNormKernel(f, *k));
+    m = codegen::emitNormKernel(f, *k, ctx);
+    out.block = static_cast<unsigned>(k->block);
+    out.grid = static_cast<unsigned>(k->grid);
+    out.outputs = k->outputs;
+    out.output_alias = k->output_alias;
+  } else {
+    fail("fusion `{}` cannot run as one kernel: no scheduler accepts it (pointwise: {}; "
+         "normalization: {})", f.name(), why_pw, why_norm);
+  }
   if (wanted(stages, DumpStage::LLVM)) {
     std::string s;
     llvm::raw_string_ostream os(s);
     m->print(os, nullptr);
     record(stages, DumpStage::LLVM, f.name(), os.str());
   }
-  CompiledKernel out;
-  out.name = k->name;
+  out.name = kernel_name;
   out.ptx = codegen::compileToPtx(std::move(m), ctx, codegen::PtxOptions{opts.sm, 3}, &out.llvm_ptx_ms);
   if (wanted(stages, DumpStage::PTX)) record(stages, DumpStage::PTX, f.name(), out.ptx);
-  out.block = static_cast<unsigned>(k->block);
-  out.grid = static_cast<unsigned>(k->grid);
-  out.outputs = k->outputs;
-  out.output_alias = k->output_alias;
   return out;
 }
-
 }  // namespace loom

@@ -24,8 +24,9 @@ class HostTensor {
   static HostTensor emptyWithOrder(DType dtype, std::vector<int64_t> shape,
                                    const std::vector<int>& dim_order_outer_to_inner);
   // Deterministic uniform values in [lo, hi), drawn in row-major logical order (so the same
-  // seed gives the same logical values whatever the layout later chosen). Floats are rounded
-  // to the dtype; ints are whole numbers in [ceil(lo), floor(hi)]; bool is random bits.
+  // seed gives the same logical values whatever the layout later chosen; splitmix64, the same on
+  // every platform). Floats are rounded to the dtype (which may round up to hi); ints are whole
+  // numbers in [ceil(lo), floor(hi)]; bool is random bits.
   static HostTensor random(DType dtype, std::vector<int64_t> shape, uint64_t seed,
                            double lo = -1.0, double hi = 1.0);
   // Contiguous, values in row-major order (rounded to the dtype).

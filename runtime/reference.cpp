@@ -43,14 +43,8 @@ void roundResult(Dense& d, DType t) {
 
 namespace {
 
-Dense load(const HostTensor& t) {
-  Dense d{t.shape(), {}};
-  d.data.resize(static_cast<size_t>(numelOf(d.shape)));
-  // Read in row-major logical order through the tensor's strides.
-  HostTensor c = t.contiguous();
-  for (int64_t i = 0; i < c.numel(); ++i) d.data[static_cast<size_t>(i)] = c.getLinear(i);
-  return d;
-}
+// Reads in row-major logical order through the tensor's strides.
+Dense load(const HostTensor& t) { return Dense{t.shape(), t.toVector()}; }
 
 Dense create(const ir::Op& op, const std::vector<int64_t>& shape) {
   const auto& a = op.attr<ir::ScalarAttrs>();
@@ -96,7 +90,12 @@ std::vector<HostTensor> evaluateReference(const ir::Fusion& f,
     } else if (ir::isReduction(op.kind())) {
       results = reference::evalReduction(op, *in[0], shape);
     } else if (ir::isView(op.kind())) {
-      results.push_back(reference::evalView(op, *in[0], shape, b));
+      auto& slot = env[static_cast<size_t>(op.input(0)->id())];
+      const bool same_data = op.family() != ir::OpFamily::Permute && op.family() != ir::OpFamily::Slice;
+      if (same_data && last_use[static_cast<size_t>(op.input(0)->id())] == static_cast<int>(i))
+        results.push_back(Dense{shape, std::move(slot->data)});  // nothing reads the input again
+      else
+        results.push_back(reference::evalView(op, *in[0], shape, b));
     } else {
       LOOM_ASSERT(op.family() == ir::OpFamily::Constant || op.family() == ir::OpFamily::Full,
                   "the reference has no rule for `{}`", op.name());

@@ -3,8 +3,11 @@
 // one op at a time, float64 inside: every intermediate is a dense row-major array of doubles
 // over its logical shape. Results of ops whose dtype is f16, bf16, an int or bool are rounded to
 // that dtype (roundTo); f32 and f64 results stay in double, so the oracle is more accurate than
-// the GPU. Scalar semantics are ir/op_math.h's; reductions sum with compensation, and var_mean
-// is two-pass (mean, then the sum of squared deviations), both in double.
+// the GPU (a cast to f32 converts as a cast to f64 would, and f32 constants keep their double
+// value). Scalar semantics are ir/op_math.h's; reductions sum with compensation, and var_mean
+// is two-pass (mean, then the sum of squared deviations), both in double; var follows torch:
+// M2 / max(n - correction, 0). Over zero elements sum is 0, mean and var_mean are NaN, and
+// amax/amin throw loom::Error. Int values are exact up to 2^53 (the double's integer range).
 #include <vector>
 
 #include "ir/fusion.h"

@@ -129,7 +129,13 @@ llvm::Value* floatOp(llvm::IRBuilder<>& b, OpKind op, const std::vector<llvm::Va
 llvm::Value* intOp(llvm::IRBuilder<>& b, OpKind op, const std::vector<llvm::Value*>& a) {
   llvm::Type* ty = a[0]->getType();
   auto zero = llvm::ConstantInt::get(ty, 0);
-  auto safeDen = [&]() { return b.CreateSelect(b.CreateICmpEQ(a[1], zero), llvm::ConstantInt::get(ty, 1), a[1]); };
+  // Division by 0 gives 0, and by -1 is negation (INT_MIN / -1 wraps): sdiv/srem never see
+  // either, since both are undefined behaviour in LLVM IR.
+  auto minus1 = llvm::ConstantInt::getSigned(ty, -1);
+  auto safeDen = [&]() {
+    llvm::Value* special = b.CreateOr(b.CreateICmpEQ(a[1], zero), b.CreateICmpEQ(a[1], minus1));
+    return b.CreateSelect(special, llvm::ConstantInt::get(ty, 1), a[1]);
+  };
   switch (op) {
     case OpKind::Neg: return b.CreateNeg(a[0]);
     case OpKind::Abs: return b.CreateSelect(b.CreateICmpSLT(a[0], zero), b.CreateNeg(a[0]), a[0]);
@@ -139,13 +145,15 @@ llvm::Value* intOp(llvm::IRBuilder<>& b, OpKind op, const std::vector<llvm::Valu
     case OpKind::Sub: return b.CreateSub(a[0], a[1]);
     case OpKind::Mul: return b.CreateMul(a[0], a[1]);
     case OpKind::Div:  // truncates toward zero; division by zero gives 0
-      return b.CreateSelect(b.CreateICmpEQ(a[1], zero), zero, b.CreateSDiv(a[0], safeDen()));
+      return b.CreateSelect(b.CreateICmpEQ(a[1], zero), zero,
+                            b.CreateSelect(b.CreateICmpEQ(a[1], minus1), b.CreateNeg(a[0]),
+                                           b.CreateSDiv(a[0], safeDen())));
     case OpKind::Remainder: {  // the divisor's sign, like torch.remainder; by zero gives 0
       llvm::Value* r = b.CreateSRem(a[0], safeDen());
       llvm::Value* fix = b.CreateAnd(b.CreateICmpNE(r, zero),
                                      b.CreateICmpSLT(b.CreateXor(r, a[1]), zero));
       r = b.CreateSelect(fix, b.CreateAdd(r, a[1]), r);
-      return b.CreateSelect(b.CreateICmpEQ(a[1], zero), zero, r);
+      return b.CreateSelect(b.CreateOr(b.CreateICmpEQ(a[1], zero), b.CreateICmpEQ(a[1], minus1)), zero, r);
     }
     case OpKind::Max: return ty->isIntegerTy(1) ? b.CreateOr(a[0], a[1]) : intrinsic(b, llvm::Intrinsic::smax, a);
     case OpKind::Min: return ty->isIntegerTy(1) ? b.CreateAnd(a[0], a[1]) : intrinsic(b, llvm::Intrinsic::smin, a);

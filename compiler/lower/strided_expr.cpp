@@ -61,7 +61,7 @@ EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn) {
       ENode c = *n;
       c.leaf = fn(n->leaf);
       out = node(std::move(c));
-    } else if (n->kind == ENode::Kind::Op) {
+    } else if (n->kind == ENode::Kind::Op || n->kind == ENode::Kind::Reduce) {
       ENode c = *n;
       for (auto& a : c.args) a = go(a);
       out = node(std::move(c));
@@ -83,7 +83,7 @@ void visitPostOrder(const std::vector<EPtr>& roots, const std::function<void(con
 }
 
 std::vector<EPtr> hashCons(const std::vector<EPtr>& roots) {
-  using Key = std::tuple<int, int, int, std::vector<const ENode*>, Leaf, double>;
+  using Key = std::tuple<int, int, int, std::vector<const ENode*>, Leaf, double, int, double>;
   std::map<Key, EPtr> table;
   std::map<const ENode*, EPtr> done;
   std::function<EPtr(const EPtr&)> go = [&](const EPtr& n) -> EPtr {
@@ -96,7 +96,7 @@ std::vector<EPtr> hashCons(const std::vector<EPtr>& roots) {
       args.push_back(a.get());
     }
     Key k{static_cast<int>(c.kind), static_cast<int>(c.dtype), static_cast<int>(c.op), args,
-          c.leaf, c.value};
+          c.leaf, c.value, c.out_index, c.correction};
     auto t = table.find(k);
     EPtr out = t != table.end() ? t->second : (table[k] = node(std::move(c)));
     done[n.get()] = out;

@@ -30,13 +30,17 @@ struct ENode;
 using EPtr = std::shared_ptr<const ENode>;
 
 struct ENode {
-  enum class Kind { Load, Const, Op } kind;
+  // Reduce: `op` is Sum, ReduceMax, ReduceMin, Mean or VarMean (out_index 0 = variance,
+  // 1 = mean) over the reduced atoms of the kernel; args[0] is its operand.
+  enum class Kind { Load, Const, Op, Reduce } kind;
   DType dtype;
   ir::OpKind op = ir::OpKind::Add;  // Op
   std::vector<EPtr> args;           // Op
   Leaf leaf;                        // Load
   double value = 0;                 // Const
   const ir::Op* origin = nullptr;   // the fusion op it computes (Op), for dumps
+  int out_index = 0;                // Reduce of VarMean
+  double correction = 0;            // Reduce of VarMean
 };
 
 // Thrown when a fusion cannot be lowered this way; `what` is a sentence for the user.

@@ -67,7 +67,12 @@ Loaded loadFromArgs(const Args& a, const std::string& cmd) {
   LOOM_USER_CHECK(a.positionals().size() == 1, "`loom {}` takes one FUSION, got {}", cmd,
                   a.positionals().size());
   Loaded l;
-  l.fusion = loadFusion(a.positionals()[0], &l.sizes);
+  std::optional<DType> dtype;
+  if (auto d = a.get("dtype")) {
+    dtype = parseDType(*d);
+    LOOM_USER_CHECK(dtype.has_value(), "--dtype `{}` is not a dtype; try f16, bf16 or f32", *d);
+  }
+  l.fusion = loadFusion(a.positionals()[0], &l.sizes, dtype);
   auto syms = l.fusion->symbols();
   for (const auto& d : a.getAll("dim")) {
     auto eq = d.find('=');

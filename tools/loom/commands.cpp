@@ -8,6 +8,7 @@ int runPrint(const Args& a);
 int runEval(const Args& a);
 int runDump(const Args& a);
 int runRun(const Args& a);
+int runBench(const Args& a);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
@@ -47,6 +48,26 @@ const std::vector<Command>& commands() {
        "  --iters N        timed launches (default 20; 0 skips timing)\n"
        "  --seed S         random seed (default 0)\n",
        {"check", "no-check"}, {"dim", "layout", "seed", "iters"}, runRun},
+      {"bench", "time a fusion on the GPU: GB/s, share of copy bandwidth, compile and launch cost",
+       "usage: loom bench FUSION [--dim K=V]... [--layout IN=L]... [--dtype DT] [--iters N] [--json]\n"
+       "                  [--inputs DIR] [--save-outputs DIR]\n\n"
+       "Times FUSION's compiled kernel as triton.testing.do_bench does: warm-up, CUDA events\n"
+       "around each launch, L2 flushed (256 MiB memset) before each timed launch, median.\n"
+       "GB/s counts every input read once and every output written once (in-place outputs\n"
+       "too); it is compared with a 512 MiB device-to-device copy timed the same way here.\n"
+       "Also reports compile time (this process's first compile, and a cold compile for\n"
+       "LLVM->PTX) and the host time per launch of the cached kernel. Exits non-zero, saying\n"
+       "why, when loom cannot compile the fusion or finds no GPU.\n\n"
+       "  --dim K=V          size of symbol K (default: the example's sizes)\n"
+       "  --layout IN=L      memory order of input IN: nchw, nhwc, or dims outer->inner\n"
+       "  --dtype DT         dtype of a built-in's main tensors: f16, bf16, f32\n"
+       "  --iters N          timed launches (default: ~100 ms worth, as do_bench)\n"
+       "  --json             print one JSON object (an error object too, before failing)\n"
+       "  --inputs DIR       read inputs from DIR/inputs.txt (`name dtype d0,d1 file` lines,\n"
+       "                     raw little-endian files in logical row-major order), not random\n"
+       "  --save-outputs DIR write each output of one run as DIR/output.NAME.bin (row-major)\n"
+       "                     and list them in DIR/outputs.txt\n",
+       {"json"}, {"dim", "layout", "dtype", "iters", "inputs", "save-outputs"}, runBench},
   };
   return all;
 }

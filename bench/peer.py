@@ -1,0 +1,790 @@
+#!/usr/bin/env python3
+"""loom beside PyTorch eager and torch.compile, on the workloads of bench/workloads.txt.
+
+For each workload: seeded inputs are made on the GPU and written as raw files; `loom bench
+--json --inputs DIR --save-outputs DIR` runs as a subprocess on exactly those inputs; the same
+computation runs in PyTorch eager (the reference loom's outputs are checked against) and under
+torch.compile (default mode, compiled afresh for each workload), both timed with
+triton.testing.do_bench (L2 flushed before each run, median). GB/s counts every input read once
+and every output written once (in-place outputs too), on both sides alike.
+
+Writes DIR/latest.md (table, machine, date, commit), DIR/results.json (everything) and
+DIR/bench.png (GB/s against size per workload family). bench/run.sh is the one command to use
+on the GPU machine; `python3 bench/peer.py --dry-run` needs neither torch nor a GPU.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+# loom's own tolerance table (runtime/compare.cpp): ||loom - eager|| / ||eager|| must stay below.
+TOLERANCE = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 2e-5, "f64": 1e-12}
+
+
+# ---------------------------------------------------------------------------------------------
+# Workloads and the tensors of each fusion (no torch needed)
+
+@dataclass
+class Workload:
+    name: str
+    fusion: str
+    dtype: str
+    dims: dict  # insertion-ordered, as written
+    layouts: dict  # input name -> "nchw" | "nhwc" | "0,2,3,1"
+    tags: list = field(default_factory=list)
+    line: int = 0
+
+    def family(self):
+        """(family key, x value): every dim but the last fixed; the last one is the x axis."""
+        keys = list(self.dims)
+        fixed = ",".join(f"{k}={self.dims[k]}" for k in keys[:-1])
+        lay = ",".join(f"{k}={v}" for k, v in self.layouts.items()) or "-"
+        return f"{self.fusion} {self.dtype} {fixed} {lay}", keys[-1], self.dims[keys[-1]]
+
+
+def parse_layouts(text, where):
+    out = {}
+    if text == "-":
+        return out
+    last = None
+    for item in text.split(","):
+        if "=" in item:
+            k, v = item.split("=", 1)
+            out[k] = v
+            last = k
+        elif last is not None and item.strip().isdigit():
+            out[last] += "," + item  # a permutation's further dims
+        else:
+            raise ValueError(f"{where}: bad layout item `{item}` in `{text}`")
+    return out
+
+
+def parse_workloads(path):
+    wls = []
+    for n, raw in enumerate(Path(path).read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        cols = line.split()
+        where = f"{path}:{n}"
+        if len(cols) not in (5, 6):
+            raise ValueError(f"{where}: expected `name fusion dtype dims layouts [tags]`, got `{raw}`")
+        name, fusion, dtype, dims_s, lay_s = cols[:5]
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"{where}: unknown dtype `{dtype}`")
+        dims = {}
+        for item in dims_s.split(","):
+            k, _, v = item.partition("=")
+            if not k or not v.isdigit():
+                raise ValueError(f"{where}: dims must look like N=4096,D=1024, got `{dims_s}`")
+            dims[k] = int(v)
+        tags = cols[5].split(",") if len(cols) == 6 else []
+        wl = Workload(name, fusion, dtype, dims, parse_layouts(lay_s, where), tags, n)
+        input_specs(wl)  # fails early on an unknown fusion or missing dim
+        wls.append(wl)
+    names = [w.name for w in wls]
+    dup = {x for x in names if names.count(x) > 1}
+    if dup:
+        raise ValueError(f"{path}: workload names must be unique: {sorted(dup)}")
+    return wls
+
+
+def _need(w, *keys):
+    missing = [k for k in keys if k not in w.dims]
+    if missing:
+        raise ValueError(f"workload {w.name}: fusion {w.fusion} needs dims {keys}, missing {missing}")
+    return [w.dims[k] for k in keys]
+
+
+def input_specs(w):
+    """The fusion's inputs in loom's order: (name, dtype, shape, lo, hi) with values U[lo, hi)
+    (running variances positive, as loom's own random inputs)."""
+    t = w.dtype
+    f = w.fusion
+    if f in ("layer_norm", "rms_norm", "softmax", "log_softmax", "bias_gelu"):
+        n, d = _need(w, "N", "D")
+        x = [("x", t, [n, d], -1.0, 1.0)]
+        return {
+            "layer_norm": x + [("w", t, [d], -1.0, 1.0), ("b", t, [d], -1.0, 1.0)],
+            "rms_norm": x + [("w", t, [d], -1.0, 1.0)],
+            "softmax": x,
+            "log_softmax": x,
+            "bias_gelu": x + [("b", t, [d], -1.0, 1.0)],
+        }[f]
+    if f in ("group_norm", "instance_norm", "layer_norm_2d", "batch_norm"):
+        n, c, h, wd = _need(w, "N", "C", "H", "W")
+        x = ("x", t, [n, c, h, wd], -1.0, 1.0)
+        pt = t if f == "layer_norm_2d" else "f32"
+        aff = [("w", pt, [c], -1.0, 1.0), ("b", pt, [c], -1.0, 1.0)]
+        if f == "batch_norm":
+            return [x, ("running_mean", "f32", [c], -1.0, 1.0), ("running_var", "f32", [c], 0.5, 1.0)] + aff
+        return [x] + aff
+    if f in ("lstm_cell", "gru_cell"):
+        b, h = _need(w, "B", "H")
+        g = 4 if f == "lstm_cell" else 3
+        state = "cx" if f == "lstm_cell" else "hx"
+        return [("x", t, [b, g * h], -1.0, 1.0), ("hidden_gates", t, [b, g * h], -1.0, 1.0),
+                (state, t, [b, h], -1.0, 1.0), ("b_ih", t, [g * h], -1.0, 1.0),
+                ("b_hh", t, [g * h], -1.0, 1.0)]
+    if f == "add":
+        (n,) = _need(w, "N")
+        return [("x", t, [n], -1.0, 1.0), ("y", t, [n], -1.0, 1.0)]
+    raise ValueError(f"workload {w.name}: no PyTorch twin for fusion `{f}` in bench/peer.py")
+
+
+def output_specs(w):
+    """The fusion's outputs in loom's order: (name, dtype, shape)."""
+    ins = {s[0]: s for s in input_specs(w)}
+    f = w.fusion
+    if f == "batch_norm":
+        c = ins["x"][2][1]
+        return [("y", w.dtype, ins["x"][2]), ("new_running_mean", "f32", [c]), ("new_running_var", "f32", [c])]
+    if f == "lstm_cell":
+        return [("hy", w.dtype, ins["cx"][2]), ("cy", w.dtype, ins["cx"][2])]
+    if f == "gru_cell":
+        return [("hy", w.dtype, ins["hx"][2])]
+    if f == "add":
+        return [("z", w.dtype, ins["x"][2])]
+    return [("y", w.dtype, ins["x"][2])]
+
+
+def numel(shape):
+    return math.prod(shape)
+
+
+def traffic_bytes(w):
+    """Every input read once plus every output written once, in-place ones too."""
+    return (sum(numel(s[2]) * DTYPE_BYTES[s[1]] for s in input_specs(w)) +
+            sum(numel(s[2]) * DTYPE_BYTES[s[1]] for s in output_specs(w)))
+
+
+def loom_command(loom, w, io_dir=None):
+    cmd = [str(loom), "bench", w.fusion, "--dtype", w.dtype, "--json"]
+    for k, v in w.dims.items():
+        cmd += ["--dim", f"{k}={v}"]
+    for k, v in w.layouts.items():
+        cmd += ["--layout", f"{k}={v}"]
+    if io_dir is not None:
+        cmd += ["--inputs", str(io_dir), "--save-outputs", str(io_dir)]
+    return cmd
+
+
+# ---------------------------------------------------------------------------------------------
+# The PyTorch side
+
+def torch_side():
+    """Imports torch lazily (the dry run needs none) and returns the namespace used below."""
+    import torch
+    import torch.nn.functional as F
+    from triton.testing import do_bench
+    return torch, F, do_bench
+
+
+def torch_dtype(torch, name):
+    return {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}[name]
+
+
+def layout_order(layout, rank):
+    if layout in ("nchw", "contiguous"):
+        return list(range(rank))
+    if layout in ("nhwc", "channels_last"):
+        return [0] + list(range(2, rank)) + [1]
+    return [int(x) for x in layout.split(",")]
+
+
+def make_inputs(torch, w, seed):
+    """Seeded inputs on the GPU, logical shapes, stored in the workload's layouts."""
+    out = []
+    for i, (name, dt, shape, lo, hi) in enumerate(input_specs(w)):
+        g = torch.Generator(device="cuda")
+        g.manual_seed(seed * 1000 + i)
+        t = torch.rand(shape, generator=g, device="cuda", dtype=torch_dtype(torch, dt))
+        t.mul_(hi - lo).add_(lo)
+        if name in w.layouts:
+            order = layout_order(w.layouts[name], len(shape))
+            inv = [order.index(d) for d in range(len(shape))]
+            t = t.permute(order).contiguous().permute(inv)  # same values, that memory order
+        out.append(t)
+    return out
+
+
+def write_raw(torch, t, path):
+    """Logical row-major, little-endian, the dtype's own bits."""
+    t.contiguous().reshape(-1).view(torch.uint8).cpu().numpy().tofile(path)
+
+
+def read_raw(torch, path, dt, shape):
+    import numpy as np
+    a = np.fromfile(path, dtype=np.uint8)
+    want = numel(shape) * DTYPE_BYTES[dt]
+    if a.size != want:
+        raise RuntimeError(f"{path} holds {a.size} bytes, expected {want}")
+    return torch.from_numpy(a).cuda().view(torch_dtype(torch, dt)).reshape(shape)
+
+
+def twins(torch, F, w, inputs):
+    """(eager_fn, compile_fn, note): PyTorch's way to compute what loom's built-in computes, each
+    returning the outputs in loom's order. eager is what a PyTorch user runs; compile_fn is what
+    torch.compile is given (the same where that compiles; a plain formula otherwise)."""
+    f = w.fusion
+    if f == "layer_norm":
+        def fn(x, wt, b):
+            return (F.layer_norm(x, (x.shape[-1],), wt, b, 1e-5),)
+        return fn, fn, ""
+    if f == "rms_norm":
+        def fn(x, wt):
+            return (F.rms_norm(x, (x.shape[-1],), wt, 1e-6),)
+        return fn, fn, ""
+    if f == "softmax":
+        def fn(x):
+            return (torch.softmax(x, -1),)
+        return fn, fn, ""
+    if f == "log_softmax":
+        def fn(x):
+            return (torch.log_softmax(x, -1),)
+        return fn, fn, ""
+    if f == "group_norm":
+        def mixed(x, wt, b):  # f16 x with f32 affine: PyTorch's mixed-type kernel, f32 inside
+            return (F.group_norm(x, 32, wt, b, 1e-5),)
+
+        def amp(x, wt, b):  # what autocast does: f32 in and out, cast back
+            return (F.group_norm(x.float(), 32, wt, b, 1e-5).to(x.dtype),)
+        if inputs[0].dtype == inputs[1].dtype:
+            return mixed, mixed, ""
+        try:
+            y = mixed(*inputs)[0]
+            assert y.dtype == inputs[0].dtype
+            return mixed, mixed, "group_norm mixed dtype (f16 x, f32 affine)"
+        except Exception as e:  # noqa: BLE001 - an older PyTorch without the mixed kernel
+            return amp, amp, f"group_norm via x.float() ({type(e).__name__})"
+    if f == "instance_norm":
+        def fn(x, wt, b):
+            return (F.instance_norm(x, None, None, wt, b, True, 0.1, 1e-5),)
+        return fn, fn, ""
+    if f == "batch_norm":
+        def fn(x, rm, rv, wt, b):  # updates rm and rv in place, like loom's aliased outputs
+            y = F.batch_norm(x, rm, rv, wt, b, True, 0.1, 1e-5)
+            return (y, rm, rv)
+        return fn, fn, ""
+    if f == "layer_norm_2d":
+        def fn(x, wt, b):  # timm's LayerNorm2d
+            return (F.layer_norm(x.permute(0, 2, 3, 1), (x.shape[1],), wt, b, 1e-6).permute(0, 3, 1, 2),)
+        return fn, fn, "timm LayerNorm2d (permute, layer_norm, permute)"
+    if f == "lstm_cell":
+        def fused(x, hg, cx, bi, bh):  # what nn.LSTMCell runs on CUDA after its two GEMMs
+            hy, cy, _ = torch._thnn_fused_lstm_cell(x, hg, cx, bi, bh)
+            return (hy, cy)
+
+        def formula(x, hg, cx, bi, bh):
+            g = x.float() + hg.float() + bi.float() + bh.float()
+            i, fg, c, o = g.chunk(4, 1)
+            cy = torch.sigmoid(fg) * cx.float() + torch.sigmoid(i) * torch.tanh(c)
+            hy = torch.sigmoid(o) * torch.tanh(cy)
+            return (hy.to(x.dtype), cy.to(cx.dtype))
+        return fused, formula, "eager: torch._thnn_fused_lstm_cell; compile: the cell's formula in f32"
+    if f == "gru_cell":
+        def fused(x, hg, hx, bi, bh):
+            return (torch._thnn_fused_gru_cell(x, hg, hx, bi, bh)[0],)
+
+        def formula(x, hg, hx, bi, bh):
+            ir, iz, inn = (x.float() + bi.float()).chunk(3, 1)
+            hr, hz, hn = (hg.float() + bh.float()).chunk(3, 1)
+            r, z = torch.sigmoid(ir + hr), torch.sigmoid(iz + hz)
+            n = torch.tanh(inn + r * hn)
+            return (((1 - z) * n + z * hx.float()).to(hx.dtype),)
+        return fused, formula, "eager: torch._thnn_fused_gru_cell; compile: the cell's formula in f32"
+    if f == "add":
+        def fn(x, y):
+            return (x + y,)
+        return fn, fn, ""
+    if f == "bias_gelu":
+        def fn(x, b):
+            return (F.gelu(x.float() + b.float(), approximate="tanh").to(x.dtype),)
+        return fn, fn, ""
+    raise ValueError(f"no PyTorch twin for `{f}`")
+
+
+def rel_l2(torch, got, ref):
+    """loom's comparison (runtime/compare.cpp): ||got - ref|| / ||ref|| over finite places, in
+    float64, chunked so 2^31-element tensors fit; non-finite values must sit at the same places."""
+    g = got.contiguous().reshape(-1)
+    r = ref.contiguous().reshape(-1)
+    if g.numel() != r.numel():
+        return float("inf"), 0.0, -1
+    num = den = 0.0
+    max_abs = 0.0
+    bad = 0
+    step = 1 << 26
+    for s in range(0, r.numel(), step):
+        gc = g[s:s + step].double()
+        rc = r[s:s + step].double()
+        gf, rf = torch.isfinite(gc), torch.isfinite(rc)
+        both = gf & rf
+        same_nonfinite = (torch.isnan(gc) & torch.isnan(rc)) | (gc == rc)
+        bad += int((~both & ~same_nonfinite).sum())
+        d = torch.where(both, gc - rc, torch.zeros_like(gc))
+        num += float((d * d).sum())
+        den += float(torch.where(both, rc * rc, torch.zeros_like(rc)).sum())
+        if d.numel():
+            max_abs = max(max_abs, float(d.abs().max()))
+    rel = math.sqrt(num) / max(math.sqrt(den), 1e-30) if den > 0 else math.sqrt(num)
+    return rel, max_abs, bad
+
+
+def compare_outputs(torch, w, got, ref):
+    """[{name, rel, tol, ok, ...}] and an overall verdict."""
+    rows = []
+    for (name, dt, _), gt, rt in zip(output_specs(w), got, ref):
+        rel, mx, bad = rel_l2(torch, gt, rt)
+        tol = TOLERANCE[dt]
+        rows.append({"output": name, "rel_l2": rel, "max_abs": mx, "bad_nonfinite": bad, "tol": tol,
+                     "ok": bad == 0 and rel <= tol})
+    return rows
+
+
+def bench_ms(do_bench, fn):
+    try:
+        return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+    except TypeError:  # an older triton without return_mode
+        return float(do_bench(fn, warmup=25, rep=100, quantiles=[0.5])[0])
+
+
+def configure_dynamo(torch):
+    cfg = torch._dynamo.config
+    for k in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+              "accumulated_cache_size_limit"):
+        if hasattr(cfg, k):
+            setattr(cfg, k, 1 << 16)
+    cfg.suppress_errors = False  # a failure to compile is reported, never run eagerly instead
+
+
+# ---------------------------------------------------------------------------------------------
+# One workload
+
+def short(msg, n=160):
+    msg = " ".join(str(msg).split())
+    return msg if len(msg) <= n else msg[: n - 3] + "..."
+
+
+def run_loom(args, w, io_dir, res):
+    cmd = loom_command(args.loom, w, io_dir)
+    res["loom_cmd"] = " ".join(cmd)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.loom_timeout)
+    except subprocess.TimeoutExpired:
+        res["loom_error"] = f"timed out after {args.loom_timeout} s"
+        return None
+    res["loom_wall_s"] = round(time.perf_counter() - t0, 2)
+    res["loom_rc"] = p.returncode
+    js = None
+    for line in reversed(p.stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                js = json.loads(line)
+            except json.JSONDecodeError:
+                pass
+            break
+    if p.returncode != 0 or not js or not js.get("ok"):
+        err = (js or {}).get("error") or p.stderr.strip().splitlines()[-1:] or [f"exit status {p.returncode}"]
+        res["loom_error"] = err if isinstance(err, str) else err[0]
+        res["loom_stderr"] = p.stderr[-4000:]
+        return None
+    res["loom"] = js
+    return js
+
+
+def run_workload(args, w, torch, F, do_bench, res):
+    io_dir = Path(args.io_dir) / w.name
+    shutil.rmtree(io_dir, ignore_errors=True)
+    io_dir.mkdir(parents=True)
+    try:
+        inputs = make_inputs(torch, w, args.seed)
+        specs = input_specs(w)
+        with open(io_dir / "inputs.txt", "w") as m:
+            for (name, dt, shape, _, _), t in zip(specs, inputs):
+                write_raw(torch, t, io_dir / f"input.{name}.bin")
+                m.write(f"{name} {dt} {','.join(map(str, shape))} input.{name}.bin\n")
+        res["bytes"] = traffic_bytes(w)
+
+        # loom, on exactly these inputs (before the eager run touches in-place ones).
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        js = run_loom(args, w, io_dir, res)
+        loom_out = None
+        if js:
+            if js.get("bytes") != res["bytes"]:
+                res.setdefault("notes", []).append(f"loom counts {js.get('bytes')} bytes, peer {res['bytes']}")
+            try:
+                loom_out = [read_raw(torch, io_dir / f"output.{n}.bin", dt, shape)
+                            for n, dt, shape in output_specs(w)]
+            except Exception as e:  # noqa: BLE001
+                res["agreement_error"] = f"reading loom's outputs: {short(e)}"
+        shutil.rmtree(io_dir, ignore_errors=True)
+
+        # Batch norm updates its running statistics in place: the reference and the compiled
+        # function's first run get copies of the pristine inputs; timing runs may mutate.
+        inplace = w.fusion == "batch_norm"
+        pristine = [t.clone() for t in inputs] if inplace else inputs
+
+        def fresh():
+            return [t.clone() for t in pristine] if inplace else inputs
+
+        eager, compiled_src, note = twins(torch, F, w, fresh())
+        if note:
+            res.setdefault("notes", []).append(note)
+        ref = None
+        try:
+            ref = list(eager(*fresh()))
+            torch.cuda.synchronize()
+            if loom_out is not None:
+                res["agreement"] = compare_outputs(torch, w, loom_out, ref)
+            res["eager_ms"] = bench_ms(do_bench, lambda: eager(*inputs))
+            res["eager_gbps"] = res["bytes"] / (res["eager_ms"] * 1e6)
+        except Exception as e:  # noqa: BLE001
+            res["eager_error"] = f"{type(e).__name__}: {short(e, 300)}"
+        loom_out = None
+
+        if args.no_compile:
+            res["compile_error"] = "skipped (--no-compile)"
+        elif time.perf_counter() - args.t_start > args.budget_s * args.compile_budget_share:
+            res["compile_error"] = "skipped: time budget spent (raise --budget-s)"
+        else:
+            try:
+                torch._dynamo.reset()
+                cfn = torch.compile(compiled_src, fullgraph=True, dynamic=False)
+                t0 = time.perf_counter()
+                c_out = cfn(*fresh())
+                torch.cuda.synchronize()
+                res["compile_s"] = round(time.perf_counter() - t0, 2)
+                if ref is not None:
+                    res["compile_vs_eager"] = max(r["rel_l2"] for r in compare_outputs(torch, w, c_out, ref))
+                del c_out
+                res["compile_ms"] = bench_ms(do_bench, lambda: cfn(*inputs))
+                res["compile_gbps"] = res["bytes"] / (res["compile_ms"] * 1e6)
+            except Exception as e:  # noqa: BLE001
+                res["compile_error"] = f"{type(e).__name__}: {short(e, 300)}"
+            torch._dynamo.reset()
+        del ref, inputs, pristine
+    finally:
+        shutil.rmtree(io_dir, ignore_errors=True)
+        torch.cuda.empty_cache()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reporting
+
+def fmt_num(v, spec="{:.0f}"):
+    return "—" if v is None else spec.format(v)
+
+
+def table_row(r):
+    lg = r.get("loom", {}).get("gbps")
+    eg, cg = r.get("eager_gbps"), r.get("compile_gbps")
+    frac = r.get("loom", {}).get("fraction_of_copy")
+    if "agreement" in r:
+        worst = max(r["agreement"], key=lambda a: a["rel_l2"] / a["tol"] if a["tol"] else a["rel_l2"])
+        ok = all(a["ok"] for a in r["agreement"])
+        agree = f"{'ok' if ok else 'MISMATCH'} {worst['rel_l2']:.1e}" + ("" if ok else f" ({worst['output']})")
+    elif r.get("agreement_error"):
+        agree = "error"
+    else:
+        agree = "—"
+    return {
+        "workload": r["name"],
+        "loom GB/s": fmt_num(lg),
+        "eager GB/s": fmt_num(eg),
+        "compile GB/s": fmt_num(cg),
+        "loom/eager": fmt_num(lg / eg if lg and eg else None, "{:.2f}"),
+        "loom/compile": fmt_num(lg / cg if lg and cg else None, "{:.2f}"),
+        "% copy": fmt_num(100 * frac if frac else None, "{:.0f}%"),
+        "agreement": agree,
+    }
+
+
+def why(r):
+    parts = []
+    for k, label in (("loom_error", "loom"), ("error", "peer"), ("agreement_error", "check"),
+                     ("eager_error", "eager"), ("compile_error", "torch.compile")):
+        if r.get(k):
+            parts.append(f"{label}: {r[k]}")
+    return "; ".join(parts)
+
+
+def print_table(results, out=sys.stdout, width=72):
+    rows = [table_row(r) for r in results]
+    if not rows:
+        return
+    cols = list(rows[0])
+    wd = {c: max(len(c), *(len(x[c]) for x in rows)) for c in cols}
+    print("  ".join(c.ljust(wd[c]) if i == 0 else c.rjust(wd[c]) for i, c in enumerate(cols)), file=out)
+    for x, r in zip(rows, results):
+        print("  ".join(x[c].ljust(wd[c]) if i == 0 else x[c].rjust(wd[c]) for i, c in enumerate(cols)), file=out)
+        if why(r):
+            print("    " + short(why(r), width + 60), file=out)
+
+
+def write_markdown(path, meta, results):
+    L = []
+    L.append(f"# loom benchmark, {meta['date']}")
+    L.append("")
+    L.append(f"- GPU: {meta.get('gpu')} ({meta.get('driver', '?')}); loom commit `{meta.get('commit')}`")
+    L.append(f"- PyTorch {meta.get('torch')}, Triton {meta.get('triton')}; mode: {meta.get('mode')}")
+    cb = meta.get("copy_gbps_torch")
+    lc = meta.get("copy_gbps_loom")
+    L.append(f"- copy bandwidth (512 MiB device-to-device, read + written): loom {fmt_num(lc)} GB/s, "
+             f"torch {fmt_num(cb)} GB/s")
+    L.append("- method: every time is the median of do_bench-style runs with L2 flushed (256 MiB) before "
+             "each; GB/s = bytes of inputs read once + outputs written once (in-place outputs too) / time; "
+             "`% copy` is loom's GB/s over loom's copy bandwidth; agreement is ||loom − eager|| / ||eager|| "
+             "against loom's tolerance for the dtype (f16 2e-3, bf16 1.6e-2, f32 2e-5)")
+    L.append(f"- wall time {meta.get('wall_s')} s")
+    L.append("")
+    cols = ["workload", "loom GB/s", "eager GB/s", "compile GB/s", "loom/eager", "loom/compile", "% copy",
+            "agreement", "loom µs", "LLVM→PTX ms", "load ms", "host µs", "compile s (torch)"]
+    L.append("| " + " | ".join(cols) + " |")
+    L.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(cols))) + "|")
+    for r in results:
+        x = table_row(r)
+        lj = r.get("loom", {})
+        c = lj.get("compile", {})
+        x["loom µs"] = fmt_num(lj["time_ms"] * 1e3 if lj.get("time_ms") else None, "{:.1f}")
+        x["LLVM→PTX ms"] = fmt_num(c.get("cold_llvm_ptx_ms"), "{:.1f}")
+        x["load ms"] = fmt_num(c.get("load_ms"), "{:.1f}")
+        x["host µs"] = fmt_num(lj.get("host_us_per_launch"), "{:.1f}")
+        x["compile s (torch)"] = fmt_num(r.get("compile_s"), "{:.1f}")
+        L.append("| " + " | ".join(x[k].replace("|", "/") for k in cols) + " |")
+    notes = [(r["name"], why(r)) for r in results if why(r)]
+    notes += [(r["name"], "; ".join(r["notes"])) for r in results if r.get("notes")]
+    if notes:
+        L.append("")
+        L.append("Notes:")
+        L.append("")
+        for name, n in notes:
+            L.append(f"- `{name}`: {short(n, 400)}")
+    Path(path).write_text("\n".join(L) + "\n")
+
+
+def write_plot(path, meta, results, wls):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # noqa: BLE001
+        print(f"plot skipped: matplotlib is not importable here ({e})")
+        return False
+    by_name = {r["name"]: r for r in results}
+    fams = {}
+    singles = []
+    for w in wls:
+        if w.name not in by_name:
+            continue
+        key, xlabel, x = w.family()
+        fams.setdefault(key, (xlabel, []))[1].append((x, by_name[w.name]))
+    series = {k: v for k, v in fams.items() if len(v[1]) >= 2}
+    for k, v in fams.items():
+        if len(v[1]) < 2:
+            singles.extend(r for _, r in v[1])
+    panels = len(series) + (1 if singles else 0)
+    if panels == 0:
+        return False
+    ncol = 3
+    nrow = math.ceil(panels / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 3.8 * nrow), squeeze=False)
+    copy = meta.get("copy_gbps_loom") or meta.get("copy_gbps_torch")
+    sides = (("loom", lambda r: r.get("loom", {}).get("gbps"), "C0"),
+             ("eager", lambda r: r.get("eager_gbps"), "C1"),
+             ("torch.compile", lambda r: r.get("compile_gbps"), "C2"))
+    i = 0
+    for key, (xlabel, pts) in sorted(series.items()):
+        ax = axes[i // ncol][i % ncol]
+        i += 1
+        pts.sort(key=lambda p: p[0])
+        for label, get, color in sides:
+            xs = [p[0] for p in pts if get(p[1])]
+            ys = [get(p[1]) for p in pts if get(p[1])]
+            if xs:
+                ax.plot(xs, ys, "o-", label=label, color=color)
+        if copy:
+            ax.axhline(copy, ls="--", color="gray", lw=1, label="copy")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([p[0] for p in pts])
+        ax.set_xticklabels([str(p[0]) for p in pts], fontsize=7)
+        ax.minorticks_off()
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("GB/s")
+        ax.set_ylim(bottom=0)
+        ax.set_title(key.replace(" -", ""), fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    if singles:
+        ax = axes[i // ncol][i % ncol]
+        i += 1
+        names = [r["name"] for r in singles]
+        ys = range(len(names))
+        h = 0.27
+        for k, (label, get, color) in enumerate(sides):
+            ax.barh([y + (k - 1) * h for y in ys], [get(r) or 0 for r in singles], h, label=label, color=color)
+        if copy:
+            ax.axvline(copy, ls="--", color="gray", lw=1, label="copy")
+        ax.set_yticks(list(ys))
+        ax.set_yticklabels(names, fontsize=6)
+        ax.invert_yaxis()
+        ax.set_xlabel("GB/s")
+        ax.set_title("one shape each", fontsize=9)
+        ax.legend(fontsize=7)
+    while i < nrow * ncol:
+        axes[i // ncol][i % ncol].axis("off")
+        i += 1
+    fig.suptitle(f"loom vs PyTorch, {meta.get('gpu')}, {meta['date']}, commit {meta.get('commit')}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return True
+
+
+def save_all(args, meta, results, wls, final=False):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta["wall_s"] = round(time.perf_counter() - args.t_start, 1)
+    (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    write_markdown(out / "latest.md", meta, results)
+    if final:
+        if write_plot(out / "bench.png", meta, results, wls):
+            print(f"plot: {out / 'bench.png'}")
+
+
+# ---------------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("filter", nargs="?", default="", help="regular expression on workload names")
+    ap.add_argument("--workloads", default=str(ROOT / "bench" / "workloads.txt"))
+    ap.add_argument("--loom", default=None, help="the loom CLI (default .device/bin/loom, else build/bin/loom)")
+    ap.add_argument("--out", default=os.environ.get("OUT") or str(ROOT / "bench" / "results" / "run"))
+    ap.add_argument("--io-dir", default=None, help="scratch for raw tensors (default /dev/shm/loom-bench)")
+    ap.add_argument("--quick", action="store_true", help="only workloads tagged `quick`")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--budget-s", type=float, default=480.0,
+                    help="stop starting workloads after this many seconds (default 480)")
+    ap.add_argument("--compile-budget-share", type=float, default=0.8,
+                    help="skip torch.compile once this share of the budget is spent (default 0.8)")
+    ap.add_argument("--loom-timeout", type=float, default=180.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dry-run", action="store_true", help="print the plan; needs no torch and no GPU")
+    args = ap.parse_args()
+    args.t_start = time.perf_counter()
+    if args.loom is None:
+        dev = ROOT / ".device" / "bin" / "loom"
+        args.loom = str(dev if dev.exists() else ROOT / "build" / "bin" / "loom")
+
+    wls = parse_workloads(args.workloads)
+    if args.quick:
+        wls = [w for w in wls if "quick" in w.tags]
+    if args.filter:
+        rx = re.compile(args.filter)
+        wls = [w for w in wls if rx.search(w.name)]
+    if not wls:
+        sys.exit(f"no workload matches (filter `{args.filter}`, quick={args.quick})")
+
+    if args.dry_run:
+        total = 0
+        for w in wls:
+            b = traffic_bytes(w)
+            total += b
+            ins = ", ".join(f"{n} {dt}[{','.join(map(str, s))}]" for n, dt, s, _, _ in input_specs(w))
+            outs = ", ".join(f"{n} {dt}[{','.join(map(str, s))}]" for n, dt, s in output_specs(w))
+            print(f"{w.name}: {b / 1e6:.1f} MB moved; inputs {ins}; outputs {outs}")
+            print("   " + " ".join(loom_command(args.loom, w, "IO_DIR")))
+        print(f"{len(wls)} workloads, {total / 1e9:.2f} GB of traffic per pass; out dir {args.out}")
+        return 0
+
+    torch, F, do_bench = torch_side()
+    import triton
+    configure_dynamo(torch)
+    if args.io_dir is None:
+        shm = Path("/dev/shm")
+        args.io_dir = str(shm / "loom-bench") if shm.is_dir() else "/tmp/loom-bench"
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "gpu": torch.cuda.get_device_name(),
+        "commit": os.environ.get("LOOM_COMMIT") or git_commit(),
+        "torch": torch.__version__, "triton": triton.__version__,
+        "mode": ("quick" if args.quick else "full") + (f", filter `{args.filter}`" if args.filter else ""),
+        "loom": args.loom,
+    }
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,memory.total", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        meta["driver"] = "driver " + smi.stdout.strip().replace(", ", ", memory ")
+    except Exception:  # noqa: BLE001
+        pass
+    # Copy bandwidth through PyTorch, the same method as everything else here.
+    src = torch.empty(512 << 20, dtype=torch.uint8, device="cuda").fill_(1)
+    dst = torch.empty_like(src)
+    ms = bench_ms(do_bench, lambda: dst.copy_(src))
+    meta["copy_gbps_torch"] = 2 * src.numel() / (ms * 1e6)
+    del src, dst
+    torch.cuda.empty_cache()
+    print(f"{meta['gpu']}, torch {meta['torch']}, triton {meta['triton']}, commit {meta['commit']}")
+    print(f"copy bandwidth (torch, 512 MiB): {meta['copy_gbps_torch']:.0f} GB/s; {len(wls)} workloads; "
+          f"loom: {args.loom}")
+
+    results = []
+    for k, w in enumerate(wls):
+        res = {"name": w.name, "fusion": w.fusion, "dtype": w.dtype, "dims": w.dims, "layouts": w.layouts}
+        if time.perf_counter() - args.t_start > args.budget_s:
+            res["error"] = f"not run: the {args.budget_s:.0f} s budget was spent"
+            results.append(res)
+            continue
+        t0 = time.perf_counter()
+        try:
+            run_workload(args, w, torch, F, do_bench, res)
+        except Exception as e:  # noqa: BLE001 - one workload's failure must not stop the rest
+            res["error"] = f"{type(e).__name__}: {short(e, 300)}"
+            try:
+                torch.cuda.empty_cache()
+            except Exception:  # noqa: BLE001
+                pass
+        res["wall_s"] = round(time.perf_counter() - t0, 1)
+        if res.get("loom", {}).get("copy", {}).get("gbps"):
+            meta["copy_gbps_loom"] = res["loom"]["copy"]["gbps"]
+        results.append(res)
+        x = table_row(res)
+        print(f"[{k + 1}/{len(wls)} {time.perf_counter() - args.t_start:5.0f}s] {w.name}: loom {x['loom GB/s']}, "
+              f"eager {x['eager GB/s']}, compile {x['compile GB/s']} GB/s, {x['agreement']}"
+              + (f"  [{short(why(res), 140)}]" if why(res) else ""), flush=True)
+        save_all(args, meta, results, wls)
+    save_all(args, meta, results, wls, final=True)
+    print()
+    print(f"# {meta['gpu']}, commit {meta['commit']}, {meta['date']}; copy bandwidth loom "
+          f"{fmt_num(meta.get('copy_gbps_loom'))} GB/s, torch {meta['copy_gbps_torch']:.0f} GB/s")
+    print_table(results)
+    print(f"\nwrote {Path(args.out) / 'latest.md'} and results.json ({meta['wall_s']} s)")
+    mismatches = [r["name"] for r in results if any(not a["ok"] for a in r.get("agreement", []))]
+    if mismatches:
+        print(f"MISMATCH between loom and PyTorch eager: {', '.join(mismatches)}")
+        return 1
+    return 0
+
+
+def git_commit():
+    try:
+        p = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                           text=True, timeout=10)
+        return p.stdout.strip() or "unknown"
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,406 @@
+#include "compiler/codegen/llvm_norm.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Module.h>
+
+#include <cmath>
+#include <limits>
+
+#include "compiler/codegen/kernel_module.h"
+#include "compiler/codegen/op_emit.h"
+#include "ir/error.h"
+
+namespace loom::codegen {
+
+namespace {
+
+using lower::ENode;
+using lower::EPtr;
+using lower::Leaf;
+using schedule::Access;
+using Lanes = std::vector<llvm::Value*>;
+
+// Where one chunk of a row lives: its coordinates, and whether it is inside the row.
+struct Chunk {
+  std::vector<llvm::Value*> idx;  // outer coords ++ reduced coords (innermost * vec)
+  llvm::Value* valid = nullptr;   // i1
+  std::map<const ENode*, Lanes> memo;
+};
+
+class NormEmitter {
+ public:
+  NormEmitter(const ir::Fusion& f, const schedule::NormKernel& k, KernelModule& km)
+      : f_(f), k_(k), km_(km), b_(km.builder()) {
+    idx_ty_ = k.index64 ? b_.getInt64Ty() : b_.getInt32Ty();
+  }
+
+  void emit() {
+    const int T = k_.threads_per_row;
+    llvm::Value* tid = km_.threadIdx();
+    t_in_row_ = b_.CreateZExtOrTrunc(b_.CreateURem(tid, b_.getInt32(static_cast<uint32_t>(T))), idx_ty_);
+    row_in_block_ = b_.CreateUDiv(tid, b_.getInt32(static_cast<uint32_t>(T)));
+    lane_ = b_.CreateURem(tid, b_.getInt32(32));
+    llvm::Value* row = b_.CreateAdd(b_.CreateMul(b_.CreateZExtOrTrunc(km_.blockIdx(), idx_ty_), c(k_.rows_per_block)),
+                                    b_.CreateZExtOrTrunc(row_in_block_, idx_ty_));
+    row_valid_ = b_.CreateICmpULT(row, c(k_.rows()));
+    // Rows past the end compute the last row again (warps stay whole for the shuffles) and
+    // store nothing.
+    row = b_.CreateSelect(row_valid_, row, c(k_.rows() - 1));
+    outer_idx_ = unravel(row, k_.outer_shape, 1);
+    row_chunks_ = k_.rowElems() / k_.vec;
+    registers_ = k_.registers && k_.chunks <= 16;
+
+    std::vector<EPtr> roots;
+    for (const auto& s : k_.stores) roots.push_back(s.value);
+    std::vector<const ENode*> reductions;
+    lower::visitPostOrder(roots, [&](const ENode& n) {
+      if (n.kind == ENode::Kind::Reduce) reductions.push_back(&n);
+    });
+    if (registers_)
+      for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
+    for (const ENode* r : reductions) reduce(*r);
+    storeAll();
+    b_.CreateRetVoid();
+  }
+
+ private:
+  llvm::Value* c(int64_t v) { return llvm::ConstantInt::get(idx_ty_, static_cast<uint64_t>(v), true); }
+
+  std::vector<llvm::Value*> unravel(llvm::Value* i, const std::vector<int64_t>& shape, int vec) {
+    std::vector<llvm::Value*> idx(shape.size());
+    if (shape.empty()) return idx;
+    llvm::Value* q = i;
+    for (size_t d = shape.size(); d-- > 0;) {
+      int64_t e = d + 1 == shape.size() ? shape[d] / vec : shape[d];
+      idx[d] = d == 0 ? q : b_.CreateURem(q, c(e));
+      if (d + 1 == shape.size() && vec > 1) idx[d] = b_.CreateMul(idx[d], c(vec));
+      if (d > 0) q = b_.CreateUDiv(q, c(e));
+    }
+    return idx;
+  }
+
+  Chunk chunkAt(llvm::Value* k) {
+    Chunk ch;
+    llvm::Value* ci = b_.CreateAdd(t_in_row_, b_.CreateMul(k, c(k_.threads_per_row)));
+    ch.valid = b_.CreateICmpULT(ci, c(row_chunks_));
+    ci = b_.CreateSelect(ch.valid, ci, c(row_chunks_ - 1));
+    ch.idx = outer_idx_;
+    auto red = unravel(ci, k_.red_shape, k_.vec);
+    ch.idx.insert(ch.idx.end(), red.begin(), red.end());
+    return ch;
+  }
+
+  Chunk rowChunk() {  // for values constant along the row: reduced coords are 0
+    Chunk ch;
+    ch.valid = b_.getTrue();
+    ch.idx = outer_idx_;
+    for (size_t i = 0; i < k_.red_shape.size(); ++i) ch.idx.push_back(c(0));
+    return ch;
+  }
+
+  llvm::Value* offset(int64_t base, const std::vector<int64_t>& strides, const std::vector<llvm::Value*>& idx) {
+    llvm::Value* o = c(base);
+    for (size_t d = 0; d < strides.size(); ++d)
+      if (strides[d] != 0) o = b_.CreateAdd(o, b_.CreateMul(idx[d], c(strides[d])));
+    return o;
+  }
+
+  llvm::Value* gep(llvm::Value* base, DType t, llvm::Value* off) {
+    return b_.CreateInBoundsGEP(memType(b_.getContext(), t), base, off);
+  }
+
+  Lanes load(const Leaf& l, DType t, const Chunk& ch) {
+    const int v = k_.vec;
+    llvm::Value* base = km_.param(l.input);
+    llvm::Value* off = offset(l.offset, l.strides, ch.idx);
+    llvm::Type* ty = memType(b_.getContext(), t);
+    Access a = k_.load_access.at(l);
+    Lanes lanes;
+    auto align = [&](int64_t n) { return llvm::Align(static_cast<uint64_t>(n)); };
+    if (a == Access::Vector) {
+      auto* vt = llvm::FixedVectorType::get(ty, static_cast<unsigned>(v));
+      auto* ld = b_.CreateAlignedLoad(vt, gep(base, t, off), align(int64_t{v} * dtypeBytes(t)));
+      km_.markInvariant(ld);
+      for (int j = 0; j < v; ++j) lanes.push_back(fromMemory(b_, b_.CreateExtractElement(ld, static_cast<uint64_t>(j)), t));
+    } else if (a == Access::Splat) {
+      auto* ld = b_.CreateAlignedLoad(ty, gep(base, t, off), align(dtypeBytes(t)));
+      km_.markInvariant(ld);
+      lanes.assign(static_cast<size_t>(v), fromMemory(b_, ld, t));
+    } else {
+      for (int j = 0; j < v; ++j) {
+        llvm::Value* o = j ? b_.CreateAdd(off, c(j * l.strides.back())) : off;
+        auto* ld = b_.CreateAlignedLoad(ty, gep(base, t, o), align(dtypeBytes(t)));
+        km_.markInvariant(ld);
+        lanes.push_back(fromMemory(b_, ld, t));
+      }
+    }
+    return lanes;
+  }
+
+  const Lanes& eval(const ENode& n, Chunk& ch) {
+    auto it = ch.memo.find(&n);
+    if (it != ch.memo.end()) return it->second;
+    Lanes out;
+    const size_t v = static_cast<size_t>(k_.vec);
+    switch (n.kind) {
+      case ENode::Kind::Load:
+        out = load(n.leaf, n.dtype, ch);
+        break;
+      case ENode::Kind::Const:
+        out.assign(v, emitConst(b_, n.dtype, n.value));
+        break;
+      case ENode::Kind::Reduce:
+        out.assign(v, reduced_.at(&n));
+        break;
+      case ENode::Kind::Op: {
+        std::vector<const Lanes*> args;
+        for (const auto& a : n.args) args.push_back(&eval(*a, ch));
+        for (size_t j = 0; j < v; ++j) {
+          std::vector<llvm::Value*> a;
+          for (const auto* l : args) a.push_back((*l)[j]);
+          if (n.op == ir::OpKind::Cast) out.push_back(emitCast(b_, a[0], n.args[0]->dtype, n.dtype));
+          else out.push_back(emitPointwise(b_, n.op, n.args[n.op == ir::OpKind::Where ? 1 : 0]->dtype, a));
+        }
+        break;
+      }
+    }
+    return ch.memo[&n] = std::move(out);
+  }
+
+  // --- reductions ---
+  enum class Combine { Sum, Max, Min };
+
+  llvm::Value* identity(Combine cb, DType acc) {
+    llvm::Type* ty = regType(b_.getContext(), acc);
+    if (cb == Combine::Sum) return isFloat(acc) ? llvm::ConstantFP::get(ty, 0.0) : llvm::ConstantInt::get(ty, 0);
+    if (isFloat(acc)) return llvm::ConstantFP::get(ty, cb == Combine::Max ? -INFINITY : INFINITY);
+    auto* it = llvm::cast<llvm::IntegerType>(ty);
+    return cb == Combine::Max ? llvm::ConstantInt::get(it, llvm::APInt::getSignedMinValue(it->getBitWidth()))
+                              : llvm::ConstantInt::get(it, llvm::APInt::getSignedMaxValue(it->getBitWidth()));
+  }
+
+  llvm::Value* combine(Combine cb, DType acc, llvm::Value* a, llvm::Value* b) {
+    if (cb == Combine::Sum) return isFloat(acc) ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+    if (isFloat(acc))
+      return b_.CreateIntrinsic(cb == Combine::Max ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, {a->getType()}, {a, b});
+    return b_.CreateIntrinsic(cb == Combine::Max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, {a->getType()}, {a, b});
+  }
+
+  llvm::Value* shuffleXor(llvm::Value* v, int offset) {
+    llvm::Type* ty = v->getType();
+    unsigned bits = ty->getPrimitiveSizeInBits();
+    auto shfl = [&](llvm::Value* x) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+                                {b_.getInt32(0xffffffffu), x, b_.getInt32(static_cast<uint32_t>(offset)), b_.getInt32(31)});
+    };
+    if (bits == 32) return b_.CreateBitCast(shfl(b_.CreateBitCast(v, b_.getInt32Ty())), ty);
+    LOOM_ASSERT(bits == 64, "shuffle of a {}-bit value", bits);
+    auto* v2 = llvm::FixedVectorType::get(b_.getInt32Ty(), 2);
+    llvm::Value* p = b_.CreateBitCast(v, v2);
+    llvm::Value* lo = shfl(b_.CreateExtractElement(p, uint64_t{0}));
+    llvm::Value* hi = shfl(b_.CreateExtractElement(p, uint64_t{1}));
+    llvm::Value* r = b_.CreateInsertElement(llvm::PoisonValue::get(v2), lo, uint64_t{0});
+    r = b_.CreateInsertElement(r, hi, uint64_t{1});
+    return b_.CreateBitCast(r, ty);
+  }
+
+  // Every thread of the row ends with the row's total.
+  llvm::Value* blockReduce(Combine cb, DType acc, llvm::Value* v) {
+    const int T = k_.threads_per_row;
+    for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) v = combine(cb, acc, v, shuffleXor(v, off));
+    if (T <= 32) return v;
+    const int wpr = T / 32;
+    llvm::Type* ty = regType(b_.getContext(), acc);
+    auto* arr = llvm::ArrayType::get(ty, static_cast<uint64_t>(wpr * k_.rows_per_block));
+    auto* smem = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false,
+                                          llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(arr),
+                                          "red_smem", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    smem->setAlignment(llvm::Align(8));
+    llvm::Value* warp = b_.CreateUDiv(b_.CreateTrunc(t_in_row_, b_.getInt32Ty()), b_.getInt32(32));
+    llvm::Value* base = b_.CreateMul(row_in_block_, b_.getInt32(static_cast<uint32_t>(wpr)));
+    auto slot = [&](llvm::Value* i) { return b_.CreateInBoundsGEP(arr, smem, {b_.getInt32(0), b_.CreateAdd(base, i)}); };
+    // lane 0 of each warp publishes its partial
+    llvm::Function* fn = km_.function();
+    auto* then = llvm::BasicBlock::Create(b_.getContext(), "publish", fn);
+    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "published", fn);
+    b_.CreateCondBr(b_.CreateICmpEQ(lane_, b_.getInt32(0)), then, cont);
+    b_.SetInsertPoint(then);
+    b_.CreateStore(v, slot(warp));
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    barrier();
+    llvm::Value* total = b_.CreateLoad(ty, slot(b_.getInt32(0)));
+    for (int w = 1; w < wpr; ++w) total = combine(cb, acc, total, b_.CreateLoad(ty, slot(b_.getInt32(static_cast<uint32_t>(w)))));
+    barrier();
+    return total;
+  }
+
+  void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+
+  // Sums (or maxes...) f(x) over the row: every valid lane of every chunk, then the block.
+  template <typename Fn>
+  llvm::Value* rowReduce(Combine cb, DType acc, Fn f) {
+    llvm::Value* partial = identity(cb, acc);
+    auto accumulate = [&](Chunk& ch) {
+      Lanes vals = f(ch);
+      llvm::Value* local = identity(cb, acc);
+      for (auto* x : vals) local = combine(cb, acc, local, x);
+      return b_.CreateSelect(ch.valid, local, identity(cb, acc));
+    };
+    if (registers_) {
+      for (auto& ch : chunks_) partial = combine(cb, acc, partial, accumulate(ch));
+    } else {  // streaming: a loop over chunks, re-reading the inputs
+      llvm::Function* fn = km_.function();
+      llvm::BasicBlock* pre = b_.GetInsertBlock();
+      auto* head = llvm::BasicBlock::Create(b_.getContext(), "pass", fn);
+      auto* exit = llvm::BasicBlock::Create(b_.getContext(), "pass_done", fn);
+      b_.CreateBr(head);
+      b_.SetInsertPoint(head);
+      llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
+      llvm::PHINode* acc_phi = b_.CreatePHI(partial->getType(), 2);
+      k->addIncoming(c(0), pre);
+      acc_phi->addIncoming(partial, pre);
+      Chunk ch = chunkAt(k);
+      llvm::Value* next = combine(cb, acc, acc_phi, accumulate(ch));
+      llvm::Value* kn = b_.CreateAdd(k, c(1));
+      k->addIncoming(kn, b_.GetInsertBlock());
+      acc_phi->addIncoming(next, b_.GetInsertBlock());
+      b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
+      b_.SetInsertPoint(exit);
+      partial = next;
+    }
+    return blockReduce(cb, acc, partial);
+  }
+
+  void reduce(const ENode& r) {
+    if (reduced_.count(&r)) return;
+    const ENode& x = *r.args[0];
+    DType acc = computeDType(r.dtype);
+    auto values = [&](Chunk& ch) {
+      Lanes out;
+      for (auto* v : eval(x, ch)) out.push_back(emitCast(b_, v, x.dtype, acc));
+      return out;
+    };
+    double n = static_cast<double>(k_.rowElems());
+    llvm::Value* result = nullptr;
+    switch (r.op) {
+      case ir::OpKind::Sum: result = rowReduce(Combine::Sum, acc, values); break;
+      case ir::OpKind::ReduceMax: result = rowReduce(Combine::Max, acc, values); break;
+      case ir::OpKind::ReduceMin: result = rowReduce(Combine::Min, acc, values); break;
+      case ir::OpKind::Mean:
+        result = b_.CreateFDiv(rowReduce(Combine::Sum, acc, values), emitConst(b_, acc, n));
+        break;
+      case ir::OpKind::VarMean: {
+        // Two passes over the row on chip: the mean, then the squared deviations from it.
+        auto key = std::make_pair(&x, r.correction);
+        auto it = stats_.find(key);
+        if (it == stats_.end()) {
+          llvm::Value* mean = b_.CreateFDiv(rowReduce(Combine::Sum, acc, values), emitConst(b_, acc, n));
+          llvm::Value* m2 = rowReduce(Combine::Sum, acc, [&](Chunk& ch) {
+            Lanes out;
+            for (auto* v : values(ch)) {
+              llvm::Value* d = b_.CreateFSub(v, mean);
+              out.push_back(b_.CreateFMul(d, d));
+            }
+            return out;
+          });
+          llvm::Value* var = b_.CreateFDiv(m2, emitConst(b_, acc, n - r.correction));
+          it = stats_.emplace(key, std::make_pair(var, mean)).first;
+        }
+        result = r.out_index == 0 ? it->second.first : it->second.second;
+        break;
+      }
+      default:
+        LOOM_ASSERT(false, "reduction `{}`", ir::opName(r.op));
+    }
+    reduced_[&r] = emitCast(b_, result, acc, r.dtype);
+  }
+
+  // --- stores ---
+  void storeChunk(const schedule::NormKernel::Store& s, const Lanes& lanes, const Chunk& ch, llvm::Value* pred) {
+    llvm::Function* fn = km_.function();
+    auto* then = llvm::BasicBlock::Create(b_.getContext(), "store", fn);
+    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "stored", fn);
+    std::vector<llvm::Value*> mem;
+    for (auto* l : lanes) mem.push_back(toMemory(b_, l, s.dtype));
+    llvm::Value* off = offset(s.offset, s.strides, ch.idx);
+    b_.CreateCondBr(pred, then, cont);
+    b_.SetInsertPoint(then);
+    llvm::Value* base = km_.param(k_.num_inputs + s.output);
+    llvm::Type* ty = memType(b_.getContext(), s.dtype);
+    const int v = static_cast<int>(lanes.size());
+    if (s.access == Access::Vector && v > 1) {
+      llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, static_cast<unsigned>(v)));
+      for (int j = 0; j < v; ++j) vec = b_.CreateInsertElement(vec, mem[static_cast<size_t>(j)], static_cast<uint64_t>(j));
+      b_.CreateAlignedStore(vec, gep(base, s.dtype, off), llvm::Align(static_cast<uint64_t>(v) * dtypeBytes(s.dtype)));
+    } else {
+      for (int j = 0; j < v; ++j) {
+        llvm::Value* o = j ? b_.CreateAdd(off, c(j * s.strides.back())) : off;
+        b_.CreateAlignedStore(mem[static_cast<size_t>(j)], gep(base, s.dtype, o), llvm::Align(static_cast<uint64_t>(dtypeBytes(s.dtype))));
+      }
+    }
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+  }
+
+  void storeAll() {
+    Chunk row = rowChunk();
+    for (const auto& s : k_.stores) {
+      if (!s.row_only) continue;
+      Lanes one = {eval(*s.value, row)[0]};
+      storeChunk(s, one, row, b_.CreateAnd(row_valid_, b_.CreateICmpEQ(t_in_row_, c(0))));
+    }
+    auto storeFull = [&](Chunk& ch) {
+      for (const auto& s : k_.stores) {
+        if (s.row_only) continue;
+        Lanes vals = eval(*s.value, ch);
+        storeChunk(s, vals, ch, b_.CreateAnd(row_valid_, ch.valid));
+      }
+    };
+    if (registers_) {
+      for (auto& ch : chunks_) storeFull(ch);
+      return;
+    }
+    llvm::Function* fn = km_.function();
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(b_.getContext(), "write", fn);
+    auto* exit = llvm::BasicBlock::Create(b_.getContext(), "write_done", fn);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
+    k->addIncoming(c(0), pre);
+    Chunk ch = chunkAt(k);
+    storeFull(ch);
+    llvm::Value* kn = b_.CreateAdd(k, c(1));
+    k->addIncoming(kn, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
+    b_.SetInsertPoint(exit);
+  }
+
+  const ir::Fusion& f_;
+  const schedule::NormKernel& k_;
+  KernelModule& km_;
+  llvm::IRBuilder<>& b_;
+  llvm::Type* idx_ty_;
+  llvm::Value *t_in_row_ = nullptr, *row_in_block_ = nullptr, *lane_ = nullptr, *row_valid_ = nullptr;
+  std::vector<llvm::Value*> outer_idx_;
+  int64_t row_chunks_ = 0;
+  bool registers_ = true;
+  std::vector<Chunk> chunks_;
+  std::map<const ENode*, llvm::Value*> reduced_;
+  std::map<std::pair<const ENode*, double>, std::pair<llvm::Value*, llvm::Value*>> stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> emitNormKernel(const ir::Fusion& f, const schedule::NormKernel& k,
+                                             llvm::LLVMContext& ctx) {
+  bool aliased = std::any_of(k.output_alias.begin(), k.output_alias.end(), [](int a) { return a >= 0; });
+  KernelModule km(ctx, k.name, static_cast<int>(f.inputs().size() + f.outputs().size()),
+                  static_cast<int>(f.inputs().size()), !aliased, k.block);
+  NormEmitter(f, k, km).emit();
+  return km.finish();
+}
+
+}  // namespace loom::codegen

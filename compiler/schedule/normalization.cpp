@@ -1,0 +1,292 @@
+#include "compiler/schedule/normalization.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "compiler/analysis/domains.h"
+#include "compiler/lower/atom_expr.h"
+#include "ir/error.h"
+
+namespace loom::schedule {
+
+using lower::ENode;
+using lower::EPtr;
+using lower::Leaf;
+
+int64_t NormKernel::rows() const {
+  return std::accumulate(outer_shape.begin(), outer_shape.end(), int64_t{1}, std::multiplies<>());
+}
+int64_t NormKernel::rowElems() const {
+  return std::accumulate(red_shape.begin(), red_shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+namespace {
+
+int nextPow2(int64_t v) {
+  int p = 1;
+  while (p < v && p < (1 << 20)) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
+                                                const std::vector<TensorDesc>& inputs,
+                                                const DeviceInfo& dev, std::string* why_not) {
+  auto reject = [&](std::string why) -> std::optional<NormKernel> {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  };
+  analysis::DomainAnalysis da(f);
+  if (!da.conflicts().empty()) return reject(da.conflicts()[0]);
+  // Every reduction must reduce the same atoms: they then share the rows.
+  std::vector<int> red;
+  const ir::Op* first = nullptr;
+  for (const ir::Op* op : f.ops()) {
+    if (!ir::isReduction(op->kind())) continue;
+    auto r = da.reducedAtoms(op);
+    if (!first) {
+      first = op;
+      red = r;
+    } else if (r != red) {
+      return reject(fmt::format("reduction `{}` ({}) over {} and reduction `{}` ({}) over {} "
+                                "cannot share one kernel: their iterated atoms differ",
+                                first->name(), first->output()->name(), da.atomSetStr(red),
+                                op->name(), op->output()->name(), da.atomSetStr(r)));
+    }
+  }
+  if (!first) return reject("it has no reduction");
+  lower::AtomExprBuilder eb(f, sizes, inputs, da);
+  std::vector<EPtr> roots;
+  try {
+    for (const auto& o : f.outputs()) roots.push_back(eb.exprOf(o.value));
+  } catch (const lower::NotPointwise& np) {
+    return reject(np.reason);
+  }
+  const int natoms = static_cast<int>(da.atoms().size());
+  std::vector<int64_t> ext;
+  for (int a = 0; a < natoms; ++a) ext.push_back(eb.atomExtent(a));
+  std::set<int> red_set(red.begin(), red.end());
+
+  // Atom order: the memory order of the largest input (the one the kernel streams).
+  int dominant = -1;
+  int64_t best = -1;
+  for (size_t i = 0; i < f.inputs().size(); ++i) {
+    int64_t n = 1;
+    for (auto s : inputs[i].shape) n *= s;
+    if (n > best) {
+      best = n;
+      dominant = static_cast<int>(i);
+    }
+  }
+  std::vector<int> order = da.memoryOrder(f.inputs()[static_cast<size_t>(dominant)],
+                                          inputs[static_cast<size_t>(dominant)].strides, sizes);
+  for (int a = natoms - 1; a >= 0; --a)  // atoms the dominant input lacks go outermost
+    if (std::find(order.begin(), order.end(), a) == order.end()) order.insert(order.begin(), a);
+  std::vector<int> outer_order, red_order;
+  for (int a : order) (red_set.count(a) ? red_order : outer_order).push_back(a);
+
+  NormKernel k;
+  k.num_inputs = static_cast<int>(f.inputs().size());
+  k.outer_atoms = da.atomSetStr(outer_order);
+  k.red_atoms = da.atomSetStr(red_order);
+  // Outputs: allocated with their axes in the kernel's atom order (NHWC in, NHWC out), or the
+  // aliased input. Their strides over atoms follow from the axis strides.
+  std::vector<std::vector<int64_t>> store_atom_strides;
+  for (const auto& o : f.outputs()) {
+    int alias = -1;
+    for (size_t i = 0; i < f.inputs().size(); ++i)
+      if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
+    k.output_alias.push_back(alias);
+    std::vector<int64_t> shape;
+    for (const auto& a : o.value->axes()) shape.push_back(a.broadcast ? 1 : a.extent.evaluate(sizes));
+    std::vector<int> axis_order(shape.size());
+    std::iota(axis_order.begin(), axis_order.end(), 0);
+    auto pos = [&](int axis) {
+      const auto& as = da.axisAtoms(o.value, axis);
+      if (as.empty()) return -1;
+      return static_cast<int>(std::find(order.begin(), order.end(), as[0]) - order.begin());
+    };
+    std::stable_sort(axis_order.begin(), axis_order.end(), [&](int a, int b) { return pos(a) < pos(b); });
+    TensorDesc d{o.value->dtype(), shape, stridesForOrder(shape, axis_order), 16};
+    if (alias >= 0) d = inputs[static_cast<size_t>(alias)];
+    k.outputs.push_back(d);
+    store_atom_strides.push_back(da.atomStrides(o.value, d.strides, sizes));
+  }
+
+  // Kernel axes: iterated atoms then reduced atoms, neighbours collapsed where every access
+  // walks them as one run.
+  std::vector<std::vector<int64_t>> all;
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    if (n.kind == ENode::Kind::Load) all.push_back(n.leaf.strides);
+  });
+  for (const auto& s : store_atom_strides) all.push_back(s);
+  auto collapse = [&](const std::vector<int>& atoms) {
+    std::vector<std::vector<int>> groups;
+    for (int a : atoms) {
+      if (ext[static_cast<size_t>(a)] == 1) continue;
+      if (!groups.empty()) {
+        int o = groups.back().back();
+        bool merge = std::all_of(all.begin(), all.end(), [&](const auto& s) {
+          return s[static_cast<size_t>(o)] == s[static_cast<size_t>(a)] * ext[static_cast<size_t>(a)];
+        });
+        if (merge) {
+          groups.back().push_back(a);
+          continue;
+        }
+      }
+      groups.push_back({a});
+    }
+    return groups;
+  };
+  auto outer_groups = collapse(outer_order), red_groups = collapse(red_order);
+  if (red_groups.empty()) return reject("its reductions reduce only size-1 dims");
+  auto extentOf = [&](const std::vector<int>& g) {
+    int64_t e = 1;
+    for (int a : g) e *= ext[static_cast<size_t>(a)];
+    return e;
+  };
+  for (const auto& g : outer_groups) k.outer_shape.push_back(extentOf(g));
+  for (const auto& g : red_groups) k.red_shape.push_back(extentOf(g));
+  std::vector<std::vector<int>> groups = outer_groups;
+  groups.insert(groups.end(), red_groups.begin(), red_groups.end());
+  auto remap = [&](const std::vector<int64_t>& atom_strides) {
+    std::vector<int64_t> s;
+    for (const auto& g : groups) s.push_back(atom_strides[static_cast<size_t>(g.back())]);
+    return s;
+  };
+
+  // Vector width along the innermost reduced axis.
+  int max_bytes = 1;
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    if (n.kind == ENode::Kind::Load) max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
+  });
+  for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
+  int vec = std::min(8, 16 / max_bytes);
+  while (vec > 1 && k.red_shape.back() % vec != 0) vec /= 2;
+  k.vec = vec;
+  const size_t nout = k.outer_shape.size();
+  auto accessFor = [&](DType t, int64_t offset, const std::vector<int64_t>& s, int align) {
+    if (s.back() == 0) return Access::Splat;
+    if (vec == 1 || s.back() != 1) return Access::Gather;
+    int64_t bytes = static_cast<int64_t>(vec) * dtypeBytes(t);
+    bool ok = align >= std::min<int64_t>(bytes, 16) && (offset * dtypeBytes(t)) % bytes == 0;
+    for (size_t i = 0; i + 1 < s.size(); ++i) ok = ok && (s[i] * dtypeBytes(t)) % bytes == 0;
+    return ok ? Access::Vector : Access::Gather;
+  };
+  int64_t max_offset = 0;
+  auto track = [&](int64_t off, const std::vector<int64_t>& s) {
+    int64_t m = off;
+    std::vector<int64_t> shape = k.outer_shape;
+    shape.insert(shape.end(), k.red_shape.begin(), k.red_shape.end());
+    for (size_t i = 0; i < s.size(); ++i) m += (shape[i] - 1) * std::abs(s[i]);
+    max_offset = std::max(max_offset, m + vec);
+  };
+  std::vector<EPtr> remapped;
+  int live_leaves = 0;
+  for (const auto& r : roots)
+    remapped.push_back(lower::mapLeaves(r, [&](const Leaf& l) {
+      Leaf n{l.input, l.offset, remap(l.strides)};
+      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+      Access a = accessFor(d.dtype, n.offset, n.strides, d.align_bytes);
+      k.load_access[n] = a;
+      track(n.offset, n.strides);
+      return n;
+    }));
+  remapped = lower::hashCons(remapped);
+  // The row held on chip: the streamed loads under a reduction (they are read again by the
+  // next pass or by the outputs); loads used only by the outputs are read once, at the end.
+  {
+    std::set<Leaf> held_leaves;
+    lower::visitPostOrder(remapped, [&](const ENode& n) {
+      if (n.kind != ENode::Kind::Reduce) return;
+      lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
+        if (m.kind == ENode::Kind::Load && k.load_access[m.leaf] != Access::Splat) held_leaves.insert(m.leaf);
+      });
+    });
+    live_leaves = static_cast<int>(held_leaves.size());
+  }
+  for (size_t i = 0; i < f.outputs().size(); ++i) {
+    NormKernel::Store s;
+    s.output = static_cast<int>(i);
+    s.strides = remap(store_atom_strides[i]);
+    s.dtype = f.outputs()[i].value->dtype();
+    s.value = remapped[i];
+    s.row_only = std::all_of(s.strides.begin() + static_cast<long>(nout), s.strides.end(), [](int64_t x) { return x == 0; });
+    s.access = accessFor(s.dtype, 0, s.strides, k.outputs[i].align_bytes);
+    if (s.access == Access::Splat) s.access = Access::Gather;
+    track(0, s.strides);
+    k.stores.push_back(s);
+  }
+  k.index64 = max_offset >= (int64_t{1} << 31);
+
+  // Threads per row: enough that each holds at most 8 chunks, a power of two up to 1024; more
+  // while the whole grid would not fill the GPU twice over (few, long rows).
+  const int64_t row_chunks = k.rowElems() / vec;
+  const int kMaxChunks = 8;
+  k.threads_per_row = std::min(1024, nextPow2((row_chunks + kMaxChunks - 1) / kMaxChunks));
+  while (k.threads_per_row < 1024 && k.threads_per_row < row_chunks &&
+         k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
+    k.threads_per_row *= 2;
+  k.chunks = static_cast<int>((row_chunks + k.threads_per_row - 1) / k.threads_per_row);
+  // Registers per thread for the persistent row: chunks * vec values per streamed input.
+  int held = k.chunks * vec * std::max(1, live_leaves);
+  k.registers = held <= 128;
+  k.block = std::max(k.threads_per_row, 128);
+  k.rows_per_block = k.block / k.threads_per_row;
+  k.grid = (k.rows() + k.rows_per_block - 1) / k.rows_per_block;
+  k.reason = fmt::format(
+      "{} rows over {} x {} elements over {}; {} threads per row, {} chunk{} of {} each, {} "
+      "row{} per block of {}, grid {}; {}", k.rows(), k.outer_atoms, k.rowElems(), k.red_atoms,
+      k.threads_per_row, k.chunks, k.chunks == 1 ? "" : "s", vec, k.rows_per_block,
+      k.rows_per_block == 1 ? "" : "s", k.block, k.grid,
+      k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)
+                  : fmt::format("the row ({} values per thread) does not fit in registers: each "
+                                "pass re-reads it (from L2 where it fits)", held));
+  return k;
+}
+
+std::string printNormKernel(const ir::Fusion& f, const NormKernel& k) {
+  std::string s = fmt::format("kernel {} (normalization)\n  rows [{}] over {}, reduced [{}] over {}\n  {}\n",
+                              k.name, fmt::join(k.outer_shape, ", "), k.outer_atoms,
+                              fmt::join(k.red_shape, ", "), k.red_atoms, k.reason);
+  std::map<const ENode*, std::string> names;
+  int next = 0;
+  std::vector<EPtr> roots;
+  for (const auto& st : k.stores) roots.push_back(st.value);
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    std::string name = fmt::format("v{}", next++);
+    names[&n] = name;
+    std::vector<std::string> a;
+    for (const auto& x : n.args) a.push_back(names[x.get()]);
+    switch (n.kind) {
+      case ENode::Kind::Load: {
+        auto it = k.load_access.find(n.leaf);
+        s += fmt::format("  {} = load.{} {}[{} + i.[{}]]  ({})\n", name, dtypeName(n.dtype),
+                         f.inputs()[static_cast<size_t>(n.leaf.input)]->name(), n.leaf.offset,
+                         fmt::join(n.leaf.strides, ", "),
+                         it == k.load_access.end() ? "?" : accessName(it->second));
+        break;
+      }
+      case ENode::Kind::Const:
+        s += fmt::format("  {} = const.{} {}\n", name, dtypeName(n.dtype), n.value);
+        break;
+      case ENode::Kind::Op:
+        s += fmt::format("  {} = {}.{}({})\n", name, ir::opName(n.op), dtypeName(n.dtype), fmt::join(a, ", "));
+        break;
+      case ENode::Kind::Reduce:
+        s += fmt::format("  {} = reduce.{}{}.{}({})  over the row\n", name, ir::opName(n.op),
+                         n.op == ir::OpKind::VarMean ? (n.out_index ? ".mean" : ".var") : "",
+                         dtypeName(n.dtype), fmt::join(a, ", "));
+        break;
+    }
+  });
+  for (const auto& st : k.stores)
+    s += fmt::format("  store.{} {}[i.[{}]] = {}  ({}{})\n", dtypeName(st.dtype),
+                     f.outputs()[static_cast<size_t>(st.output)].name, fmt::join(st.strides, ", "),
+                     names[st.value.get()], accessName(st.access), st.row_only ? ", once per row" : "");
+  return s;
+}
+
+}  // namespace loom::schedule

@@ -1,0 +1,55 @@
+#pragma once
+// The normalization scheduler: a fusion whose reductions all reduce the same atoms becomes ONE
+// persistent kernel. Each row (one combination of the iterated atoms: a layer-norm row, a
+// group, a channel) is handled by `threads_per_row` threads that load the row once into
+// registers (`vec`-wide chunks along the innermost reduced axis, `chunks` per thread), reduce
+// it (warp shuffles, then shared memory across warps) as many times as the fusion needs
+// (max then sum for softmax, mean then variance for two-pass statistics), and write the
+// normalized outputs from the registers. Rows too long for registers re-read their inputs
+// in each pass (from L2 where it fits), and the schedule says so.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/lower/strided_expr.h"
+#include "compiler/schedule/pointwise.h"
+
+namespace loom::schedule {
+
+struct NormKernel {
+  std::string name = "loom_norm";
+  std::vector<int64_t> outer_shape;  // collapsed iterated axes (rows), outer to inner
+  std::vector<int64_t> red_shape;    // collapsed reduced axes, outer to inner
+  std::string outer_atoms, red_atoms;  // for dumps: `{N, 32}` and `{C/32, H, W}`
+  int vec = 1, threads_per_row = 32, rows_per_block = 1, block = 128, chunks = 1;
+  int64_t grid = 1;
+  bool index64 = false;
+  bool registers = true;  // the row stays in registers; else each pass re-reads it
+  int num_inputs = 0;
+  struct Store {
+    int output;
+    int64_t offset = 0;
+    std::vector<int64_t> strides;  // over outer_shape ++ red_shape
+    DType dtype;
+    Access access = Access::Gather;
+    bool row_only = false;  // no reduced axis: written once per row
+    lower::EPtr value;
+  };
+  std::vector<Store> stores;
+  std::vector<TensorDesc> outputs;
+  std::vector<int> output_alias;
+  std::map<lower::Leaf, Access> load_access;
+  std::string reason;
+
+  int64_t rows() const;
+  int64_t rowElems() const;
+};
+
+std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
+                                                const std::vector<TensorDesc>& inputs,
+                                                const DeviceInfo& dev, std::string* why_not);
+
+std::string printNormKernel(const ir::Fusion& f, const NormKernel& k);
+
+}  // namespace loom::schedule

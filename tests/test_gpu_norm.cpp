@@ -1,0 +1,98 @@
+// [gpu]: every normalization built-in on the GPU against the CPU reference, both layouts, all
+// three float dtypes, odd shapes; the cancellation case.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "tests/gpu_test_util.h"
+
+using namespace loom;
+
+TEST_CASE("row normalizations: layer_norm, rms_norm, softmax, log_softmax", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  for (const char* name : {"layer_norm", "rms_norm", "softmax", "log_softmax"}) {
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      auto f = findExample(name)->build(t);
+      for (int64_t d : {1, 3, 127, 1531, 4096, 65536 + 8, 262144}) {
+        for (int64_t n : {1, 7, 300}) {
+          if (d * n > (int64_t{1} << 24)) continue;
+          INFO(name << " " << dtypeName(t) << " N=" << n << " D=" << d);
+          test::checkOnGpu(*f, {{"N", n}, {"D", d}});
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("image normalizations in NCHW and channels-last", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  for (const char* name : {"group_norm", "instance_norm", "layer_norm_2d", "batch_norm"}) {
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      auto f = findExample(name)->build(t);
+      for (auto sizes : {Bindings{{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}},
+                         Bindings{{"N", 1}, {"C", 32}, {"H", 1}, {"W", 1}},
+                         Bindings{{"N", 3}, {"C", 96}, {"H", 13}, {"W", 3}},
+                         Bindings{{"N", 4}, {"C", 128}, {"H", 32}, {"W", 32}}}) {
+        if (std::string(name) == "batch_norm" && sizes["N"] * sizes["H"] * sizes["W"] == 1) continue;
+        for (bool nhwc : {false, true}) {
+          INFO(name << " " << dtypeName(t) << " N=" << sizes["N"] << " C=" << sizes["C"] << " H="
+                    << sizes["H"] << " W=" << sizes["W"] << (nhwc ? " NHWC" : " NCHW"));
+          std::map<std::string, std::vector<int>> lay;
+          if (nhwc) lay["x"] = {0, 2, 3, 1};
+          test::checkOnGpu(*f, sizes, lay);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cancellation: 1e4 + U(0,1) in f32 normalizes to mean 0, std 1", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  for (const char* name : {"layer_norm", "group_norm"}) {
+    auto f = findExample(name)->build(DType::F32);
+    Bindings sizes = std::string(name) == "layer_norm" ? Bindings{{"N", 16}, {"D", 4096}}
+                                                       : Bindings{{"N", 2}, {"C", 64}, {"H", 16}, {"W", 16}};
+    std::vector<HostTensor> host;
+    for (const ir::Value* v : f->inputs()) {
+      auto shape = evalShape(v, sizes);
+      if (v->name() == "x") host.push_back(HostTensor::random(DType::F32, shape, 5, 1e4, 1e4 + 1));
+      else if (v->name() == "w") host.push_back(HostTensor::fromValues(DType::F32, shape, std::vector<double>(static_cast<size_t>(shape[0]), 1.0)));
+      else host.push_back(HostTensor::fromValues(DType::F32, shape, std::vector<double>(static_cast<size_t>(shape[0]), 0.0)));
+    }
+    std::vector<DeviceTensor> dev;
+    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+    Executor ex(*f);
+    HostTensor y = ex.run(dev)[0].toHost();
+    double s = 0, sq = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) s += y.getLinear(i);
+    double mean = s / static_cast<double>(y.numel());
+    for (int64_t i = 0; i < y.numel(); ++i) sq += (y.getLinear(i) - mean) * (y.getLinear(i) - mean);
+    double sd = std::sqrt(sq / static_cast<double>(y.numel()));
+    INFO(name << ": mean " << mean << " std " << sd);
+    CHECK(std::abs(mean) < 1e-3);
+    CHECK(std::abs(sd - 1.0) < 1e-3);
+  }
+}
+
+TEST_CASE("batch norm training updates the running statistics in place", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  auto f = findExample("batch_norm")->buildDefault();
+  Bindings sizes{{"N", 4}, {"C", 16}, {"H", 5}, {"W", 6}};
+  std::vector<HostTensor> host;
+  uint64_t seed = 11;
+  for (const ir::Value* v : f->inputs())
+    host.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, v->name() == "running_var" ? 0.5 : -1, 1));
+  std::vector<DeviceTensor> dev;
+  for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+  Executor ex(*f);
+  auto outs = ex.run(dev);
+  auto ref = evaluateReference(*f, host);
+  // The aliased outputs are the caller's running_mean / running_var buffers.
+  CHECK(outs[1].ptr() == dev[1].ptr());
+  CHECK(outs[2].ptr() == dev[2].ptr());
+  for (size_t i = 0; i < 3; ++i) {
+    auto c = compareToReference(outs[i].toHost(), ref[i]);
+    INFO(f->outputs()[i].name << ": " << c.str());
+    CHECK(c.ok);
+  }
+}
