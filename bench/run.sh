@@ -4,7 +4,7 @@
 #   there:  LOOM_COMMIT=<sha> bash bench/run.sh [--quick] [--no-compile] [FILTER]
 # run from the repo root with .device carried. FILTER is a regular expression on workload names
 # (bench/workloads.txt). Prints a table last; writes latest.md, results.json, bench.png and
-# log.txt to $OUT (or bench/results/run). Keeps itself under BENCH_BUDGET_S seconds (default
+# log.txt to $OUT (or /tmp/loom-bench-results). Keeps itself under BENCH_BUDGET_S seconds (default
 # 480) of starting new workloads: what is left is listed as not run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
 # A fresh kernel cache: loom's first compile in each process is a real one.
 export LOOM_CACHE_DIR=${LOOM_CACHE_DIR:-$(mktemp -d /tmp/loom-cache.XXXXXX)}
 export PYTHONUNBUFFERED=1
-out=${OUT:-bench/results/run}
+out=${OUT:-/tmp/loom-bench-results}
 mkdir -p "$out"
 
 loom=.device/bin/loom

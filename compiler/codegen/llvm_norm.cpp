@@ -273,6 +273,20 @@ class NormEmitter {
     return blockReduce(cb, acc, partial);
   }
 
+  // The mean of a row summed around its first element, so that 1e4 + U(0,1) data keeps
+  // its digits: mean = x0 + sum(x - x0) / n.
+  template <typename Fn>
+  llvm::Value* shiftedMean(const ENode& x, DType acc, Fn values, double n) {
+    Chunk first = rowChunk();
+    llvm::Value* x0 = emitCast(b_, eval(x, first)[0], x.dtype, acc);
+    llvm::Value* sum = rowReduce(Combine::Sum, acc, [&](Chunk& ch) {
+      Lanes out;
+      for (auto* v : values(ch)) out.push_back(b_.CreateFSub(v, x0));
+      return out;
+    });
+    return b_.CreateFAdd(x0, b_.CreateFDiv(sum, emitConst(b_, acc, n)));
+  }
+
   void reduce(const ENode& r) {
     if (reduced_.count(&r)) return;
     const ENode& x = *r.args[0];
@@ -289,14 +303,14 @@ class NormEmitter {
       case ir::OpKind::ReduceMax: result = rowReduce(Combine::Max, acc, values); break;
       case ir::OpKind::ReduceMin: result = rowReduce(Combine::Min, acc, values); break;
       case ir::OpKind::Mean:
-        result = b_.CreateFDiv(rowReduce(Combine::Sum, acc, values), emitConst(b_, acc, n));
+        result = shiftedMean(x, acc, values, n);
         break;
       case ir::OpKind::VarMean: {
         // Two passes over the row on chip: the mean, then the squared deviations from it.
         auto key = std::make_pair(&x, r.correction);
         auto it = stats_.find(key);
         if (it == stats_.end()) {
-          llvm::Value* mean = b_.CreateFDiv(rowReduce(Combine::Sum, acc, values), emitConst(b_, acc, n));
+          llvm::Value* mean = shiftedMean(x, acc, values, n);
           llvm::Value* m2 = rowReduce(Combine::Sum, acc, [&](Chunk& ch) {
             Lanes out;
             for (auto* v : values(ch)) {

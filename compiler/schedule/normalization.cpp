@@ -141,10 +141,11 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     return groups;
   };
   auto outer_groups = collapse(outer_order), red_groups = collapse(red_order);
-  if (red_groups.empty()) return reject("its reductions reduce only size-1 dims");
+  // Reducing only size-1 dims: a row of one element (atom -1 stands for "no atom").
+  if (red_groups.empty()) red_groups.push_back({-1});
   auto extentOf = [&](const std::vector<int>& g) {
     int64_t e = 1;
-    for (int a : g) e *= ext[static_cast<size_t>(a)];
+    for (int a : g) e *= a < 0 ? 1 : ext[static_cast<size_t>(a)];
     return e;
   };
   for (const auto& g : outer_groups) k.outer_shape.push_back(extentOf(g));
@@ -153,7 +154,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   groups.insert(groups.end(), red_groups.begin(), red_groups.end());
   auto remap = [&](const std::vector<int64_t>& atom_strides) {
     std::vector<int64_t> s;
-    for (const auto& g : groups) s.push_back(atom_strides[static_cast<size_t>(g.back())]);
+    for (const auto& g : groups) s.push_back(g.back() < 0 ? 0 : atom_strides[static_cast<size_t>(g.back())]);
     return s;
   };
 
