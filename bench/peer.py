@@ -683,7 +683,7 @@ def main():
                     help="stop starting workloads after this many seconds (default 480)")
     ap.add_argument("--compile-budget-share", type=float, default=0.8,
                     help="skip torch.compile once this share of the budget is spent (default 0.8)")
-    ap.add_argument("--loom-timeout", type=float, default=180.0)
+    ap.add_argument("--loom-timeout", type=float, default=120.0, help="seconds for one `loom bench` (default 120)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dry-run", action="store_true", help="print the plan; needs no torch and no GPU")
     args = ap.parse_args()
