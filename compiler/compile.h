@@ -1,7 +1,9 @@
 #pragma once
 // Compiles one fusion for concrete input tensors: schedule, lower, LLVM IR, PTX. Knows nothing
 // of the driver; the runtime loads and launches what this returns.
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,5 +40,38 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
 // A stable text key of everything that changes the generated code.
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                        const CompileOptions& opts);
+
+}  // namespace loom
+
+namespace loom {
+
+// Where a kernel of a plan reads or writes a tensor.
+struct TensorRef {
+  enum class Kind { Input, Output, Temp } kind;
+  int index;
+  bool operator==(const TensorRef&) const = default;
+};
+
+struct PlannedKernel {
+  std::string key;  // compileKey of its segment: memory and disk cache key
+  CompiledKernel kernel;
+  std::vector<TensorRef> args;  // one per kernel parameter: the segment's inputs, then outputs
+};
+
+// A fusion as the kernels it runs as, in launch order.
+struct CompiledPlan {
+  std::vector<PlannedKernel> kernels;
+  std::vector<TensorDesc> temps;    // intermediates between kernels, allocated once
+  std::vector<TensorDesc> outputs;  // the fusion's outputs (an aliased one: its input's desc)
+  std::vector<int> output_alias;    // input index per output, or -1
+  std::string segments;             // the segmentation, as `loom segment` prints it
+};
+
+// Segments the fusion and compiles every segment. `lookup`, when given, is asked for each
+// kernel's key first (the runtime's caches) and compiles only on a miss.
+CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
+                         const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
+                         StageText* stages = nullptr,
+                         const std::function<std::optional<CompiledKernel>(const std::string&)>& lookup = {});
 
 }  // namespace loom

@@ -34,7 +34,9 @@ std::map<std::string, std::shared_ptr<Loaded>>& memoryCache() {
 
 struct Executor::Entry {
   std::vector<TensorDesc> inputs;
-  std::shared_ptr<Loaded> loaded;
+  CompiledPlan plan;
+  std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
+  std::vector<DeviceTensor> temps;              // allocated once per signature, reused
 };
 
 CompileOptions currentDeviceOptions() {
@@ -64,57 +66,71 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   }
   Bindings bound = bindShapes(f_, dtypes, shapes, sizes);
   CompileOptions opts = currentDeviceOptions();
-  std::string key = compileKey(f_, descs, opts);
   CompileStats st;
-  std::shared_ptr<Loaded> loaded;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    auto it = memoryCache().find(key);
-    if (it != memoryCache().end()) {
-      loaded = it->second;
-      st.source = CompileStats::Source::MemoryCache;
+  st.source = CompileStats::Source::MemoryCache;
+  // Each kernel: the process-wide memory cache, then the disk cache, then a compile.
+  auto lookup = [&](const std::string& key) -> std::optional<CompiledKernel> {
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      auto it = memoryCache().find(key);
+      if (it != memoryCache().end()) return it->second->meta;
     }
-  }
-  if (!loaded) {
-    std::optional<CompiledKernel> k = runtime::diskCacheLoad(key);
-    st.source = k ? CompileStats::Source::DiskCache : CompileStats::Source::Compiled;
-    if (!k) {
-      k = compileFusion(f_, bound, descs, opts);
-      st.llvm_ptx_ms = k->llvm_ptx_ms;
-      runtime::diskCacheStore(key, *k);
+    auto k = runtime::diskCacheLoad(key);
+    if (k && st.source == CompileStats::Source::MemoryCache) st.source = CompileStats::Source::DiskCache;
+    return k;
+  };
+  auto entry = std::make_unique<Entry>();
+  entry->inputs = descs;
+  entry->plan = compilePlan(f_, bound, descs, opts, nullptr, lookup);
+  for (const auto& pk : entry->plan.kernels) {
+    std::shared_ptr<Loaded> loaded;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      auto it = memoryCache().find(pk.key);
+      if (it != memoryCache().end()) loaded = it->second;
     }
-    runtime::Module mod(k->ptx, k->name);
-    st.load_ms = mod.loadMs();
-    runtime::Kernel kern = mod.getKernel(k->name);
-    loaded = std::shared_ptr<Loaded>(new Loaded{std::move(*k), std::move(mod), kern});
-    std::lock_guard<std::mutex> lock(g_mu);
-    memoryCache()[key] = loaded;
+    if (!loaded) {
+      if (pk.kernel.llvm_ptx_ms > 0) {
+        st.source = CompileStats::Source::Compiled;
+        st.llvm_ptx_ms += pk.kernel.llvm_ptx_ms;
+        runtime::diskCacheStore(pk.key, pk.kernel);
+      }
+      runtime::Module mod(pk.kernel.ptx, pk.kernel.name);
+      st.load_ms += mod.loadMs();
+      runtime::Kernel kern = mod.getKernel(pk.kernel.name);
+      loaded = std::shared_ptr<Loaded>(new Loaded{pk.kernel, std::move(mod), kern});
+      std::lock_guard<std::mutex> lock(g_mu);
+      memoryCache()[pk.key] = loaded;
+    }
+    entry->loaded.push_back(loaded);
   }
+  for (const auto& d : entry->plan.temps) entry->temps.push_back(DeviceTensor::allocate(d.dtype, d.shape, d.strides));
+  dumpIfEnabled(DumpStage::Launch, f_.name(),
+                fmt::format("{} kernel(s) prepared in {:.1f} ms\n", entry->plan.kernels.size(), msSince(t0)));
   st.total_ms = msSince(t0);
   stats_ = st;
-  entries_.push_back(std::make_unique<Entry>(Entry{descs, loaded}));
+  entries_.push_back(std::move(entry));
   return *entries_.back();
 }
 
 std::vector<TensorDesc> Executor::outputSpecs(const std::vector<DeviceTensor>& inputs,
                                               const Bindings& sizes) {
-  return prepare(inputs, sizes).loaded->meta.outputs;
+  return prepare(inputs, sizes).plan.outputs;
 }
 
-const CompiledKernel& Executor::kernelFor(const std::vector<DeviceTensor>& inputs,
-                                          const Bindings& sizes) {
-  return prepare(inputs, sizes).loaded->meta;
+const CompiledPlan& Executor::planFor(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
+  return prepare(inputs, sizes).plan;
 }
 
 std::vector<DeviceTensor> Executor::run(const std::vector<DeviceTensor>& inputs,
                                         const Bindings& sizes) {
   Entry& e = prepare(inputs, sizes);
   std::vector<DeviceTensor> outs;
-  const auto& meta = e.loaded->meta;
-  for (size_t i = 0; i < meta.outputs.size(); ++i) {
-    int alias = meta.output_alias[i];
+  const auto& plan = e.plan;
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    int alias = plan.output_alias[i];
     if (alias >= 0) outs.push_back(inputs[static_cast<size_t>(alias)]);
-    else outs.push_back(DeviceTensor::allocate(meta.outputs[i].dtype, meta.outputs[i].shape, meta.outputs[i].strides));
+    else outs.push_back(DeviceTensor::allocate(plan.outputs[i].dtype, plan.outputs[i].shape, plan.outputs[i].strides));
   }
   launch(inputs, outs);
   runtime::Device::get().synchronize();
@@ -124,15 +140,19 @@ std::vector<DeviceTensor> Executor::run(const std::vector<DeviceTensor>& inputs,
 void Executor::runInto(const std::vector<DeviceTensor>& inputs, std::vector<DeviceTensor>& outputs,
                        const Bindings& sizes) {
   Entry& e = prepare(inputs, sizes);
-  const auto& meta = e.loaded->meta;
-  LOOM_USER_CHECK(outputs.size() == meta.outputs.size(), "fusion `{}` has {} outputs, {} given",
-                  f_.name(), meta.outputs.size(), outputs.size());
+  const auto& plan = e.plan;
+  LOOM_USER_CHECK(outputs.size() == plan.outputs.size(), "fusion `{}` has {} outputs, {} given",
+                  f_.name(), plan.outputs.size(), outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto& want = meta.outputs[i];
+    const auto& want = plan.outputs[i];
     const auto& got = outputs[i];
     LOOM_USER_CHECK(got.dtype() == want.dtype && got.shape() == want.shape && got.strides() == want.strides,
                     "output `{}`: expected {} but the given tensor is {}", f_.outputs()[i].name,
                     want.str(), got.desc().str());
+    int alias = plan.output_alias[i];
+    LOOM_USER_CHECK(alias < 0 || got.ptr() == inputs[static_cast<size_t>(alias)].ptr(),
+                    "output `{}` is written in place into input `{}`: pass that input's tensor",
+                    f_.outputs()[i].name, f_.inputs()[static_cast<size_t>(alias)]->name());
   }
   launch(inputs, outputs);
 }
@@ -155,18 +175,26 @@ void Executor::launch(const std::vector<DeviceTensor>& inputs,
     }
   }
   if (!e) e = &prepare(inputs, {});
+  LOOM_USER_CHECK(outputs.size() == e->plan.outputs.size(), "fusion `{}` has {} outputs, {} given",
+                  f_.name(), e->plan.outputs.size(), outputs.size());
   uintptr_t ptrs[64];
   void* args[64];
-  size_t n = inputs.size() + outputs.size();
-  LOOM_USER_CHECK(n <= 64, "fusion `{}` has {} tensors; loom launches at most 64", f_.name(), n);
-  for (size_t i = 0; i < inputs.size(); ++i) ptrs[i] = inputs[i].ptr();
-  for (size_t i = 0; i < outputs.size(); ++i) ptrs[inputs.size() + i] = outputs[i].ptr();
-  for (size_t i = 0; i < n; ++i) args[i] = &ptrs[i];
-  const auto& m = e->loaded->meta;
-  runtime::LaunchConfig cfg;
-  cfg.grid.x = m.grid;
-  cfg.block.x = m.block;
-  runtime::launch(e->loaded->kernel, cfg, args);
+  for (size_t k = 0; k < e->plan.kernels.size(); ++k) {
+    const auto& pk = e->plan.kernels[k];
+    LOOM_USER_CHECK(pk.args.size() <= 64, "a kernel of `{}` has {} tensors; loom launches at most 64",
+                    f_.name(), pk.args.size());
+    for (size_t i = 0; i < pk.args.size(); ++i) {
+      const TensorRef& r = pk.args[i];
+      const size_t idx = static_cast<size_t>(r.index);
+      ptrs[i] = r.kind == TensorRef::Kind::Input ? inputs[idx].ptr()
+                : r.kind == TensorRef::Kind::Output ? outputs[idx].ptr() : e->temps[idx].ptr();
+      args[i] = &ptrs[i];
+    }
+    runtime::LaunchConfig cfg;
+    cfg.grid.x = pk.kernel.grid;
+    cfg.block.x = pk.kernel.block;
+    runtime::launch(e->loaded[k]->kernel, cfg, args);
+  }
 }
 
 }  // namespace loom

@@ -38,8 +38,8 @@ class Executor {
   void launch(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
 
   const CompileStats& lastCompile() const { return stats_; }
-  // The compiled kernel for these inputs (PTX, launch shape).
-  const CompiledKernel& kernelFor(const std::vector<DeviceTensor>& inputs, const Bindings& sizes = {});
+  // The kernels these inputs run as (segments, PTX, launch shapes, output specs).
+  const CompiledPlan& planFor(const std::vector<DeviceTensor>& inputs, const Bindings& sizes = {});
 
  private:
   struct Entry;

@@ -40,7 +40,7 @@ inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
   auto specs = ex.outputSpecs(dev, sizes);
   std::vector<DeviceTensor> outs;
   for (size_t i = 0; i < specs.size(); ++i) {
-    int alias = ex.kernelFor(dev, sizes).output_alias[i];
+    int alias = ex.planFor(dev, sizes).output_alias[i];
     if (alias >= 0) {
       outs.push_back(dev[static_cast<size_t>(alias)]);
       continue;

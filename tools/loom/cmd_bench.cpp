@@ -183,6 +183,7 @@ struct BenchResult {
   std::string compile_source;
   double llvm_ptx_ms = 0, load_ms = 0, first_total_ms = 0, cold_llvm_ptx_ms = 0, cold_compile_ms = 0;
   std::string kernel_name;
+  int kernels = 1;
   unsigned grid = 0, block = 0;
   size_t bytes = 0;
   Timing kernel, copy;
@@ -212,6 +213,7 @@ std::string toJson(const BenchResult& r) {
                    "\"first_call_ms\": {}, \"cold_llvm_ptx_ms\": {}, \"cold_compile_ms\": {}}}, ",
                    jsonStr(r.compile_source), jsonNum(r.llvm_ptx_ms), jsonNum(r.load_ms),
                    jsonNum(r.first_total_ms), jsonNum(r.cold_llvm_ptx_ms), jsonNum(r.cold_compile_ms));
+  s += fmt::format("\"kernels\": {}, ", r.kernels);
   s += fmt::format("\"kernel\": {{\"name\": {}, \"grid\": {}, \"block\": {}}}, ", jsonStr(r.kernel_name),
                    r.grid, r.block);
   s += fmt::format("\"host_us_per_launch\": {}, \"host_launches\": {}", jsonNum(r.host_us),
@@ -292,15 +294,17 @@ int benchImpl(const Args& a, BenchResult& r) {
     }
     for (const auto& h : host_in) dev_in.push_back(DeviceTensor::fromHost(h));
   }
-  const CompiledKernel& meta = ex.kernelFor(dev_in, l.sizes);
+  const CompiledPlan& plan = ex.planFor(dev_in, l.sizes);
+  const CompiledKernel& meta = plan.kernels.front().kernel;
   r.kernel_name = meta.name;
+  r.kernels = static_cast<int>(plan.kernels.size());
   r.grid = meta.grid;
   r.block = meta.block;
 
   // Outputs: poisoned, aliased ones are their inputs (updated in place).
   std::vector<DeviceTensor> outs;
   for (size_t i = 0; i < specs.size(); ++i) {
-    int alias = meta.output_alias[i];
+    int alias = plan.output_alias[i];
     if (alias >= 0) outs.push_back(dev_in[static_cast<size_t>(alias)]);
     else {
       outs.push_back(DeviceTensor::allocate(specs[i].dtype, specs[i].shape, specs[i].strides));
@@ -357,7 +361,8 @@ void printHuman(const BenchResult& r) {
                            "cold compile {:.1f} ms (LLVM->PTX {:.1f} ms)\n",
                            r.compile_source, r.llvm_ptx_ms, r.load_ms, r.first_total_ms,
                            r.cold_compile_ms, r.cold_llvm_ptx_ms);
-  std::cout << fmt::format("  kernel:  {} grid {} block {}\n", r.kernel_name, r.grid, r.block);
+  std::cout << fmt::format("  kernel:  {} grid {} block {} ({} kernel{} in all)\n", r.kernel_name, r.grid,
+                           r.block, r.kernels, r.kernels == 1 ? "" : "s");
   std::cout << fmt::format("  time:    {:.4f} ms median of {} (min {:.4f}, p20 {:.4f}, p80 {:.4f}), "
                            "L2 flushed before each\n",
                            r.kernel.median_ms, r.kernel.reps, r.kernel.min_ms, r.kernel.p20_ms,

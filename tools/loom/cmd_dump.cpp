@@ -1,5 +1,8 @@
 // `loom dump FUSION --stage ...`: one stage of the pipeline, on any machine (no GPU needed).
+#include <fstream>
 #include <iostream>
+
+#include "compiler/segment/segmenter.h"
 
 #include "compiler/codegen/ptx_backend.h"
 #include "compiler/compile.h"
@@ -37,6 +40,32 @@ int parseArch(const Args& a) {
   return sm;
 }
 
+Bindings boundSizes(const ir::Fusion& f, const std::vector<TensorDesc>& descs, const Bindings& given) {
+  std::vector<DType> dtypes;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& d : descs) {
+    dtypes.push_back(d.dtype);
+    shapes.push_back(d.shape);
+  }
+  return bindShapes(f, dtypes, shapes, given);
+}
+
+int runSegment(const Args& a) {
+  auto l = loadFromArgs(a, "segment");
+  auto layouts = layoutsFromArgs(a, *l.fusion);
+  CompileOptions opts{parseArch(a), 132};
+  auto descs = inputDescs(*l.fusion, l.sizes, layouts);
+  Bindings bound = boundSizes(*l.fusion, descs, l.sizes);
+  auto plan = segment::segmentFusion(*l.fusion, bound, descs, opts);
+  if (auto path = a.get("dot")) {
+    std::ofstream out(*path);
+    LOOM_USER_CHECK(static_cast<bool>(out), "cannot write `{}`", *path);
+    out << plan.dot(*l.fusion);
+  }
+  std::cout << (a.flag("json") ? plan.json(*l.fusion) : plan.str(*l.fusion));
+  return 0;
+}
+
 int runDump(const Args& a) {
   auto l = loadFromArgs(a, "dump");
   auto layouts = layoutsFromArgs(a, *l.fusion);
@@ -53,14 +82,8 @@ int runDump(const Args& a) {
   auto descs = inputDescs(*l.fusion, l.sizes, layouts);
   StageText text;
   // Binding checks sizes against the fusion the same way a run would.
-  std::vector<DType> dtypes;
-  std::vector<std::vector<int64_t>> shapes;
-  for (const auto& d : descs) {
-    dtypes.push_back(d.dtype);
-    shapes.push_back(d.shape);
-  }
-  Bindings bound = bindShapes(*l.fusion, dtypes, shapes, l.sizes);
-  compileFusion(*l.fusion, bound, descs, opts, &text);
+  Bindings bound = boundSizes(*l.fusion, descs, l.sizes);
+  compilePlan(*l.fusion, bound, descs, opts, &text);
   auto it = text.find(stage);
   LOOM_USER_CHECK(it != text.end(), "stage `{}` has nothing to show for `{}` yet", stage_name,
                   l.fusion->name());

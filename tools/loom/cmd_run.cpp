@@ -32,7 +32,7 @@ int runRun(const Args& a) {
   // Poisoned outputs (aliased ones are their inputs), then one checked run.
   std::vector<DeviceTensor> outs;
   for (size_t i = 0; i < specs.size(); ++i) {
-    int alias = ex.kernelFor(dev_in).output_alias[i];
+    int alias = ex.planFor(dev_in).output_alias[i];
     if (alias >= 0) {
       outs.push_back(dev_in[static_cast<size_t>(alias)]);
       continue;

@@ -8,6 +8,7 @@ int runPrint(const Args& a);
 int runEval(const Args& a);
 int runDump(const Args& a);
 int runRun(const Args& a);
+int runSegment(const Args& a);
 int runBench(const Args& a);
 
 const std::vector<Command>& commands() {
@@ -29,6 +30,18 @@ const std::vector<Command>& commands() {
        "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner (0,2,3,1)\n"
        "  --seed S         random seed (default 0)\n",
        {}, {"dim", "layout", "seed"}, runEval},
+      {"segment", "show the kernels a fusion becomes, and why",
+       "usage: loom segment FUSION [--dim K=V]... [--layout IN=L]... [--json] [--dot FILE]\n\n"
+       "Prints the segments (kernels) FUSION runs as, in launch order: each one's ops, scheduler,\n"
+       "inputs, outputs and parameters, and every scheduler's reason wherever the fusion is cut.\n"
+       "Needs no GPU. LOOM_DUMP=segments prints the same during any run.\n\n"
+       "  --json           one JSON object: {fusion, kernels, rejections, segments: [{scheduler,\n"
+       "                   ops, inputs, outputs, params, rejections}]}\n"
+       "  --dot FILE       Graphviz of the fusion graph, one color per segment\n"
+       "                   (render: dot -Tpng FILE -o graph.png)\n"
+       "  --dim K=V        size of symbol K (default: the example's sizes)\n"
+       "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner\n",
+       {"json"}, {"dim", "layout", "dot", "dtype", "arch"}, runSegment},
       {"dump", "print one compilation stage (ir, schedule, kernel, llvm, ptx)",
        "usage: loom dump FUSION --stage STAGE [--arch sm_90] [--dim K=V]... [--layout IN=L]...\n\n"
        "Prints one stage of compiling FUSION for the given sizes and layouts. Needs no GPU.\n"

@@ -1,0 +1,81 @@
+// Segmentation + compilation of every segment: the fusion as the kernels it runs as.
+#include <map>
+
+#include "compiler/compile.h"
+#include "compiler/segment/segmenter.h"
+#include "ir/error.h"
+
+namespace loom {
+
+CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
+                         const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
+                         StageText* stages,
+                         const std::function<std::optional<CompiledKernel>(const std::string&)>& lookup) {
+  f.verify();
+  segment::SegmentPlan sp = segment::segmentFusion(f, sizes, inputs, opts);
+  CompiledPlan plan;
+  plan.segments = sp.str(f);
+  dumpIfEnabled(DumpStage::Segments, f.name(), plan.segments);
+  if (stages) (*stages)[DumpStage::Segments] = plan.segments;
+
+  std::map<const ir::Value*, TensorRef> where;
+  for (size_t i = 0; i < f.inputs().size(); ++i)
+    where[f.inputs()[i]] = {TensorRef::Kind::Input, static_cast<int>(i)};
+  plan.outputs.resize(f.outputs().size());
+  plan.output_alias.assign(f.outputs().size(), -1);
+  for (size_t i = 0; i < f.outputs().size(); ++i) {
+    const auto& o = f.outputs()[i];
+    LOOM_USER_CHECK(!o.value->isInput(), "output `{}` is input `{}` itself; loom computes outputs, "
+                    "it does not copy inputs", o.name, o.value->name());
+    for (size_t j = 0; j < f.inputs().size(); ++j)
+      if (f.inputs()[j] == o.alias) plan.output_alias[i] = static_cast<int>(j);
+  }
+  for (size_t s = 0; s < sp.segments.size(); ++s) {
+    const auto& seg = sp.segments[s];
+    PlannedKernel pk;
+    pk.key = compileKey(*seg.sub.fusion, seg.input_descs, opts);
+    std::optional<CompiledKernel> cached = lookup ? lookup(pk.key) : std::nullopt;
+    pk.kernel = cached ? *cached : compileFusion(*seg.sub.fusion, sizes, seg.input_descs, opts, stages);
+    for (const ir::Value* v : seg.sub.inputs) pk.args.push_back(where.at(v));
+    for (size_t j = 0; j < seg.sub.outputs.size(); ++j) {
+      const ir::Value* v = seg.sub.outputs[j];
+      const TensorDesc& d = pk.kernel.outputs[j];
+      TensorRef ref{TensorRef::Kind::Temp, -1};
+      for (size_t i = 0; i < f.outputs().size(); ++i)
+        if (f.outputs()[i].value == v && ref.index < 0) {
+          ref = {TensorRef::Kind::Output, static_cast<int>(i)};
+          plan.outputs[i] = d;
+        }
+      if (ref.index < 0) {
+        ref.index = static_cast<int>(plan.temps.size());
+        plan.temps.push_back(d);
+      }
+      // Further outputs naming the same value read the same buffer.
+      for (size_t i = 0; i < f.outputs().size(); ++i)
+        if (f.outputs()[i].value == v && static_cast<int>(i) != ref.index && ref.kind == TensorRef::Kind::Output)
+          LOOM_USER_CHECK(false, "outputs `{}` and `{}` are the same value; name it once",
+                          f.outputs()[static_cast<size_t>(ref.index)].name, f.outputs()[i].name);
+      where[v] = ref;
+      pk.args.push_back(ref);
+    }
+    plan.kernels.push_back(std::move(pk));
+  }
+  // An aliased output must be written in place by the kernel that computes it.
+  for (size_t i = 0; i < f.outputs().size(); ++i) {
+    if (plan.output_alias[i] < 0) continue;
+    bool in_place = false;
+    for (const auto& pk : plan.kernels)
+      for (size_t j = 0; j < pk.kernel.output_alias.size(); ++j) {
+        size_t arg = pk.args.size() - pk.kernel.output_alias.size() + j;
+        if (pk.args[arg] == TensorRef{TensorRef::Kind::Output, static_cast<int>(i)} && pk.kernel.output_alias[j] >= 0)
+          in_place = true;
+      }
+    LOOM_USER_CHECK(in_place, "output `{}` aliases input `{}` but is computed in a kernel that does "
+                    "not read it, so it cannot be written in place", f.outputs()[i].name,
+                    f.outputs()[i].alias->name());
+    plan.outputs[i] = inputs[static_cast<size_t>(plan.output_alias[i])];
+  }
+  return plan;
+}
+
+}  // namespace loom

@@ -1,0 +1,204 @@
+#include "compiler/segment/segmenter.h"
+
+#include <algorithm>
+#include <map>
+
+#include "compiler/schedule/normalization.h"
+#include "compiler/schedule/pointwise.h"
+#include "ir/error.h"
+
+namespace loom::segment {
+
+std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
+                                     const std::vector<TensorDesc>& inputs,
+                                     const CompileOptions& opts, std::vector<std::string>* why_not) {
+  schedule::DeviceInfo dev{opts.sm, opts.sm_count};
+  std::string why_pw, why_norm;
+  if (auto k = schedule::schedulePointwise(f, sizes, inputs, dev, &why_pw))
+    return Accepted{"pointwise", k->reason, k->outputs};
+  if (auto k = schedule::scheduleNormalization(f, sizes, inputs, dev, &why_norm))
+    return Accepted{"normalization", k->reason, k->outputs};
+  if (why_not) *why_not = {"pointwise: " + why_pw, "normalization: " + why_norm};
+  return std::nullopt;
+}
+
+namespace {
+
+std::string valueList(const std::vector<const ir::Value*>& vs) {
+  std::vector<std::string> s;
+  for (const ir::Value* v : vs) s.push_back(fmt::format("{} {}", v->name(), v->typeString()));
+  return fmt::format("{}", fmt::join(s, ", "));
+}
+
+std::string opLabel(const ir::Op* op) {
+  std::vector<std::string> outs;
+  for (const ir::Value* v : op->outputs()) outs.push_back(v->name());
+  return fmt::format("{} ({})", op->name(), fmt::join(outs, ", "));
+}
+
+std::string jsonStr(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o + "\"";
+}
+
+}  // namespace
+
+SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
+                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+  SegmentPlan plan;
+  std::map<const ir::Value*, TensorDesc> known;
+  for (size_t i = 0; i < inputs.size(); ++i) known[f.inputs()[i]] = inputs[i];
+  auto descsOf = [&](const SubFusion& s) {
+    std::vector<TensorDesc> d;
+    for (const ir::Value* v : s.inputs) d.push_back(known.at(v));
+    return d;
+  };
+  auto tryOps = [&](const std::vector<const ir::Op*>& ops, std::vector<std::string>* why,
+                    std::optional<Accepted>* acc) {
+    SubFusion s = extractSegment(f, ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1));
+    *acc = acceptFusion(*s.fusion, sizes, descsOf(s), opts, why);
+    return s;
+  };
+  auto close = [&](std::vector<const ir::Op*> ops, SubFusion sub, const Accepted& acc,
+                   std::vector<std::string> rejections) {
+    Segment seg;
+    seg.ops = std::move(ops);
+    seg.input_descs = descsOf(sub);
+    seg.sub = std::move(sub);
+    seg.scheduler = acc.scheduler;
+    seg.params = acc.params;
+    seg.output_descs = acc.outputs;
+    seg.rejections = std::move(rejections);
+    for (size_t i = 0; i < seg.sub.outputs.size(); ++i) known[seg.sub.outputs[i]] = seg.output_descs[i];
+    plan.segments.push_back(std::move(seg));
+  };
+
+  std::vector<const ir::Op*> all;
+  for (const ir::Op* op : f.ops()) {
+    bool is_output = std::any_of(f.outputs().begin(), f.outputs().end(),
+                                 [&](const auto& o) { return o.value->definition() == op; });
+    if (!op->inputs().empty() || is_output) all.push_back(op);  // constants travel with their users
+  }
+  std::optional<Accepted> acc;
+  std::vector<std::string> why;
+  SubFusion whole = tryOps(all, &why, &acc);
+  if (acc) {
+    close(all, std::move(whole), *acc, {});
+    return plan;
+  }
+  plan.whole_rejections = why;
+
+  std::vector<const ir::Op*> cur;
+  SubFusion cur_sub;
+  std::optional<Accepted> cur_acc;
+  for (const ir::Op* op : all) {
+    std::vector<const ir::Op*> cand = cur;
+    cand.push_back(op);
+    std::vector<std::string> cand_why;
+    std::optional<Accepted> cand_acc;
+    SubFusion cand_sub = tryOps(cand, &cand_why, &cand_acc);
+    if (cand_acc) {
+      cur = std::move(cand);
+      cur_sub = std::move(cand_sub);
+      cur_acc = cand_acc;
+      continue;
+    }
+    LOOM_USER_CHECK(!cur.empty(), "`{}` in fusion `{}` cannot run on the GPU: no scheduler accepts "
+                    "it even alone ({})", opLabel(op), f.name(), fmt::join(cand_why, "; "));
+    std::vector<std::string> reasons;
+    for (const auto& w : cand_why) reasons.push_back(fmt::format("adding {}: {}", opLabel(op), w));
+    close(cur, std::move(cur_sub), *cur_acc, reasons);
+    cur = {op};
+    std::vector<std::string> alone_why;
+    cur_sub = tryOps(cur, &alone_why, &cur_acc);
+    LOOM_USER_CHECK(cur_acc.has_value(), "`{}` in fusion `{}` cannot run on the GPU: no scheduler "
+                    "accepts it even alone ({})", opLabel(op), f.name(), fmt::join(alone_why, "; "));
+  }
+  if (!cur.empty()) close(cur, std::move(cur_sub), *cur_acc, {});
+  return plan;
+}
+
+std::string SegmentPlan::str(const ir::Fusion& f) const {
+  std::string s = fmt::format("fusion {}: {} kernel{}\n", f.name(), segments.size(),
+                              segments.size() == 1 ? "" : "s");
+  if (!whole_rejections.empty()) {
+    s += "not one kernel, because:\n";
+    for (const auto& r : whole_rejections) s += "  - " + r + "\n";
+  }
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Segment& g = segments[i];
+    std::vector<std::string> ops;
+    for (const ir::Op* op : g.ops) ops.push_back(opLabel(op));
+    s += fmt::format("segment {}: {} scheduler, {} op{}\n", i + 1, g.scheduler, g.ops.size(),
+                     g.ops.size() == 1 ? "" : "s");
+    s += fmt::format("  ops:     {}\n", fmt::join(ops, ", "));
+    s += fmt::format("  inputs:  {}\n", valueList(g.sub.inputs));
+    s += fmt::format("  outputs: {}\n", valueList(g.sub.outputs));
+    s += fmt::format("  params:  {}\n", g.params);
+    for (const auto& r : g.rejections) s += "  ends because " + r + "\n";
+  }
+  return s;
+}
+
+std::string SegmentPlan::json(const ir::Fusion& f) const {
+  auto names = [](const std::vector<const ir::Value*>& vs) {
+    std::vector<std::string> s;
+    for (const ir::Value* v : vs) s.push_back(jsonStr(v->name()));
+    return fmt::format("[{}]", fmt::join(s, ", "));
+  };
+  auto strs = [](const std::vector<std::string>& v) {
+    std::vector<std::string> s;
+    for (const auto& x : v) s.push_back(jsonStr(x));
+    return fmt::format("[{}]", fmt::join(s, ", "));
+  };
+  std::vector<std::string> segs;
+  for (const auto& g : segments) {
+    std::vector<std::string> ops;
+    for (const ir::Op* op : g.ops) ops.push_back(jsonStr(opLabel(op)));
+    segs.push_back(fmt::format(
+        "{{\"scheduler\": {}, \"ops\": [{}], \"inputs\": {}, \"outputs\": {}, \"params\": {}, "
+        "\"rejections\": {}}}", jsonStr(g.scheduler), fmt::join(ops, ", "), names(g.sub.inputs),
+        names(g.sub.outputs), jsonStr(g.params), strs(g.rejections)));
+  }
+  return fmt::format("{{\"fusion\": {}, \"kernels\": {}, \"rejections\": {}, \"segments\": [{}]}}\n",
+                     jsonStr(f.name()), segments.size(), strs(whole_rejections), fmt::join(segs, ", "));
+}
+
+std::string SegmentPlan::dot(const ir::Fusion& f) const {
+  static const char* kColors[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3",
+                                  "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd"};
+  std::map<const ir::Op*, size_t> seg_of;
+  for (size_t i = 0; i < segments.size(); ++i)
+    for (const ir::Op* op : segments[i].ops) seg_of[op] = i;
+  std::string s = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n", f.name());
+  for (const ir::Value* v : f.inputs())
+    s += fmt::format("  \"{}\" [shape=ellipse, label=\"{}\\n{}\"];\n", v->name(), v->name(), v->typeString());
+  for (const ir::Op* op : f.ops()) {
+    auto it = seg_of.find(op);
+    std::string color = it == seg_of.end() ? "white" : kColors[it->second % 10];
+    std::string label = fmt::format("{}\\n{}", op->name(), op->output()->typeString());
+    s += fmt::format("  \"op{}\" [shape=box, style=filled, fillcolor=\"{}\", label=\"{}{}\"];\n",
+                     op->id(), color, label,
+                     it == seg_of.end() ? "" : fmt::format("\\n(kernel {})", it->second + 1));
+    for (const ir::Value* in : op->inputs()) {
+      std::string src = in->isInput() ? in->name() : fmt::format("op{}", in->definition()->id());
+      s += fmt::format("  \"{}\" -> \"op{}\";\n", src, op->id());
+    }
+  }
+  for (const auto& o : f.outputs()) {
+    s += fmt::format("  \"out_{}\" [shape=ellipse, style=bold, label=\"{}\"];\n", o.name, o.name);
+    std::string src = o.value->isInput() ? o.value->name() : fmt::format("op{}", o.value->definition()->id());
+    s += fmt::format("  \"{}\" -> \"out_{}\";\n", src, o.name);
+  }
+  return s + "}\n";
+}
+
+}  // namespace loom::segment

@@ -1,0 +1,45 @@
+#pragma once
+// The segmenter: one kernel when a scheduler accepts the whole fusion; otherwise the fewest
+// segments it can find, each accepted by a scheduler. Segments are runs of the fusion's ops in
+// topological order, grown greedily while a scheduler still accepts them, so no two segments
+// depend on each other both ways. Views, casts and broadcasts never force a cut by themselves:
+// every scheduler takes them. Every decision carries the schedulers' reasons.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "compiler/segment/subfusion.h"
+
+namespace loom::segment {
+
+struct Segment {
+  std::vector<const ir::Op*> ops;
+  SubFusion sub;
+  std::string scheduler;  // "pointwise" or "normalization"
+  std::string params;     // the schedule's summary
+  std::vector<TensorDesc> input_descs, output_descs;
+  std::vector<std::string> rejections;  // why the segment stops where it does
+};
+
+struct SegmentPlan {
+  std::vector<Segment> segments;
+  std::vector<std::string> whole_rejections;  // why the whole fusion is not one kernel
+  std::string str(const ir::Fusion& f) const;
+  std::string json(const ir::Fusion& f) const;
+  std::string dot(const ir::Fusion& f) const;
+};
+
+// Which scheduler accepts `f` for these inputs; nullopt with each scheduler's reason.
+struct Accepted {
+  std::string scheduler, params;
+  std::vector<TensorDesc> outputs;
+};
+std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
+                                     const std::vector<TensorDesc>& inputs,
+                                     const CompileOptions& opts, std::vector<std::string>* why_not);
+
+SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
+                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts);
+
+}  // namespace loom::segment

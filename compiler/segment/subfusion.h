@@ -1,0 +1,24 @@
+#pragma once
+// Cutting a segment out of a fusion: the ops of the segment, copied into a fusion of their own
+// whose inputs are the values the segment reads from outside (fusion inputs or other segments'
+// results) and whose outputs are the values read outside it (or fusion outputs). Constants are
+// copied into every segment that uses them rather than passed between kernels.
+#include <memory>
+#include <vector>
+
+#include "ir/fusion.h"
+
+namespace loom::segment {
+
+struct SubFusion {
+  std::unique_ptr<ir::Fusion> fusion;
+  std::vector<const ir::Value*> inputs;   // values of the original fusion, in input order
+  std::vector<const ir::Value*> outputs;  // values of the original fusion, in output order
+};
+
+// `ops` in topological order. Output names follow the original fusion's output names where the
+// value is one, else the value's own name.
+SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& ops,
+                         const std::string& name);
+
+}  // namespace loom::segment

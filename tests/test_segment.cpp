@@ -1,0 +1,132 @@
+// CPU-only: how many kernels fusions become, and that every cut carries its reasons.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "compiler/segment/segmenter.h"
+#include "include/loom/loom.h"
+
+using namespace loom;
+
+namespace {
+std::vector<TensorDesc> descsFor(const ir::Fusion& f, const Bindings& sizes,
+                                 const std::map<std::string, std::vector<int>>& layouts = {}) {
+  std::vector<TensorDesc> d;
+  for (const ir::Value* v : f.inputs()) {
+    TensorDesc t{v->dtype(), evalShape(v, sizes), {}, 16};
+    auto it = layouts.find(v->name());
+    t.strides = it == layouts.end() ? contiguousStrides(t.shape) : stridesForOrder(t.shape, it->second);
+    d.push_back(t);
+  }
+  return d;
+}
+segment::SegmentPlan plan(const ir::Fusion& f, const Bindings& sizes,
+                          const std::map<std::string, std::vector<int>>& layouts = {}) {
+  return segment::segmentFusion(f, sizes, descsFor(f, sizes, layouts), CompileOptions{90, 132});
+}
+}  // namespace
+
+TEST_CASE("every built-in is one kernel, in both layouts", "[segment]") {
+  for (const auto& e : builtinExamples()) {
+    auto f = e.buildDefault();
+    INFO(e.name);
+    CHECK(plan(*f, e.default_sizes).segments.size() == 1);
+    if (f->input("x")->rank() == 4) CHECK(plan(*f, e.default_sizes, {{"x", {0, 2, 3, 1}}}).segments.size() == 1);
+  }
+}
+
+TEST_CASE("layer norm followed by a sum over the other dim is two kernels, with reasons", "[segment]") {
+  FusionBuilder fb("ln_colsum");
+  auto x = fb.input("x", DType::F32, {"N", "D"});
+  auto y = layer_norm(x, {"D"});
+  fb.output("y", y);
+  fb.output("colsum", sum(y, {0}));
+  auto f = fb.finish();
+  auto p = plan(*f, {{"N", 64}, {"D", 256}});
+  REQUIRE(p.segments.size() == 2);
+  CHECK(p.segments[0].scheduler == "normalization");
+  REQUIRE_FALSE(p.whole_rejections.empty());
+  std::string all = p.str(*f);
+  INFO(all);
+  CHECK(all.find("over {D} and reduction `sum`") != std::string::npos);
+  CHECK(all.find("cannot share one kernel: their iterated atoms differ") != std::string::npos);
+  CHECK_FALSE(p.segments[0].rejections.empty());
+  // JSON for programs.
+  std::string j = p.json(*f);
+  CHECK(j.find("\"segments\": [") != std::string::npos);
+  CHECK(j.find("\"scheduler\": \"normalization\"") != std::string::npos);
+  CHECK(j.find("\"rejections\": [") != std::string::npos);
+  // Graphviz, one color per segment.
+  std::string d = p.dot(*f);
+  CHECK(d.find("digraph") != std::string::npos);
+  CHECK(d.find("(kernel 2)") != std::string::npos);
+}
+
+TEST_CASE("two reductions over different atoms feeding one output", "[segment]") {
+  FusionBuilder fb("row_plus_col");
+  auto x = fb.input("x", DType::F32, {"N", "D"});
+  auto rows = sum(x, {1}, true);  // [N, 1b]
+  auto cols = sum(x, {0}, true);  // [1b, D]
+  fb.output("y", rows + cols);
+  auto f = fb.finish();
+  auto p = plan(*f, {{"N", 33}, {"D", 70}});
+  CHECK(p.segments.size() == 2);
+  CHECK_FALSE(p.whole_rejections.empty());
+}
+
+TEST_CASE("conflicting splits of one domain cannot share a kernel", "[segment]") {
+  FusionBuilder fb("conflict");
+  auto x = fb.input("x", DType::F32, {"N", 12});
+  fb.output("a", sum(reshape(x, {"N", 2, 6}), {2}));
+  fb.output("b", sum(reshape(x, {"N", 3, 4}), {2}));
+  auto f = fb.finish();
+  auto p = plan(*f, {{"N", 8}});
+  CHECK(p.segments.size() == 2);
+  std::string all = p.str(*f);
+  INFO(all);
+  CHECK(all.find("split two incompatible ways") != std::string::npos);
+}
+
+TEST_CASE("a row too long for registers stays one kernel and the schedule says it streams", "[segment]") {
+  auto f = findExample("layer_norm")->buildDefault();
+  auto p = plan(*f, {{"N", 2}, {"D", 1 << 22}});
+  REQUIRE(p.segments.size() == 1);
+  CHECK(p.segments[0].params.find("does not fit in registers") != std::string::npos);
+}
+
+TEST_CASE("a chain of 200 pointwise ops is one kernel, segmented quickly", "[segment]") {
+  FusionBuilder fb("chain200");
+  auto x = fb.input("x", DType::F32, {"N", "D"});
+  auto b = fb.input("b", DType::F32, {"D"});
+  Tensor t = x;
+  for (int i = 0; i < 200; ++i) t = (i % 3 == 0) ? t * 1.0001 : (i % 3 == 1) ? t + b : tanh(t);
+  fb.output("y", t);
+  auto f = fb.finish();
+  REQUIRE(f->ops().size() >= 200);
+  auto t0 = std::chrono::steady_clock::now();
+  auto p = plan(*f, {{"N", 1024}, {"D", 1024}});
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(p.segments.size() == 1);
+  WARN("200-op fusion segmented in " << ms << " ms");
+  CHECK(ms < 1000);  // generous for a loaded CI machine; the measured figure is in the README
+}
+
+TEST_CASE("a 200-op fusion that must be cut segments in well under a second", "[segment]") {
+  // 50 alternating row and column reductions: every neighbour pair conflicts.
+  FusionBuilder fb("alternating");
+  auto x = fb.input("x", DType::F32, {"N", "D"});
+  Tensor t = x;
+  for (int i = 0; i < 50; ++i) {
+    t = t - (i % 2 ? sum(t, {0}, true) : sum(t, {1}, true)) * 0.01;
+    t = tanh(t);
+  }
+  fb.output("y", t);
+  auto f = fb.finish();
+  auto t0 = std::chrono::steady_clock::now();
+  auto p = plan(*f, {{"N", 64}, {"D", 64}});
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  WARN(f->ops().size() << "-op fusion cut into " << p.segments.size() << " kernels in " << ms << " ms");
+  CHECK(p.segments.size() >= 2);
+  CHECK(p.segments.size() <= 51);
+  CHECK(ms < 5000);
+}
