@@ -287,6 +287,102 @@ class NormEmitter {
     return b_.CreateFAdd(x0, b_.CreateFDiv(sum, emitConst(b_, acc, n)));
   }
 
+  // Chan et al.'s combination of two (count, mean, M2) partial statistics.
+  struct Stats {
+    llvm::Value *n, *mean, *m2;
+  };
+  Stats chan(DType acc, const Stats& a, const Stats& b) {
+    llvm::Value* n = b_.CreateFAdd(a.n, b.n);
+    llvm::Value* safe = b_.CreateSelect(b_.CreateFCmpOGT(n, emitConst(b_, acc, 0)), n, emitConst(b_, acc, 1));
+    llvm::Value* delta = b_.CreateFSub(b.mean, a.mean);
+    llvm::Value* mean = b_.CreateFAdd(a.mean, b_.CreateFDiv(b_.CreateFMul(delta, b.n), safe));
+    llvm::Value* m2 = b_.CreateFAdd(b_.CreateFAdd(a.m2, b.m2),
+                                    b_.CreateFDiv(b_.CreateFMul(b_.CreateFMul(delta, delta), b_.CreateFMul(a.n, b.n)), safe));
+    return {n, mean, m2};
+  }
+
+  // One streaming pass: per chunk an exact two-pass over its lanes, merged into the thread's
+  // running statistics, then across the row's threads; returns (mean, M2).
+  template <typename Fn>
+  std::pair<llvm::Value*, llvm::Value*> welford(DType acc, Fn values) {
+    auto zero = emitConst(b_, acc, 0);
+    auto chunkStats = [&](Chunk& ch) {
+      Lanes v = values(ch);
+      llvm::Value* s = zero;
+      for (auto* x : v) s = b_.CreateFAdd(s, x);
+      llvm::Value* cnt = emitConst(b_, acc, static_cast<double>(v.size()));
+      llvm::Value* mean = b_.CreateFDiv(s, cnt);
+      llvm::Value* m2 = zero;
+      for (auto* x : v) {
+        llvm::Value* d = b_.CreateFSub(x, mean);
+        m2 = b_.CreateFAdd(m2, b_.CreateFMul(d, d));
+      }
+      return Stats{b_.CreateSelect(ch.valid, cnt, zero), b_.CreateSelect(ch.valid, mean, zero),
+                   b_.CreateSelect(ch.valid, m2, zero)};
+    };
+    llvm::Function* fn = km_.function();
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(b_.getContext(), "welford", fn);
+    auto* exit = llvm::BasicBlock::Create(b_.getContext(), "welford_done", fn);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
+    llvm::Type* ty = zero->getType();
+    llvm::PHINode* pn = b_.CreatePHI(ty, 2);
+    llvm::PHINode* pm = b_.CreatePHI(ty, 2);
+    llvm::PHINode* p2 = b_.CreatePHI(ty, 2);
+    for (auto* p : {pn, pm, p2}) p->addIncoming(zero, pre);
+    k->addIncoming(c(0), pre);
+    Chunk ch = chunkAt(k);
+    Stats next = chan(acc, Stats{pn, pm, p2}, chunkStats(ch));
+    llvm::Value* kn = b_.CreateAdd(k, c(1));
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    k->addIncoming(kn, latch);
+    pn->addIncoming(next.n, latch);
+    pm->addIncoming(next.mean, latch);
+    p2->addIncoming(next.m2, latch);
+    b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
+    b_.SetInsertPoint(exit);
+    Stats st = next;
+    // Across the row's threads: butterfly within warps, then shared memory across warps.
+    const int T = k_.threads_per_row;
+    for (int off = std::min(T, 32) / 2; off >= 1; off /= 2)
+      st = chan(acc, st, Stats{shuffleXor(st.n, off), shuffleXor(st.mean, off), shuffleXor(st.m2, off)});
+    if (T > 32) {
+      // Publish each warp's statistics, then every thread merges its row's warps in order.
+      const int wpr = T / 32;
+      auto* arr = llvm::ArrayType::get(ty, static_cast<uint64_t>(3 * wpr * k_.rows_per_block));
+      auto* smem = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false,
+                                            llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(arr),
+                                            "welford_smem", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+      smem->setAlignment(llvm::Align(8));
+      llvm::Value* warp = b_.CreateUDiv(b_.CreateTrunc(t_in_row_, b_.getInt32Ty()), b_.getInt32(32));
+      llvm::Value* base = b_.CreateMul(row_in_block_, b_.getInt32(static_cast<uint32_t>(3 * wpr)));
+      auto slot = [&](llvm::Value* w, int field) {
+        llvm::Value* i = b_.CreateAdd(base, b_.CreateAdd(b_.CreateMul(w, b_.getInt32(3)), b_.getInt32(static_cast<uint32_t>(field))));
+        return b_.CreateInBoundsGEP(arr, smem, {b_.getInt32(0), i});
+      };
+      auto* then = llvm::BasicBlock::Create(b_.getContext(), "wpublish", fn);
+      auto* cont = llvm::BasicBlock::Create(b_.getContext(), "wpublished", fn);
+      b_.CreateCondBr(b_.CreateICmpEQ(lane_, b_.getInt32(0)), then, cont);
+      b_.SetInsertPoint(then);
+      b_.CreateStore(st.n, slot(warp, 0));
+      b_.CreateStore(st.mean, slot(warp, 1));
+      b_.CreateStore(st.m2, slot(warp, 2));
+      b_.CreateBr(cont);
+      b_.SetInsertPoint(cont);
+      barrier();
+      auto read = [&](int w) {
+        llvm::Value* wi = b_.getInt32(static_cast<uint32_t>(w));
+        return Stats{b_.CreateLoad(ty, slot(wi, 0)), b_.CreateLoad(ty, slot(wi, 1)), b_.CreateLoad(ty, slot(wi, 2))};
+      };
+      st = read(0);
+      for (int w = 1; w < wpr; ++w) st = chan(acc, st, read(w));
+      barrier();
+    }
+    return {st.mean, st.m2};
+  }
+
   void reduce(const ENode& r) {
     if (reduced_.count(&r)) return;
     const ENode& x = *r.args[0];
@@ -309,6 +405,12 @@ class NormEmitter {
         // Two passes over the row on chip: the mean, then the squared deviations from it.
         auto key = std::make_pair(&x, r.correction);
         auto it = stats_.find(key);
+        if (it == stats_.end() && !registers_) {
+          // Streaming rows: one Welford pass instead of two reads for the statistics.
+          auto [mean, m2] = welford(acc, values);
+          llvm::Value* var = b_.CreateFDiv(m2, emitConst(b_, acc, n - r.correction));
+          it = stats_.emplace(key, std::make_pair(var, mean)).first;
+        }
         if (it == stats_.end()) {
           llvm::Value* mean = shiftedMean(x, acc, values, n);
           llvm::Value* m2 = rowReduce(Combine::Sum, acc, [&](Chunk& ch) {

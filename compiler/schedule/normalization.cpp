@@ -233,8 +233,11 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   k.chunks = static_cast<int>((row_chunks + k.threads_per_row - 1) / k.threads_per_row);
   // Registers per thread for the persistent row: chunks * vec values per streamed input.
   int held = k.chunks * vec * std::max(1, live_leaves);
-  k.registers = held <= 128;
   k.block = std::max(k.threads_per_row, 128);
+  // 64K registers per SM: a block of 1024 threads gets 64 each, so the row it may hold
+  // shrinks as blocks grow (what is left covers addresses, statistics and the epilogue).
+  const int budget = std::min(128, 65536 / k.block / 2 - 8);
+  k.registers = held <= budget && k.chunks <= 16;
   k.rows_per_block = k.block / k.threads_per_row;
   k.grid = (k.rows() + k.rows_per_block - 1) / k.rows_per_block;
   k.reason = fmt::format(
@@ -243,8 +246,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       k.threads_per_row, k.chunks, k.chunks == 1 ? "" : "s", vec, k.rows_per_block,
       k.rows_per_block == 1 ? "" : "s", k.block, k.grid,
       k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)
-                  : fmt::format("the row ({} values per thread) does not fit in registers: each "
-                                "pass re-reads it (from L2 where it fits)", held));
+                  : fmt::format("the row ({} values per thread, budget {}) does not fit in "
+                                "registers: statistics in one Welford pass, then a second read "
+                                "(from L2 where it fits) to normalize", held, budget));
   return k;
 }
 
