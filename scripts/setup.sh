@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # Command 1 of the README: install what is missing, build, and show loom's main job on the
-# built-in group norm: its text form, segments and the reason for each, the kernel, and a run
+# built-in group norm: its text form, its atoms, its segments and why, the kernel, and a run
 # checked against the CPU reference when a GPU is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh loom_cli
+bash scripts/build.sh loom_cli example_group_norm
 loom=${LOOM_BUILD_DIR:-build}/bin/loom
-set -x
-"$loom" examples
-"$loom" print group_norm
-"$loom" eval group_norm
+show() { echo; echo "\$ loom $*"; "$loom" "$@"; }
+show examples
+show print group_norm
+show dump group_norm --stage domains
+show segment group_norm
+show segment group_norm --layout x=nhwc
+show dump group_norm --stage kernel
+echo; echo "\$ loom dump group_norm --stage ptx | head -40"
+"$loom" dump group_norm --stage ptx | head -40
+if "$loom" run group_norm --dim N=4 --iters 0 >/tmp/loom-run.txt 2>&1; then
+  show run group_norm --dim N=4
+  show run group_norm --dim N=4 --layout x=nhwc
+else
+  echo; echo "(no GPU here: $(tail -1 /tmp/loom-run.txt)); the CPU reference instead:"
+  show eval group_norm
+fi
