@@ -1,5 +1,7 @@
 #include "compiler/compile.h"
 
+#include <cstdlib>
+
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
@@ -26,6 +28,7 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
   std::string key = ir::printFusion(f);
   for (const auto& d : inputs) key += d.str() + "\n";
   key += fmt::format("sm_{} sms {}\n", opts.sm, opts.sm_count);
+  if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) key += fmt::format("tune threads_per_row {}\n", t);
   return key;
 }
 
@@ -77,7 +80,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
     record(stages, DumpStage::LLVM, f.name(), os.str());
   }
   out.name = kernel_name;
-  out.ptx = codegen::compileToPtx(std::move(m), ctx, codegen::PtxOptions{opts.sm, 3}, &out.llvm_ptx_ms);
+  out.ptx = codegen::compileToPtx(std::move(m), ctx, codegen::PtxOptions{opts.sm, 2}, &out.llvm_ptx_ms);
   if (wanted(stages, DumpStage::PTX)) record(stages, DumpStage::PTX, f.name(), out.ptx);
   return out;
 }

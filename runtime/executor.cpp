@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -38,6 +39,16 @@ struct Executor::Entry {
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
   std::vector<DeviceTensor> temps;              // allocated once per signature, reused
 };
+
+// The stream kernels go to: the legacy default stream, or (LOOM_STREAM=per-thread) the
+// per-thread default stream, which skips the legacy stream's implicit synchronization.
+static runtime::StreamHandle launchStream() {
+  static const runtime::StreamHandle s = [] {
+    const char* v = std::getenv("LOOM_STREAM");
+    return v && std::string(v) == "per-thread" ? runtime::StreamHandle{0x2} : runtime::StreamHandle{0};
+  }();
+  return s;
+}
 
 CompileOptions currentDeviceOptions() {
   auto& d = runtime::Device::get();
@@ -193,7 +204,7 @@ void Executor::launch(const std::vector<DeviceTensor>& inputs,
     runtime::LaunchConfig cfg;
     cfg.grid.x = pk.kernel.grid;
     cfg.block.x = pk.kernel.block;
-    runtime::launch(e->loaded[k]->kernel, cfg, args);
+    runtime::launch(e->loaded[k]->kernel, cfg, args, launchStream());
   }
 }
 

@@ -1,6 +1,7 @@
 #include "compiler/schedule/normalization.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <set>
 
@@ -230,6 +231,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   while (k.threads_per_row < 1024 && k.threads_per_row < row_chunks &&
          k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
     k.threads_per_row *= 2;
+  // For tuning sweeps only (with LOOM_DISK_CACHE=0: the override is not part of the cache key).
+  if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) k.threads_per_row = std::max(1, std::atoi(t));
   k.chunks = static_cast<int>((row_chunks + k.threads_per_row - 1) / k.threads_per_row);
   // Registers per thread for the persistent row: chunks * vec values per streamed input.
   int held = k.chunks * vec * std::max(1, live_leaves);

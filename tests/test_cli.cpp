@@ -1,0 +1,101 @@
+// The `loom` CLI as users meet it: exit statuses, one-line errors, the text round trip.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <sys/wait.h>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "runtime/cuda_driver.h"
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out;  // stdout and stderr together
+};
+
+Result runLoom(const std::string& args) {
+  std::string cmd = std::string(LOOM_CLI) + " " + args + " 2>&1";
+  Result r{0, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string tmpFile(const std::string& name, const std::string& text) {
+  std::string path = "/tmp/loom_cli_test_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("loom examples lists every built-in, one line each", "[cli]") {
+  auto r = runLoom("examples");
+  CHECK(r.status == 0);
+  for (const char* name : {"layer_norm", "rms_norm", "softmax", "group_norm", "batch_norm",
+                           "instance_norm", "layer_norm_2d", "lstm_cell", "gru_cell"})
+    CHECK(("\n" + r.out).find(std::string("\n") + name + " ") != std::string::npos);
+}
+
+TEST_CASE("loom print round-trips through a file", "[cli]") {
+  auto a = runLoom("print group_norm");
+  REQUIRE(a.status == 0);
+  auto b = runLoom("print " + tmpFile("gn.loom", a.out));
+  CHECK(b.status == 0);
+  CHECK(a.out == b.out);
+}
+
+TEST_CASE("a malformed file gives line:col and a non-zero status", "[cli]") {
+  std::string path = tmpFile("bad.loom", "fusion bad {\n  in x: f16[N]\n  y: f16[N] = neg(x\n  out y = y\n}\n");
+  auto r = runLoom("print " + path);
+  CHECK(r.status != 0);
+  CHECK(r.out.find(path + ":4:") != std::string::npos);
+  CHECK(r.out.find("error:") != std::string::npos);
+}
+
+TEST_CASE("every subcommand has --help and rejects unknown options", "[cli]") {
+  for (const char* c : {"examples", "print", "eval", "dump", "segment", "run", "bench"}) {
+    INFO(c);
+    auto h = runLoom(std::string(c) + " --help");
+    CHECK(h.status == 0);
+    CHECK(h.out.find("usage: loom") != std::string::npos);
+    auto bad = runLoom(std::string(c) + " layer_norm --frobnicate 3");
+    CHECK(bad.status != 0);
+    CHECK(bad.out.find("no option --frobnicate") != std::string::npos);
+  }
+  CHECK(runLoom("nonsense").status != 0);
+}
+
+TEST_CASE("eval, dump and segment work without a GPU", "[cli]") {
+  auto e = runLoom("eval layer_norm --dim N=4 --dim D=64");
+  CHECK(e.status == 0);
+  CHECK(e.out.find("f16[4, 64]") != std::string::npos);
+  auto d = runLoom("dump group_norm --stage domains");
+  CHECK(d.status == 0);
+  CHECK(d.out.find("atoms: N 32 C/32 H W") != std::string::npos);
+  auto p = runLoom("dump lstm_cell --stage ptx --arch sm_90");
+  CHECK(p.status == 0);
+  CHECK(p.out.find("ld.global.nc.v4") != std::string::npos);
+  auto s = runLoom("segment layer_norm --json");
+  CHECK(s.status == 0);
+  CHECK(s.out.find("\"segments\": [") != std::string::npos);
+  auto bad = runLoom("eval layer_norm --dim Q=3");
+  CHECK(bad.status != 0);
+  CHECK(bad.out.find("has no size `Q`") != std::string::npos);
+}
+
+TEST_CASE("run without a GPU fails with one clear line", "[cli]") {
+  if (loom::runtime::gpuAvailable()) return;  // on a GPU machine the [gpu] tests cover run
+  auto r = runLoom("run lstm_cell");
+  CHECK(r.status != 0);
+  CHECK(r.out.find("no NVIDIA GPU found") != std::string::npos);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+}
