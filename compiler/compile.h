@@ -24,6 +24,7 @@ struct CompiledKernel {
   std::string ptx;
   unsigned block = 1;
   unsigned grid = 1;
+  unsigned shared_bytes = 0;        // dynamic shared memory per block
   std::vector<TensorDesc> outputs;  // to allocate (or the aliased input's)
   std::vector<int> output_alias;    // input index per output, or -1
   double llvm_ptx_ms = 0;           // LLVM IR -> PTX

@@ -204,6 +204,7 @@ void Executor::launch(const std::vector<DeviceTensor>& inputs,
     runtime::LaunchConfig cfg;
     cfg.grid.x = pk.kernel.grid;
     cfg.block.x = pk.kernel.block;
+    cfg.shared_bytes = pk.kernel.shared_bytes;
     runtime::launch(e->loaded[k]->kernel, cfg, args, launchStream());
   }
 }

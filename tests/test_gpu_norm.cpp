@@ -32,7 +32,9 @@ TEST_CASE("image normalizations in NCHW and channels-last", "[gpu][norm]") {
       for (auto sizes : {Bindings{{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}},
                          Bindings{{"N", 1}, {"C", 32}, {"H", 1}, {"W", 1}},
                          Bindings{{"N", 3}, {"C", 96}, {"H", 13}, {"W", 3}},
-                         Bindings{{"N", 4}, {"C", 128}, {"H", 32}, {"W", 32}}}) {
+                         Bindings{{"N", 4}, {"C", 128}, {"H", 32}, {"W", 32}},
+                         // batch norm rows of 32768: held in shared memory, not registers
+                         Bindings{{"N", 8}, {"C", 32}, {"H", 64}, {"W", 64}}}) {
         if (std::string(name) == "batch_norm" && sizes["N"] * sizes["H"] * sizes["W"] == 1) continue;
         for (bool nhwc : {false, true}) {
           INFO(name << " " << dtypeName(t) << " N=" << sizes["N"] << " C=" << sizes["C"] << " H="

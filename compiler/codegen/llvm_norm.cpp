@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "compiler/codegen/kernel_module.h"
 #include "compiler/codegen/op_emit.h"
@@ -25,6 +26,7 @@ using Lanes = std::vector<llvm::Value*>;
 struct Chunk {
   std::vector<llvm::Value*> idx;  // outer coords ++ reduced coords (innermost * vec)
   llvm::Value* valid = nullptr;   // i1
+  llvm::Value* ci = nullptr;      // the chunk's index in its row (clamped into the row)
   std::map<const ENode*, Lanes> memo;
 };
 
@@ -50,6 +52,19 @@ class NormEmitter {
     outer_idx_ = unravel(row, k_.outer_shape, 1);
     row_chunks_ = k_.rowElems() / k_.vec;
     registers_ = k_.registers && k_.chunks <= 16;
+    if (k_.smem_bytes > 0) {
+      auto* arr = llvm::ArrayType::get(b_.getInt8Ty(), 0);
+      row_smem_ = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false,
+                                           llvm::GlobalValue::ExternalLinkage, nullptr, "loom_row_smem",
+                                           nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+      row_smem_->setAlignment(llvm::Align(16));
+      int64_t off = 0;
+      for (const auto& l : k_.smem_leaves) {
+        smem_offset_[l] = off;
+        int64_t bytes = k_.rowElems() * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
+        off += (bytes + 15) / 16 * 16;
+      }
+    }
 
     std::vector<EPtr> roots;
     for (const auto& s : k_.stores) roots.push_back(s.value);
@@ -85,6 +100,7 @@ class NormEmitter {
     llvm::Value* ci = b_.CreateAdd(t_in_row_, b_.CreateMul(k, c(k_.threads_per_row)));
     ch.valid = b_.CreateICmpULT(ci, c(row_chunks_));
     ci = b_.CreateSelect(ch.valid, ci, c(row_chunks_ - 1));
+    ch.ci = ci;
     ch.idx = outer_idx_;
     auto red = unravel(ci, k_.red_shape, k_.vec);
     ch.idx.insert(ch.idx.end(), red.begin(), red.end());
@@ -94,6 +110,7 @@ class NormEmitter {
   Chunk rowChunk() {  // for values constant along the row: reduced coords are 0
     Chunk ch;
     ch.valid = b_.getTrue();
+    ch.ci = c(0);
     ch.idx = outer_idx_;
     for (size_t i = 0; i < k_.red_shape.size(); ++i) ch.idx.push_back(c(0));
     return ch;
@@ -110,7 +127,36 @@ class NormEmitter {
     return b_.CreateInBoundsGEP(memType(b_.getContext(), t), base, off);
   }
 
+  // The row's copy of a load in shared memory: element ci * vec of the leaf's slot.
+  llvm::Value* smemAddr(const Leaf& l, DType t, const Chunk& ch) {
+    llvm::Value* byte = b_.CreateAdd(c(smem_offset_.at(l)),
+                                     b_.CreateMul(ch.ci, c(int64_t{k_.vec} * dtypeBytes(t))));
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_, byte);
+  }
+
   Lanes load(const Leaf& l, DType t, const Chunk& ch) {
+    const int v = k_.vec;
+    if (smem_offset_.count(l)) {
+      llvm::Type* ety = memType(b_.getContext(), t);
+      auto* vt = llvm::FixedVectorType::get(ety, static_cast<unsigned>(v));
+      auto align = llvm::Align(static_cast<uint64_t>(std::min(16, v * dtypeBytes(t))));
+      if (filled_.count(l)) {  // a later pass: the row is on chip
+        llvm::Value* ld = b_.CreateAlignedLoad(vt, smemAddr(l, t, ch), align);
+        Lanes lanes;
+        for (int j = 0; j < v; ++j) lanes.push_back(fromMemory(b_, b_.CreateExtractElement(ld, static_cast<uint64_t>(j)), t));
+        return lanes;
+      }
+      Lanes lanes = loadGlobal(l, t, ch);  // the first pass keeps what it reads
+      llvm::Value* vec = llvm::PoisonValue::get(vt);
+      for (int j = 0; j < v; ++j) vec = b_.CreateInsertElement(vec, toMemory(b_, lanes[static_cast<size_t>(j)], t), static_cast<uint64_t>(j));
+      b_.CreateAlignedStore(vec, smemAddr(l, t, ch), align);
+      pass_loaded_.insert(l);
+      return lanes;
+    }
+    return loadGlobal(l, t, ch);
+  }
+
+  Lanes loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
     const int v = k_.vec;
     llvm::Value* base = km_.param(l.input);
     llvm::Value* off = offset(l.offset, l.strides, ch.idx);
@@ -238,6 +284,13 @@ class NormEmitter {
 
   void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
 
+  // Loads a streaming pass copied to shared memory are read from there from now on (each
+  // thread reads back only the chunks it wrote, so no barrier is needed).
+  void endPass() {
+    filled_.insert(pass_loaded_.begin(), pass_loaded_.end());
+    pass_loaded_.clear();
+  }
+
   // Sums (or maxes...) f(x) over the row: every valid lane of every chunk, then the block.
   template <typename Fn>
   llvm::Value* rowReduce(Combine cb, DType acc, Fn f) {
@@ -269,6 +322,7 @@ class NormEmitter {
       b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
       b_.SetInsertPoint(exit);
       partial = next;
+      endPass();
     }
     return blockReduce(cb, acc, partial);
   }
@@ -343,6 +397,7 @@ class NormEmitter {
     p2->addIncoming(next.m2, latch);
     b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
     b_.SetInsertPoint(exit);
+    endPass();
     Stats st = next;
     // Across the row's threads: butterfly within warps, then shared memory across warps.
     const int T = k_.threads_per_row;
@@ -506,6 +561,9 @@ class NormEmitter {
   std::vector<Chunk> chunks_;
   std::map<const ENode*, llvm::Value*> reduced_;
   std::map<std::pair<const ENode*, double>, std::pair<llvm::Value*, llvm::Value*>> stats_;
+  llvm::GlobalVariable* row_smem_ = nullptr;
+  std::map<Leaf, int64_t> smem_offset_;
+  std::set<Leaf> filled_, pass_loaded_;
 };
 
 }  // namespace

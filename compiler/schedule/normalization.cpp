@@ -208,6 +208,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       });
     });
     live_leaves = static_cast<int>(held_leaves.size());
+    k.smem_leaves.assign(held_leaves.begin(), held_leaves.end());
   }
   for (size_t i = 0; i < f.outputs().size(); ++i) {
     NormKernel::Store s;
@@ -241,6 +242,19 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   // shrinks as blocks grow (what is left covers addresses, statistics and the epilogue).
   const int budget = std::min(128, 65536 / k.block / 2 - 8);
   k.registers = held <= budget && k.chunks <= 16;
+  // Next tier: shared memory, for one row per block, within the opt-in limit (with room for
+  // the reduction scratch).
+  int64_t smem = 0;
+  for (const auto& l : k.smem_leaves) {
+    int64_t b = k.rowElems() * dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+    smem += (b + 15) / 16 * 16;
+  }
+  // Opt-in shared memory per block: 227 KiB on sm_90, 163 KiB on sm_80, 99 KiB on sm_86/89;
+  // 4 KiB stay for the reductions' scratch.
+  const int64_t smem_limit = int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
+  if (k.registers || k.rows_per_block != 1 || smem > smem_limit || std::getenv("LOOM_NO_SMEM_ROWS"))
+    k.smem_leaves.clear();
+  else k.smem_bytes = static_cast<int>(smem);
   k.rows_per_block = k.block / k.threads_per_row;
   k.grid = (k.rows() + k.rows_per_block - 1) / k.rows_per_block;
   k.reason = fmt::format(
@@ -249,9 +263,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       k.threads_per_row, k.chunks, k.chunks == 1 ? "" : "s", vec, k.rows_per_block,
       k.rows_per_block == 1 ? "" : "s", k.block, k.grid,
       k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)
-                  : fmt::format("the row ({} values per thread, budget {}) does not fit in "
-                                "registers: statistics in one Welford pass, then a second read "
-                                "(from L2 where it fits) to normalize", held, budget));
+      : k.smem_bytes ? fmt::format("the row ({} values per thread, register budget {}) stays in "
+                                   "{} KiB of shared memory: read once, statistics in one "
+                                   "Welford pass, normalized from shared memory", held, budget,
+                                   (k.smem_bytes + 1023) / 1024)
+                     : fmt::format("the row ({} values per thread, budget {}) does not fit in "
+                                   "registers or shared memory: statistics in one Welford pass, "
+                                   "then a second read (from L2 where it fits) to normalize",
+                                   held, budget));
   return k;
 }
 

@@ -26,6 +26,11 @@ struct NormKernel {
   int64_t grid = 1;
   bool index64 = false;
   bool registers = true;  // the row stays in registers; else each pass re-reads it
+  // When the row does not fit in registers but fits in shared memory: the first pass keeps
+  // each of these loads' values there (per row, `row elements` values each), later passes
+  // read them back instead of re-reading global memory.
+  std::vector<lower::Leaf> smem_leaves;
+  int smem_bytes = 0;
   int num_inputs = 0;
   struct Store {
     int output;
