@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "compiler/schedule/normalization.h"
 #include "compiler/schedule/pointwise.h"
@@ -12,6 +13,8 @@ namespace loom::segment {
 std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
                                      const std::vector<TensorDesc>& inputs,
                                      const CompileOptions& opts, std::vector<std::string>* why_not) {
+  // A run whose every value still feeds ops not placed yet has nothing to check so far.
+  if (f.outputs().empty()) return Accepted{"pending", "", {}};
   schedule::DeviceInfo dev{opts.sm, opts.sm_count};
   std::string why_pw, why_norm;
   if (auto k = schedule::schedulePointwise(f, sizes, inputs, dev, &why_pw))
@@ -61,9 +64,9 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     for (const ir::Value* v : s.inputs) d.push_back(known.at(v));
     return d;
   };
-  auto tryOps = [&](const std::vector<const ir::Op*>& ops, std::vector<std::string>* why,
-                    std::optional<Accepted>* acc) {
-    SubFusion s = extractSegment(f, ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1));
+  auto tryOps = [&](const std::vector<const ir::Op*>& ops, const std::set<const ir::Op*>& pending,
+                    std::vector<std::string>* why, std::optional<Accepted>* acc) {
+    SubFusion s = extractSegment(f, ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending);
     *acc = acceptFusion(*s.fusion, sizes, descsOf(s), opts, why);
     return s;
   };
@@ -89,40 +92,54 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
   }
   std::optional<Accepted> acc;
   std::vector<std::string> why;
-  SubFusion whole = tryOps(all, &why, &acc);
+  SubFusion whole = tryOps(all, {}, &why, &acc);
   if (acc) {
     close(all, std::move(whole), *acc, {});
     return plan;
   }
   plan.whole_rejections = why;
 
-  std::vector<const ir::Op*> cur;
-  SubFusion cur_sub;
-  std::optional<Accepted> cur_acc;
-  for (const ir::Op* op : all) {
-    std::vector<const ir::Op*> cand = cur;
-    cand.push_back(op);
-    std::vector<std::string> cand_why;
-    std::optional<Accepted> cand_acc;
-    SubFusion cand_sub = tryOps(cand, &cand_why, &cand_acc);
-    if (cand_acc) {
-      cur = std::move(cand);
-      cur_sub = std::move(cand_sub);
-      cur_acc = cand_acc;
-      continue;
+  // Grow a run of ops while a scheduler accepts it, assuming the ops not placed yet may still
+  // join it (so a broadcast on its own never ends a segment); then close it at the longest
+  // prefix accepted with its real outputs.
+  auto slice = [&](size_t a, size_t b) { return std::vector<const ir::Op*>(all.begin() + static_cast<long>(a), all.begin() + static_cast<long>(b)); };
+  size_t i = 0;
+  while (i < all.size()) {
+    size_t j = i;
+    std::vector<std::string> stop_why;
+    while (j < all.size()) {
+      std::set<const ir::Op*> pending(all.begin() + static_cast<long>(j) + 1, all.end());
+      std::vector<std::string> w;
+      std::optional<Accepted> a;
+      tryOps(slice(i, j + 1), pending, &w, &a);
+      if (!a) {
+        for (const auto& r : w) stop_why.push_back(fmt::format("adding {}: {}", opLabel(all[j]), r));
+        break;
+      }
+      ++j;
     }
-    LOOM_USER_CHECK(!cur.empty(), "`{}` in fusion `{}` cannot run on the GPU: no scheduler accepts "
-                    "it even alone ({})", opLabel(op), f.name(), fmt::join(cand_why, "; "));
-    std::vector<std::string> reasons;
-    for (const auto& w : cand_why) reasons.push_back(fmt::format("adding {}: {}", opLabel(op), w));
-    close(cur, std::move(cur_sub), *cur_acc, reasons);
-    cur = {op};
-    std::vector<std::string> alone_why;
-    cur_sub = tryOps(cur, &alone_why, &cur_acc);
-    LOOM_USER_CHECK(cur_acc.has_value(), "`{}` in fusion `{}` cannot run on the GPU: no scheduler "
-                    "accepts it even alone ({})", opLabel(op), f.name(), fmt::join(alone_why, "; "));
+    bool closed = false;
+    for (size_t e = j; e > i && !closed; --e) {
+      std::vector<std::string> w;
+      std::optional<Accepted> a;
+      SubFusion sub = tryOps(slice(i, e), {}, &w, &a);
+      if (!a) continue;
+      if (e < j) {
+        stop_why.clear();
+        for (const auto& r : w) stop_why.push_back(fmt::format("its outputs: {}", r));
+      }
+      close(slice(i, e), std::move(sub), *a, stop_why);
+      i = e;
+      closed = true;
+    }
+    if (!closed) {
+      std::vector<std::string> w;
+      std::optional<Accepted> a;
+      tryOps({all[i]}, {}, &w, &a);
+      fail("`{}` in fusion `{}` cannot run on the GPU: no scheduler accepts it even alone ({})",
+           opLabel(all[i]), f.name(), fmt::join(w, "; "));
+    }
   }
-  if (!cur.empty()) close(cur, std::move(cur_sub), *cur_acc, {});
   return plan;
 }
 

@@ -10,7 +10,7 @@
 namespace loom::segment {
 
 SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& ops,
-                         const std::string& name) {
+                         const std::string& name, const std::set<const ir::Op*>& pending) {
   SubFusion s;
   s.fusion = std::make_unique<ir::Fusion>(name);
   std::set<const ir::Op*> in_seg(ops.begin(), ops.end());
@@ -40,7 +40,7 @@ SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& 
   for (const ir::Op* op : ops) {
     for (const ir::Value* v : op->outputs()) {
       bool used_outside = false;
-      for (const ir::Op* u : f.uses(v)) used_outside = used_outside || !in_seg.count(u);
+      for (const ir::Op* u : f.uses(v)) used_outside = used_outside || (!in_seg.count(u) && !pending.count(u));
       std::string out_name = v->name();
       bool is_output = false;
       for (const auto& o : f.outputs())

@@ -4,6 +4,8 @@
 // results) and whose outputs are the values read outside it (or fusion outputs). Constants are
 // copied into every segment that uses them rather than passed between kernels.
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "ir/fusion.h"
@@ -18,7 +20,9 @@ struct SubFusion {
 
 // `ops` in topological order. Output names follow the original fusion's output names where the
 // value is one, else the value's own name.
+// Uses by ops in `pending` (not yet placed; they may still join this segment) do not make a
+// value an output.
 SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& ops,
-                         const std::string& name);
+                         const std::string& name, const std::set<const ir::Op*>& pending = {});
 
 }  // namespace loom::segment
