@@ -130,3 +130,19 @@ TEST_CASE("a 200-op fusion that must be cut segments in well under a second", "[
   CHECK(p.segments.size() <= 51);
   CHECK(ms < 5000);
 }
+
+TEST_CASE("broadcasts and casts never force a cut by themselves", "[segment]") {
+  FusionBuilder fb("mixed_views");
+  auto x = fb.input("x", DType::F16, {"N", "C", "H", "W"});
+  auto b = fb.input("b", DType::F32, {"C"});
+  auto t = fb.input("t", DType::BF16, {"W", "H"});
+  auto y = toCompute(x) * broadcast(b, {true, false, true, true}) +
+           broadcastToRank(cast(permute(t, {1, 0}), DType::F32), 4);
+  fb.output("y", cast(silu(y), DType::F16));
+  fb.output("s", b * 2.0);  // another shape: the one real reason for a second kernel
+  auto f = fb.finish();
+  auto p = plan(*f, {{"N", 2}, {"C", 24}, {"H", 5}, {"W", 7}});
+  INFO(p.str(*f));
+  REQUIRE(p.segments.size() == 2);
+  CHECK(p.segments[0].ops.size() == 9);
+}

@@ -40,7 +40,11 @@ SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& 
   for (const ir::Op* op : ops) {
     for (const ir::Value* v : op->outputs()) {
       bool used_outside = false;
-      for (const ir::Op* u : f.uses(v)) used_outside = used_outside || (!in_seg.count(u) && !pending.count(u));
+      // A value only the unplaced ops read is kept as an output unless it is broadcast-shaped
+      // (a cheap view its readers would recompute if they join this segment).
+      bool bcast = std::any_of(v->axes().begin(), v->axes().end(), [](const auto& a) { return a.broadcast; });
+      for (const ir::Op* u : f.uses(v))
+        used_outside = used_outside || (!in_seg.count(u) && (!pending.count(u) || !bcast));
       std::string out_name = v->name();
       bool is_output = false;
       for (const auto& o : f.outputs())
@@ -58,6 +62,12 @@ SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& 
         s.outputs.push_back(v);
       }
     }
+  }
+  // Every segment shows at least its last result.
+  if (s.outputs.empty() && !ops.empty()) {
+    const ir::Value* v = ops.back()->output();
+    s.fusion->addOutput(v->name(), map.at(v));
+    s.outputs.push_back(v);
   }
   return s;
 }

@@ -21,7 +21,7 @@ struct SubFusion {
 // `ops` in topological order. Output names follow the original fusion's output names where the
 // value is one, else the value's own name.
 // Uses by ops in `pending` (not yet placed; they may still join this segment) do not make a
-// value an output.
+// broadcast-shaped value an output.
 SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& ops,
                          const std::string& name, const std::set<const ir::Op*>& pending = {});
 
