@@ -2,26 +2,15 @@
 // domain analysis finds group norm's atoms through its reshapes.
 #include <catch2/catch.hpp>
 
+#include "tests/compile_test_util.h"
+
 #include "compiler/analysis/domains.h"
 #include "compiler/codegen/ptxas_check.h"
 #include "compiler/compile.h"
 #include "include/loom/loom.h"
 
 using namespace loom;
-
-namespace {
-std::vector<TensorDesc> descsFor(const ir::Fusion& f, const Bindings& sizes,
-                                 const std::map<std::string, std::vector<int>>& layouts = {}) {
-  std::vector<TensorDesc> d;
-  for (const ir::Value* v : f.inputs()) {
-    TensorDesc t{v->dtype(), evalShape(v, sizes), {}, 16};
-    auto it = layouts.find(v->name());
-    t.strides = it == layouts.end() ? contiguousStrides(t.shape) : stridesForOrder(t.shape, it->second);
-    d.push_back(t);
-  }
-  return d;
-}
-}  // namespace
+using loom::test::descsFor;
 
 TEST_CASE("every built-in compiles to one kernel that ptxas accepts", "[ptx][norm]") {
   for (const auto& e : builtinExamples()) {

@@ -2,26 +2,17 @@
 // loads where the schedule says so.
 #include <catch2/catch.hpp>
 
+#include "tests/compile_test_util.h"
+
 #include "compiler/codegen/ptxas_check.h"
 #include "compiler/compile.h"
 #include "include/loom/loom.h"
 #include "tests/pointwise_fusions.h"
 
 using namespace loom;
+using loom::test::descsFor;
 
 namespace {
-
-std::vector<TensorDesc> descsFor(const ir::Fusion& f, const Bindings& sizes,
-                                 const std::map<std::string, std::vector<int>>& layouts = {}) {
-  std::vector<TensorDesc> d;
-  for (const ir::Value* v : f.inputs()) {
-    TensorDesc t{v->dtype(), evalShape(v, sizes), {}, 16};
-    auto it = layouts.find(v->name());
-    t.strides = it == layouts.end() ? contiguousStrides(t.shape) : stridesForOrder(t.shape, it->second);
-    d.push_back(t);
-  }
-  return d;
-}
 
 std::string ptxOf(const ir::Fusion& f, const Bindings& sizes, int sm,
                   const std::map<std::string, std::vector<int>>& layouts = {}) {

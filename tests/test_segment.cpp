@@ -1,25 +1,17 @@
 // CPU-only: how many kernels fusions become, and that every cut carries its reasons.
 #include <catch2/catch.hpp>
 
+#include "tests/compile_test_util.h"
+
 #include <chrono>
 
 #include "compiler/segment/segmenter.h"
 #include "include/loom/loom.h"
 
 using namespace loom;
+using loom::test::descsFor;
 
 namespace {
-std::vector<TensorDesc> descsFor(const ir::Fusion& f, const Bindings& sizes,
-                                 const std::map<std::string, std::vector<int>>& layouts = {}) {
-  std::vector<TensorDesc> d;
-  for (const ir::Value* v : f.inputs()) {
-    TensorDesc t{v->dtype(), evalShape(v, sizes), {}, 16};
-    auto it = layouts.find(v->name());
-    t.strides = it == layouts.end() ? contiguousStrides(t.shape) : stridesForOrder(t.shape, it->second);
-    d.push_back(t);
-  }
-  return d;
-}
 segment::SegmentPlan plan(const ir::Fusion& f, const Bindings& sizes,
                           const std::map<std::string, std::vector<int>>& layouts = {}) {
   return segment::segmentFusion(f, sizes, descsFor(f, sizes, layouts), CompileOptions{90, 132});

@@ -170,12 +170,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   k.vec = vec;
   const size_t nout = k.outer_shape.size();
   auto accessFor = [&](DType t, int64_t offset, const std::vector<int64_t>& s, int align) {
-    if (s.back() == 0) return Access::Splat;
-    if (vec == 1 || s.back() != 1) return Access::Gather;
-    int64_t bytes = static_cast<int64_t>(vec) * dtypeBytes(t);
-    bool ok = align >= std::min<int64_t>(bytes, 16) && (offset * dtypeBytes(t)) % bytes == 0;
-    for (size_t i = 0; i + 1 < s.size(); ++i) ok = ok && (s[i] * dtypeBytes(t)) % bytes == 0;
-    return ok ? Access::Vector : Access::Gather;
+    return chooseAccess(t, offset, s, align, vec);
   };
   int64_t max_offset = 0;
   auto track = [&](int64_t off, const std::vector<int64_t>& s) {

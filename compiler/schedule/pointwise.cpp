@@ -17,6 +17,16 @@ std::string_view accessName(Access a) {
   return "?";
 }
 
+Access chooseAccess(DType t, int64_t offset, const std::vector<int64_t>& strides, int align_bytes,
+                    int vec) {
+  if (strides.back() == 0) return Access::Splat;
+  if (vec == 1 || strides.back() != 1) return Access::Gather;
+  int64_t bytes = static_cast<int64_t>(vec) * dtypeBytes(t);
+  bool ok = align_bytes >= std::min<int64_t>(bytes, 16) && (offset * dtypeBytes(t)) % bytes == 0;
+  for (size_t i = 0; i + 1 < strides.size(); ++i) ok = ok && (strides[i] * dtypeBytes(t)) % bytes == 0;
+  return ok ? Access::Vector : Access::Gather;
+}
+
 namespace {
 
 using lower::EPtr;
@@ -150,12 +160,7 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   k.vec = vec;
 
   auto accessFor = [&](DType t, int64_t offset, const std::vector<int64_t>& strides, int align) {
-    if (strides.back() == 0) return Access::Splat;
-    if (vec == 1 || strides.back() != 1) return Access::Gather;
-    int64_t bytes = static_cast<int64_t>(vec) * dtypeBytes(t);
-    bool ok = align >= std::min<int64_t>(bytes, 16) && (offset * dtypeBytes(t)) % bytes == 0;
-    for (size_t i = 0; i + 1 < strides.size(); ++i) ok = ok && (strides[i] * dtypeBytes(t)) % bytes == 0;
-    return ok ? Access::Vector : Access::Gather;
+    return chooseAccess(t, offset, strides, align, vec);
   };
 
   int64_t max_offset = 0;

@@ -14,6 +14,11 @@ namespace loom::schedule {
 
 enum class Access { Vector, Splat, Gather };  // per load/store, over the `vec` lanes
 std::string_view accessName(Access a);
+// How `vec` neighbouring elements along the innermost kernel axis are read or written: one
+// aligned vector when that axis has stride 1 and every other stride, the offset and the base
+// keep vector alignment; one element for all lanes when the stride is 0; else one by one.
+Access chooseAccess(DType t, int64_t offset, const std::vector<int64_t>& strides, int align_bytes,
+                    int vec);
 
 struct PointwiseKernel {
   std::string name = "loom_pointwise";
