@@ -9,6 +9,7 @@
 #include <set>
 
 #include "compiler/codegen/kernel_module.h"
+#include "compiler/codegen/lane_access.h"
 #include "compiler/codegen/op_emit.h"
 #include "ir/error.h"
 
@@ -20,7 +21,6 @@ using lower::ENode;
 using lower::EPtr;
 using lower::Leaf;
 using schedule::Access;
-using Lanes = std::vector<llvm::Value*>;
 
 // Where one chunk of a row lives: its coordinates, and whether it is inside the row.
 struct Chunk {
@@ -127,10 +127,6 @@ class NormEmitter {
     return o;
   }
 
-  llvm::Value* gep(llvm::Value* base, DType t, llvm::Value* off) {
-    return b_.CreateInBoundsGEP(memType(b_.getContext(), t), base, off);
-  }
-
   // The row's copy of a load in shared memory: element ci * vec of the leaf's slot.
   llvm::Value* smemAddr(const Leaf& l, DType t, const Chunk& ch) {
     llvm::Value* byte = b_.CreateAdd(c(smem_offset_.at(l)),
@@ -161,31 +157,8 @@ class NormEmitter {
   }
 
   Lanes loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
-    const int v = k_.vec;
-    llvm::Value* base = km_.param(l.input);
-    llvm::Value* off = offset(l.offset, l.strides, ch.idx);
-    llvm::Type* ty = memType(b_.getContext(), t);
-    Access a = k_.load_access.at(l);
-    Lanes lanes;
-    auto align = [&](int64_t n) { return llvm::Align(static_cast<uint64_t>(n)); };
-    if (a == Access::Vector) {
-      auto* vt = llvm::FixedVectorType::get(ty, static_cast<unsigned>(v));
-      auto* ld = b_.CreateAlignedLoad(vt, gep(base, t, off), align(int64_t{v} * dtypeBytes(t)));
-      km_.markInvariant(ld);
-      for (int j = 0; j < v; ++j) lanes.push_back(fromMemory(b_, b_.CreateExtractElement(ld, static_cast<uint64_t>(j)), t));
-    } else if (a == Access::Splat) {
-      auto* ld = b_.CreateAlignedLoad(ty, gep(base, t, off), align(dtypeBytes(t)));
-      km_.markInvariant(ld);
-      lanes.assign(static_cast<size_t>(v), fromMemory(b_, ld, t));
-    } else {
-      for (int j = 0; j < v; ++j) {
-        llvm::Value* o = j ? b_.CreateAdd(off, c(j * l.strides.back())) : off;
-        auto* ld = b_.CreateAlignedLoad(ty, gep(base, t, o), align(dtypeBytes(t)));
-        km_.markInvariant(ld);
-        lanes.push_back(fromMemory(b_, ld, t));
-      }
-    }
-    return lanes;
+    return loadLanes(km_, km_.param(l.input), t, offset(l.offset, l.strides, ch.idx),
+                     k_.load_access.at(l), k_.vec, l.strides.back());
   }
 
   const Lanes& eval(const ENode& n, Chunk& ch) {
@@ -516,24 +489,10 @@ class NormEmitter {
     llvm::Function* fn = km_.function();
     auto* then = llvm::BasicBlock::Create(b_.getContext(), "store", fn);
     auto* cont = llvm::BasicBlock::Create(b_.getContext(), "stored", fn);
-    std::vector<llvm::Value*> mem;
-    for (auto* l : lanes) mem.push_back(toMemory(b_, l, s.dtype));
     llvm::Value* off = offset(s.offset, s.strides, ch.idx);
     b_.CreateCondBr(pred, then, cont);
     b_.SetInsertPoint(then);
-    llvm::Value* base = km_.param(k_.num_inputs + s.output);
-    llvm::Type* ty = memType(b_.getContext(), s.dtype);
-    const int v = static_cast<int>(lanes.size());
-    if (s.access == Access::Vector && v > 1) {
-      llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, static_cast<unsigned>(v)));
-      for (int j = 0; j < v; ++j) vec = b_.CreateInsertElement(vec, mem[static_cast<size_t>(j)], static_cast<uint64_t>(j));
-      b_.CreateAlignedStore(vec, gep(base, s.dtype, off), llvm::Align(static_cast<uint64_t>(v) * dtypeBytes(s.dtype)));
-    } else {
-      for (int j = 0; j < v; ++j) {
-        llvm::Value* o = j ? b_.CreateAdd(off, c(j * s.strides.back())) : off;
-        b_.CreateAlignedStore(mem[static_cast<size_t>(j)], gep(base, s.dtype, o), llvm::Align(static_cast<uint64_t>(dtypeBytes(s.dtype))));
-      }
-    }
+    storeLanes(km_, km_.param(k_.num_inputs + s.output), s.dtype, off, s.access, lanes, s.strides.back());
     b_.CreateBr(cont);
     b_.SetInsertPoint(cont);
   }

@@ -6,6 +6,7 @@
 #include <llvm/IR/Module.h>
 
 #include "compiler/codegen/kernel_module.h"
+#include "compiler/codegen/lane_access.h"
 #include "compiler/codegen/op_emit.h"
 #include "ir/error.h"
 
@@ -17,7 +18,6 @@ using lower::ENode;
 using lower::EPtr;
 using lower::Leaf;
 using schedule::Access;
-using Lanes = std::vector<llvm::Value*>;
 
 class PointwiseEmitter {
  public:
@@ -106,55 +106,15 @@ class PointwiseEmitter {
     return o;
   }
 
-  llvm::Value* gep(llvm::Value* base, DType t, llvm::Value* off) {
-    return b_.CreateInBoundsGEP(memType(b_.getContext(), t), base, off);
-  }
-
   Lanes load(const Leaf& l, DType t, const std::vector<llvm::Value*>& idx) {
-    const int v = k_.vec;
-    llvm::Value* base = km_.param(l.input);
-    llvm::Value* off = offset(l.offset, l.strides, idx);
-    llvm::Type* ty = memType(b_.getContext(), t);
-    Lanes lanes;
-    Access a = k_.load_access.at(l);
-    if (a == Access::Vector) {
-      auto* vt = llvm::FixedVectorType::get(ty, static_cast<unsigned>(v));
-      auto* ld = b_.CreateAlignedLoad(vt, gep(base, t, off), llvm::Align(static_cast<uint64_t>(v) * dtypeBytes(t)));
-      km_.markInvariant(ld);
-      for (int j = 0; j < v; ++j) lanes.push_back(fromMemory(b_, b_.CreateExtractElement(ld, static_cast<uint64_t>(j)), t));
-    } else if (a == Access::Splat) {
-      auto* ld = b_.CreateAlignedLoad(ty, gep(base, t, off), llvm::Align(static_cast<uint64_t>(dtypeBytes(t))));
-      km_.markInvariant(ld);
-      lanes.assign(static_cast<size_t>(v), fromMemory(b_, ld, t));
-    } else {
-      for (int j = 0; j < v; ++j) {
-        llvm::Value* o = j ? b_.CreateAdd(off, c(j * l.strides.back())) : off;
-        auto* ld = b_.CreateAlignedLoad(ty, gep(base, t, o), llvm::Align(static_cast<uint64_t>(dtypeBytes(t))));
-        km_.markInvariant(ld);
-        lanes.push_back(fromMemory(b_, ld, t));
-      }
-    }
-    return lanes;
+    return loadLanes(km_, km_.param(l.input), t, offset(l.offset, l.strides, idx),
+                     k_.load_access.at(l), k_.vec, l.strides.back());
   }
 
   void store(const schedule::PointwiseKernel::Store& s, const Lanes& lanes,
              const std::vector<llvm::Value*>& idx) {
-    const int v = k_.vec;
-    llvm::Value* base = km_.param(k_.num_inputs + s.output);
-    llvm::Value* off = offset(s.offset, s.strides, idx);
-    llvm::Type* ty = memType(b_.getContext(), s.dtype);
-    if (s.access == Access::Vector && v > 1) {
-      llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, static_cast<unsigned>(v)));
-      for (int j = 0; j < v; ++j)
-        vec = b_.CreateInsertElement(vec, toMemory(b_, lanes[static_cast<size_t>(j)], s.dtype), static_cast<uint64_t>(j));
-      b_.CreateAlignedStore(vec, gep(base, s.dtype, off), llvm::Align(static_cast<uint64_t>(v) * dtypeBytes(s.dtype)));
-      return;
-    }
-    for (int j = 0; j < v; ++j) {
-      llvm::Value* o = j ? b_.CreateAdd(off, c(j * s.strides.back())) : off;
-      b_.CreateAlignedStore(toMemory(b_, lanes[static_cast<size_t>(j)], s.dtype), gep(base, s.dtype, o),
-                            llvm::Align(static_cast<uint64_t>(dtypeBytes(s.dtype))));
-    }
+    storeLanes(km_, km_.param(k_.num_inputs + s.output), s.dtype, offset(s.offset, s.strides, idx),
+               s.access, lanes, s.strides.back());
   }
 
   // One trip: every chunk's loads first (memory-level parallelism), then math and stores.
