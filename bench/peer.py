@@ -281,8 +281,12 @@ def twins(torch, F, w, inputs):
             return (F.layer_norm(x.permute(0, 2, 3, 1), (x.shape[1],), wt, b, 1e-6).permute(0, 3, 1, 2),)
         return fn, fn, "timm LayerNorm2d (permute, layer_norm, permute)"
     if f == "lstm_cell":
-        def fused(x, hg, cx, bi, bh):  # what nn.LSTMCell runs on CUDA after its two GEMMs
-            hy, cy, _ = torch._thnn_fused_lstm_cell(x, hg, cx, bi, bh)
+        # What nn.LSTMCell runs on CUDA after its two GEMMs; only under torch.ops.aten in
+        # recent PyTorch (torch._thnn_fused_lstm_cell is gone in 2.11).
+        fused_op = getattr(torch.ops.aten, "_thnn_fused_lstm_cell", None) or getattr(torch, "_thnn_fused_lstm_cell", None)
+
+        def fused(x, hg, cx, bi, bh):
+            hy, cy, _ = fused_op(x, hg, cx, bi, bh)
             return (hy, cy)
 
         def formula(x, hg, cx, bi, bh):
@@ -291,10 +295,14 @@ def twins(torch, F, w, inputs):
             cy = torch.sigmoid(fg) * cx.float() + torch.sigmoid(i) * torch.tanh(c)
             hy = torch.sigmoid(o) * torch.tanh(cy)
             return (hy.to(x.dtype), cy.to(cx.dtype))
-        return fused, formula, "eager: torch._thnn_fused_lstm_cell; compile: the cell's formula in f32"
+        if fused_op is None:
+            return formula, formula, "eager and compile: the cell's formula in f32 (no fused cell op in this PyTorch)"
+        return fused, formula, "eager: aten._thnn_fused_lstm_cell; compile: the cell's formula in f32"
     if f == "gru_cell":
+        fused_op = getattr(torch.ops.aten, "_thnn_fused_gru_cell", None) or getattr(torch, "_thnn_fused_gru_cell", None)
+
         def fused(x, hg, hx, bi, bh):
-            return (torch._thnn_fused_gru_cell(x, hg, hx, bi, bh)[0],)
+            return (fused_op(x, hg, hx, bi, bh)[0],)
 
         def formula(x, hg, hx, bi, bh):
             ir, iz, inn = (x.float() + bi.float()).chunk(3, 1)
@@ -302,7 +310,9 @@ def twins(torch, F, w, inputs):
             r, z = torch.sigmoid(ir + hr), torch.sigmoid(iz + hz)
             n = torch.tanh(inn + r * hn)
             return (((1 - z) * n + z * hx.float()).to(hx.dtype),)
-        return fused, formula, "eager: torch._thnn_fused_gru_cell; compile: the cell's formula in f32"
+        if fused_op is None:
+            return formula, formula, "eager and compile: the cell's formula in f32 (no fused cell op in this PyTorch)"
+        return fused, formula, "eager: aten._thnn_fused_gru_cell; compile: the cell's formula in f32"
     if f == "add":
         def fn(x, y):
             return (x + y,)

@@ -21,15 +21,16 @@ const std::vector<Command>& commands() {
        "usage: loom print FUSION\n\nPrints FUSION (a built-in name or a text-format file) in the "
        "text format.\nThe output parses back to the same fusion: `loom print group_norm > g.loom; "
        "loom print g.loom`.\n",
-       {}, {}, runPrint},
+       {}, {"dtype"}, runPrint},
       {"eval", "run a fusion on the CPU reference evaluator (float64 inside)",
        "usage: loom eval FUSION [--dim K=V]... [--layout INPUT=nchw|nhwc|PERM]... [--seed S]\n\n"
        "Runs FUSION on seeded random inputs with the float64 CPU reference evaluator and\n"
        "prints each output's shape, dtype, mean, std and first values.\n\n"
        "  --dim K=V        size of symbol K (default: the example's sizes)\n"
        "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner (0,2,3,1)\n"
-       "  --seed S         random seed (default 0)\n",
-       {}, {"dim", "layout", "seed"}, runEval},
+       "  --seed S         random seed (default 0)\n"
+       "  --dtype DT       a built-in's main dtype: f16, bf16, f32 or f64\n",
+       {}, {"dim", "layout", "seed", "dtype"}, runEval},
       {"segment", "show the kernels a fusion becomes, and why",
        "usage: loom segment FUSION [--dim K=V]... [--layout IN=L]... [--json] [--dot FILE]\n\n"
        "Prints the segments (kernels) FUSION runs as, in launch order: each one's ops, scheduler,\n"
@@ -50,17 +51,19 @@ const std::vector<Command>& commands() {
        "  --arch sm_XX     PTX target: sm_80, sm_86, sm_89, sm_90 (default sm_90)\n"
        "  --sms N          multiprocessors to size the grid for (default 132, an H100)\n"
        "  --dim K=V        size of symbol K (default: the example's sizes)\n"
-       "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner\n",
-       {}, {"stage", "arch", "sms", "dim", "layout"}, runDump},
+       "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner\n"
+       "  --dtype DT       a built-in's main dtype: f16, bf16, f32 or f64\n",
+       {}, {"stage", "arch", "sms", "dim", "layout", "dtype"}, runDump},
       {"run", "run a fusion on the GPU and check it against the CPU reference",
-       "usage: loom run FUSION [--dim K=V]... [--layout IN=L]... [--seed S] [--iters N] [--check]\n\n"
+       "usage: loom run FUSION [--dim K=V]... [--layout IN=L]... [--dtype DT] [--seed S] [--iters N] [--check]\n\n"
        "Compiles FUSION for this GPU, runs it on seeded random inputs, compares every output\n"
        "with the float64 CPU reference (||out-ref||/||ref|| against a tolerance fitting the\n"
        "dtype) and prints the kernel time. Exits non-zero on a mismatch or with no GPU.\n\n"
        "  --check          compare with the CPU reference (the default; --no-check skips it)\n"
+       "  --dtype DT       a built-in's main dtype: f16, bf16, f32 or f64\n"
        "  --iters N        timed launches (default 20; 0 skips timing)\n"
        "  --seed S         random seed (default 0)\n",
-       {"check", "no-check"}, {"dim", "layout", "seed", "iters"}, runRun},
+       {"check", "no-check"}, {"dim", "layout", "seed", "iters", "dtype"}, runRun},
       {"bench", "time a fusion on the GPU: GB/s, share of copy bandwidth, compile and launch cost",
        "usage: loom bench FUSION [--dim K=V]... [--layout IN=L]... [--dtype DT] [--iters N] [--json]\n"
        "                  [--inputs DIR] [--save-outputs DIR]\n\n"

@@ -1,0 +1,84 @@
+// CPU-only: the disk kernel cache round-trips entries and never loads a corrupt, truncated or
+// foreign one.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/kernel_cache.h"
+
+using namespace loom;
+
+namespace {
+CompiledKernel sample() {
+  CompiledKernel k;
+  k.name = "loom_test";
+  k.ptx = "//\n// PTX text\n.version 8.5\n.target sm_90\n";
+  k.block = 256;
+  k.grid = 132;
+  k.shared_bytes = 1024;
+  k.outputs = {TensorDesc{DType::F16, {2, 3}, {3, 1}, 16}, TensorDesc{DType::F32, {3}, {1}, 16}};
+  k.output_alias = {-1, 1};
+  return k;
+}
+}  // namespace
+
+TEST_CASE("a cache entry round-trips", "[cache]") {
+  CompiledKernel k = sample();
+  std::string why;
+  auto back = runtime::deserializeKernel(runtime::serializeKernel("key-1", k), "key-1", &why);
+  INFO(why);
+  REQUIRE(back.has_value());
+  CHECK(back->name == k.name);
+  CHECK(back->ptx == k.ptx);
+  CHECK(back->block == 256);
+  CHECK(back->grid == 132);
+  CHECK(back->shared_bytes == 1024);
+  CHECK(back->outputs == k.outputs);
+  CHECK(back->output_alias == k.output_alias);
+}
+
+TEST_CASE("corrupt, truncated or foreign cache entries are refused with a reason", "[cache]") {
+  std::string good = runtime::serializeKernel("key-1", sample());
+  std::string why;
+  std::string flipped = good;
+  flipped[flipped.find("PTX text")] = 'Q';
+  CHECK_FALSE(runtime::deserializeKernel(flipped, "key-1", &why));
+  CHECK(why.find("checksum") != std::string::npos);
+  CHECK_FALSE(runtime::deserializeKernel(good.substr(0, good.size() / 2), "key-1", &why));
+  CHECK_FALSE(why.empty());
+  CHECK_FALSE(runtime::deserializeKernel(good, "key-2", &why));
+  CHECK(why.find("another kernel") != std::string::npos);
+  CHECK_FALSE(runtime::deserializeKernel("", "key-1", &why));
+}
+
+TEST_CASE("the disk cache stores atomically and drops a corrupt file", "[cache]") {
+  std::string dir = std::filesystem::temp_directory_path() / "loom_cache_test";
+  std::filesystem::remove_all(dir);
+  setenv("LOOM_CACHE_DIR", dir.c_str(), 1);
+  runtime::diskCacheStore("key-1", sample());
+  auto hit = runtime::diskCacheLoad("key-1");
+  REQUIRE(hit.has_value());
+  CHECK(hit->ptx == sample().ptx);
+  CHECK_FALSE(runtime::diskCacheLoad("key-other").has_value());
+  // Corrupt the file on disk: it is reported, removed, and treated as a miss.
+  std::string path;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) path = e.path();
+  REQUIRE_FALSE(path.empty());
+  CHECK(path.find(".tmp") == std::string::npos);  // the temp file was renamed into place
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('#');
+  }
+  CHECK_FALSE(runtime::diskCacheLoad("key-1").has_value());
+  CHECK_FALSE(std::filesystem::exists(path));
+  // LOOM_DISK_CACHE=0 turns it off.
+  setenv("LOOM_DISK_CACHE", "0", 1);
+  runtime::diskCacheStore("key-1", sample());
+  CHECK_FALSE(runtime::diskCacheLoad("key-1").has_value());
+  unsetenv("LOOM_DISK_CACHE");
+  unsetenv("LOOM_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
