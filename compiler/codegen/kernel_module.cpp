@@ -1,5 +1,7 @@
 #include "compiler/codegen/kernel_module.h"
 
+#include <algorithm>
+
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -29,6 +31,13 @@ KernelModule::KernelModule(llvm::LLVMContext& ctx, const std::string& name, int 
   md->addOperand(llvm::MDNode::get(ctx, {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx, "maxntidx"), i32(block_size)}));
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn_));
 }
+
+KernelModule::KernelModule(llvm::LLVMContext& ctx, const std::string& name, const ir::Fusion& f,
+                           const std::vector<int>& output_alias, int block_size)
+    : KernelModule(ctx, name, static_cast<int>(f.inputs().size() + f.outputs().size()),
+                   static_cast<int>(f.inputs().size()),
+                   std::none_of(output_alias.begin(), output_alias.end(), [](int a) { return a >= 0; }),
+                   block_size) {}
 
 llvm::Value* KernelModule::sreg(unsigned id) {
   return b_.CreateIntrinsic(static_cast<llvm::Intrinsic::ID>(id), {}, {});

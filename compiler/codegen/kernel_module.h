@@ -3,6 +3,9 @@
 // pointers, marked as a kernel with its block size, plus thread/block id intrinsics.
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "ir/fusion.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
@@ -15,6 +18,10 @@ class KernelModule {
   // output aliases an input.
   KernelModule(llvm::LLVMContext& ctx, const std::string& name, int num_params, int num_readonly,
                bool noalias, int block_size);
+  // A fusion's kernel: its inputs, then its outputs (`output_alias[i] >= 0` when output i is
+  // written into an input in place, which rules out noalias).
+  KernelModule(llvm::LLVMContext& ctx, const std::string& name, const ir::Fusion& f,
+               const std::vector<int>& output_alias, int block_size);
   llvm::IRBuilder<>& builder() { return b_; }
   llvm::Function* function() { return fn_; }
   llvm::Value* param(int i) { return fn_->getArg(static_cast<unsigned>(i)); }

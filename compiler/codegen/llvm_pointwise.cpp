@@ -169,9 +169,7 @@ class PointwiseEmitter {
 std::unique_ptr<llvm::Module> emitPointwiseKernel(const ir::Fusion& f,
                                                   const schedule::PointwiseKernel& k,
                                                   llvm::LLVMContext& ctx) {
-  bool aliased = std::any_of(k.output_alias.begin(), k.output_alias.end(), [](int a) { return a >= 0; });
-  KernelModule km(ctx, k.name, static_cast<int>(f.inputs().size() + f.outputs().size()),
-                  static_cast<int>(f.inputs().size()), !aliased, k.block);
+  KernelModule km(ctx, k.name, f, k.output_alias, k.block);
   PointwiseEmitter(f, k, km).emit();
   return km.finish();
 }
