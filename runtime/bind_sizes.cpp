@@ -39,6 +39,18 @@ std::vector<int64_t> evalShape(const ir::Value* v, const Bindings& b) {
   return shape;
 }
 
+std::vector<TensorDesc> describeInputs(const ir::Fusion& f, const Bindings& sizes,
+                                       const std::map<std::string, std::vector<int>>& orders) {
+  std::vector<TensorDesc> descs;
+  for (const ir::Value* v : f.inputs()) {
+    TensorDesc d{v->dtype(), evalShape(v, sizes), {}, 16};
+    auto it = orders.find(v->name());
+    d.strides = it == orders.end() ? contiguousStrides(d.shape) : stridesForOrder(d.shape, it->second);
+    descs.push_back(d);
+  }
+  return descs;
+}
+
 Bindings bindSizes(const ir::Fusion& f, const std::vector<HostTensor>& inputs,
                    const Bindings& given) {
   std::vector<DType> dtypes;

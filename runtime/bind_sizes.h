@@ -4,6 +4,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <map>
+#include <string>
+
+#include "compiler/tensor_desc.h"
 #include "ir/fusion.h"
 #include "runtime/host_tensor.h"
 
@@ -23,6 +27,11 @@ Bindings bindSizes(const ir::Fusion& fusion, const std::vector<HostTensor>& inpu
 // The same from dtypes and sizes alone (device tensors, compile-only tools).
 Bindings bindShapes(const ir::Fusion& fusion, const std::vector<DType>& dtypes,
                     const std::vector<std::vector<int64_t>>& shapes, const Bindings& given = {});
+
+// The inputs a run with these sizes would see, each in the given memory order (dims outer to
+// inner) or row-major, 16-byte aligned: what compile-only tools and tests compile for.
+std::vector<TensorDesc> describeInputs(const ir::Fusion& f, const Bindings& sizes,
+                                       const std::map<std::string, std::vector<int>>& orders = {});
 
 // The concrete shape of a value (broadcast axes have size 1); throws loom::Error naming a
 // missing symbol.

@@ -7,7 +7,6 @@
 
 #include "compiler/codegen/ptx_backend.h"
 #include "ir/error.h"
-#include "ir/printer.h"
 #include "runtime/bind_sizes.h"
 #include "runtime/device.h"
 #include "runtime/kernel_cache.h"
@@ -55,7 +54,7 @@ CompileOptions currentDeviceOptions() {
   return CompileOptions{codegen::ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
 }
 
-Executor::Executor(const ir::Fusion& fusion) : f_(fusion), fusion_text_(ir::printFusion(fusion)) {
+Executor::Executor(const ir::Fusion& fusion) : f_(fusion) {
   fusion.verify();
 }
 Executor::~Executor() = default;
@@ -133,16 +132,26 @@ const CompiledPlan& Executor::planFor(const std::vector<DeviceTensor>& inputs, c
   return prepare(inputs, sizes).plan;
 }
 
-std::vector<DeviceTensor> Executor::run(const std::vector<DeviceTensor>& inputs,
-                                        const Bindings& sizes) {
-  Entry& e = prepare(inputs, sizes);
+std::vector<DeviceTensor> Executor::allocateOutputs(const std::vector<DeviceTensor>& inputs,
+                                                    const Bindings& sizes, bool poison) {
+  const CompiledPlan& plan = prepare(inputs, sizes).plan;
   std::vector<DeviceTensor> outs;
-  const auto& plan = e.plan;
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     int alias = plan.output_alias[i];
-    if (alias >= 0) outs.push_back(inputs[static_cast<size_t>(alias)]);
-    else outs.push_back(DeviceTensor::allocate(plan.outputs[i].dtype, plan.outputs[i].shape, plan.outputs[i].strides));
+    if (alias >= 0) {
+      outs.push_back(inputs[static_cast<size_t>(alias)]);
+      continue;
+    }
+    const TensorDesc& d = plan.outputs[i];
+    outs.push_back(DeviceTensor::allocate(d.dtype, d.shape, d.strides));
+    if (poison) outs.back().poison();
   }
+  return outs;
+}
+
+std::vector<DeviceTensor> Executor::run(const std::vector<DeviceTensor>& inputs,
+                                        const Bindings& sizes) {
+  std::vector<DeviceTensor> outs = allocateOutputs(inputs, sizes);
   launch(inputs, outs);
   runtime::Device::get().synchronize();
   return outs;

@@ -28,6 +28,10 @@ class Executor {
   // Allocates the outputs and runs; aliased outputs are their inputs, updated in place.
   std::vector<DeviceTensor> run(const std::vector<DeviceTensor>& inputs,
                                 const Bindings& sizes = {});
+  // Fresh outputs for a run with these inputs (aliased ones are those inputs); `poison` fills
+  // the fresh ones with 0xff bytes (NaN for floats) so an unwritten element shows.
+  std::vector<DeviceTensor> allocateOutputs(const std::vector<DeviceTensor>& inputs,
+                                            const Bindings& sizes = {}, bool poison = false);
   // Runs into outputs the caller allocated with outputSpecs() (for benchmarks and reuse).
   void runInto(const std::vector<DeviceTensor>& inputs, std::vector<DeviceTensor>& outputs,
                const Bindings& sizes = {});
@@ -45,7 +49,6 @@ class Executor {
   struct Entry;
   Entry& prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes);
   const ir::Fusion& f_;
-  std::string fusion_text_;
   std::vector<std::unique_ptr<Entry>> entries_;
   CompileStats stats_;
 };

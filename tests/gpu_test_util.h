@@ -37,17 +37,7 @@ inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
   std::vector<DeviceTensor> dev;
   for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
   Executor ex(f);
-  auto specs = ex.outputSpecs(dev, sizes);
-  std::vector<DeviceTensor> outs;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    int alias = ex.planFor(dev, sizes).output_alias[i];
-    if (alias >= 0) {
-      outs.push_back(dev[static_cast<size_t>(alias)]);
-      continue;
-    }
-    outs.push_back(DeviceTensor::allocate(specs[i].dtype, specs[i].shape, specs[i].strides));
-    outs.back().poison();
-  }
+  std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
   ex.runInto(dev, outs, sizes);
   auto ref = evaluateReference(f, host, sizes);
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -255,7 +255,7 @@ int benchImpl(const Args& a, BenchResult& r) {
   }
   r.dtype = dev_in.empty() ? "" : std::string(dtypeName(dev_in[0].dtype()));
   Executor ex(*l.fusion);
-  auto specs = ex.outputSpecs(dev_in, l.sizes);  // throws when no scheduler accepts the fusion
+  ex.planFor(dev_in, l.sizes);  // compiles now; throws when no scheduler accepts the fusion
   const CompileStats cs = ex.lastCompile();
   r.compile_source = cs.source == CompileStats::Source::Compiled    ? "fresh"
                      : cs.source == CompileStats::Source::DiskCache ? "disk cache"
@@ -302,16 +302,9 @@ int benchImpl(const Args& a, BenchResult& r) {
   r.block = meta.block;
 
   // Outputs: poisoned, aliased ones are their inputs (updated in place).
-  std::vector<DeviceTensor> outs;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    int alias = plan.output_alias[i];
-    if (alias >= 0) outs.push_back(dev_in[static_cast<size_t>(alias)]);
-    else {
-      outs.push_back(DeviceTensor::allocate(specs[i].dtype, specs[i].shape, specs[i].strides));
-      outs.back().poison();
-    }
-    r.output_lines.push_back(descJson(l.fusion->outputs()[i].name, outs.back().desc(), alias));
-  }
+  std::vector<DeviceTensor> outs = ex.allocateOutputs(dev_in, l.sizes, /*poison=*/true);
+  for (size_t i = 0; i < outs.size(); ++i)
+    r.output_lines.push_back(descJson(l.fusion->outputs()[i].name, outs[i].desc(), plan.output_alias[i]));
   for (size_t i = 0; i < dev_in.size(); ++i)
     r.input_lines.push_back(descJson(l.fusion->inputs()[i]->name(), dev_in[i].desc()));
   r.bytes = 0;

@@ -10,21 +10,6 @@
 
 namespace loom::cli {
 
-// Descriptions of the inputs a run with these sizes and layouts would see (16-byte aligned).
-std::vector<TensorDesc> inputDescs(const ir::Fusion& f, const Bindings& sizes,
-                                   const std::map<std::string, std::vector<int>>& layouts) {
-  std::vector<TensorDesc> descs;
-  for (const ir::Value* v : f.inputs()) {
-    TensorDesc d;
-    d.dtype = v->dtype();
-    d.shape = evalShape(v, sizes);
-    auto it = layouts.find(v->name());
-    d.strides = it == layouts.end() ? contiguousStrides(d.shape) : stridesForOrder(d.shape, it->second);
-    descs.push_back(d);
-  }
-  return descs;
-}
-
 int parseArch(const Args& a) {
   auto arch = a.get("arch").value_or("sm_90");
   LOOM_USER_CHECK(arch.rfind("sm_", 0) == 0 && arch.size() > 3, "--arch `{}` must look like sm_90", arch);
@@ -54,7 +39,7 @@ int runSegment(const Args& a) {
   auto l = loadFromArgs(a, "segment");
   auto layouts = layoutsFromArgs(a, *l.fusion);
   CompileOptions opts{parseArch(a), 132};
-  auto descs = inputDescs(*l.fusion, l.sizes, layouts);
+  auto descs = describeInputs(*l.fusion, l.sizes, layouts);
   Bindings bound = boundSizes(*l.fusion, descs, l.sizes);
   auto plan = segment::segmentFusion(*l.fusion, bound, descs, opts);
   if (auto path = a.get("dot")) {
@@ -79,7 +64,7 @@ int runDump(const Args& a) {
                   "LOOM_DUMP=launch with `loom run`");
   CompileOptions opts{parseArch(a), 132};
   if (auto sms = a.get("sms")) opts.sm_count = std::stoi(*sms);
-  auto descs = inputDescs(*l.fusion, l.sizes, layouts);
+  auto descs = describeInputs(*l.fusion, l.sizes, layouts);
   StageText text;
   // Binding checks sizes against the fusion the same way a run would.
   Bindings bound = boundSizes(*l.fusion, descs, l.sizes);
