@@ -285,31 +285,9 @@ class NormEmitter {
       for (auto* x : vals) local = combine(cb, acc, local, x);
       return b_.CreateSelect(ch.valid, local, identity(cb, acc));
     };
-    if (unrolled_) {  // every chunk's loads issued up front
-      beginPass();
-      for (auto& ch : chunks_) partial = combine(cb, acc, partial, accumulate(ch));
-      endPass();
-    } else {  // many chunks: a loop, re-reading the inputs
-      llvm::Function* fn = km_.function();
-      llvm::BasicBlock* pre = b_.GetInsertBlock();
-      auto* head = llvm::BasicBlock::Create(b_.getContext(), "pass", fn);
-      auto* exit = llvm::BasicBlock::Create(b_.getContext(), "pass_done", fn);
-      b_.CreateBr(head);
-      b_.SetInsertPoint(head);
-      llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
-      llvm::PHINode* acc_phi = b_.CreatePHI(partial->getType(), 2);
-      k->addIncoming(c(0), pre);
-      acc_phi->addIncoming(partial, pre);
-      Chunk ch = chunkAt(k);
-      llvm::Value* next = combine(cb, acc, acc_phi, accumulate(ch));
-      llvm::Value* kn = b_.CreateAdd(k, c(1));
-      k->addIncoming(kn, b_.GetInsertBlock());
-      acc_phi->addIncoming(next, b_.GetInsertBlock());
-      b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
-      b_.SetInsertPoint(exit);
-      partial = next;
-      endPass();
-    }
+    partial = forEachChunk({partial}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
+      return std::vector<llvm::Value*>{combine(cb, acc, carried[0], accumulate(ch))};
+    })[0];
     return blockReduce(cb, acc, partial);
   }
 
@@ -362,39 +340,11 @@ class NormEmitter {
     };
     llvm::Function* fn = km_.function();
     llvm::Type* ty = zero->getType();
-    Stats st;
-    if (unrolled_) {
-      beginPass();
-      std::vector<Stats> parts;
-      for (auto& ch : chunks_) parts.push_back(chunkStats(ch));
-      st = parts[0];
-      for (size_t i = 1; i < parts.size(); ++i) st = chan(acc, st, parts[i]);
-      endPass();
-    } else {
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* head = llvm::BasicBlock::Create(b_.getContext(), "welford", fn);
-    auto* exit = llvm::BasicBlock::Create(b_.getContext(), "welford_done", fn);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
-    llvm::PHINode* pn = b_.CreatePHI(ty, 2);
-    llvm::PHINode* pm = b_.CreatePHI(ty, 2);
-    llvm::PHINode* p2 = b_.CreatePHI(ty, 2);
-    for (auto* p : {pn, pm, p2}) p->addIncoming(zero, pre);
-    k->addIncoming(c(0), pre);
-    Chunk ch = chunkAt(k);
-    Stats next = chan(acc, Stats{pn, pm, p2}, chunkStats(ch));
-    llvm::Value* kn = b_.CreateAdd(k, c(1));
-    llvm::BasicBlock* latch = b_.GetInsertBlock();
-    k->addIncoming(kn, latch);
-    pn->addIncoming(next.n, latch);
-    pm->addIncoming(next.mean, latch);
-    p2->addIncoming(next.m2, latch);
-    b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
-    b_.SetInsertPoint(exit);
-    endPass();
-    st = next;
-    }
+    auto folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
+      Stats next = chan(acc, Stats{carried[0], carried[1], carried[2]}, chunkStats(ch));
+      return std::vector<llvm::Value*>{next.n, next.mean, next.m2};
+    });
+    Stats st{folded[0], folded[1], folded[2]};
     // Across the row's threads: butterfly within warps, then shared memory across warps.
     const int T = k_.threads_per_row;
     for (int off = std::min(T, 32) / 2; off >= 1; off /= 2)
@@ -511,25 +461,47 @@ class NormEmitter {
         storeChunk(s, vals, ch, b_.CreateAnd(row_valid_, ch.valid));
       }
     };
+    forEachChunk({}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
+      storeFull(ch);
+      return carried;
+    });
+  }
+
+  // One pass over the thread's chunks of its row: unrolled over the chunks held in registers,
+  // else a loop that derives each chunk afresh. `step` folds a chunk into the carried values
+  // (accumulators); returns their final values.
+  template <typename Step>
+  std::vector<llvm::Value*> forEachChunk(std::vector<llvm::Value*> carried, Step step) {
+    beginPass();
     if (unrolled_) {
-      beginPass();
-      for (auto& ch : chunks_) storeFull(ch);
-      return;
+      for (auto& ch : chunks_) carried = step(ch, carried);
+    } else {
+      llvm::Function* fn = km_.function();
+      llvm::BasicBlock* pre = b_.GetInsertBlock();
+      auto* head = llvm::BasicBlock::Create(b_.getContext(), "chunks", fn);
+      auto* exit = llvm::BasicBlock::Create(b_.getContext(), "chunks_done", fn);
+      b_.CreateBr(head);
+      b_.SetInsertPoint(head);
+      llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
+      k->addIncoming(c(0), pre);
+      std::vector<llvm::PHINode*> phis;
+      std::vector<llvm::Value*> in;
+      for (llvm::Value* v : carried) {
+        phis.push_back(b_.CreatePHI(v->getType(), 2));
+        phis.back()->addIncoming(v, pre);
+        in.push_back(phis.back());
+      }
+      Chunk ch = chunkAt(k);
+      carried = step(ch, in);
+      llvm::Value* kn = b_.CreateAdd(k, c(1));
+      llvm::BasicBlock* latch = b_.GetInsertBlock();
+      k->addIncoming(kn, latch);
+      for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(carried[i], latch);
+      b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
+      b_.SetInsertPoint(exit);
     }
-    llvm::Function* fn = km_.function();
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* head = llvm::BasicBlock::Create(b_.getContext(), "write", fn);
-    auto* exit = llvm::BasicBlock::Create(b_.getContext(), "write_done", fn);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
-    k->addIncoming(c(0), pre);
-    Chunk ch = chunkAt(k);
-    storeFull(ch);
-    llvm::Value* kn = b_.CreateAdd(k, c(1));
-    k->addIncoming(kn, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
-    b_.SetInsertPoint(exit);
+    endPass();
+    return carried;
   }
 
   const ir::Fusion& f_;
