@@ -66,6 +66,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
       record(stages, DumpStage::Kernel, f.name(), schedule::printNormKernel(f, *k));
     m = codegen::emitNormKernel(f, *k, ctx);
     out.shared_bytes = static_cast<unsigned>(k->smem_bytes);
+    out.cluster = static_cast<unsigned>(k->cluster);
     out.block = static_cast<unsigned>(k->block);
     out.grid = static_cast<unsigned>(k->grid);
     out.outputs = k->outputs;

@@ -25,6 +25,7 @@ struct CompiledKernel {
   unsigned block = 1;
   unsigned grid = 1;
   unsigned shared_bytes = 0;        // dynamic shared memory per block
+  unsigned cluster = 1;             // blocks per thread-block cluster (sm_90), 1: none
   std::vector<TensorDesc> outputs;  // to allocate (or the aliased input's)
   std::vector<int> output_alias;    // input index per output, or -1
   double llvm_ptx_ms = 0;           // LLVM IR -> PTX

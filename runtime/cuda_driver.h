@@ -51,7 +51,7 @@ void checkCu(int result, const char* call);
   X(cuMemcpyDtoD_v2) X(cuMemsetD8_v2) X(cuMemsetD32_v2)                                     \
   X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)                            \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
-  X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)          \
+  X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)          \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)          \
   X(cuEventDestroy_v2)
 

@@ -231,8 +231,34 @@ void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHand
   Device::get();
   // Beyond 48 KiB of dynamic shared memory a kernel must opt in, per kernel.
   if (c.shared_bytes > 48 * 1024) kernel.setMaxDynamicSharedBytes(static_cast<int>(c.shared_bytes));
-  LOOM_CU(cuLaunchKernel, toCu<CUfunction>(kernel.handle()), c.grid.x, c.grid.y, c.grid.z,
-          c.block.x, c.block.y, c.block.z, c.shared_bytes, toCu<CUstream>(stream), args, nullptr);
+  if (c.cluster_x <= 1) {
+    LOOM_CU(cuLaunchKernel, toCu<CUfunction>(kernel.handle()), c.grid.x, c.grid.y, c.grid.z,
+            c.block.x, c.block.y, c.block.z, c.shared_bytes, toCu<CUstream>(stream), args, nullptr);
+    return;
+  }
+  LOOM_USER_CHECK(c.grid.x % c.cluster_x == 0,
+                  "launch of {}: grid.x {} is not a multiple of the cluster size {}", kernel.name(),
+                  c.grid.x, c.cluster_x);
+  LOOM_USER_CHECK(Device::get().smVersion() >= 90,
+                  "launch of {}: thread-block clusters of {} need sm_90 or newer; this GPU is sm_{}",
+                  kernel.name(), c.cluster_x, Device::get().smVersion());
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = c.cluster_x;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig lc{};
+  lc.gridDimX = c.grid.x;
+  lc.gridDimY = c.grid.y;
+  lc.gridDimZ = c.grid.z;
+  lc.blockDimX = c.block.x;
+  lc.blockDimY = c.block.y;
+  lc.blockDimZ = c.block.z;
+  lc.sharedMemBytes = c.shared_bytes;
+  lc.hStream = toCu<CUstream>(stream);
+  lc.attrs = &attr;
+  lc.numAttrs = 1;
+  LOOM_CU(cuLaunchKernelEx, &lc, toCu<CUfunction>(kernel.handle()), args, nullptr);
 }
 
 // ---- Stream ----

@@ -125,10 +125,12 @@ struct LaunchConfig {
   Dim3 grid;
   Dim3 block;
   unsigned shared_bytes = 0;  // dynamic shared memory
+  unsigned cluster_x = 1;     // blocks per thread-block cluster along x (sm_90+); 1: none
 };
 
 // Launches asynchronously on `stream`. `args` points at each kernel parameter's value, in
 // order (as cuLaunchKernel wants). Dynamic shared memory above 48 KiB is opted into here.
+// A cluster size above 1 launches through cuLaunchKernelEx (the grid must be a multiple).
 void launch(const Kernel& kernel, const LaunchConfig& config, void** args,
             StreamHandle stream = 0);
 

@@ -214,6 +214,7 @@ void Executor::launch(const std::vector<DeviceTensor>& inputs,
     cfg.grid.x = pk.kernel.grid;
     cfg.block.x = pk.kernel.block;
     cfg.shared_bytes = pk.kernel.shared_bytes;
+    cfg.cluster_x = pk.kernel.cluster;
     runtime::launch(e->loaded[k]->kernel, cfg, args, launchStream());
   }
 }

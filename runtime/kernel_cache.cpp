@@ -13,7 +13,7 @@
 namespace loom::runtime {
 
 namespace {
-constexpr const char* kMagic = "loom-kernel-cache v2";
+constexpr const char* kMagic = "loom-kernel-cache v3";
 
 std::string descLine(const TensorDesc& d, int alias) {
   return fmt::format("{} {} | {} | {} {}", dtypeName(d.dtype), fmt::join(d.shape, " "),
@@ -51,7 +51,8 @@ std::string diskCacheDir() {
 
 std::string serializeKernel(const std::string& key, const CompiledKernel& k) {
   std::string body = fmt::format("{}\nkey {}\n{}", kMagic, key.size(), key);
-  body += fmt::format("\nkernel {} {} {} {} {}\n", k.name, k.block, k.grid, k.shared_bytes, k.outputs.size());
+  body += fmt::format("\nkernel {} {} {} {} {} {}\n", k.name, k.block, k.grid, k.shared_bytes, k.cluster,
+                      k.outputs.size());
   for (size_t i = 0; i < k.outputs.size(); ++i)
     body += "out " + descLine(k.outputs[i], k.output_alias[i]) + "\n";
   body += fmt::format("ptx {}\n{}", k.ptx.size(), k.ptx);
@@ -80,8 +81,9 @@ std::optional<CompiledKernel> deserializeKernel(const std::string& text, const s
   CompiledKernel k;
   std::string tag;
   size_t nout = 0;
-  if (!(is >> tag >> k.name >> k.block >> k.grid >> k.shared_bytes >> nout) || tag != "kernel")
+  if (!(is >> tag >> k.name >> k.block >> k.grid >> k.shared_bytes >> k.cluster >> nout) || tag != "kernel")
     return bad("malformed kernel line");
+  if (k.cluster < 1 || k.block < 1 || k.grid < 1) return bad("kernel line with an empty block, grid or cluster");
   for (size_t i = 0; i < nout; ++i) {
     std::string line;
     if (i == 0) std::getline(is, line);

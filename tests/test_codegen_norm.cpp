@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/compile_test_util.h"
+#include "tests/norm_fusions.h"
 
 #include "compiler/analysis/domains.h"
 #include "compiler/codegen/ptxas_check.h"
@@ -84,5 +85,45 @@ TEST_CASE("the schedule says where the row lives", "[norm]") {
     compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
     INFO(text[DumpStage::Schedule]);
     CHECK(text[DumpStage::Schedule].find(d == 1024 ? "stays in registers" : "does not fit in registers") != std::string::npos);
+  }
+}
+
+
+TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluster on sm_90", "[norm][ptx]") {
+  struct Case {
+    const char* what;
+    int sm;
+    int64_t d;
+    DType t;
+    int cluster;  // 0: not the cp.async tier
+  };
+  // Two held inputs: a row of D elements takes 2 * D * bytes of shared memory.
+  for (const Case& c : {Case{"bf16 65536 on sm_90: 4 blocks of 64 KiB", 90, 65536, DType::BF16, 4},
+                        Case{"bf16 32768 on sm_80: no clusters", 80, 32768, DType::BF16, 1},
+                        Case{"f32 65536 + 8 on sm_90", 90, 65536 + 8, DType::F32, 8},
+                        Case{"f32 2^17 on sm_90: 8 blocks of 128 KiB", 90, 1 << 17, DType::F32, 8},
+                        Case{"f32 2^18: too long for any cluster", 90, 1 << 18, DType::F32, 0},
+                        Case{"f16 rows of odd length: no 4-byte pieces", 90, 3 * 40001, DType::F16, 0}}) {
+    INFO(c.what);
+    auto f = test::addLayerNorm(c.t);
+    Bindings sizes{{"N", 4}, {"D", c.d}};
+    StageText text;
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{c.sm, 132}, &text);
+    INFO(text[DumpStage::Schedule]);
+    const bool tier = text[DumpStage::Schedule].find("with cp.async") != std::string::npos;
+    CHECK(tier == (c.cluster > 0));
+    CHECK(k.cluster == static_cast<unsigned>(std::max(1, c.cluster)));
+    if (c.cluster > 0) {
+      CHECK(k.ptx.find("cp.async") != std::string::npos);
+      CHECK(k.grid == 4u * k.cluster);
+      CHECK(k.shared_bytes <= 227u * 1024);
+      // Two held inputs: two regions of shared memory per block.
+      CHECK(k.shared_bytes >= 2 * static_cast<unsigned>(c.d / c.cluster * dtypeBytes(c.t)));
+    }
+    CHECK((k.ptx.find("mapa") != std::string::npos) == (c.cluster > 1));
+    CHECK((k.ptx.find("barrier.cluster") != std::string::npos) == (c.cluster > 1));
+    std::string err = codegen::ptxasCheck(k.ptx, c.sm);
+    INFO(err);
+    CHECK(err.empty());
   }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tests/gpu_test_util.h"
+#include "tests/norm_fusions.h"
 
 using namespace loom;
 
@@ -19,6 +20,21 @@ TEST_CASE("row normalizations: layer_norm, rms_norm, softmax, log_softmax", "[gp
           INFO(name << " " << dtypeName(t) << " N=" << n << " D=" << d);
           test::checkOnGpu(*f, {{"N", n}, {"D", d}});
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("long rows held in shared memory, split over clusters, with two held inputs", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    auto f = test::addLayerNorm(t);
+    // 65536 + 8: rows that do not divide over the cluster's threads; 3 * 65536 + 16 and 2^18:
+    // clusters of 4 and 8.
+    for (int64_t d : {int64_t{40000}, int64_t{65536 + 8}, int64_t{3 * 65536 + 16}, int64_t{1} << 18}) {
+      for (int64_t n : {1, 5}) {
+        INFO("add_layer_norm " << dtypeName(t) << " N=" << n << " D=" << d);
+        test::checkOnGpu(*f, {{"N", n}, {"D", d}});
       }
     }
   }

@@ -27,6 +27,8 @@ struct Chunk {
   std::vector<llvm::Value*> idx;  // outer coords ++ reduced coords (innermost * vec)
   llvm::Value* valid = nullptr;   // i1
   llvm::Value* ci = nullptr;      // the chunk's index in its row (clamped into the row)
+  llvm::Value* slot = nullptr;    // its place in the block's shared-memory copy of the row
+  bool global = false;            // read from global memory even where the row is on chip
   std::map<const ENode*, Lanes> memo;
 };
 
@@ -39,11 +41,22 @@ class NormEmitter {
 
   void emit() {
     const int T = k_.threads_per_row;
+    const int cs = k_.cluster;
     llvm::Value* tid = km_.threadIdx();
     t_in_row_ = b_.CreateZExtOrTrunc(b_.CreateURem(tid, b_.getInt32(static_cast<uint32_t>(T))), idx_ty_);
     row_in_block_ = b_.CreateUDiv(tid, b_.getInt32(static_cast<uint32_t>(T)));
     lane_ = b_.CreateURem(tid, b_.getInt32(32));
-    llvm::Value* row = b_.CreateAdd(b_.CreateMul(b_.CreateZExtOrTrunc(km_.blockIdx(), idx_ty_), c(k_.rows_per_block)),
+    tid_ = tid;
+    // A row split over a cluster: block `rank` of the row's cluster takes every cs-th run of
+    // T chunks (a cluster is cs consecutive blocks along x).
+    llvm::Value* block = b_.CreateZExtOrTrunc(km_.blockIdx(), idx_ty_);
+    vt_ = t_in_row_;
+    if (cs > 1) {
+      llvm::Value* rank = b_.CreateURem(block, c(cs));
+      block = b_.CreateUDiv(block, c(cs));
+      vt_ = b_.CreateAdd(b_.CreateMul(rank, c(T)), t_in_row_);
+    }
+    llvm::Value* row = b_.CreateAdd(b_.CreateMul(block, c(k_.rows_per_block)),
                                     b_.CreateZExtOrTrunc(row_in_block_, idx_ty_));
     row_valid_ = b_.CreateICmpULT(row, c(k_.rows()));
     // Rows past the end compute the last row again (warps stay whole for the shuffles) and
@@ -65,7 +78,9 @@ class NormEmitter {
       int64_t off = 0;
       for (const auto& l : k_.smem_leaves) {
         smem_offset_[l] = off;
-        int64_t bytes = k_.rowElems() * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
+        // The whole row, or (filled with cp.async) the block's chunks of it.
+        int64_t elems = k_.async_fill ? int64_t{k_.chunks} * k_.threads_per_row * k_.vec : k_.rowElems();
+        int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
         off += (bytes + 15) / 16 * 16;
       }
     }
@@ -78,8 +93,13 @@ class NormEmitter {
     });
     if (unrolled_)
       for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
+    if (k_.async_fill) asyncFill();
     for (const ENode* r : reductions) reduce(*r);
+    // No block of a cluster may leave while another still reads its shared memory: arrive
+    // after the last reduction, wait before returning (the stores run in between).
+    if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
     storeAll();
+    if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});
     b_.CreateRetVoid();
   }
 
@@ -101,7 +121,8 @@ class NormEmitter {
 
   Chunk chunkAt(llvm::Value* k) {
     Chunk ch;
-    llvm::Value* ci = b_.CreateAdd(t_in_row_, b_.CreateMul(k, c(k_.threads_per_row)));
+    llvm::Value* ci = b_.CreateAdd(vt_, b_.CreateMul(k, c(int64_t{k_.threads_per_row} * k_.cluster)));
+    ch.slot = b_.CreateAdd(t_in_row_, b_.CreateMul(k, c(k_.threads_per_row)));
     ch.valid = b_.CreateICmpULT(ci, c(row_chunks_));
     ci = b_.CreateSelect(ch.valid, ci, c(row_chunks_ - 1));
     ch.ci = ci;
@@ -115,6 +136,8 @@ class NormEmitter {
     Chunk ch;
     ch.valid = b_.getTrue();
     ch.ci = c(0);
+    ch.slot = c(0);
+    ch.global = true;
     ch.idx = outer_idx_;
     for (size_t i = 0; i < k_.red_shape.size(); ++i) ch.idx.push_back(c(0));
     return ch;
@@ -127,16 +150,37 @@ class NormEmitter {
     return o;
   }
 
-  // The row's copy of a load in shared memory: element ci * vec of the leaf's slot.
+  // The row's copy of a load in shared memory: chunk `slot` of the leaf's region.
   llvm::Value* smemAddr(const Leaf& l, DType t, const Chunk& ch) {
     llvm::Value* byte = b_.CreateAdd(c(smem_offset_.at(l)),
-                                     b_.CreateMul(ch.ci, c(int64_t{k_.vec} * dtypeBytes(t))));
+                                     b_.CreateMul(ch.slot, c(int64_t{k_.vec} * dtypeBytes(t))));
     return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_, byte);
+  }
+
+  // Copies the thread's chunks of every held load into shared memory, all in flight at once,
+  // and waits for them. Each thread later reads back only the chunks it copied, so no barrier.
+  void asyncFill() {
+    for (const auto& l : k_.smem_leaves) {
+      const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
+      const int piece = k_.vec * dtypeBytes(t);
+      const auto id = piece == 16 ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16
+                      : piece == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8
+                                   : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
+      LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
+      forEachChunk({}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
+        llvm::Value* g = b_.CreateInBoundsGEP(memType(b_.getContext(), t), km_.param(l.input),
+                                              offset(l.offset, l.strides, ch.idx));
+        b_.CreateIntrinsic(id, {}, {smemAddr(l, t, ch), g});
+        return carried;
+      });
+      filled_.insert(l);
+    }
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
   }
 
   Lanes load(const Leaf& l, DType t, const Chunk& ch) {
     const int v = k_.vec;
-    if (smem_offset_.count(l)) {
+    if (smem_offset_.count(l) && !ch.global) {
       llvm::Type* ety = memType(b_.getContext(), t);
       auto* vt = llvm::FixedVectorType::get(ety, static_cast<unsigned>(v));
       auto align = llvm::Align(static_cast<uint64_t>(std::min(16, v * dtypeBytes(t))));
@@ -232,7 +276,7 @@ class NormEmitter {
   llvm::Value* blockReduce(Combine cb, DType acc, llvm::Value* v) {
     const int T = k_.threads_per_row;
     for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) v = combine(cb, acc, v, shuffleXor(v, off));
-    if (T <= 32) return v;
+    if (T <= 32) return acrossCluster(cb, acc, v);
     const int wpr = T / 32;
     llvm::Type* ty = regType(b_.getContext(), acc);
     auto* arr = llvm::ArrayType::get(ty, static_cast<uint64_t>(wpr * k_.rows_per_block));
@@ -256,6 +300,37 @@ class NormEmitter {
     llvm::Value* total = b_.CreateLoad(ty, slot(b_.getInt32(0)));
     for (int w = 1; w < wpr; ++w) total = combine(cb, acc, total, b_.CreateLoad(ty, slot(b_.getInt32(static_cast<uint32_t>(w)))));
     barrier();
+    return acrossCluster(cb, acc, total);
+  }
+
+  // Every block of the row's cluster holds its total: thread 0 publishes it in its shared
+  // memory, and after a cluster barrier every thread combines all blocks' totals in rank
+  // order (so every block gets the same bits). Each reduction has its own slot, so no slot is
+  // rewritten while another block may still read it.
+  llvm::Value* acrossCluster(Combine cb, DType acc, llvm::Value* v) {
+    if (k_.cluster == 1) return v;
+    llvm::Type* ty = v->getType();
+    auto* slot = new llvm::GlobalVariable(*km_.function()->getParent(), ty, false,
+                                          llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(ty),
+                                          "cluster_red", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    slot->setAlignment(llvm::Align(8));
+    llvm::Function* fn = km_.function();
+    auto* then = llvm::BasicBlock::Create(b_.getContext(), "cpublish", fn);
+    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "cpublished", fn);
+    b_.CreateCondBr(b_.CreateICmpEQ(tid_, b_.getInt32(0)), then, cont);
+    b_.SetInsertPoint(then);
+    b_.CreateStore(v, slot);
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});
+    llvm::Value* generic = b_.CreateAddrSpaceCast(slot, llvm::PointerType::get(b_.getContext(), 0));
+    llvm::Value* total = nullptr;
+    for (int r = 0; r < k_.cluster; ++r) {
+      llvm::Value* remote = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_mapa, {}, {generic, b_.getInt32(static_cast<uint32_t>(r))});
+      llvm::Value* x = b_.CreateLoad(ty, remote);
+      total = total ? combine(cb, acc, total, x) : x;
+    }
     return total;
   }
 
@@ -338,6 +413,7 @@ class NormEmitter {
       return Stats{b_.CreateSelect(ch.valid, cnt, zero), b_.CreateSelect(ch.valid, mean, zero),
                    b_.CreateSelect(ch.valid, m2, zero)};
     };
+    LOOM_ASSERT(k_.cluster == 1, "Welford statistics over a cluster");
     llvm::Function* fn = km_.function();
     llvm::Type* ty = zero->getType();
     auto folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
@@ -406,7 +482,7 @@ class NormEmitter {
         // Two passes over the row on chip: the mean, then the squared deviations from it.
         auto key = std::make_pair(&x, r.correction);
         auto it = stats_.find(key);
-        if (it == stats_.end() && !registers_) {
+        if (it == stats_.end() && !registers_ && !k_.async_fill) {
           // Streaming rows: one Welford pass instead of two reads for the statistics.
           auto [mean, m2] = welford(acc, values);
           llvm::Value* var = b_.CreateFDiv(m2, emitConst(b_, acc, n - r.correction));
@@ -510,6 +586,7 @@ class NormEmitter {
   llvm::IRBuilder<>& b_;
   llvm::Type* idx_ty_;
   llvm::Value *t_in_row_ = nullptr, *row_in_block_ = nullptr, *lane_ = nullptr, *row_valid_ = nullptr;
+  llvm::Value *tid_ = nullptr, *vt_ = nullptr;  // thread in block; thread's place in its row
   std::vector<llvm::Value*> outer_idx_;
   int64_t row_chunks_ = 0;
   bool registers_ = true;

@@ -162,7 +162,10 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   // Vector width along the innermost reduced axis.
   int max_bytes = 1;
   lower::visitPostOrder(roots, [&](const ENode& n) {
-    if (n.kind == ENode::Kind::Load) max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
+    // Loads constant along the innermost reduced axis (a per-channel weight) are splats at
+    // any width: they do not narrow the vectors.
+    if (n.kind == ENode::Kind::Load && remap(n.leaf.strides).back() != 0)
+      max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
   });
   for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
   int vec = std::min(8, 16 / max_bytes);
@@ -228,36 +231,77 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
          k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
     k.threads_per_row *= 2;
   // For tuning sweeps only (with LOOM_DISK_CACHE=0: the override is not part of the cache key).
-  if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) k.threads_per_row = std::max(1, std::atoi(t));
+  const char* tune_threads = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
+  if (tune_threads) k.threads_per_row = std::max(1, std::atoi(tune_threads));
   k.chunks = static_cast<int>((row_chunks + k.threads_per_row - 1) / k.threads_per_row);
   // Registers per thread for the persistent row: chunks * vec values per streamed input.
   int held = k.chunks * vec * std::max(1, live_leaves);
   k.block = std::max(k.threads_per_row, 128);
+  k.rows_per_block = k.block / k.threads_per_row;
   // 64K registers per SM: a block of 1024 threads gets 64 each, so the row it may hold
   // shrinks as blocks grow (what is left covers addresses, statistics and the epilogue).
   const int budget = std::min(128, 65536 / k.block / 2 - 8);
   k.registers = held <= budget && k.chunks <= 16;
-  // Next tier: shared memory, for one row per block, within the opt-in limit (with room for
-  // the reduction scratch).
-  int64_t smem = 0;
+  // Next tiers: shared memory, one row per block (or per cluster), within the opt-in limit
+  // (with room for the reductions' scratch).
+  int64_t row_smem = 0;
+  bool async_ok = dev.sm >= 80 && !k.smem_leaves.empty();
   for (const auto& l : k.smem_leaves) {
-    int64_t b = k.rowElems() * dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-    smem += (b + 15) / 16 * 16;
+    const int bytes = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+    row_smem += (k.rowElems() * bytes + 15) / 16 * 16;
+    const int piece = vec * bytes;
+    if (k.load_access[l] != Access::Vector || (piece != 4 && piece != 8 && piece != 16)) async_ok = false;
   }
   // Opt-in shared memory per block: 227 KiB on sm_90, 163 KiB on sm_80, 99 KiB on sm_86/89;
   // 4 KiB stay for the reductions' scratch.
   const int64_t smem_limit = int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
-  if (k.registers || k.rows_per_block != 1 || smem > smem_limit || std::getenv("LOOM_NO_SMEM_ROWS"))
-    k.smem_leaves.clear();
-  else k.smem_bytes = static_cast<int>(smem);
-  k.rows_per_block = k.block / k.threads_per_row;
-  k.grid = (k.rows() + k.rows_per_block - 1) / k.rows_per_block;
+  const bool no_smem = std::getenv("LOOM_NO_SMEM_ROWS") != nullptr;
+  if (!k.registers && async_ok && !no_smem) {
+    // Split the row over a cluster until a block holds at most 64 KiB (three blocks per SM,
+    // so one block's loads overlap another's arithmetic and stores); clusters of at most 8.
+    const int64_t kBlockTarget = 64 * 1024;
+    int cs = 1;
+    if (dev.sm >= 90 && !std::getenv("LOOM_NO_CLUSTER"))
+      while (cs < 8 && row_smem > kBlockTarget * cs) cs *= 2;
+    const int64_t block_chunks = (row_chunks + cs - 1) / cs;
+    int t = std::max(32, std::min(1024, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
+    if (tune_threads) t = std::max(32, std::atoi(tune_threads) / 32 * 32);
+    const int chunks = static_cast<int>((row_chunks + int64_t{t} * cs - 1) / (int64_t{t} * cs));
+    int64_t bytes = 0;
+    for (const auto& l : k.smem_leaves) {
+      const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+      bytes += (int64_t{chunks} * t * vec * b + 15) / 16 * 16;
+    }
+    if (bytes <= smem_limit) {
+      k.async_fill = true;
+      k.cluster = cs;
+      k.threads_per_row = t;
+      k.block = t;
+      k.rows_per_block = 1;
+      k.chunks = chunks;
+      k.smem_bytes = static_cast<int>(bytes);
+    }
+  }
+  if (!k.async_fill) {
+    // The first pass keeps what it reads in shared memory (rows of gathered elements).
+    if (k.registers || k.rows_per_block != 1 || row_smem > smem_limit || no_smem) k.smem_leaves.clear();
+    else k.smem_bytes = static_cast<int>(row_smem);
+  }
+  k.grid = (k.rows() + k.rows_per_block - 1) / k.rows_per_block * k.cluster;
   k.reason = fmt::format(
-      "{} rows over {} x {} elements over {}; {} threads per row, {} chunk{} of {} each, {} "
+      "{} rows over {} x {} elements over {}; {} threads per row{}, {} chunk{} of {} each, {} "
       "row{} per block of {}, grid {}; {}", k.rows(), k.outer_atoms, k.rowElems(), k.red_atoms,
-      k.threads_per_row, k.chunks, k.chunks == 1 ? "" : "s", vec, k.rows_per_block,
+      k.threads_per_row * k.cluster, k.cluster > 1 ? fmt::format(" ({} per block)", k.threads_per_row) : "", k.chunks, k.chunks == 1 ? "" : "s", vec, k.rows_per_block,
       k.rows_per_block == 1 ? "" : "s", k.block, k.grid,
       k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)
+      : k.async_fill
+          ? fmt::format("the row ({} values per thread, register budget {}) is copied into {} "
+                        "KiB of shared memory per block with cp.async{}: read once, exact two-pass "
+                        "statistics and the outputs from shared memory", held, budget,
+                        (k.smem_bytes + 1023) / 1024,
+                        k.cluster > 1 ? fmt::format(", split over a cluster of {} blocks whose "
+                                                    "partial reductions meet in distributed shared "
+                                                    "memory", k.cluster) : "")
       : k.smem_bytes ? fmt::format("the row ({} values per thread, register budget {}) stays in "
                                    "{} KiB of shared memory: read once, statistics in one "
                                    "Welford pass, normalized from shared memory", held, budget,

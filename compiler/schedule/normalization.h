@@ -31,6 +31,13 @@ struct NormKernel {
   // read them back instead of re-reading global memory.
   std::vector<lower::Leaf> smem_leaves;
   int smem_bytes = 0;
+  // The on-chip tier: every held load is a contiguous vector, so the kernel first copies its
+  // part of the row into shared memory with cp.async (all of it in flight at once), then
+  // takes exact two-pass statistics and normalizes from there. `cluster` > 1 (sm_90) splits
+  // each row over that many blocks of a thread-block cluster, each holding its slice, their
+  // partial reductions combined through distributed shared memory.
+  bool async_fill = false;
+  int cluster = 1;
   int num_inputs = 0;
   struct Store {
     int output;
