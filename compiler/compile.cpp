@@ -28,7 +28,9 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
   std::string key = ir::printFusion(f);
   for (const auto& d : inputs) key += d.str() + "\n";
   key += fmt::format("sm_{} sms {}\n", opts.sm, opts.sm_count);
-  if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) key += fmt::format("tune threads_per_row {}\n", t);
+  // The scheduler's tuning overrides change the code: part of the key.
+  for (const char* env : {"LOOM_TUNE_THREADS_PER_ROW", "LOOM_TUNE_BLOCK_SMEM_KB", "LOOM_NO_CLUSTER", "LOOM_NO_SMEM_ROWS"})
+    if (const char* v = std::getenv(env)) key += fmt::format("env {}={}\n", env, v);
   return key;
 }
 

@@ -528,7 +528,9 @@ class NormEmitter {
     for (const auto& s : k_.stores) {
       if (!s.row_only) continue;
       Lanes one = {eval(*s.value, row)[0]};
-      storeChunk(s, one, row, b_.CreateAnd(row_valid_, b_.CreateICmpEQ(t_in_row_, c(0))));
+      // One thread of the row (of its whole cluster) writes: an in-place update (batch norm's
+      // running statistics) must not be read by one block after another has written it.
+      storeChunk(s, one, row, b_.CreateAnd(row_valid_, b_.CreateICmpEQ(vt_, c(0))));
     }
     auto storeFull = [&](Chunk& ch) {
       for (const auto& s : k_.stores) {
