@@ -127,3 +127,28 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
     CHECK(err.empty());
   }
 }
+
+TEST_CASE("channels-last group norm: neighbouring groups share a block's whole-line loads", "[norm][ptx]") {
+  auto f = findExample("group_norm")->build(DType::F16);
+  struct Case {
+    Bindings sizes;
+    const char* rows;  // rows per block in the schedule
+  };
+  for (const Case& c : {Case{{{"N", 16}, {"C", 512}, {"H", 64}, {"W", 64}}, "4 rows per block"},
+                        Case{{{"N", 2}, {"C", 64}, {"H", 160}, {"W", 160}}, "16 rows per block"}}) {
+    for (bool nhwc : {false, true}) {
+      std::map<std::string, std::vector<int>> lay;
+      if (nhwc) lay["x"] = {0, 2, 3, 1};
+      StageText text;
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, lay), CompileOptions{90, 132}, &text);
+      INFO(text[DumpStage::Schedule]);
+      CHECK(text[DumpStage::Schedule].find("with cp.async") != std::string::npos);
+      // NCHW groups are contiguous: one per block.
+      CHECK(text[DumpStage::Schedule].find(nhwc ? c.rows : "1 row per block") != std::string::npos);
+      CHECK(k.shared_bytes <= 227u * 1024);
+      std::string err = codegen::ptxasCheck(k.ptx, 90);
+      INFO(err);
+      CHECK(err.empty());
+    }
+  }
+}

@@ -50,7 +50,11 @@ TEST_CASE("image normalizations in NCHW and channels-last", "[gpu][norm]") {
                          Bindings{{"N", 3}, {"C", 96}, {"H", 13}, {"W", 3}},
                          Bindings{{"N", 4}, {"C", 128}, {"H", 32}, {"W", 32}},
                          // batch norm rows of 32768: held in shared memory, not registers
-                         Bindings{{"N", 8}, {"C", 32}, {"H", 64}, {"W", 64}}}) {
+                         Bindings{{"N", 8}, {"C", 32}, {"H", 64}, {"W", 64}},
+                         // groups of 51200 and 30720: on chip, several groups per cluster
+                         // in channels-last (16 groups of 2 channels, 8 of 8)
+                         Bindings{{"N", 2}, {"C", 64}, {"H", 160}, {"W", 160}},
+                         Bindings{{"N", 2}, {"C", 256}, {"H", 64}, {"W", 60}}}) {
         if (std::string(name) == "batch_norm" && sizes["N"] * sizes["H"] * sizes["W"] == 1) continue;
         for (bool nhwc : {false, true}) {
           INFO(name << " " << dtypeName(t) << " N=" << sizes["N"] << " C=" << sizes["C"] << " H="

@@ -52,12 +52,13 @@ class NormEmitter {
     llvm::Value* block = b_.CreateZExtOrTrunc(km_.blockIdx(), idx_ty_);
     vt_ = t_in_row_;
     if (cs > 1) {
-      llvm::Value* rank = b_.CreateURem(block, c(cs));
+      rank_ = b_.CreateURem(block, c(cs));
       block = b_.CreateUDiv(block, c(cs));
-      vt_ = b_.CreateAdd(b_.CreateMul(rank, c(T)), t_in_row_);
+      vt_ = b_.CreateAdd(b_.CreateMul(rank_, c(T)), t_in_row_);
     }
-    llvm::Value* row = b_.CreateAdd(b_.CreateMul(block, c(k_.rows_per_block)),
-                                    b_.CreateZExtOrTrunc(row_in_block_, idx_ty_));
+    first_row_ = b_.CreateMul(block, c(k_.rows_per_block));
+    row_valid0_ = b_.CreateICmpULT(first_row_, c(k_.rows()));
+    llvm::Value* row = b_.CreateAdd(first_row_, b_.CreateZExtOrTrunc(row_in_block_, idx_ty_));
     row_valid_ = b_.CreateICmpULT(row, c(k_.rows()));
     // Rows past the end compute the last row again (warps stay whole for the shuffles) and
     // store nothing.
@@ -78,8 +79,9 @@ class NormEmitter {
       int64_t off = 0;
       for (const auto& l : k_.smem_leaves) {
         smem_offset_[l] = off;
-        // The whole row, or (filled with cp.async) the block's chunks of it.
-        int64_t elems = k_.async_fill ? int64_t{k_.chunks} * k_.threads_per_row * k_.vec : k_.rowElems();
+        // The whole row, or (filled with cp.async) the block's chunks of each of its rows.
+        int64_t elems = k_.async_fill ? int64_t{k_.rows_per_block} * k_.chunks * k_.threads_per_row * k_.vec
+                                      : k_.rowElems();
         int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
         off += (bytes + 15) / 16 * 16;
       }
@@ -150,16 +152,25 @@ class NormEmitter {
     return o;
   }
 
-  // The row's copy of a load in shared memory: chunk `slot` of the leaf's region.
-  llvm::Value* smemAddr(const Leaf& l, DType t, const Chunk& ch) {
-    llvm::Value* byte = b_.CreateAdd(c(smem_offset_.at(l)),
-                                     b_.CreateMul(ch.slot, c(int64_t{k_.vec} * dtypeBytes(t))));
+  // The row's copy of a load in shared memory: chunk `slot` of the row's part of the leaf's
+  // region (a block's rows one after another).
+  llvm::Value* smemAddr(const Leaf& l, DType t, const Chunk& ch) { return smemAddr(l, t, ch.slot, row_in_block_); }
+  llvm::Value* smemAddr(const Leaf& l, DType t, llvm::Value* slot, llvm::Value* row_in_block) {
+    const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
+    llvm::Value* byte = b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(slot, c(piece)));
+    if (k_.rows_per_block > 1)
+      byte = b_.CreateAdd(byte, b_.CreateMul(b_.CreateZExtOrTrunc(row_in_block, idx_ty_),
+                                             c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
     return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_, byte);
   }
 
-  // Copies the thread's chunks of every held load into shared memory, all in flight at once,
-  // and waits for them. Each thread later reads back only the chunks it copied, so no barrier.
+  // Copies the block's chunks of every held load into shared memory, all in flight at once,
+  // and waits for them. With one row per block each thread copies the chunks it later reads
+  // (no barrier needed). With several neighbouring rows, consecutive threads copy the
+  // neighbouring pieces of all rows at one position (whole lines), then a barrier.
   void asyncFill() {
+    const int L = k_.rows_per_block, T = k_.threads_per_row;
+    const int64_t q = k_.red_shape.back() / k_.vec;  // a row's chunks at one outer position
     for (const auto& l : k_.smem_leaves) {
       const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
       const int piece = k_.vec * dtypeBytes(t);
@@ -167,15 +178,36 @@ class NormEmitter {
                       : piece == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8
                                    : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
       LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
-      forEachChunk({}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
+      llvm::Value* tid = b_.CreateZExtOrTrunc(tid_, idx_ty_);
+      loop(int64_t{k_.chunks} * L, {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
+        // Unit u: chunk c_in of row r_sub at position `rest`; its slot in that row is
+        // rest * q + c_in, which is chunk k of thread tr there.
+        llvm::Value* u = b_.CreateAdd(tid, b_.CreateMul(m, c(int64_t{L} * T)));
+        llvm::Value* slot = u;
+        llvm::Value* r_sub = c(0);
+        if (L > 1) {
+          llvm::Value* c_in = b_.CreateURem(u, c(q));
+          r_sub = b_.CreateURem(b_.CreateUDiv(u, c(q)), c(L));
+          slot = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(u, c(q * L)), c(q)), c_in);
+        }
+        llvm::Value* tr = b_.CreateURem(slot, c(T));
+        llvm::Value* kk = b_.CreateUDiv(slot, c(T));
+        llvm::Value* vt = k_.cluster > 1 ? b_.CreateAdd(b_.CreateMul(rank_, c(T)), tr) : tr;
+        llvm::Value* ci = b_.CreateAdd(vt, b_.CreateMul(kk, c(int64_t{T} * k_.cluster)));
+        ci = b_.CreateSelect(b_.CreateICmpULT(ci, c(row_chunks_)), ci, c(row_chunks_ - 1));
+        llvm::Value* row = b_.CreateSelect(row_valid0_, b_.CreateAdd(first_row_, r_sub), c(k_.rows() - 1));
+        auto idx = unravel(row, k_.outer_shape, 1);
+        auto red = unravel(ci, k_.red_shape, k_.vec);
+        idx.insert(idx.end(), red.begin(), red.end());
         llvm::Value* g = b_.CreateInBoundsGEP(memType(b_.getContext(), t), km_.param(l.input),
-                                              offset(l.offset, l.strides, ch.idx));
-        b_.CreateIntrinsic(id, {}, {smemAddr(l, t, ch), g});
+                                              offset(l.offset, l.strides, idx));
+        b_.CreateIntrinsic(id, {}, {smemAddr(l, t, slot, b_.CreateTrunc(r_sub, b_.getInt32Ty())), g});
         return carried;
       });
       filled_.insert(l);
     }
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+    if (L > 1) barrier();
   }
 
   Lanes load(const Leaf& l, DType t, const Chunk& ch) {
@@ -310,14 +342,16 @@ class NormEmitter {
   llvm::Value* acrossCluster(Combine cb, DType acc, llvm::Value* v) {
     if (k_.cluster == 1) return v;
     llvm::Type* ty = v->getType();
-    auto* slot = new llvm::GlobalVariable(*km_.function()->getParent(), ty, false,
-                                          llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(ty),
-                                          "cluster_red", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
-    slot->setAlignment(llvm::Align(8));
+    auto* arr = llvm::ArrayType::get(ty, static_cast<uint64_t>(k_.rows_per_block));
+    auto* slots = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false,
+                                           llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(arr),
+                                           "cluster_red", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    slots->setAlignment(llvm::Align(8));
+    llvm::Value* slot = b_.CreateInBoundsGEP(arr, slots, {b_.getInt32(0), row_in_block_});
     llvm::Function* fn = km_.function();
     auto* then = llvm::BasicBlock::Create(b_.getContext(), "cpublish", fn);
     auto* cont = llvm::BasicBlock::Create(b_.getContext(), "cpublished", fn);
-    b_.CreateCondBr(b_.CreateICmpEQ(tid_, b_.getInt32(0)), then, cont);
+    b_.CreateCondBr(b_.CreateICmpEQ(t_in_row_, c(0)), then, cont);
     b_.SetInsertPoint(then);
     b_.CreateStore(v, slot);
     b_.CreateBr(cont);
@@ -554,31 +588,40 @@ class NormEmitter {
     if (unrolled_) {
       for (auto& ch : chunks_) carried = step(ch, carried);
     } else {
-      llvm::Function* fn = km_.function();
-      llvm::BasicBlock* pre = b_.GetInsertBlock();
-      auto* head = llvm::BasicBlock::Create(b_.getContext(), "chunks", fn);
-      auto* exit = llvm::BasicBlock::Create(b_.getContext(), "chunks_done", fn);
-      b_.CreateBr(head);
-      b_.SetInsertPoint(head);
-      llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
-      k->addIncoming(c(0), pre);
-      std::vector<llvm::PHINode*> phis;
-      std::vector<llvm::Value*> in;
-      for (llvm::Value* v : carried) {
-        phis.push_back(b_.CreatePHI(v->getType(), 2));
-        phis.back()->addIncoming(v, pre);
-        in.push_back(phis.back());
-      }
-      Chunk ch = chunkAt(k);
-      carried = step(ch, in);
-      llvm::Value* kn = b_.CreateAdd(k, c(1));
-      llvm::BasicBlock* latch = b_.GetInsertBlock();
-      k->addIncoming(kn, latch);
-      for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(carried[i], latch);
-      b_.CreateCondBr(b_.CreateICmpSLT(kn, c(k_.chunks)), head, exit);
-      b_.SetInsertPoint(exit);
+      carried = loop(k_.chunks, carried, [&](llvm::Value* k, const std::vector<llvm::Value*>& in) {
+        Chunk ch = chunkAt(k);
+        return step(ch, in);
+      });
     }
     endPass();
+    return carried;
+  }
+
+  // for (k = 0; k < n; ++k) carried = body(k, carried); at least one trip.
+  template <typename Body>
+  std::vector<llvm::Value*> loop(int64_t n, std::vector<llvm::Value*> carried, Body body) {
+    llvm::Function* fn = km_.function();
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(b_.getContext(), "loop", fn);
+    auto* exit = llvm::BasicBlock::Create(b_.getContext(), "loop_done", fn);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
+    k->addIncoming(c(0), pre);
+    std::vector<llvm::PHINode*> phis;
+    std::vector<llvm::Value*> in;
+    for (llvm::Value* v : carried) {
+      phis.push_back(b_.CreatePHI(v->getType(), 2));
+      phis.back()->addIncoming(v, pre);
+      in.push_back(phis.back());
+    }
+    carried = body(k, in);
+    llvm::Value* kn = b_.CreateAdd(k, c(1));
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    k->addIncoming(kn, latch);
+    for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(carried[i], latch);
+    b_.CreateCondBr(b_.CreateICmpSLT(kn, c(n)), head, exit);
+    b_.SetInsertPoint(exit);
     return carried;
   }
 
@@ -589,6 +632,7 @@ class NormEmitter {
   llvm::Type* idx_ty_;
   llvm::Value *t_in_row_ = nullptr, *row_in_block_ = nullptr, *lane_ = nullptr, *row_valid_ = nullptr;
   llvm::Value *tid_ = nullptr, *vt_ = nullptr;  // thread in block; thread's place in its row
+  llvm::Value *rank_ = nullptr, *first_row_ = nullptr, *row_valid0_ = nullptr;  // block in cluster; its rows
   std::vector<llvm::Value*> outer_idx_;
   int64_t row_chunks_ = 0;
   bool registers_ = true;

@@ -256,7 +256,25 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   // 4 KiB stay for the reductions' scratch.
   const int64_t smem_limit = int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
   const bool no_smem = std::getenv("LOOM_NO_SMEM_ROWS") != nullptr;
-  if (!k.registers && async_ok && !no_smem) {
+  // Neighbouring rows side by side in memory (group norm's groups in channels-last: each
+  // pixel holds C/G channels of one group, then the next group's): a block takes `rows`
+  // of them and fills shared memory with the pieces of all of them at each pixel together,
+  // so that its loads cover whole 128-byte lines rather than a group's 8 or 32 bytes.
+  const int64_t inner_run = k.red_shape.back();  // elements of a row at one outer position
+  const int64_t q = inner_run / vec;             // chunks of them
+  int max_rows_together = 1;
+  if (nout > 0 && (q & (q - 1)) == 0 && q <= 32) {
+    bool adjacent = true;
+    int bytes = 1;
+    for (const auto& l : k.smem_leaves) {
+      adjacent = adjacent && l.strides[nout - 1] == inner_run && l.strides.back() == 1;
+      bytes = std::max(bytes, dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype));
+    }
+    while (adjacent && max_rows_together < 32 && inner_run * bytes * max_rows_together < 128 &&
+           k.outer_shape.back() % (2 * max_rows_together) == 0)
+      max_rows_together *= 2;
+  }
+  auto onChip = [&](int rows_together) {
     // Split the row over a cluster (at most 8 blocks) only when one block cannot hold it:
     // on an H100, rms_norm 32768 x 65536 bf16 ran at 3011 GB/s with one 1024-thread block of
     // 128 KiB per row and at 2686 GB/s split over two blocks of 64 KiB.
@@ -265,26 +283,30 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     if (const char* kb = std::getenv("LOOM_TUNE_BLOCK_SMEM_KB")) block_limit = int64_t{std::max(1, std::atoi(kb))} * 1024;
     int cs = 1;
     if (dev.sm >= 90 && !std::getenv("LOOM_NO_CLUSTER"))
-      while (cs < 8 && row_smem > block_limit * cs) cs *= 2;
+      while (cs < 8 && row_smem * rows_together > block_limit * cs) cs *= 2;
     const int64_t block_chunks = (row_chunks + cs - 1) / cs;
-    int t = std::max(32, std::min(1024, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
+    int t = std::max(32, std::min(1024 / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
     if (tune_threads) t = std::max(32, std::atoi(tune_threads) / 32 * 32);
+    if (rows_together > 1 && t % q != 0) return false;
     const int chunks = static_cast<int>((row_chunks + int64_t{t} * cs - 1) / (int64_t{t} * cs));
     int64_t bytes = 0;
     for (const auto& l : k.smem_leaves) {
       const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-      bytes += (int64_t{chunks} * t * vec * b + 15) / 16 * 16;
+      bytes += (int64_t{chunks} * t * rows_together * vec * b + 15) / 16 * 16;
     }
-    if (bytes <= smem_limit) {
-      k.async_fill = true;
-      k.cluster = cs;
-      k.threads_per_row = t;
-      k.block = t;
-      k.rows_per_block = 1;
-      k.chunks = chunks;
-      k.smem_bytes = static_cast<int>(bytes);
+    if (bytes > smem_limit) return false;
+    k.async_fill = true;
+    k.cluster = cs;
+    k.threads_per_row = t;
+    k.rows_per_block = rows_together;
+    k.block = t * rows_together;
+    k.chunks = chunks;
+    k.smem_bytes = static_cast<int>(bytes);
+    return true;
+  };
+  if (!k.registers && async_ok && !no_smem)
+    for (int r = max_rows_together; r >= 1 && !onChip(r); r /= 2) {
     }
-  }
   if (!k.async_fill) {
     // The first pass keeps what it reads in shared memory (rows of gathered elements).
     if (k.registers || k.rows_per_block != 1 || row_smem > smem_limit || no_smem) k.smem_leaves.clear();
