@@ -98,9 +98,9 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
     int cluster;  // 0: not the cp.async tier
   };
   // Two held inputs: a row of D elements takes 2 * D * bytes of shared memory.
-  for (const Case& c : {Case{"bf16 65536 on sm_90: 2 blocks of 128 KiB", 90, 65536, DType::BF16, 2},
+  for (const Case& c : {Case{"bf16 65536 on sm_90: 4 blocks of 64 KiB", 90, 65536, DType::BF16, 4},
                         Case{"bf16 32768 on sm_80: no clusters", 80, 32768, DType::BF16, 1},
-                        Case{"f32 65536 + 8 on sm_90", 90, 65536 + 8, DType::F32, 4},
+                        Case{"f32 65536 + 8 on sm_90", 90, 65536 + 8, DType::F32, 8},
                         Case{"f32 2^17 on sm_90: 8 blocks of 128 KiB", 90, 1 << 17, DType::F32, 8},
                         Case{"f32 2^18: too long for any cluster", 90, 1 << 18, DType::F32, 0},
                         Case{"f16 rows of odd length: no 4-byte pieces", 90, 3 * 40001, DType::F16, 0}}) {

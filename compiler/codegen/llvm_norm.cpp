@@ -179,7 +179,7 @@ class NormEmitter {
                                    : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
       LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
       llvm::Value* tid = b_.CreateZExtOrTrunc(tid_, idx_ty_);
-      loop(int64_t{k_.chunks} * L, {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
+      loop(k_.chunks, {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
         // Unit u: chunk c_in of row r_sub at position `rest`; its slot in that row is
         // rest * q + c_in, which is chunk k of thread tr there.
         llvm::Value* u = b_.CreateAdd(tid, b_.CreateMul(m, c(int64_t{L} * T)));
