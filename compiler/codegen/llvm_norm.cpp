@@ -124,8 +124,11 @@ class NormEmitter {
   Chunk chunkAt(llvm::Value* k) {
     Chunk ch;
     llvm::Value* ci = b_.CreateAdd(vt_, b_.CreateMul(k, c(int64_t{k_.threads_per_row} * k_.cluster)));
-    ch.slot = b_.CreateAdd(t_in_row_, b_.CreateMul(k, c(k_.threads_per_row)));
     ch.valid = b_.CreateICmpULT(ci, c(row_chunks_));
+    // Filled with cp.async: the block's chunks in its own order (room for every thread's
+    // `chunks`); filled by the first pass: the whole row, chunk by chunk (clamped into it).
+    ch.slot = k_.async_fill ? b_.CreateAdd(t_in_row_, b_.CreateMul(k, c(k_.threads_per_row)))
+                            : b_.CreateSelect(ch.valid, ci, c(row_chunks_ - 1));
     ci = b_.CreateSelect(ch.valid, ci, c(row_chunks_ - 1));
     ch.ci = ci;
     ch.idx = outer_idx_;
