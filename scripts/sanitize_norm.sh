@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On the GPU machine: compute-sanitizer (memcheck, then racecheck on a subset) over loom runs
+# that reach every tier of the normalization scheduler: registers, shared memory filled by the
+# first pass, cp.async into shared memory, clusters, and several channels-last groups per block.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
+export LOOM_DISK_CACHE=0
+L=.device/bin/loom
+CS=${CS:-compute-sanitizer}
+command -v "$CS" >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
+runs=(
+  "layer_norm --dtype bf16 --dim N=3 --dim D=1531"
+  "layer_norm --dtype f16 --dim N=3 --dim D=65544"
+  "rms_norm --dtype f32 --dim N=2 --dim D=262144"
+  "softmax --dtype bf16 --dim N=2 --dim D=100000"
+  "instance_norm --dtype f16 --dim N=2 --dim C=64 --dim H=160 --dim W=160 --layout x=nhwc"
+  "group_norm --dtype f16 --dim N=2 --dim C=64 --dim H=160 --dim W=160 --layout x=nhwc"
+  "group_norm --dtype f32 --dim N=2 --dim C=256 --dim H=64 --dim W=60 --layout x=nhwc"
+  "group_norm --dtype f16 --dim N=1 --dim C=128 --dim H=256 --dim W=256"
+  "batch_norm --dtype f32 --dim N=8 --dim C=32 --dim H=64 --dim W=64"
+)
+fails=0
+for r in "${runs[@]}"; do
+  out=$($CS --tool memcheck --error-exitcode 9 $L run $r 2>&1); rc=$?
+  printf '%-90s memcheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'ERROR SUMMARY|MISMATCH|error' | head -2 | tr '\n' ' ')"
+  [ $rc -ne 0 ] && fails=$((fails + 1))
+done
+for r in "${runs[1]}" "${runs[5]}" "${runs[7]}"; do
+  out=$($CS --tool racecheck --error-exitcode 9 $L run $r 2>&1); rc=$?
+  printf '%-90s racecheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|error' | head -2 | tr '\n' ' ')"
+  [ $rc -ne 0 ] && fails=$((fails + 1))
+done
+echo "sanitizer failures: $fails"
