@@ -69,6 +69,8 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
     m = codegen::emitNormKernel(f, *k, ctx);
     out.shared_bytes = static_cast<unsigned>(k->smem_bytes);
     out.cluster = static_cast<unsigned>(k->cluster);
+    out.cooperative = k->grid_sync;
+    out.workspace_bytes = static_cast<std::uint64_t>(k->workspace_bytes);
     out.block = static_cast<unsigned>(k->block);
     out.grid = static_cast<unsigned>(k->grid);
     out.outputs = k->outputs;

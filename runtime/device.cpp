@@ -5,6 +5,7 @@
 
 #include "runtime/device.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <utility>
@@ -231,22 +232,38 @@ void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHand
   Device::get();
   // Beyond 48 KiB of dynamic shared memory a kernel must opt in, per kernel.
   if (c.shared_bytes > 48 * 1024) kernel.setMaxDynamicSharedBytes(static_cast<int>(c.shared_bytes));
-  if (c.cluster_x <= 1) {
+  if (c.cluster_x <= 1 && !c.cooperative) {
     LOOM_CU(cuLaunchKernel, toCu<CUfunction>(kernel.handle()), c.grid.x, c.grid.y, c.grid.z,
             c.block.x, c.block.y, c.block.z, c.shared_bytes, toCu<CUstream>(stream), args, nullptr);
     return;
   }
-  LOOM_USER_CHECK(c.grid.x % c.cluster_x == 0,
+  LOOM_USER_CHECK(c.grid.x % std::max(1u, c.cluster_x) == 0,
                   "launch of {}: grid.x {} is not a multiple of the cluster size {}", kernel.name(),
                   c.grid.x, c.cluster_x);
-  LOOM_USER_CHECK(Device::get().smVersion() >= 90,
+  LOOM_USER_CHECK(c.cluster_x <= 1 || Device::get().smVersion() >= 90,
                   "launch of {}: thread-block clusters of {} need sm_90 or newer; this GPU is sm_{}",
                   kernel.name(), c.cluster_x, Device::get().smVersion());
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = c.cluster_x;
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
+  CUlaunchAttribute attrs[2] = {};
+  unsigned n = 0;
+  if (c.cluster_x > 1) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = c.cluster_x;
+    attrs[n].value.clusterDim.y = 1;
+    attrs[n].value.clusterDim.z = 1;
+    ++n;
+  }
+  if (c.cooperative) {
+    // Every block must be resident at once; the driver refuses the launch otherwise.
+    int per_sm = kernel.maxActiveBlocksPerSm(static_cast<int>(c.block.x * c.block.y * c.block.z), c.shared_bytes);
+    LOOM_USER_CHECK(static_cast<long>(per_sm) * Device::get().smCount() >=
+                        static_cast<long>(c.grid.x) * c.grid.y * c.grid.z,
+                    "launch of {}: its {} blocks must all be resident at once (grid-wide barriers) but "
+                    "only {} per SM x {} SMs fit; was it compiled for another GPU?",
+                    kernel.name(), c.grid.x * c.grid.y * c.grid.z, per_sm, Device::get().smCount());
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n].value.cooperative = 1;
+    ++n;
+  }
   CUlaunchConfig lc{};
   lc.gridDimX = c.grid.x;
   lc.gridDimY = c.grid.y;
@@ -256,9 +273,13 @@ void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHand
   lc.blockDimZ = c.block.z;
   lc.sharedMemBytes = c.shared_bytes;
   lc.hStream = toCu<CUstream>(stream);
-  lc.attrs = &attr;
-  lc.numAttrs = 1;
+  lc.attrs = attrs;
+  lc.numAttrs = n;
   LOOM_CU(cuLaunchKernelEx, &lc, toCu<CUfunction>(kernel.handle()), args, nullptr);
+}
+
+void memsetAsync(std::uintptr_t ptr, std::uint8_t byte, std::size_t bytes, StreamHandle stream) {
+  if (bytes) LOOM_CU(cuMemsetD8Async, ptr, byte, bytes, toCu<CUstream>(stream));
 }
 
 // ---- Stream ----

@@ -126,7 +126,11 @@ struct LaunchConfig {
   Dim3 block;
   unsigned shared_bytes = 0;  // dynamic shared memory
   unsigned cluster_x = 1;     // blocks per thread-block cluster along x (sm_90+); 1: none
+  bool cooperative = false;   // all blocks resident at once, or the launch fails (grid barriers)
 };
+
+// Sets `bytes` bytes at device address `ptr` to `byte`, in order on `stream`.
+void memsetAsync(std::uintptr_t ptr, std::uint8_t byte, std::size_t bytes, StreamHandle stream = 0);
 
 // Launches asynchronously on `stream`. `args` points at each kernel parameter's value, in
 // order (as cuLaunchKernel wants). Dynamic shared memory above 48 KiB is opted into here.

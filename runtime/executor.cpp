@@ -37,6 +37,9 @@ struct Executor::Entry {
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
   std::vector<DeviceTensor> temps;              // allocated once per signature, reused
+  // Per plan kernel: its global scratch (grid-wide reductions), zeroed before each launch.
+  // One per signature: launches of one Executor from several streams at once would share it.
+  std::vector<runtime::DeviceBuffer> workspaces;
 };
 
 // The stream kernels go to: the legacy default stream, or (LOOM_STREAM=per-thread) the
@@ -115,6 +118,8 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     entry->loaded.push_back(loaded);
   }
   for (const auto& d : entry->plan.temps) entry->temps.push_back(DeviceTensor::allocate(d.dtype, d.shape, d.strides));
+  for (const auto& pk : entry->plan.kernels)
+    entry->workspaces.emplace_back(static_cast<std::size_t>(pk.kernel.workspace_bytes));
   dumpIfEnabled(DumpStage::Launch, f_.name(),
                 fmt::format("{} kernel(s) prepared in {:.1f} ms\n", entry->plan.kernels.size(), msSince(t0)));
   st.total_ms = msSince(t0);
@@ -201,7 +206,7 @@ void Executor::launch(const std::vector<DeviceTensor>& inputs,
   void* args[64];
   for (size_t k = 0; k < e->plan.kernels.size(); ++k) {
     const auto& pk = e->plan.kernels[k];
-    LOOM_USER_CHECK(pk.args.size() <= 64, "a kernel of `{}` has {} tensors; loom launches at most 64",
+    LOOM_USER_CHECK(pk.args.size() < 64, "a kernel of `{}` has {} tensors; loom launches at most 63",
                     f_.name(), pk.args.size());
     for (size_t i = 0; i < pk.args.size(); ++i) {
       const TensorRef& r = pk.args[i];
@@ -210,11 +215,18 @@ void Executor::launch(const std::vector<DeviceTensor>& inputs,
                 : r.kind == TensorRef::Kind::Output ? outputs[idx].ptr() : e->temps[idx].ptr();
       args[i] = &ptrs[i];
     }
+    const runtime::DeviceBuffer& ws = e->workspaces[k];
+    if (ws.size()) {
+      runtime::memsetAsync(ws.ptr(), 0, ws.size(), launchStream());
+      ptrs[pk.args.size()] = ws.ptr();
+      args[pk.args.size()] = &ptrs[pk.args.size()];
+    }
     runtime::LaunchConfig cfg;
     cfg.grid.x = pk.kernel.grid;
     cfg.block.x = pk.kernel.block;
     cfg.shared_bytes = pk.kernel.shared_bytes;
     cfg.cluster_x = pk.kernel.cluster;
+    cfg.cooperative = pk.kernel.cooperative;
     runtime::launch(e->loaded[k]->kernel, cfg, args, launchStream());
   }
 }

@@ -13,7 +13,7 @@
 namespace loom::runtime {
 
 namespace {
-constexpr const char* kMagic = "loom-kernel-cache v3";
+constexpr const char* kMagic = "loom-kernel-cache v4";
 
 std::string descLine(const TensorDesc& d, int alias) {
   return fmt::format("{} {} | {} | {} {}", dtypeName(d.dtype), fmt::join(d.shape, " "),
@@ -51,8 +51,8 @@ std::string diskCacheDir() {
 
 std::string serializeKernel(const std::string& key, const CompiledKernel& k) {
   std::string body = fmt::format("{}\nkey {}\n{}", kMagic, key.size(), key);
-  body += fmt::format("\nkernel {} {} {} {} {} {}\n", k.name, k.block, k.grid, k.shared_bytes, k.cluster,
-                      k.outputs.size());
+  body += fmt::format("\nkernel {} {} {} {} {} {} {} {}\n", k.name, k.block, k.grid, k.shared_bytes, k.cluster,
+                      k.cooperative ? 1 : 0, k.workspace_bytes, k.outputs.size());
   for (size_t i = 0; i < k.outputs.size(); ++i)
     body += "out " + descLine(k.outputs[i], k.output_alias[i]) + "\n";
   body += fmt::format("ptx {}\n{}", k.ptx.size(), k.ptx);
@@ -81,9 +81,12 @@ std::optional<CompiledKernel> deserializeKernel(const std::string& text, const s
   CompiledKernel k;
   std::string tag;
   size_t nout = 0;
-  if (!(is >> tag >> k.name >> k.block >> k.grid >> k.shared_bytes >> k.cluster >> nout) || tag != "kernel")
+  int coop = 0;
+  if (!(is >> tag >> k.name >> k.block >> k.grid >> k.shared_bytes >> k.cluster >> coop >> k.workspace_bytes >> nout) || tag != "kernel")
     return bad("malformed kernel line");
-  if (k.cluster < 1 || k.block < 1 || k.grid < 1) return bad("kernel line with an empty block, grid or cluster");
+  if (k.cluster < 1 || k.block < 1 || k.grid < 1 || (coop != 0 && coop != 1))
+    return bad("kernel line with an empty block, grid or cluster");
+  k.cooperative = coop == 1;
   for (size_t i = 0; i < nout; ++i) {
     std::string line;
     if (i == 0) std::getline(is, line);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: compute-sanitizer (memcheck, then racecheck on a subset) over loom runs
 # that reach every tier of the normalization scheduler: registers, shared memory filled by the
-# first pass, cp.async into shared memory, clusters, and several channels-last groups per block.
+# first pass, cp.async into shared memory, clusters, several channels-last groups per block, and
+# the cooperative grid.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
@@ -19,6 +20,8 @@ runs=(
   "group_norm --dtype f32 --dim N=2 --dim C=256 --dim H=64 --dim W=60 --layout x=nhwc"
   "group_norm --dtype f16 --dim N=1 --dim C=128 --dim H=256 --dim W=256"
   "batch_norm --dtype f32 --dim N=8 --dim C=32 --dim H=64 --dim W=64"
+  "layer_norm --dtype f32 --dim N=3 --dim D=1048584"
+  "batch_norm --dtype f32 --dim N=64 --dim C=3 --dim H=128 --dim W=128"
 )
 fails=0
 for r in "${runs[@]}"; do
@@ -26,7 +29,7 @@ for r in "${runs[@]}"; do
   printf '%-90s memcheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'ERROR SUMMARY|MISMATCH|error' | head -2 | tr '\n' ' ')"
   [ $rc -ne 0 ] && fails=$((fails + 1))
 done
-for r in "${runs[1]}" "${runs[5]}" "${runs[7]}"; do
+for r in "${runs[1]}" "${runs[5]}" "${runs[6]}"; do
   out=$($CS --tool racecheck --error-exitcode 9 $L run $r 2>&1); rc=$?
   printf '%-90s racecheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|error' | head -2 | tr '\n' ' ')"
   [ $rc -ne 0 ] && fails=$((fails + 1))

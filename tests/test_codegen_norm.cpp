@@ -79,12 +79,15 @@ TEST_CASE("reductions over different atoms are refused with the atoms named", "[
 
 TEST_CASE("the schedule says where the row lives", "[norm]") {
   auto f = findExample("layer_norm")->buildDefault();
-  for (int64_t d : {1024, 1 << 20}) {
+  // 2^20 + 1 f16 elements: no vector loads, too long for shared memory: streamed twice.
+  for (auto [d, where] : {std::pair<int64_t, const char*>{1024, "stays in registers"},
+                          {1 << 20, "cooperative grid"},
+                          {(1 << 20) + 1, "does not fit in registers"}}) {
     Bindings sizes{{"N", 4}, {"D", d}};
     StageText text;
     compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
     INFO(text[DumpStage::Schedule]);
-    CHECK(text[DumpStage::Schedule].find(d == 1024 ? "stays in registers" : "does not fit in registers") != std::string::npos);
+    CHECK(text[DumpStage::Schedule].find(where) != std::string::npos);
   }
 }
 
@@ -95,14 +98,14 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
     int sm;
     int64_t d;
     DType t;
-    int cluster;  // 0: not the cp.async tier
+    int cluster;  // 0: not the cp.async tier; -1: the grid tier
   };
   // Two held inputs: a row of D elements takes 2 * D * bytes of shared memory.
   for (const Case& c : {Case{"bf16 65536 on sm_90: 4 blocks of 64 KiB", 90, 65536, DType::BF16, 4},
                         Case{"bf16 32768 on sm_80: no clusters", 80, 32768, DType::BF16, 1},
                         Case{"f32 65536 + 8 on sm_90", 90, 65536 + 8, DType::F32, 8},
                         Case{"f32 2^17 on sm_90: 8 blocks of 128 KiB", 90, 1 << 17, DType::F32, 8},
-                        Case{"f32 2^18: too long for any cluster", 90, 1 << 18, DType::F32, 0},
+                        Case{"f32 2^18: too long for any cluster: the grid tier", 90, 1 << 18, DType::F32, -1},
                         Case{"f16 rows of odd length: no 4-byte pieces", 90, 3 * 40001, DType::F16, 0}}) {
     INFO(c.what);
     auto f = test::addLayerNorm(c.t);
@@ -111,14 +114,22 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
     auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{c.sm, 132}, &text);
     INFO(text[DumpStage::Schedule]);
     const bool tier = text[DumpStage::Schedule].find("with cp.async") != std::string::npos;
-    CHECK(tier == (c.cluster > 0));
+    CHECK(tier == (c.cluster != 0));
     CHECK(k.cluster == static_cast<unsigned>(std::max(1, c.cluster)));
-    if (c.cluster > 0) {
+    CHECK(k.cooperative == (c.cluster < 0));
+    CHECK((k.workspace_bytes > 0) == (c.cluster < 0));
+    if (c.cluster < 0) {
+      CHECK(k.grid == 132u);  // one block per SM
+      CHECK(k.ptx.find("atom.add.release.gpu") != std::string::npos);
+      CHECK(k.ptx.find("ld.acquire.gpu") != std::string::npos);
+    }
+    if (c.cluster > 0) CHECK(k.grid == 4u * k.cluster);
+    if (c.cluster != 0) {
       CHECK(k.ptx.find("cp.async") != std::string::npos);
-      CHECK(k.grid == 4u * k.cluster);
       CHECK(k.shared_bytes <= 227u * 1024);
       // Two held inputs: two regions of shared memory per block.
-      CHECK(k.shared_bytes >= 2 * static_cast<unsigned>(c.d / c.cluster * dtypeBytes(c.t)));
+      const int64_t blocks_per_row = c.cluster < 0 ? k.grid : k.cluster;
+      CHECK(k.shared_bytes >= 2 * static_cast<unsigned>(c.d / blocks_per_row * dtypeBytes(c.t)));
     }
     CHECK((k.ptx.find("mapa") != std::string::npos) == (c.cluster > 1));
     CHECK((k.ptx.find("barrier.cluster") != std::string::npos) == (c.cluster > 1));
@@ -135,7 +146,10 @@ TEST_CASE("channels-last group norm: neighbouring groups share a block's whole-l
     const char* rows;  // rows per block in the schedule
   };
   for (const Case& c : {Case{{{"N", 16}, {"C", 512}, {"H", 64}, {"W", 64}}, "4 rows per block"},
-                        Case{{{"N", 2}, {"C", 64}, {"H", 160}, {"W", 160}}, "16 rows per block"}}) {
+                        // 2-channel groups want 32 per block (128 bytes): too many for a
+                        // cluster, so the grid tier takes sets of 32
+                        Case{{{"N", 2}, {"C", 64}, {"H", 160}, {"W", 160}}, "32 rows per block"},
+                        Case{{{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}}, "32 rows per block"}}) {
     for (bool nhwc : {false, true}) {
       std::map<std::string, std::vector<int>> lay;
       if (nhwc) lay["x"] = {0, 2, 3, 1};

@@ -40,6 +40,23 @@ TEST_CASE("long rows held in shared memory, split over clusters, with two held i
   }
 }
 
+TEST_CASE("rows sliced over every SM: the cooperative grid tier", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  // 2^20 and 2^22 + 8 elements: more than a cluster of 8 holds; a size-1 batch; a set count
+  // that is odd (the workspace's two parities).
+  for (const char* name : {"layer_norm", "rms_norm", "softmax"}) {
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      auto f = findExample(name)->build(t);
+      for (auto [n, d] : {std::pair<int64_t, int64_t>{1, int64_t{1} << 22}, {3, (int64_t{1} << 20) + 8}}) {
+        INFO(name << " " << dtypeName(t) << " N=" << n << " D=" << d);
+        test::checkOnGpu(*f, {{"N", n}, {"D", d}});
+      }
+    }
+  }
+  auto f = test::addLayerNorm(DType::BF16);
+  test::checkOnGpu(*f, {{"N", 3}, {"D", int64_t{1} << 21}});
+}
+
 TEST_CASE("image normalizations in NCHW and channels-last", "[gpu][norm]") {
   if (!test::haveGpu()) return;
   for (const char* name : {"group_norm", "instance_norm", "layer_norm_2d", "batch_norm"}) {
@@ -99,22 +116,27 @@ TEST_CASE("cancellation: 1e4 + U(0,1) in f32 normalizes to mean 0, std 1", "[gpu
 TEST_CASE("batch norm training updates the running statistics in place", "[gpu][norm]") {
   if (!test::haveGpu()) return;
   auto f = findExample("batch_norm")->buildDefault();
-  Bindings sizes{{"N", 4}, {"C", 16}, {"H", 5}, {"W", 6}};
-  std::vector<HostTensor> host;
-  uint64_t seed = 11;
-  for (const ir::Value* v : f->inputs())
-    host.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, v->name() == "running_var" ? 0.5 : -1, 1));
-  std::vector<DeviceTensor> dev;
-  for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
-  Executor ex(*f);
-  auto outs = ex.run(dev);
-  auto ref = evaluateReference(*f, host);
-  // The aliased outputs are the caller's running_mean / running_var buffers.
-  CHECK(outs[1].ptr() == dev[1].ptr());
-  CHECK(outs[2].ptr() == dev[2].ptr());
-  for (size_t i = 0; i < 3; ++i) {
-    auto c = compareToReference(outs[i].toHost(), ref[i]);
-    INFO(f->outputs()[i].name << ": " << c.str());
-    CHECK(c.ok);
+  // Channels in registers, over a cluster (2^18 f32 each), over the whole grid (2^20 each).
+  for (Bindings sizes : {Bindings{{"N", 4}, {"C", 16}, {"H", 5}, {"W", 6}},
+                         Bindings{{"N", 16}, {"C", 4}, {"H", 128}, {"W", 128}},
+                         Bindings{{"N", 64}, {"C", 3}, {"H", 128}, {"W", 128}}}) {
+    INFO("N=" << sizes["N"] << " C=" << sizes["C"] << " H=" << sizes["H"] << " W=" << sizes["W"]);
+    std::vector<HostTensor> host;
+    uint64_t seed = 11;
+    for (const ir::Value* v : f->inputs())
+      host.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, v->name() == "running_var" ? 0.5 : -1, 1));
+    std::vector<DeviceTensor> dev;
+    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+    Executor ex(*f);
+    auto outs = ex.run(dev);
+    auto ref = evaluateReference(*f, host);
+    // The aliased outputs are the caller's running_mean / running_var buffers.
+    CHECK(outs[1].ptr() == dev[1].ptr());
+    CHECK(outs[2].ptr() == dev[2].ptr());
+    for (size_t i = 0; i < 3; ++i) {
+      auto c = compareToReference(outs[i].toHost(), ref[i]);
+      INFO(f->outputs()[i].name << ": " << c.str());
+      CHECK(c.ok);
+    }
   }
 }

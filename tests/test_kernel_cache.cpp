@@ -18,6 +18,9 @@ CompiledKernel sample() {
   k.block = 256;
   k.grid = 132;
   k.shared_bytes = 1024;
+  k.cluster = 4;
+  k.cooperative = true;
+  k.workspace_bytes = 123456;
   k.outputs = {TensorDesc{DType::F16, {2, 3}, {3, 1}, 16}, TensorDesc{DType::F32, {3}, {1}, 16}};
   k.output_alias = {-1, 1};
   return k;
@@ -35,6 +38,9 @@ TEST_CASE("a cache entry round-trips", "[cache]") {
   CHECK(back->block == 256);
   CHECK(back->grid == 132);
   CHECK(back->shared_bytes == 1024);
+  CHECK(back->cluster == 4);
+  CHECK(back->cooperative);
+  CHECK(back->workspace_bytes == 123456);
   CHECK(back->outputs == k.outputs);
   CHECK(back->output_alias == k.output_alias);
 }

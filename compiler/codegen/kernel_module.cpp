@@ -33,8 +33,8 @@ KernelModule::KernelModule(llvm::LLVMContext& ctx, const std::string& name, int 
 }
 
 KernelModule::KernelModule(llvm::LLVMContext& ctx, const std::string& name, const ir::Fusion& f,
-                           const std::vector<int>& output_alias, int block_size)
-    : KernelModule(ctx, name, static_cast<int>(f.inputs().size() + f.outputs().size()),
+                           const std::vector<int>& output_alias, int block_size, int extra_params)
+    : KernelModule(ctx, name, static_cast<int>(f.inputs().size() + f.outputs().size()) + extra_params,
                    static_cast<int>(f.inputs().size()),
                    std::none_of(output_alias.begin(), output_alias.end(), [](int a) { return a >= 0; }),
                    block_size) {}

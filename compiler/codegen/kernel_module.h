@@ -21,7 +21,7 @@ class KernelModule {
   // A fusion's kernel: its inputs, then its outputs (`output_alias[i] >= 0` when output i is
   // written into an input in place, which rules out noalias).
   KernelModule(llvm::LLVMContext& ctx, const std::string& name, const ir::Fusion& f,
-               const std::vector<int>& output_alias, int block_size);
+               const std::vector<int>& output_alias, int block_size, int extra_params = 0);
   llvm::IRBuilder<>& builder() { return b_; }
   llvm::Function* function() { return fn_; }
   llvm::Value* param(int i) { return fn_->getArg(static_cast<unsigned>(i)); }

@@ -1,6 +1,7 @@
 #include "compiler/codegen/llvm_norm.h"
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
 
@@ -41,29 +42,21 @@ class NormEmitter {
 
   void emit() {
     const int T = k_.threads_per_row;
-    const int cs = k_.cluster;
+    const int split = k_.split;
     llvm::Value* tid = km_.threadIdx();
     t_in_row_ = b_.CreateZExtOrTrunc(b_.CreateURem(tid, b_.getInt32(static_cast<uint32_t>(T))), idx_ty_);
     row_in_block_ = b_.CreateUDiv(tid, b_.getInt32(static_cast<uint32_t>(T)));
     lane_ = b_.CreateURem(tid, b_.getInt32(32));
     tid_ = tid;
-    // A row split over a cluster: block `rank` of the row's cluster takes every cs-th run of
-    // T chunks (a cluster is cs consecutive blocks along x).
+    // A row split over `split` blocks (a cluster's, or the whole grid's): block `rank` takes
+    // every split-th run of T chunks (a cluster is `split` consecutive blocks along x).
     llvm::Value* block = b_.CreateZExtOrTrunc(km_.blockIdx(), idx_ty_);
     vt_ = t_in_row_;
-    if (cs > 1) {
-      rank_ = b_.CreateURem(block, c(cs));
-      block = b_.CreateUDiv(block, c(cs));
+    if (split > 1) {
+      rank_ = k_.grid_sync ? block : b_.CreateURem(block, c(split));
+      block = k_.grid_sync ? c(0) : b_.CreateUDiv(block, c(split));
       vt_ = b_.CreateAdd(b_.CreateMul(rank_, c(T)), t_in_row_);
     }
-    first_row_ = b_.CreateMul(block, c(k_.rows_per_block));
-    row_valid0_ = b_.CreateICmpULT(first_row_, c(k_.rows()));
-    llvm::Value* row = b_.CreateAdd(first_row_, b_.CreateZExtOrTrunc(row_in_block_, idx_ty_));
-    row_valid_ = b_.CreateICmpULT(row, c(k_.rows()));
-    // Rows past the end compute the last row again (warps stay whole for the shuffles) and
-    // store nothing.
-    row = b_.CreateSelect(row_valid_, row, c(k_.rows() - 1));
-    outer_idx_ = unravel(row, k_.outer_shape, 1);
     row_chunks_ = k_.rowElems() / k_.vec;
     registers_ = k_.registers && k_.chunks <= 16;
     // Unrolling every chunk (all loads up front) pays only while the row stays in registers:
@@ -86,7 +79,46 @@ class NormEmitter {
         off += (bytes + 15) / 16 * 16;
       }
     }
+    if (k_.grid_sync) {
+      workspace_ = km_.param(k_.num_inputs + static_cast<int>(k_.stores.size()));
+      // Grid-wide barriers per set: one per reduction, one per distinct variance.
+      std::set<std::pair<const ENode*, double>> stats;
+      std::vector<EPtr> roots;
+      for (const auto& st : k_.stores) roots.push_back(st.value);
+      lower::visitPostOrder(roots, [&](const ENode& n) {
+        if (n.kind != ENode::Kind::Reduce) return;
+        if (n.op == ir::OpKind::VarMean) {
+          if (stats.insert({n.args[0].get(), n.correction}).second) ++barriers_per_set_;
+        } else {
+          ++barriers_per_set_;
+        }
+      });
+      // Each iteration: a set of neighbouring rows; the barrier first, as the last set's
+      // stores may still read shared memory the next fill overwrites.
+      loop(k_.row_sets, {}, [&](llvm::Value* set, const std::vector<llvm::Value*>& carried) {
+        parity_ = b_.CreateAnd(set, c(1));
+        set_ = set;
+        barriers_done_ = 0;
+        barrier();
+        rowsAt(b_.CreateMul(set, c(k_.rows_per_block)));
+        return carried;
+      });
+    } else {
+      rowsAt(b_.CreateMul(block, c(k_.rows_per_block)));
+    }
+    b_.CreateRetVoid();
+  }
 
+  // Everything for the block's rows from `first_row` on: fill, reductions, stores.
+  void rowsAt(llvm::Value* first_row) {
+    first_row_ = first_row;
+    row_valid0_ = b_.CreateICmpULT(first_row_, c(k_.rows()));
+    llvm::Value* row = b_.CreateAdd(first_row_, b_.CreateZExtOrTrunc(row_in_block_, idx_ty_));
+    row_valid_ = b_.CreateICmpULT(row, c(k_.rows()));
+    // Rows past the end compute the last row again (warps stay whole for the shuffles) and
+    // store nothing.
+    row = b_.CreateSelect(row_valid_, row, c(k_.rows() - 1));
+    outer_idx_ = unravel(row, k_.outer_shape, 1);
     std::vector<EPtr> roots;
     for (const auto& s : k_.stores) roots.push_back(s.value);
     std::vector<const ENode*> reductions;
@@ -102,7 +134,6 @@ class NormEmitter {
     if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
     storeAll();
     if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});
-    b_.CreateRetVoid();
   }
 
  private:
@@ -123,7 +154,7 @@ class NormEmitter {
 
   Chunk chunkAt(llvm::Value* k) {
     Chunk ch;
-    llvm::Value* ci = b_.CreateAdd(vt_, b_.CreateMul(k, c(int64_t{k_.threads_per_row} * k_.cluster)));
+    llvm::Value* ci = b_.CreateAdd(vt_, b_.CreateMul(k, c(int64_t{k_.threads_per_row} * k_.split)));
     ch.valid = b_.CreateICmpULT(ci, c(row_chunks_));
     // Filled with cp.async: the block's chunks in its own order (room for every thread's
     // `chunks`); filled by the first pass: the whole row, chunk by chunk (clamped into it).
@@ -195,8 +226,8 @@ class NormEmitter {
         }
         llvm::Value* tr = b_.CreateURem(slot, c(T));
         llvm::Value* kk = b_.CreateUDiv(slot, c(T));
-        llvm::Value* vt = k_.cluster > 1 ? b_.CreateAdd(b_.CreateMul(rank_, c(T)), tr) : tr;
-        llvm::Value* ci = b_.CreateAdd(vt, b_.CreateMul(kk, c(int64_t{T} * k_.cluster)));
+        llvm::Value* vt = k_.split > 1 ? b_.CreateAdd(b_.CreateMul(rank_, c(T)), tr) : tr;
+        llvm::Value* ci = b_.CreateAdd(vt, b_.CreateMul(kk, c(int64_t{T} * k_.split)));
         ci = b_.CreateSelect(b_.CreateICmpULT(ci, c(row_chunks_)), ci, c(row_chunks_ - 1));
         llvm::Value* row = b_.CreateSelect(row_valid0_, b_.CreateAdd(first_row_, r_sub), c(k_.rows() - 1));
         auto idx = unravel(row, k_.outer_shape, 1);
@@ -272,6 +303,9 @@ class NormEmitter {
 
   // --- reductions ---
   enum class Combine { Sum, Max, Min };
+  struct Stats {  // (count, mean, M2) of part of a row
+    llvm::Value *n, *mean, *m2;
+  };
 
   llvm::Value* identity(Combine cb, DType acc) {
     llvm::Type* ty = regType(b_.getContext(), acc);
@@ -311,7 +345,7 @@ class NormEmitter {
   llvm::Value* blockReduce(Combine cb, DType acc, llvm::Value* v) {
     const int T = k_.threads_per_row;
     for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) v = combine(cb, acc, v, shuffleXor(v, off));
-    if (T <= 32) return acrossCluster(cb, acc, v);
+    if (T <= 32) return acrossBlocks(cb, acc, v);
     const int wpr = T / 32;
     llvm::Type* ty = regType(b_.getContext(), acc);
     auto* arr = llvm::ArrayType::get(ty, static_cast<uint64_t>(wpr * k_.rows_per_block));
@@ -335,7 +369,134 @@ class NormEmitter {
     llvm::Value* total = b_.CreateLoad(ty, slot(b_.getInt32(0)));
     for (int w = 1; w < wpr; ++w) total = combine(cb, acc, total, b_.CreateLoad(ty, slot(b_.getInt32(static_cast<uint32_t>(w)))));
     barrier();
-    return acrossCluster(cb, acc, total);
+    return acrossBlocks(cb, acc, total);
+  }
+
+  llvm::Value* acrossBlocks(Combine cb, DType acc, llvm::Value* v) {
+    if (k_.grid_sync) return acrossGrid(cb, acc, v);
+    return acrossCluster(cb, acc, v);
+  }
+
+  // --- the grid tier: partials through the global workspace ---
+  // Slot `field` (of 3, 8 bytes each) of block `rank`'s entry for the block's row `r` in the
+  // region of the kernel's `region`-th reduction, this iteration's parity.
+  llvm::Value* wsSlot(int region, llvm::Value* rank, llvm::Value* r, int field) {
+    const int64_t P = k_.split, L = k_.rows_per_block;
+    llvm::Value* entry = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(c(region * 2), c(1)), parity_), c(P * L)),
+                                      b_.CreateAdd(b_.CreateMul(rank, c(L)), b_.CreateZExtOrTrunc(r, idx_ty_)));
+    llvm::Value* byte = b_.CreateAdd(c(128), b_.CreateAdd(b_.CreateMul(entry, c(24)), c(8 * field)));
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), workspace_, b_.CreateZExtOrTrunc(byte, b_.getInt64Ty()));
+  }
+
+  void checkRegion(int region) {
+    const int64_t per = 2 * int64_t{k_.split} * k_.rows_per_block * 24;
+    LOOM_ASSERT(128 + (region + 1) * per <= k_.workspace_bytes, "grid reduction {} beyond the {}-byte workspace",
+                region, k_.workspace_bytes);
+  }
+
+  void storeWs(llvm::Value* v, llvm::Value* addr) { b_.CreateAlignedStore(v, addr, llvm::Align(8))->setVolatile(true); }
+  llvm::Value* loadWs(llvm::Type* ty, llvm::Value* addr) {
+    auto* ld = b_.CreateAlignedLoad(ty, addr, llvm::Align(8));
+    ld->setVolatile(true);  // written by other blocks during this kernel: never ld.global.nc
+    return ld;
+  }
+
+  // Every block arrives, then waits until all have: a counter in the workspace (zeroed before
+  // the launch) that only grows, so barrier e waits for (e + 1) * blocks arrivals.
+  void gridBarrier() {
+    barrier();
+    // Barrier j of set s is the kernel's (s * barriers_per_set + j)-th.
+    LOOM_ASSERT(barriers_done_ < barriers_per_set_, "grid barrier {} of a set counted as {}", barriers_done_, barriers_per_set_);
+    llvm::Value* e = b_.CreateAdd(b_.CreateMul(set_, c(barriers_per_set_)), c(++barriers_done_));
+    llvm::Value* target = b_.CreateTrunc(b_.CreateMul(e, c(k_.split)), b_.getInt32Ty());
+    llvm::Function* fn = km_.function();
+    auto* lead = llvm::BasicBlock::Create(b_.getContext(), "gb_lead", fn);
+    auto* spin = llvm::BasicBlock::Create(b_.getContext(), "gb_spin", fn);
+    auto* done = llvm::BasicBlock::Create(b_.getContext(), "gb_done", fn);
+    b_.CreateCondBr(b_.CreateICmpEQ(tid_, b_.getInt32(0)), lead, done);
+    b_.SetInsertPoint(lead);
+    llvm::Type* i32 = b_.getInt32Ty();
+    llvm::Type* ptr = workspace_->getType();
+    auto* arrive = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
+                                        "atom.add.release.gpu.global.u32 $0, [$1], 1;", "=r,l,~{memory}", true);
+    b_.CreateCall(arrive, {workspace_});
+    b_.CreateBr(spin);
+    b_.SetInsertPoint(spin);
+    auto* poll = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
+                                      "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
+    llvm::Value* seen = b_.CreateCall(poll, {workspace_});
+    auto* wait = llvm::BasicBlock::Create(b_.getContext(), "gb_wait", fn);
+    b_.CreateCondBr(b_.CreateICmpUGE(seen, target), done, wait);
+    b_.SetInsertPoint(wait);
+    auto* nap = llvm::InlineAsm::get(llvm::FunctionType::get(b_.getVoidTy(), {}, false), "nanosleep.u32 64;", "~{memory}", true);
+    b_.CreateCall(nap, {});
+    b_.CreateBr(spin);
+    b_.SetInsertPoint(done);
+    barrier();
+  }
+
+  // The thread's row's total over every block: each block's leader publishes its partial,
+  // then after the barrier each warp's lanes read every 32nd block's partial and combine them
+  // in a butterfly (sums and extrema commute exactly, so every lane and block gets the same
+  // bits).
+  llvm::Value* acrossGrid(Combine cb, DType acc, llvm::Value* v) {
+    const int region = next_region_++;
+    checkRegion(region);
+    llvm::Type* ty = v->getType();
+    llvm::Function* fn = km_.function();
+    auto* then = llvm::BasicBlock::Create(b_.getContext(), "gpublish", fn);
+    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "gpublished", fn);
+    b_.CreateCondBr(b_.CreateICmpEQ(t_in_row_, c(0)), then, cont);
+    b_.SetInsertPoint(then);
+    storeWs(v, wsSlot(region, rank_, row_in_block_, 0));
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    gridBarrier();
+    llvm::Value* lane = b_.CreateZExtOrTrunc(lane_, idx_ty_);
+    llvm::Value* total = identity(cb, acc);
+    for (int64_t r0 = 0; r0 < k_.split; r0 += 32) {
+      llvm::Value* r = b_.CreateAdd(lane, c(r0));
+      llvm::Value* ok = b_.CreateICmpULT(r, c(k_.split));
+      r = b_.CreateSelect(ok, r, c(0));
+      llvm::Value* x = loadWs(ty, wsSlot(region, r, row_in_block_, 0));
+      total = combine(cb, acc, total, b_.CreateSelect(ok, x, identity(cb, acc)));
+    }
+    for (int off = 16; off >= 1; off /= 2) total = combine(cb, acc, total, shuffleXor(total, off));
+    return total;
+  }
+
+  // Chan's combination of every block's (count, mean, M2) for the thread's row.
+  Stats acrossGridStats(DType acc, const Stats& st) {
+    const int region = next_region_++;
+    checkRegion(region);
+    llvm::Function* fn = km_.function();
+    auto* then = llvm::BasicBlock::Create(b_.getContext(), "gspublish", fn);
+    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "gspublished", fn);
+    b_.CreateCondBr(b_.CreateICmpEQ(t_in_row_, c(0)), then, cont);
+    b_.SetInsertPoint(then);
+    storeWs(st.n, wsSlot(region, rank_, row_in_block_, 0));
+    storeWs(st.mean, wsSlot(region, rank_, row_in_block_, 1));
+    storeWs(st.m2, wsSlot(region, rank_, row_in_block_, 2));
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    gridBarrier();
+    llvm::Type* ty = st.n->getType();
+    llvm::Value* zero = emitConst(b_, acc, 0);
+    llvm::Value* lane = b_.CreateZExtOrTrunc(lane_, idx_ty_);
+    Stats total{zero, zero, zero};
+    for (int64_t r0 = 0; r0 < k_.split; r0 += 32) {
+      llvm::Value* r = b_.CreateAdd(lane, c(r0));
+      llvm::Value* ok = b_.CreateICmpULT(r, c(k_.split));
+      r = b_.CreateSelect(ok, r, c(0));
+      Stats x{b_.CreateSelect(ok, loadWs(ty, wsSlot(region, r, row_in_block_, 0)), zero),
+              loadWs(ty, wsSlot(region, r, row_in_block_, 1)), loadWs(ty, wsSlot(region, r, row_in_block_, 2))};
+      x.mean = b_.CreateSelect(ok, x.mean, zero);
+      x.m2 = b_.CreateSelect(ok, x.m2, zero);
+      total = chan(acc, total, x);
+    }
+    for (int off = 16; off >= 1; off /= 2)
+      total = chan(acc, total, Stats{shuffleXor(total.n, off), shuffleXor(total.mean, off), shuffleXor(total.m2, off)});
+    return total;
   }
 
   // Every block of the row's cluster holds its total: thread 0 publishes it in its shared
@@ -418,9 +579,6 @@ class NormEmitter {
   }
 
   // Chan et al.'s combination of two (count, mean, M2) partial statistics.
-  struct Stats {
-    llvm::Value *n, *mean, *m2;
-  };
   Stats chan(DType acc, const Stats& a, const Stats& b) {
     llvm::Value* n = b_.CreateFAdd(a.n, b.n);
     llvm::Value* safe = b_.CreateSelect(b_.CreateFCmpOGT(n, emitConst(b_, acc, 0)), n, emitConst(b_, acc, 1));
@@ -451,6 +609,7 @@ class NormEmitter {
                    b_.CreateSelect(ch.valid, m2, zero)};
     };
     LOOM_ASSERT(k_.cluster == 1, "Welford statistics over a cluster");
+    LOOM_ASSERT(!k_.grid_sync || k_.threads_per_row >= 32, "grid statistics need whole warps per row");
     llvm::Function* fn = km_.function();
     llvm::Type* ty = zero->getType();
     auto folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
@@ -494,6 +653,7 @@ class NormEmitter {
       for (int w = 1; w < wpr; ++w) st = chan(acc, st, read(w));
       barrier();
     }
+    if (k_.grid_sync) st = acrossGridStats(acc, st);
     return {st.mean, st.m2};
   }
 
@@ -519,8 +679,9 @@ class NormEmitter {
         // Two passes over the row on chip: the mean, then the squared deviations from it.
         auto key = std::make_pair(&x, r.correction);
         auto it = stats_.find(key);
-        if (it == stats_.end() && !registers_ && !k_.async_fill) {
-          // Streaming rows: one Welford pass instead of two reads for the statistics.
+        if (it == stats_.end() && ((!registers_ && !k_.async_fill) || k_.grid_sync)) {
+          // Streaming rows: one Welford pass instead of two reads for the statistics; the
+          // grid tier: one grid-wide barrier for both statistics instead of two.
           auto [mean, m2] = welford(acc, values);
           llvm::Value* var = b_.CreateFDiv(m2, emitConst(b_, acc, n - r.correction));
           it = stats_.emplace(key, std::make_pair(var, mean)).first;
@@ -636,6 +797,8 @@ class NormEmitter {
   llvm::Value *t_in_row_ = nullptr, *row_in_block_ = nullptr, *lane_ = nullptr, *row_valid_ = nullptr;
   llvm::Value *tid_ = nullptr, *vt_ = nullptr;  // thread in block; thread's place in its row
   llvm::Value *rank_ = nullptr, *first_row_ = nullptr, *row_valid0_ = nullptr;  // block in cluster; its rows
+  llvm::Value *workspace_ = nullptr, *set_ = nullptr, *parity_ = nullptr;  // the grid tier
+  int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0;
   std::vector<llvm::Value*> outer_idx_;
   int64_t row_chunks_ = 0;
   bool registers_ = true;
@@ -652,7 +815,7 @@ class NormEmitter {
 
 std::unique_ptr<llvm::Module> emitNormKernel(const ir::Fusion& f, const schedule::NormKernel& k,
                                              llvm::LLVMContext& ctx) {
-  KernelModule km(ctx, k.name, f, k.output_alias, k.block);
+  KernelModule km(ctx, k.name, f, k.output_alias, k.block, k.grid_sync ? 1 : 0);
   NormEmitter(f, k, km).emit();
   return km.finish();
 }

@@ -262,7 +262,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   // so that its loads cover whole 128-byte lines rather than a group's 8 or 32 bytes.
   const int64_t inner_run = k.red_shape.back();  // elements of a row at one outer position
   const int64_t q = inner_run / vec;             // chunks of them
-  int max_rows_together = 1;
+  int max_rows_together = 1, max_rows_adjacent = 1;
   if (nout > 0 && (q & (q - 1)) == 0 && q <= 32) {
     bool adjacent = true;
     int bytes = 1;
@@ -273,6 +273,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     while (adjacent && max_rows_together < 32 && inner_run * bytes * max_rows_together < 128 &&
            k.outer_shape.back() % (2 * max_rows_together) == 0)
       max_rows_together *= 2;
+    max_rows_adjacent = max_rows_together;
+    while (adjacent && max_rows_adjacent < 32 && k.outer_shape.back() % (2 * max_rows_adjacent) == 0)
+      max_rows_adjacent *= 2;
   }
   auto onChip = [&](int rows_together) {
     // Split the row over a cluster (at most 8 blocks) only when one block cannot hold it:
@@ -301,7 +304,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     }
     if (bytes > smem_limit) return false;
     k.async_fill = true;
-    k.cluster = cs;
+    k.cluster = k.split = cs;
     k.threads_per_row = t;
     k.rows_per_block = rows_together;
     k.block = t * rows_together;
@@ -309,29 +312,72 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     k.smem_bytes = static_cast<int>(bytes);
     return true;
   };
-  if (!k.registers && async_ok && !no_smem)
-    for (int r = max_rows_together; r >= 1 && !onChip(r); r /= 2) {
+  // The grid tier: every SM's block takes a slice of each set of `rows` neighbouring rows.
+  auto onGrid = [&](int rows) {
+    const int P = dev.sm_count;
+    const int t = 1024 / rows;
+    if (t < 32 || (rows > 1 && t % q != 0)) return false;
+    const int chunks = static_cast<int>((row_chunks + int64_t{t} * P - 1) / (int64_t{t} * P));
+    int64_t bytes = 0;
+    for (const auto& l : k.smem_leaves) {
+      const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+      bytes += (int64_t{chunks} * t * rows * vec * b + 15) / 16 * 16;
     }
+    if (bytes > smem_limit) return false;
+    int reductions = 0;
+    lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
+    k.async_fill = true;
+    k.grid_sync = true;
+    k.cluster = 1;
+    k.split = P;
+    k.threads_per_row = t;
+    k.rows_per_block = rows;
+    k.block = t * rows;
+    k.chunks = chunks;
+    k.smem_bytes = static_cast<int>(bytes);
+    k.row_sets = k.rows() / rows;
+    // A barrier counter, then per reduction and iteration parity one (count, mean, M2) slot of
+    // 8 bytes each per block and row.
+    k.workspace_bytes = 128 + int64_t{reductions} * 2 * P * rows * 24;
+    return true;
+  };
+  if (!k.registers && async_ok && !no_smem) {
+    int placed = 0;
+    for (int r = max_rows_together; r >= 1 && !placed; r /= 2)
+      if (onChip(r)) placed = r;
+    // Rows a cluster cannot hold, or neighbouring rows a cluster cannot take enough of to
+    // read whole lines: the grid tier, with as many neighbouring rows per set as fit.
+    if ((placed < max_rows_together) && dev.sm >= 80 && !std::getenv("LOOM_NO_GRID"))
+      for (int r = max_rows_adjacent; r >= 1 && !onGrid(r); r /= 2) {
+      }
+  }
   if (!k.async_fill) {
     // The first pass keeps what it reads in shared memory (rows of gathered elements).
     if (k.registers || k.rows_per_block != 1 || row_smem > smem_limit || no_smem) k.smem_leaves.clear();
     else k.smem_bytes = static_cast<int>(row_smem);
   }
-  k.grid = (k.rows() + k.rows_per_block - 1) / k.rows_per_block * k.cluster;
+  k.grid = k.grid_sync ? k.split : (k.rows() + k.rows_per_block - 1) / k.rows_per_block * k.cluster;
   k.reason = fmt::format(
       "{} rows over {} x {} elements over {}; {} threads per row{}, {} chunk{} of {} each, {} "
       "row{} per block of {}, grid {}; {}", k.rows(), k.outer_atoms, k.rowElems(), k.red_atoms,
-      k.threads_per_row * k.cluster, k.cluster > 1 ? fmt::format(" ({} per block)", k.threads_per_row) : "", k.chunks, k.chunks == 1 ? "" : "s", vec, k.rows_per_block,
+      k.threads_per_row * k.split, k.split > 1 ? fmt::format(" ({} per block)", k.threads_per_row) : "", k.chunks, k.chunks == 1 ? "" : "s", vec, k.rows_per_block,
       k.rows_per_block == 1 ? "" : "s", k.block, k.grid,
       k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)
       : k.async_fill
           ? fmt::format("the row ({} values per thread, register budget {}) is copied into {} "
-                        "KiB of shared memory per block with cp.async{}: read once, exact two-pass "
-                        "statistics and the outputs from shared memory", held, budget,
+                        "KiB of shared memory per block with cp.async{}: read once, {} and the outputs "
+                        "from shared memory", held, budget,
                         (k.smem_bytes + 1023) / 1024,
-                        k.cluster > 1 ? fmt::format(", split over a cluster of {} blocks whose "
+                        k.grid_sync ? fmt::format(", {} sets of {} neighbouring row{} each split over "
+                                                  "all {} blocks of a cooperative grid (one per SM) "
+                                                  "whose partial reductions meet in a global "
+                                                  "workspace at a grid-wide barrier per reduction",
+                                                  k.row_sets, k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.split)
+                        : k.cluster > 1 ? fmt::format(", split over a cluster of {} blocks whose "
                                                     "partial reductions meet in distributed shared "
-                                                    "memory", k.cluster) : "")
+                                                    "memory", k.cluster) : "",
+                        k.grid_sync ? "statistics merged from exact per-chunk ones (Chan)"
+                                    : "exact two-pass statistics")
       : k.smem_bytes ? fmt::format("the row ({} values per thread, register budget {}) stays in "
                                    "{} KiB of shared memory: read once, statistics in one "
                                    "Welford pass, normalized from shared memory", held, budget,

@@ -38,6 +38,16 @@ struct NormKernel {
   // partial reductions combined through distributed shared memory.
   bool async_fill = false;
   int cluster = 1;
+  // Blocks sharing each row: the cluster's, or (grid tier) every block of the grid.
+  int split = 1;
+  // The grid tier, for row sets one cluster cannot hold: a cooperative launch of `grid`
+  // blocks (one per SM) that walks `row_sets` sets of `rows_per_block` neighbouring rows; each
+  // block keeps its slice of the set in shared memory, publishes its partial reductions in a
+  // global workspace (`workspace_bytes`, zeroed before each launch), meets the others at a
+  // grid-wide barrier and combines every block's partials in block order.
+  bool grid_sync = false;
+  int64_t row_sets = 1;
+  int64_t workspace_bytes = 0;
   int num_inputs = 0;
   struct Store {
     int output;
