@@ -30,6 +30,7 @@ struct Chunk {
   llvm::Value* ci = nullptr;      // the chunk's index in its row (clamped into the row)
   llvm::Value* slot = nullptr;    // its place in the block's shared-memory copy of the row
   bool global = false;            // read from global memory even where the row is on chip
+  llvm::Value* r_sub = nullptr;   // another row of the block (coalesced stores): i32
   std::map<const ENode*, Lanes> memo;
 };
 
@@ -129,6 +130,7 @@ class NormEmitter {
       for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
     if (k_.async_fill) asyncFill();
     for (const ENode* r : reductions) reduce(*r);
+    publishReductions(reductions);
     // No block of a cluster may leave while another still reads its shared memory: arrive
     // after the last reduction, wait before returning (the stores run in between).
     if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
@@ -188,7 +190,9 @@ class NormEmitter {
 
   // The row's copy of a load in shared memory: chunk `slot` of the row's part of the leaf's
   // region (a block's rows one after another).
-  llvm::Value* smemAddr(const Leaf& l, DType t, const Chunk& ch) { return smemAddr(l, t, ch.slot, row_in_block_); }
+  llvm::Value* smemAddr(const Leaf& l, DType t, const Chunk& ch) {
+    return smemAddr(l, t, ch.slot, ch.r_sub ? ch.r_sub : row_in_block_);
+  }
   llvm::Value* smemAddr(const Leaf& l, DType t, llvm::Value* slot, llvm::Value* row_in_block) {
     const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
     llvm::Value* byte = b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(slot, c(piece)));
@@ -203,8 +207,6 @@ class NormEmitter {
   // (no barrier needed). With several neighbouring rows, consecutive threads copy the
   // neighbouring pieces of all rows at one position (whole lines), then a barrier.
   void asyncFill() {
-    const int L = k_.rows_per_block, T = k_.threads_per_row;
-    const int64_t q = k_.red_shape.back() / k_.vec;  // a row's chunks at one outer position
     for (const auto& l : k_.smem_leaves) {
       const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
       const int piece = k_.vec * dtypeBytes(t);
@@ -212,36 +214,78 @@ class NormEmitter {
                       : piece == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8
                                    : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
       LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
-      llvm::Value* tid = b_.CreateZExtOrTrunc(tid_, idx_ty_);
       loop(k_.chunks, {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
-        // Unit u: chunk c_in of row r_sub at position `rest`; its slot in that row is
-        // rest * q + c_in, which is chunk k of thread tr there.
-        llvm::Value* u = b_.CreateAdd(tid, b_.CreateMul(m, c(int64_t{L} * T)));
-        llvm::Value* slot = u;
-        llvm::Value* r_sub = c(0);
-        if (L > 1) {
-          llvm::Value* c_in = b_.CreateURem(u, c(q));
-          r_sub = b_.CreateURem(b_.CreateUDiv(u, c(q)), c(L));
-          slot = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(u, c(q * L)), c(q)), c_in);
-        }
-        llvm::Value* tr = b_.CreateURem(slot, c(T));
-        llvm::Value* kk = b_.CreateUDiv(slot, c(T));
-        llvm::Value* vt = k_.split > 1 ? b_.CreateAdd(b_.CreateMul(rank_, c(T)), tr) : tr;
-        llvm::Value* ci = b_.CreateAdd(vt, b_.CreateMul(kk, c(int64_t{T} * k_.split)));
-        ci = b_.CreateSelect(b_.CreateICmpULT(ci, c(row_chunks_)), ci, c(row_chunks_ - 1));
-        llvm::Value* row = b_.CreateSelect(row_valid0_, b_.CreateAdd(first_row_, r_sub), c(k_.rows() - 1));
-        auto idx = unravel(row, k_.outer_shape, 1);
-        auto red = unravel(ci, k_.red_shape, k_.vec);
-        idx.insert(idx.end(), red.begin(), red.end());
+        Chunk ch = unitChunk(m);
         llvm::Value* g = b_.CreateInBoundsGEP(memType(b_.getContext(), t), km_.param(l.input),
-                                              offset(l.offset, l.strides, idx));
-        b_.CreateIntrinsic(id, {}, {smemAddr(l, t, slot, b_.CreateTrunc(r_sub, b_.getInt32Ty())), g});
+                                              offset(l.offset, l.strides, ch.idx));
+        b_.CreateIntrinsic(id, {}, {smemAddr(l, t, ch), g});
         return carried;
       });
       filled_.insert(l);
     }
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
-    if (L > 1) barrier();
+    if (k_.rows_per_block > 1) barrier();
+  }
+
+  // The m-th of the thread's units of the block's part of its rows, for whole-line accesses:
+  // unit u = tid + m * block is chunk c_in of row r_sub at position `rest`, whose slot in that
+  // row is rest * q + c_in (q: a row's chunks at one outer position), which is chunk k of the
+  // row's thread tr. With one row per block this is the thread's own chunk m.
+  Chunk unitChunk(llvm::Value* m) {
+    const int L = k_.rows_per_block, T = k_.threads_per_row;
+    const int64_t q = k_.red_shape.back() / k_.vec;
+    llvm::Value* u = b_.CreateAdd(b_.CreateZExtOrTrunc(tid_, idx_ty_), b_.CreateMul(m, c(int64_t{L} * T)));
+    Chunk ch;
+    ch.slot = u;
+    llvm::Value* r_sub = c(0);
+    if (L > 1) {
+      llvm::Value* c_in = b_.CreateURem(u, c(q));
+      r_sub = b_.CreateURem(b_.CreateUDiv(u, c(q)), c(L));
+      ch.slot = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(u, c(q * L)), c(q)), c_in);
+    }
+    ch.r_sub = b_.CreateTrunc(r_sub, b_.getInt32Ty());
+    llvm::Value* tr = b_.CreateURem(ch.slot, c(T));
+    llvm::Value* kk = b_.CreateUDiv(ch.slot, c(T));
+    llvm::Value* vt = k_.split > 1 ? b_.CreateAdd(b_.CreateMul(rank_, c(T)), tr) : tr;
+    llvm::Value* ci = b_.CreateAdd(vt, b_.CreateMul(kk, c(int64_t{T} * k_.split)));
+    llvm::Value* row = b_.CreateAdd(first_row_, r_sub);
+    llvm::Value* row_ok = b_.CreateICmpULT(row, c(k_.rows()));
+    ch.valid = b_.CreateAnd(row_ok, b_.CreateICmpULT(ci, c(row_chunks_)));
+    ch.ci = b_.CreateSelect(b_.CreateICmpULT(ci, c(row_chunks_)), ci, c(row_chunks_ - 1));
+    ch.idx = unravel(b_.CreateSelect(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1);
+    auto red = unravel(ch.ci, k_.red_shape, k_.vec);
+    ch.idx.insert(ch.idx.end(), red.begin(), red.end());
+    return ch;
+  }
+
+  // Several rows per block storing by whole lines: each thread writes chunks of other rows,
+  // so every row's reductions go to shared memory for the block.
+  bool coalescedStores() const { return k_.async_fill && k_.rows_per_block > 1; }
+
+  void publishReductions(const std::vector<const ENode*>& reductions) {
+    if (!coalescedStores() || reductions.empty()) return;
+    const int64_t R = static_cast<int64_t>(reductions.size());
+    auto* arr = llvm::ArrayType::get(b_.getInt64Ty(), static_cast<uint64_t>(R * k_.rows_per_block));
+    reduced_smem_ = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false,
+                                             llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(arr),
+                                             "reduced_smem", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    reduced_smem_->setAlignment(llvm::Align(8));
+    for (int64_t j = 0; j < R; ++j) reduced_index_[reductions[static_cast<size_t>(j)]] = j;
+    llvm::Function* fn = km_.function();
+    auto* then = llvm::BasicBlock::Create(b_.getContext(), "rpublish", fn);
+    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "rpublished", fn);
+    b_.CreateCondBr(b_.CreateICmpEQ(t_in_row_, c(0)), then, cont);
+    b_.SetInsertPoint(then);
+    for (const ENode* r : reductions) b_.CreateStore(reduced_.at(r), reducedSlot(r, row_in_block_));
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+    barrier();
+  }
+
+  llvm::Value* reducedSlot(const ENode* r, llvm::Value* row_in_block) {
+    llvm::Value* i = b_.CreateAdd(b_.CreateMul(b_.CreateZExtOrTrunc(row_in_block, idx_ty_), c(static_cast<int64_t>(reduced_index_.size()))),
+                                  c(reduced_index_.at(r)));
+    return b_.CreateInBoundsGEP(reduced_smem_->getValueType(), reduced_smem_, {c(0), i});
   }
 
   Lanes load(const Leaf& l, DType t, const Chunk& ch) {
@@ -283,9 +327,12 @@ class NormEmitter {
       case ENode::Kind::Const:
         out.assign(v, emitConst(b_, n.dtype, n.value));
         break;
-      case ENode::Kind::Reduce:
-        out.assign(v, reduced_.at(&n));
+      case ENode::Kind::Reduce: {
+        llvm::Value* x = reduced_.at(&n);
+        if (ch.r_sub) x = b_.CreateLoad(x->getType(), reducedSlot(&n, ch.r_sub));  // another row's
+        out.assign(v, x);
         break;
+      }
       case ENode::Kind::Op: {
         std::vector<const Lanes*> args;
         for (const auto& a : n.args) args.push_back(&eval(*a, ch));
@@ -737,6 +784,16 @@ class NormEmitter {
         storeChunk(s, vals, ch, b_.CreateAnd(row_valid_, ch.valid));
       }
     };
+    if (coalescedStores()) {
+      // Whole lines: the units of the fill, each with its own row's reductions.
+      loop(k_.chunks, {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
+        Chunk ch = unitChunk(m);
+        for (const auto& s : k_.stores)
+          if (!s.row_only) storeChunk(s, eval(*s.value, ch), ch, ch.valid);
+        return carried;
+      });
+      return;
+    }
     forEachChunk({}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
       storeFull(ch);
       return carried;
@@ -799,6 +856,8 @@ class NormEmitter {
   llvm::Value *rank_ = nullptr, *first_row_ = nullptr, *row_valid0_ = nullptr;  // block in cluster; its rows
   llvm::Value *workspace_ = nullptr, *set_ = nullptr, *parity_ = nullptr;  // the grid tier
   int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0;
+  llvm::GlobalVariable* reduced_smem_ = nullptr;  // every row's reductions (coalesced stores)
+  std::map<const ENode*, int64_t> reduced_index_;
   std::vector<llvm::Value*> outer_idx_;
   int64_t row_chunks_ = 0;
   bool registers_ = true;
