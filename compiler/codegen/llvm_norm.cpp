@@ -195,6 +195,15 @@ class NormEmitter {
   }
   llvm::Value* smemAddr(const Leaf& l, DType t, llvm::Value* slot, llvm::Value* row_in_block) {
     const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
+    const int L = k_.rows_per_block;
+    if (k_.async_fill && L > 1) {
+      // Swizzled: a warp of the whole-line fill and stores touches 32 / L neighbouring slots
+      // of each of L rows, whose regions start on the same bank; XOR-ing the slot with
+      // row * 32 / L (within its aligned 32) spreads them over every bank, and keeps a row's
+      // 32 neighbouring slots (the compute passes) a permutation of themselves.
+      llvm::Value* r = b_.CreateZExtOrTrunc(row_in_block, idx_ty_);
+      slot = b_.CreateXor(slot, b_.CreateAnd(b_.CreateMul(r, c(32 / std::min(L, 32))), c(31)));
+    }
     llvm::Value* byte = b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(slot, c(piece)));
     if (k_.rows_per_block > 1)
       byte = b_.CreateAdd(byte, b_.CreateMul(b_.CreateZExtOrTrunc(row_in_block, idx_ty_),
