@@ -1,5 +1,7 @@
 #include "compiler/codegen/lane_access.h"
 
+#include <algorithm>
+
 #include "compiler/codegen/op_emit.h"
 
 namespace loom::codegen {
@@ -22,7 +24,8 @@ Lanes loadLanes(KernelModule& km, llvm::Value* base, DType t, llvm::Value* off,
   Lanes lanes;
   if (a == schedule::Access::Vector) {
     auto* vt = llvm::FixedVectorType::get(ty, static_cast<unsigned>(vec));
-    auto* ld = b.CreateAlignedLoad(vt, gep(b, base, t, off), align(int64_t{vec} * dtypeBytes(t)));
+    // Wider than 16 bytes (f32 weights beside f16 rows): 16-byte aligned, split by LLVM.
+    auto* ld = b.CreateAlignedLoad(vt, gep(b, base, t, off), align(std::min<int64_t>(16, int64_t{vec} * dtypeBytes(t))));
     km.markInvariant(ld);
     for (int j = 0; j < vec; ++j)
       lanes.push_back(fromMemory(b, b.CreateExtractElement(ld, static_cast<uint64_t>(j)), t));
@@ -49,7 +52,7 @@ void storeLanes(KernelModule& km, llvm::Value* base, DType t, llvm::Value* off,
     llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, static_cast<unsigned>(v)));
     for (int j = 0; j < v; ++j)
       vec = b.CreateInsertElement(vec, toMemory(b, lanes[static_cast<size_t>(j)], t), static_cast<uint64_t>(j));
-    b.CreateAlignedStore(vec, gep(b, base, t, off), align(int64_t{v} * dtypeBytes(t)));
+    b.CreateAlignedStore(vec, gep(b, base, t, off), align(std::min<int64_t>(16, int64_t{v} * dtypeBytes(t))));
     return;
   }
   for (int j = 0; j < v; ++j)

@@ -159,15 +159,21 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     return s;
   };
 
-  // Vector width along the innermost reduced axis.
-  int max_bytes = 1;
+  // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read
+  // (f16 rows: 8 lanes). Other loads (an f32 per-channel weight beside them) take two vectors
+  // or one per lane; loads constant along the axis are splats at any width.
+  int max_bytes = 1, row_bytes = 0;
   lower::visitPostOrder(roots, [&](const ENode& n) {
-    // Loads constant along the innermost reduced axis (a per-channel weight) are splats at
-    // any width: they do not narrow the vectors.
     if (n.kind == ENode::Kind::Load && remap(n.leaf.strides).back() != 0)
       max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
+    if (n.kind != ENode::Kind::Reduce) return;
+    lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
+      if (m.kind == ENode::Kind::Load && remap(m.leaf.strides).back() != 0)
+        row_bytes = std::max(row_bytes, dtypeBytes(m.dtype));
+    });
   });
-  for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
+  if (row_bytes > 0) max_bytes = row_bytes;
+  else for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
   int vec = std::min(8, 16 / max_bytes);
   while (vec > 1 && k.red_shape.back() % vec != 0) vec /= 2;
   k.vec = vec;
