@@ -529,18 +529,27 @@ class NormEmitter {
   Stats acrossGridStats(DType acc, const Stats& st) {
     const int region = next_region_++;
     checkRegion(region);
+    // f32 statistics: mean and M2 share one 8-byte slot and every block's count is known
+    // here, so a partial is one load (a third of the L2 traffic of three).
+    const bool packed = st.n->getType()->isFloatTy();
+    llvm::Type* ty = st.n->getType();
+    auto* pair = llvm::FixedVectorType::get(ty, 2);
     llvm::Function* fn = km_.function();
     auto* then = llvm::BasicBlock::Create(b_.getContext(), "gspublish", fn);
     auto* cont = llvm::BasicBlock::Create(b_.getContext(), "gspublished", fn);
     b_.CreateCondBr(b_.CreateICmpEQ(t_in_row_, c(0)), then, cont);
     b_.SetInsertPoint(then);
-    storeWs(st.n, wsSlot(region, rank_, row_in_block_, 0));
-    storeWs(st.mean, wsSlot(region, rank_, row_in_block_, 1));
-    storeWs(st.m2, wsSlot(region, rank_, row_in_block_, 2));
+    if (packed) {
+      llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(pair), st.mean, uint64_t{0});
+      storeWs(b_.CreateInsertElement(v, st.m2, uint64_t{1}), wsSlot(region, rank_, row_in_block_, 0));
+    } else {
+      storeWs(st.n, wsSlot(region, rank_, row_in_block_, 0));
+      storeWs(st.mean, wsSlot(region, rank_, row_in_block_, 1));
+      storeWs(st.m2, wsSlot(region, rank_, row_in_block_, 2));
+    }
     b_.CreateBr(cont);
     b_.SetInsertPoint(cont);
     gridBarrier();
-    llvm::Type* ty = st.n->getType();
     llvm::Value* zero = emitConst(b_, acc, 0);
     llvm::Value* lane = b_.CreateZExtOrTrunc(lane_, idx_ty_);
     Stats total{zero, zero, zero};
@@ -548,8 +557,15 @@ class NormEmitter {
       llvm::Value* r = b_.CreateAdd(lane, c(r0));
       llvm::Value* ok = b_.CreateICmpULT(r, c(k_.split));
       r = b_.CreateSelect(ok, r, c(0));
-      Stats x{b_.CreateSelect(ok, loadWs(ty, wsSlot(region, r, row_in_block_, 0)), zero),
-              loadWs(ty, wsSlot(region, r, row_in_block_, 1)), loadWs(ty, wsSlot(region, r, row_in_block_, 2))};
+      Stats x;
+      if (packed) {
+        llvm::Value* v = loadWs(pair, wsSlot(region, r, row_in_block_, 0));
+        x = Stats{blockCount(r, acc), b_.CreateExtractElement(v, uint64_t{0}), b_.CreateExtractElement(v, uint64_t{1})};
+      } else {
+        x = Stats{loadWs(ty, wsSlot(region, r, row_in_block_, 0)), loadWs(ty, wsSlot(region, r, row_in_block_, 1)),
+                  loadWs(ty, wsSlot(region, r, row_in_block_, 2))};
+      }
+      x.n = b_.CreateSelect(ok, x.n, zero);
       x.mean = b_.CreateSelect(ok, x.mean, zero);
       x.m2 = b_.CreateSelect(ok, x.m2, zero);
       total = chan(acc, total, x);
@@ -557,6 +573,19 @@ class NormEmitter {
     for (int off = 16; off >= 1; off /= 2)
       total = chan(acc, total, Stats{shuffleXor(total.n, off), shuffleXor(total.mean, off), shuffleXor(total.m2, off)});
     return total;
+  }
+
+  // Elements of a row that block `rank` holds: vec per chunk ci = rank * T + t + k * T * P
+  // inside the row, over t < T and k < chunks.
+  llvm::Value* blockCount(llvm::Value* rank, DType acc) {
+    const int64_t T = k_.threads_per_row, P = k_.split;
+    llvm::Value* n = c(0);
+    for (int64_t k = 0; k < k_.chunks; ++k) {
+      llvm::Value* left = b_.CreateSub(c(row_chunks_), b_.CreateAdd(b_.CreateMul(rank, c(T)), c(k * T * P)));
+      left = b_.CreateSelect(b_.CreateICmpSLT(left, c(0)), c(0), left);
+      n = b_.CreateAdd(n, b_.CreateSelect(b_.CreateICmpSGT(left, c(T)), c(T), left));
+    }
+    return emitCast(b_, b_.CreateMul(n, c(k_.vec)), k_.index64 ? DType::I64 : DType::I32, acc);
   }
 
   // Every block of the row's cluster holds its total: thread 0 publishes it in its shared
