@@ -283,6 +283,25 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     while (adjacent && max_rows_adjacent < 32 && k.outer_shape.back() % (2 * max_rows_adjacent) == 0)
       max_rows_adjacent *= 2;
   }
+  // The block's shared memory for `rows` rows of `t` threads, each row split over `split`
+  // blocks: placed (the cp.async tiers) if it fits.
+  auto place = [&](int rows, int t, int split) {
+    const int chunks = static_cast<int>((row_chunks + int64_t{t} * split - 1) / (int64_t{t} * split));
+    int64_t bytes = 0;
+    for (const auto& l : k.smem_leaves) {
+      const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+      bytes += (int64_t{chunks} * t * rows * vec * b + 15) / 16 * 16;
+    }
+    if (bytes > smem_limit) return false;
+    k.async_fill = true;
+    k.split = split;
+    k.threads_per_row = t;
+    k.rows_per_block = rows;
+    k.block = t * rows;
+    k.chunks = chunks;
+    k.smem_bytes = static_cast<int>(bytes);
+    return true;
+  };
   auto onChip = [&](int rows_together) {
     // Split the row over a cluster (at most 8 blocks) only when one block cannot hold it:
     // on an H100, rms_norm 32768 x 65536 bf16 ran at 3011 GB/s with one 1024-thread block of
@@ -302,20 +321,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     int t = std::max(32, std::min(1024 / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
     if (tune_threads) t = std::max(32, std::atoi(tune_threads) / 32 * 32);
     if (rows_together > 1 && t % q != 0) return false;
-    const int chunks = static_cast<int>((row_chunks + int64_t{t} * cs - 1) / (int64_t{t} * cs));
-    int64_t bytes = 0;
-    for (const auto& l : k.smem_leaves) {
-      const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-      bytes += (int64_t{chunks} * t * rows_together * vec * b + 15) / 16 * 16;
-    }
-    if (bytes > smem_limit) return false;
-    k.async_fill = true;
-    k.cluster = k.split = cs;
-    k.threads_per_row = t;
-    k.rows_per_block = rows_together;
-    k.block = t * rows_together;
-    k.chunks = chunks;
-    k.smem_bytes = static_cast<int>(bytes);
+    if (!place(rows_together, t, cs)) return false;
+    k.cluster = cs;
     return true;
   };
   // The grid tier: every SM's block takes a slice of each set of `rows` neighbouring rows.
@@ -323,24 +330,11 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     const int P = dev.sm_count;
     const int t = 1024 / rows;
     if (t < 32 || (rows > 1 && t % q != 0)) return false;
-    const int chunks = static_cast<int>((row_chunks + int64_t{t} * P - 1) / (int64_t{t} * P));
-    int64_t bytes = 0;
-    for (const auto& l : k.smem_leaves) {
-      const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-      bytes += (int64_t{chunks} * t * rows * vec * b + 15) / 16 * 16;
-    }
-    if (bytes > smem_limit) return false;
+    if (!place(rows, t, P)) return false;
     int reductions = 0;
     lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
-    k.async_fill = true;
     k.grid_sync = true;
-    k.cluster = 1;
-    k.split = P;
-    k.threads_per_row = t;
-    k.rows_per_block = rows;
-    k.block = t * rows;
-    k.chunks = chunks;
-    k.smem_bytes = static_cast<int>(bytes);
+    k.cluster = 1;  // over an earlier placement's cluster
     k.row_sets = k.rows() / rows;
     // A barrier counter, then per reduction and iteration parity one (count, mean, M2) slot of
     // 8 bytes each per block and row.
