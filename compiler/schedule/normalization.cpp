@@ -316,10 +316,6 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     if (dev.sm >= 90 && !std::getenv("LOOM_NO_CLUSTER")) {
       while (cs < 8 && row_smem * rows_together > block_limit * cs) cs *= 2;
       while (cs > 1 && cs < 8 && row_smem * rows_together > int64_t{64 * 1024} * cs) cs *= 2;
-      // Few rows: more blocks per row while the grid leaves SMs idle (one block cannot draw
-      // more than its SM's share of memory bandwidth) and each keeps a warp's chunks or more.
-      const int64_t blocks = k.rows() / rows_together;
-      while (cs < 8 && blocks * cs * 2 <= dev.sm_count && row_chunks >= int64_t{64} * cs) cs *= 2;
     }
     const int64_t block_chunks = (row_chunks + cs - 1) / cs;
     int t = std::max(32, std::min(1024 / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
