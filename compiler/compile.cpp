@@ -29,7 +29,8 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
   for (const auto& d : inputs) key += d.str() + "\n";
   key += fmt::format("sm_{} sms {}\n", opts.sm, opts.sm_count);
   // The scheduler's tuning overrides change the code: part of the key.
-  for (const char* env : {"LOOM_TUNE_THREADS_PER_ROW", "LOOM_TUNE_BLOCK_SMEM_KB", "LOOM_NO_CLUSTER", "LOOM_NO_SMEM_ROWS"})
+  for (const char* env : {"LOOM_TUNE_THREADS_PER_ROW", "LOOM_TUNE_BLOCK_SMEM_KB", "LOOM_NO_CLUSTER", "LOOM_NO_GRID",
+                          "LOOM_NO_SMEM_ROWS"})
     if (const char* v = std::getenv(env)) key += fmt::format("env {}={}\n", env, v);
   return key;
 }

@@ -106,6 +106,7 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
                         Case{"f32 65536 + 8 on sm_90", 90, 65536 + 8, DType::F32, 8},
                         Case{"f32 2^17 on sm_90: 8 blocks of 128 KiB", 90, 1 << 17, DType::F32, 8},
                         Case{"f32 2^18: too long for any cluster: the grid tier", 90, 1 << 18, DType::F32, -1},
+                        Case{"f32 2^20 on sm_80 (no clusters): the grid tier", 80, 1 << 20, DType::F32, -1},
                         Case{"f16 rows of odd length: no 4-byte pieces", 90, 3 * 40001, DType::F16, 0}}) {
     INFO(c.what);
     auto f = test::addLayerNorm(c.t);
