@@ -80,20 +80,18 @@ class NormEmitter {
         off += (bytes + 15) / 16 * 16;
       }
     }
+    std::vector<EPtr> roots;
+    for (const auto& st : k_.stores) roots.push_back(st.value);
+    lower::visitPostOrder(roots, [&](const ENode& n) {
+      if (n.kind == ENode::Kind::Reduce) reductions_.push_back(&n);
+    });
     if (k_.grid_sync) {
       workspace_ = km_.param(k_.num_inputs + static_cast<int>(k_.stores.size()));
       // Grid-wide barriers per set: one per reduction, one per distinct variance.
       std::set<std::pair<const ENode*, double>> stats;
-      std::vector<EPtr> roots;
-      for (const auto& st : k_.stores) roots.push_back(st.value);
-      lower::visitPostOrder(roots, [&](const ENode& n) {
-        if (n.kind != ENode::Kind::Reduce) return;
-        if (n.op == ir::OpKind::VarMean) {
-          if (stats.insert({n.args[0].get(), n.correction}).second) ++barriers_per_set_;
-        } else {
+      for (const ENode* r : reductions_)
+        if (r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second)
           ++barriers_per_set_;
-        }
-      });
       // Each iteration: a set of neighbouring rows; the barrier first, as the last set's
       // stores may still read shared memory the next fill overwrites.
       loop(k_.row_sets, {}, [&](llvm::Value* set, const std::vector<llvm::Value*>& carried) {
@@ -113,24 +111,17 @@ class NormEmitter {
   // Everything for the block's rows from `first_row` on: fill, reductions, stores.
   void rowsAt(llvm::Value* first_row) {
     first_row_ = first_row;
-    row_valid0_ = b_.CreateICmpULT(first_row_, c(k_.rows()));
     llvm::Value* row = b_.CreateAdd(first_row_, b_.CreateZExtOrTrunc(row_in_block_, idx_ty_));
     row_valid_ = b_.CreateICmpULT(row, c(k_.rows()));
     // Rows past the end compute the last row again (warps stay whole for the shuffles) and
     // store nothing.
     row = b_.CreateSelect(row_valid_, row, c(k_.rows() - 1));
     outer_idx_ = unravel(row, k_.outer_shape, 1);
-    std::vector<EPtr> roots;
-    for (const auto& s : k_.stores) roots.push_back(s.value);
-    std::vector<const ENode*> reductions;
-    lower::visitPostOrder(roots, [&](const ENode& n) {
-      if (n.kind == ENode::Kind::Reduce) reductions.push_back(&n);
-    });
     if (unrolled_)
       for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
     if (k_.async_fill) asyncFill();
-    for (const ENode* r : reductions) reduce(*r);
-    publishReductions(reductions);
+    for (const ENode* r : reductions_) reduce(*r);
+    publishReductions(reductions_);
     // No block of a cluster may leave while another still reads its shared memory: arrive
     // after the last reduction, wait before returning (the stores run in between).
     if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
@@ -154,19 +145,27 @@ class NormEmitter {
     return idx;
   }
 
-  Chunk chunkAt(llvm::Value* k) {
+  // Chunk k of the row's thread `t` of this block: chunk rank * T + t + k * T * split of the
+  // row (the row's blocks take turns by runs of T), clamped into the row, at outer coords
+  // `outer`.
+  Chunk chunkOf(std::vector<llvm::Value*> outer, llvm::Value* t, llvm::Value* k) {
+    const int64_t T = k_.threads_per_row;
     Chunk ch;
-    llvm::Value* ci = b_.CreateAdd(vt_, b_.CreateMul(k, c(int64_t{k_.threads_per_row} * k_.split)));
+    llvm::Value* vt = k_.split > 1 ? b_.CreateAdd(b_.CreateMul(rank_, c(T)), t) : t;
+    llvm::Value* ci = b_.CreateAdd(vt, b_.CreateMul(k, c(T * k_.split)));
     ch.valid = b_.CreateICmpULT(ci, c(row_chunks_));
+    ch.ci = b_.CreateSelect(ch.valid, ci, c(row_chunks_ - 1));
+    ch.idx = std::move(outer);
+    auto red = unravel(ch.ci, k_.red_shape, k_.vec);
+    ch.idx.insert(ch.idx.end(), red.begin(), red.end());
+    return ch;
+  }
+
+  Chunk chunkAt(llvm::Value* k) {
+    Chunk ch = chunkOf(outer_idx_, t_in_row_, k);
     // Filled with cp.async: the block's chunks in its own order (room for every thread's
     // `chunks`); filled by the first pass: the whole row, chunk by chunk (clamped into it).
-    ch.slot = k_.async_fill ? b_.CreateAdd(t_in_row_, b_.CreateMul(k, c(k_.threads_per_row)))
-                            : b_.CreateSelect(ch.valid, ci, c(row_chunks_ - 1));
-    ci = b_.CreateSelect(ch.valid, ci, c(row_chunks_ - 1));
-    ch.ci = ci;
-    ch.idx = outer_idx_;
-    auto red = unravel(ci, k_.red_shape, k_.vec);
-    ch.idx.insert(ch.idx.end(), red.begin(), red.end());
+    ch.slot = k_.async_fill ? b_.CreateAdd(t_in_row_, b_.CreateMul(k, c(k_.threads_per_row))) : ch.ci;
     return ch;
   }
 
@@ -244,26 +243,20 @@ class NormEmitter {
     const int L = k_.rows_per_block, T = k_.threads_per_row;
     const int64_t q = k_.red_shape.back() / k_.vec;
     llvm::Value* u = b_.CreateAdd(b_.CreateZExtOrTrunc(tid_, idx_ty_), b_.CreateMul(m, c(int64_t{L} * T)));
-    Chunk ch;
-    ch.slot = u;
+    llvm::Value* slot = u;
     llvm::Value* r_sub = c(0);
     if (L > 1) {
       llvm::Value* c_in = b_.CreateURem(u, c(q));
       r_sub = b_.CreateURem(b_.CreateUDiv(u, c(q)), c(L));
-      ch.slot = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(u, c(q * L)), c(q)), c_in);
+      slot = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(u, c(q * L)), c(q)), c_in);
     }
-    ch.r_sub = b_.CreateTrunc(r_sub, b_.getInt32Ty());
-    llvm::Value* tr = b_.CreateURem(ch.slot, c(T));
-    llvm::Value* kk = b_.CreateUDiv(ch.slot, c(T));
-    llvm::Value* vt = k_.split > 1 ? b_.CreateAdd(b_.CreateMul(rank_, c(T)), tr) : tr;
-    llvm::Value* ci = b_.CreateAdd(vt, b_.CreateMul(kk, c(int64_t{T} * k_.split)));
     llvm::Value* row = b_.CreateAdd(first_row_, r_sub);
     llvm::Value* row_ok = b_.CreateICmpULT(row, c(k_.rows()));
-    ch.valid = b_.CreateAnd(row_ok, b_.CreateICmpULT(ci, c(row_chunks_)));
-    ch.ci = b_.CreateSelect(b_.CreateICmpULT(ci, c(row_chunks_)), ci, c(row_chunks_ - 1));
-    ch.idx = unravel(b_.CreateSelect(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1);
-    auto red = unravel(ch.ci, k_.red_shape, k_.vec);
-    ch.idx.insert(ch.idx.end(), red.begin(), red.end());
+    Chunk ch = chunkOf(unravel(b_.CreateSelect(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1),
+                       b_.CreateURem(slot, c(T)), b_.CreateUDiv(slot, c(T)));
+    ch.valid = b_.CreateAnd(row_ok, ch.valid);
+    ch.slot = slot;
+    ch.r_sub = b_.CreateTrunc(r_sub, b_.getInt32Ty());
     return ch;
   }
 
@@ -280,14 +273,9 @@ class NormEmitter {
                                              "reduced_smem", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
     reduced_smem_->setAlignment(llvm::Align(8));
     for (int64_t j = 0; j < R; ++j) reduced_index_[reductions[static_cast<size_t>(j)]] = j;
-    llvm::Function* fn = km_.function();
-    auto* then = llvm::BasicBlock::Create(b_.getContext(), "rpublish", fn);
-    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "rpublished", fn);
-    b_.CreateCondBr(b_.CreateICmpEQ(t_in_row_, c(0)), then, cont);
-    b_.SetInsertPoint(then);
-    for (const ENode* r : reductions) b_.CreateStore(reduced_.at(r), reducedSlot(r, row_in_block_));
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(cont);
+    ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "rpublish", [&] {
+      for (const ENode* r : reductions) b_.CreateStore(reduced_.at(r), reducedSlot(r, row_in_block_));
+    });
     barrier();
   }
 
@@ -413,14 +401,9 @@ class NormEmitter {
     llvm::Value* base = b_.CreateMul(row_in_block_, b_.getInt32(static_cast<uint32_t>(wpr)));
     auto slot = [&](llvm::Value* i) { return b_.CreateInBoundsGEP(arr, smem, {b_.getInt32(0), b_.CreateAdd(base, i)}); };
     // lane 0 of each warp publishes its partial
-    llvm::Function* fn = km_.function();
-    auto* then = llvm::BasicBlock::Create(b_.getContext(), "publish", fn);
-    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "published", fn);
-    b_.CreateCondBr(b_.CreateICmpEQ(lane_, b_.getInt32(0)), then, cont);
-    b_.SetInsertPoint(then);
-    b_.CreateStore(v, slot(warp));
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(cont);
+    ifThen(b_.CreateICmpEQ(lane_, b_.getInt32(0)), "publish", [&] {
+      b_.CreateStore(v, slot(warp));
+    });
     barrier();
     llvm::Value* total = b_.CreateLoad(ty, slot(b_.getInt32(0)));
     for (int w = 1; w < wpr; ++w) total = combine(cb, acc, total, b_.CreateLoad(ty, slot(b_.getInt32(static_cast<uint32_t>(w)))));
@@ -503,26 +486,29 @@ class NormEmitter {
     const int region = next_region_++;
     checkRegion(region);
     llvm::Type* ty = v->getType();
-    llvm::Function* fn = km_.function();
-    auto* then = llvm::BasicBlock::Create(b_.getContext(), "gpublish", fn);
-    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "gpublished", fn);
-    b_.CreateCondBr(b_.CreateICmpEQ(t_in_row_, c(0)), then, cont);
-    b_.SetInsertPoint(then);
-    storeWs(v, wsSlot(region, rank_, row_in_block_, 0));
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(cont);
+    ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "gpublish", [&] {
+      storeWs(v, wsSlot(region, rank_, row_in_block_, 0));
+    });
     gridBarrier();
-    llvm::Value* lane = b_.CreateZExtOrTrunc(lane_, idx_ty_);
     llvm::Value* total = identity(cb, acc);
+    forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
+      llvm::Value* x = loadWs(ty, wsSlot(region, r, row_in_block_, 0));
+      total = combine(cb, acc, total, b_.CreateSelect(ok, x, identity(cb, acc)));
+    });
+    for (int off = 16; off >= 1; off /= 2) total = combine(cb, acc, total, shuffleXor(total, off));
+    return total;
+  }
+
+  // Lane l of each warp visits blocks l, l + 32, ... in order: fn(block, in range) with the
+  // block clamped to 0 past the last one.
+  template <typename Fn>
+  void forEachLaneBlock(Fn fn) {
+    llvm::Value* lane = b_.CreateZExtOrTrunc(lane_, idx_ty_);
     for (int64_t r0 = 0; r0 < k_.split; r0 += 32) {
       llvm::Value* r = b_.CreateAdd(lane, c(r0));
       llvm::Value* ok = b_.CreateICmpULT(r, c(k_.split));
-      r = b_.CreateSelect(ok, r, c(0));
-      llvm::Value* x = loadWs(ty, wsSlot(region, r, row_in_block_, 0));
-      total = combine(cb, acc, total, b_.CreateSelect(ok, x, identity(cb, acc)));
+      fn(b_.CreateSelect(ok, r, c(0)), ok);
     }
-    for (int off = 16; off >= 1; off /= 2) total = combine(cb, acc, total, shuffleXor(total, off));
-    return total;
   }
 
   // Chan's combination of every block's (count, mean, M2) for the thread's row.
@@ -534,29 +520,20 @@ class NormEmitter {
     const bool packed = st.n->getType()->isFloatTy();
     llvm::Type* ty = st.n->getType();
     auto* pair = llvm::FixedVectorType::get(ty, 2);
-    llvm::Function* fn = km_.function();
-    auto* then = llvm::BasicBlock::Create(b_.getContext(), "gspublish", fn);
-    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "gspublished", fn);
-    b_.CreateCondBr(b_.CreateICmpEQ(t_in_row_, c(0)), then, cont);
-    b_.SetInsertPoint(then);
-    if (packed) {
-      llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(pair), st.mean, uint64_t{0});
-      storeWs(b_.CreateInsertElement(v, st.m2, uint64_t{1}), wsSlot(region, rank_, row_in_block_, 0));
-    } else {
-      storeWs(st.n, wsSlot(region, rank_, row_in_block_, 0));
-      storeWs(st.mean, wsSlot(region, rank_, row_in_block_, 1));
-      storeWs(st.m2, wsSlot(region, rank_, row_in_block_, 2));
-    }
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(cont);
+    ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "gspublish", [&] {
+      if (packed) {
+        llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(pair), st.mean, uint64_t{0});
+        storeWs(b_.CreateInsertElement(v, st.m2, uint64_t{1}), wsSlot(region, rank_, row_in_block_, 0));
+      } else {
+        storeWs(st.n, wsSlot(region, rank_, row_in_block_, 0));
+        storeWs(st.mean, wsSlot(region, rank_, row_in_block_, 1));
+        storeWs(st.m2, wsSlot(region, rank_, row_in_block_, 2));
+      }
+    });
     gridBarrier();
     llvm::Value* zero = emitConst(b_, acc, 0);
-    llvm::Value* lane = b_.CreateZExtOrTrunc(lane_, idx_ty_);
     Stats total{zero, zero, zero};
-    for (int64_t r0 = 0; r0 < k_.split; r0 += 32) {
-      llvm::Value* r = b_.CreateAdd(lane, c(r0));
-      llvm::Value* ok = b_.CreateICmpULT(r, c(k_.split));
-      r = b_.CreateSelect(ok, r, c(0));
+    forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
       Stats x;
       if (packed) {
         llvm::Value* v = loadWs(pair, wsSlot(region, r, row_in_block_, 0));
@@ -569,7 +546,7 @@ class NormEmitter {
       x.mean = b_.CreateSelect(ok, x.mean, zero);
       x.m2 = b_.CreateSelect(ok, x.m2, zero);
       total = chan(acc, total, x);
-    }
+    });
     for (int off = 16; off >= 1; off /= 2)
       total = chan(acc, total, Stats{shuffleXor(total.n, off), shuffleXor(total.mean, off), shuffleXor(total.m2, off)});
     return total;
@@ -601,14 +578,9 @@ class NormEmitter {
                                            "cluster_red", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
     slots->setAlignment(llvm::Align(8));
     llvm::Value* slot = b_.CreateInBoundsGEP(arr, slots, {b_.getInt32(0), row_in_block_});
-    llvm::Function* fn = km_.function();
-    auto* then = llvm::BasicBlock::Create(b_.getContext(), "cpublish", fn);
-    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "cpublished", fn);
-    b_.CreateCondBr(b_.CreateICmpEQ(t_in_row_, c(0)), then, cont);
-    b_.SetInsertPoint(then);
-    b_.CreateStore(v, slot);
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(cont);
+    ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "cpublish", [&] {
+      b_.CreateStore(v, slot);
+    });
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});
     llvm::Value* generic = b_.CreateAddrSpaceCast(slot, llvm::PointerType::get(b_.getContext(), 0));
@@ -622,6 +594,19 @@ class NormEmitter {
   }
 
   void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+
+  // if (cond) body(); the publishes by one thread of a warp, row or block, and the stores.
+  template <typename Body>
+  void ifThen(llvm::Value* cond, const char* name, Body body) {
+    llvm::Function* fn = km_.function();
+    auto* then = llvm::BasicBlock::Create(b_.getContext(), name, fn);
+    auto* cont = llvm::BasicBlock::Create(b_.getContext(), std::string(name) + "_done", fn);
+    b_.CreateCondBr(cond, then, cont);
+    b_.SetInsertPoint(then);
+    body();
+    b_.CreateBr(cont);
+    b_.SetInsertPoint(cont);
+  }
 
   // Without the row in registers, each pass evaluates its chunks afresh (loads from shared
   // memory once a pass has filled it, else from global memory).
@@ -699,7 +684,6 @@ class NormEmitter {
     };
     LOOM_ASSERT(k_.cluster == 1, "Welford statistics over a cluster");
     LOOM_ASSERT(!k_.grid_sync || k_.threads_per_row >= 32, "grid statistics need whole warps per row");
-    llvm::Function* fn = km_.function();
     llvm::Type* ty = zero->getType();
     auto folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
       Stats next = chan(acc, Stats{carried[0], carried[1], carried[2]}, chunkStats(ch));
@@ -724,15 +708,11 @@ class NormEmitter {
         llvm::Value* i = b_.CreateAdd(base, b_.CreateAdd(b_.CreateMul(w, b_.getInt32(3)), b_.getInt32(static_cast<uint32_t>(field))));
         return b_.CreateInBoundsGEP(arr, smem, {b_.getInt32(0), i});
       };
-      auto* then = llvm::BasicBlock::Create(b_.getContext(), "wpublish", fn);
-      auto* cont = llvm::BasicBlock::Create(b_.getContext(), "wpublished", fn);
-      b_.CreateCondBr(b_.CreateICmpEQ(lane_, b_.getInt32(0)), then, cont);
-      b_.SetInsertPoint(then);
-      b_.CreateStore(st.n, slot(warp, 0));
-      b_.CreateStore(st.mean, slot(warp, 1));
-      b_.CreateStore(st.m2, slot(warp, 2));
-      b_.CreateBr(cont);
-      b_.SetInsertPoint(cont);
+      ifThen(b_.CreateICmpEQ(lane_, b_.getInt32(0)), "wpublish", [&] {
+        b_.CreateStore(st.n, slot(warp, 0));
+        b_.CreateStore(st.mean, slot(warp, 1));
+        b_.CreateStore(st.m2, slot(warp, 2));
+      });
       barrier();
       auto read = [&](int w) {
         llvm::Value* wi = b_.getInt32(static_cast<uint32_t>(w));
@@ -799,15 +779,10 @@ class NormEmitter {
 
   // --- stores ---
   void storeChunk(const schedule::NormKernel::Store& s, const Lanes& lanes, const Chunk& ch, llvm::Value* pred) {
-    llvm::Function* fn = km_.function();
-    auto* then = llvm::BasicBlock::Create(b_.getContext(), "store", fn);
-    auto* cont = llvm::BasicBlock::Create(b_.getContext(), "stored", fn);
     llvm::Value* off = offset(s.offset, s.strides, ch.idx);
-    b_.CreateCondBr(pred, then, cont);
-    b_.SetInsertPoint(then);
-    storeLanes(km_, km_.param(k_.num_inputs + s.output), s.dtype, off, s.access, lanes, s.strides.back());
-    b_.CreateBr(cont);
-    b_.SetInsertPoint(cont);
+    ifThen(pred, "store", [&] {
+      storeLanes(km_, km_.param(k_.num_inputs + s.output), s.dtype, off, s.access, lanes, s.strides.back());
+    });
   }
 
   void storeAll() {
@@ -895,11 +870,12 @@ class NormEmitter {
   llvm::Type* idx_ty_;
   llvm::Value *t_in_row_ = nullptr, *row_in_block_ = nullptr, *lane_ = nullptr, *row_valid_ = nullptr;
   llvm::Value *tid_ = nullptr, *vt_ = nullptr;  // thread in block; thread's place in its row
-  llvm::Value *rank_ = nullptr, *first_row_ = nullptr, *row_valid0_ = nullptr;  // block in cluster; its rows
+  llvm::Value *rank_ = nullptr, *first_row_ = nullptr;  // block among the row's blocks; its first row
   llvm::Value *workspace_ = nullptr, *set_ = nullptr, *parity_ = nullptr;  // the grid tier
   int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0;
   llvm::GlobalVariable* reduced_smem_ = nullptr;  // every row's reductions (coalesced stores)
   std::map<const ENode*, int64_t> reduced_index_;
+  std::vector<const ENode*> reductions_;  // the kernel's, in evaluation order
   std::vector<llvm::Value*> outer_idx_;
   int64_t row_chunks_ = 0;
   bool registers_ = true;
