@@ -253,13 +253,6 @@ void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHand
     ++n;
   }
   if (c.cooperative) {
-    // Every block must be resident at once; the driver refuses the launch otherwise.
-    int per_sm = kernel.maxActiveBlocksPerSm(static_cast<int>(c.block.x * c.block.y * c.block.z), c.shared_bytes);
-    LOOM_USER_CHECK(static_cast<long>(per_sm) * Device::get().smCount() >=
-                        static_cast<long>(c.grid.x) * c.grid.y * c.grid.z,
-                    "launch of {}: its {} blocks must all be resident at once (grid-wide barriers) but "
-                    "only {} per SM x {} SMs fit; was it compiled for another GPU?",
-                    kernel.name(), c.grid.x * c.grid.y * c.grid.z, per_sm, Device::get().smCount());
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     attrs[n].value.cooperative = 1;
     ++n;
@@ -276,6 +269,15 @@ void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHand
   lc.attrs = attrs;
   lc.numAttrs = n;
   LOOM_CU(cuLaunchKernelEx, &lc, toCu<CUfunction>(kernel.handle()), args, nullptr);
+}
+
+void checkResidentAtOnce(const Kernel& kernel, const LaunchConfig& c) {
+  if (c.shared_bytes > 48 * 1024) kernel.setMaxDynamicSharedBytes(static_cast<int>(c.shared_bytes));
+  const int per_sm = kernel.maxActiveBlocksPerSm(static_cast<int>(c.block.x * c.block.y * c.block.z), c.shared_bytes);
+  LOOM_USER_CHECK(static_cast<long>(per_sm) * Device::get().smCount() >= static_cast<long>(c.grid.x) * c.grid.y * c.grid.z,
+                  "launch of {}: its {} blocks must all be resident at once (grid-wide barriers) but "
+                  "only {} per SM x {} SMs fit; was it compiled for another GPU?",
+                  kernel.name(), c.grid.x * c.grid.y * c.grid.z, per_sm, Device::get().smCount());
 }
 
 void memsetAsync(std::uintptr_t ptr, std::uint8_t byte, std::size_t bytes, StreamHandle stream) {

@@ -129,12 +129,17 @@ struct LaunchConfig {
   bool cooperative = false;   // all blocks resident at once, or the launch fails (grid barriers)
 };
 
+// For a cooperative launch: throws loom::Error unless all of `config`'s blocks fit on the GPU
+// at once. Once per kernel and configuration, not per launch (it asks the driver).
+void checkResidentAtOnce(const Kernel& kernel, const LaunchConfig& config);
+
 // Sets `bytes` bytes at device address `ptr` to `byte`, in order on `stream`.
 void memsetAsync(std::uintptr_t ptr, std::uint8_t byte, std::size_t bytes, StreamHandle stream = 0);
 
 // Launches asynchronously on `stream`. `args` points at each kernel parameter's value, in
 // order (as cuLaunchKernel wants). Dynamic shared memory above 48 KiB is opted into here.
-// A cluster size above 1 launches through cuLaunchKernelEx (the grid must be a multiple).
+// Clusters and cooperative launches go through cuLaunchKernelEx (the grid must be a multiple
+// of the cluster size).
 void launch(const Kernel& kernel, const LaunchConfig& config, void** args,
             StreamHandle stream = 0);
 

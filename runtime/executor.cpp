@@ -52,6 +52,16 @@ static runtime::StreamHandle launchStream() {
   return s;
 }
 
+static runtime::LaunchConfig launchConfig(const CompiledKernel& k) {
+  runtime::LaunchConfig cfg;
+  cfg.grid.x = k.grid;
+  cfg.block.x = k.block;
+  cfg.shared_bytes = k.shared_bytes;
+  cfg.cluster_x = k.cluster;
+  cfg.cooperative = k.cooperative;
+  return cfg;
+}
+
 CompileOptions currentDeviceOptions() {
   auto& d = runtime::Device::get();
   return CompileOptions{codegen::ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
@@ -118,8 +128,11 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     entry->loaded.push_back(loaded);
   }
   for (const auto& d : entry->plan.temps) entry->temps.push_back(DeviceTensor::allocate(d.dtype, d.shape, d.strides));
-  for (const auto& pk : entry->plan.kernels)
-    entry->workspaces.emplace_back(static_cast<std::size_t>(pk.kernel.workspace_bytes));
+  for (size_t k = 0; k < entry->plan.kernels.size(); ++k) {
+    const CompiledKernel& ck = entry->plan.kernels[k].kernel;
+    entry->workspaces.emplace_back(static_cast<std::size_t>(ck.workspace_bytes));
+    if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
+  }
   dumpIfEnabled(DumpStage::Launch, f_.name(),
                 fmt::format("{} kernel(s) prepared in {:.1f} ms\n", entry->plan.kernels.size(), msSince(t0)));
   st.total_ms = msSince(t0);
@@ -221,13 +234,7 @@ void Executor::launch(const std::vector<DeviceTensor>& inputs,
       ptrs[pk.args.size()] = ws.ptr();
       args[pk.args.size()] = &ptrs[pk.args.size()];
     }
-    runtime::LaunchConfig cfg;
-    cfg.grid.x = pk.kernel.grid;
-    cfg.block.x = pk.kernel.block;
-    cfg.shared_bytes = pk.kernel.shared_bytes;
-    cfg.cluster_x = pk.kernel.cluster;
-    cfg.cooperative = pk.kernel.cooperative;
-    runtime::launch(e->loaded[k]->kernel, cfg, args, launchStream());
+    runtime::launch(e->loaded[k]->kernel, launchConfig(pk.kernel), args, launchStream());
   }
 }
 

@@ -236,7 +236,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   while (k.threads_per_row < 1024 && k.threads_per_row < row_chunks &&
          k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
     k.threads_per_row *= 2;
-  // For tuning sweeps only (with LOOM_DISK_CACHE=0: the override is not part of the cache key).
+  // For tuning sweeps only (part of the cache key, like every override here).
   const char* tune_threads = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
   if (tune_threads) k.threads_per_row = std::max(1, std::atoi(tune_threads));
   k.chunks = static_cast<int>((row_chunks + k.threads_per_row - 1) / k.threads_per_row);
