@@ -12,6 +12,7 @@
 #include "compiler/codegen/ptx_backend.h"
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "loom_build_id.h"  // generated: a hash of the sources
 
 namespace loom {
 
@@ -28,9 +29,11 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
   std::string key = ir::printFusion(f);
   for (const auto& d : inputs) key += d.str() + "\n";
   key += fmt::format("sm_{} sms {}\n", opts.sm, opts.sm_count);
+  // The compiler that wrote it: kernels from another build of loom are never reused.
+  key += fmt::format("loom build {}\n", LOOM_BUILD_ID);
   // The scheduler's tuning overrides change the code: part of the key.
   for (const char* env : {"LOOM_TUNE_THREADS_PER_ROW", "LOOM_TUNE_BLOCK_SMEM_KB", "LOOM_NO_CLUSTER", "LOOM_NO_GRID",
-                          "LOOM_NO_SMEM_ROWS"})
+                          "LOOM_NO_SMEM_ROWS", "LOOM_NO_DOUBLE_BUFFER"})
     if (const char* v = std::getenv(env)) key += fmt::format("env {}={}\n", env, v);
   return key;
 }

@@ -4,8 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <thread>
 
 #include "ir/error.h"
 #include "ir/half.h"
@@ -34,17 +37,63 @@ int64_t product(const std::vector<int64_t>& v) {
   return p;
 }
 
-// splitmix64: small, fast, and the same on every platform (std distributions are not).
+// splitmix64: small, fast, and the same on every platform (std distributions are not). Its
+// i-th draw depends on i alone (a counter), so ranges of a tensor are drawn independently.
 struct SplitMix {
   uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  static uint64_t mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  uint64_t at(int64_t i) const { return mix(s + (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull); }
+  static double unit(uint64_t x) { return static_cast<double>(x >> 11) * 0x1.0p-53; }  // [0, 1)
 };
+
+// fn(begin, end) over [0, n) in ranges of 1M elements, on up to the machine's cores.
+template <typename Fn>
+void parallelRanges(int64_t n, Fn fn) {
+  const int64_t kRange = int64_t{1} << 20;
+  const int64_t ranges = (n + kRange - 1) / kRange;
+  const int64_t workers = std::min<int64_t>(ranges, std::max(1u, std::thread::hardware_concurrency()));
+  if (workers <= 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  for (int64_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (int64_t r; (r = next++) < ranges;) fn(r * kRange, std::min(n, (r + 1) * kRange));
+    });
+  for (auto& t : pool) t.join();
+}
+
+// fn(i, offset) for logical (row-major) indices i in [begin, end) of a strided tensor: an
+// odometer, so no division per element.
+template <typename Fn>
+void walkOffsets(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base,
+                 int64_t begin, int64_t end, Fn fn) {
+  const int rank = static_cast<int>(shape.size());
+  std::vector<int64_t> idx(shape.size(), 0);
+  int64_t off = base, rest = begin;
+  for (int d = rank - 1; d >= 0; --d) {
+    const size_t ud = static_cast<size_t>(d);
+    idx[ud] = rest % shape[ud];
+    rest /= shape[ud];
+    off += idx[ud] * strides[ud];
+  }
+  for (int64_t i = begin; i < end; ++i) {
+    fn(i, off);
+    for (int d = rank - 1; d >= 0; --d) {
+      const size_t ud = static_cast<size_t>(d);
+      off += strides[ud];
+      if (++idx[ud] < shape[ud]) break;
+      off -= idx[ud] * strides[ud];
+      idx[ud] = 0;
+    }
+  }
+}
 
 }  // namespace
 
@@ -95,23 +144,26 @@ HostTensor HostTensor::emptyWithOrder(DType dtype, std::vector<int64_t> shape,
 }
 
 HostTensor HostTensor::random(DType dtype, std::vector<int64_t> shape, uint64_t seed, double lo,
-                              double hi) {
+                              double hi, const std::vector<int>& order) {
   LOOM_USER_CHECK(lo <= hi, "HostTensor::random: lo {} is above hi {}", lo, hi);
-  HostTensor t = empty(dtype, std::move(shape));
-  SplitMix rng{seed * 0x2545f4914f6cdd1dull + 0x1234567ull};
-  const int64_t n = t.numel();
+  HostTensor t = order.empty() ? empty(dtype, std::move(shape)) : emptyWithOrder(dtype, std::move(shape), order);
+  const SplitMix rng{seed * 0x2545f4914f6cdd1dull + 0x1234567ull};
+  std::function<double(int64_t)> draw;
   if (isInt(dtype)) {
     double a = std::ceil(lo), b = std::floor(hi);
     LOOM_USER_CHECK(a <= b, "HostTensor::random: no whole number in [{}, {}] for {}", lo, hi,
                     dtypeName(dtype));
     uint64_t span = static_cast<uint64_t>(b - a) + 1;
-    for (int64_t i = 0; i < n; ++i)
-      t.store(i, a + static_cast<double>(rng.next() % span));
+    draw = [=](int64_t i) { return a + static_cast<double>(rng.at(i) % span); };
   } else if (dtype == DType::Bool) {
-    for (int64_t i = 0; i < n; ++i) t.store(i, static_cast<double>(rng.next() >> 63));
+    draw = [=](int64_t i) { return static_cast<double>(rng.at(i) >> 63); };
   } else {
-    for (int64_t i = 0; i < n; ++i) t.store(i, lo + (hi - lo) * rng.uniform());
+    draw = [=](int64_t i) { return lo + (hi - lo) * SplitMix::unit(rng.at(i)); };
   }
+  if (t.numel() == 0) return t;
+  parallelRanges(t.numel(), [&](int64_t begin, int64_t end) {
+    walkOffsets(t.shape_, t.strides_, t.offset_, begin, end, [&](int64_t i, int64_t off) { t.store(off, draw(i)); });
+  });
   return t;
 }
 
@@ -234,8 +286,18 @@ HostTensor HostTensor::contiguous() const {
 
 HostTensor HostTensor::withOrder(const std::vector<int>& order) const {
   HostTensor t = emptyWithOrder(dtype_, shape_, order);
-  // The values are representable in the dtype already, so set() changes none of them.
-  for (int64_t i = 0; i < numel(); ++i) t.setLinear(i, getLinear(i));
+  if (numel() == 0) return t;
+  // Element by element, as bytes (both walks in logical order).
+  const size_t eb = static_cast<size_t>(dtypeBytes(dtype_));
+  const std::byte* src = storage_->data();
+  std::byte* dst = t.storage_->data();
+  parallelRanges(numel(), [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> to(static_cast<size_t>(end - begin));
+    walkOffsets(t.shape_, t.strides_, t.offset_, begin, end, [&](int64_t i, int64_t off) { to[static_cast<size_t>(i - begin)] = off; });
+    walkOffsets(shape_, strides_, offset_, begin, end, [&](int64_t i, int64_t off) {
+      std::memcpy(dst + static_cast<size_t>(to[static_cast<size_t>(i - begin)]) * eb, src + static_cast<size_t>(off) * eb, eb);
+    });
+  });
   return t;
 }
 

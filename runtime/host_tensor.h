@@ -26,9 +26,11 @@ class HostTensor {
   // Deterministic uniform values in [lo, hi), drawn in row-major logical order (so the same
   // seed gives the same logical values whatever the layout later chosen; splitmix64, the same on
   // every platform). Floats are rounded to the dtype (which may round up to hi); ints are whole
-  // numbers in [ceil(lo), floor(hi)]; bool is random bits.
+  // numbers in [ceil(lo), floor(hi)]; bool is random bits. `order` (optional) is the memory
+  // order, as emptyWithOrder's. Large tensors are drawn on several threads, same values.
   static HostTensor random(DType dtype, std::vector<int64_t> shape, uint64_t seed,
-                           double lo = -1.0, double hi = 1.0);
+                           double lo = -1.0, double hi = 1.0,
+                           const std::vector<int>& dim_order_outer_to_inner = {});
   // Contiguous, values in row-major order (rounded to the dtype).
   static HostTensor fromValues(DType dtype, std::vector<int64_t> shape,
                                const std::vector<double>& values);

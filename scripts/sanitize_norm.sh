@@ -25,13 +25,14 @@ runs=(
 )
 fails=0
 for r in "${runs[@]}"; do
-  out=$($CS --tool memcheck --error-exitcode 9 $L run $r 2>&1); rc=$?
+  out=$(timeout ${MEMCHECK_S:-120} $CS --tool memcheck --error-exitcode 9 $L run $r 2>&1); rc=$?
   printf '%-90s memcheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'ERROR SUMMARY|MISMATCH|error' | head -2 | tr '\n' ' ')"
   [ $rc -ne 0 ] && fails=$((fails + 1))
 done
 for r in "${runs[1]}" "${runs[5]}" "${runs[6]}"; do
-  out=$($CS --tool racecheck --error-exitcode 9 $L run $r 2>&1); rc=$?
+  out=$(timeout ${RACECHECK_S:-90} $CS --tool racecheck --error-exitcode 9 $L run $r 2>&1); rc=$?
   printf '%-90s racecheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|error' | head -2 | tr '\n' ' ')"
-  [ $rc -ne 0 ] && fails=$((fails + 1))
+  [ $rc -eq 124 ] && echo "  (racecheck ran past ${RACECHECK_S:-90} s: not a failure, not a pass)"
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && fails=$((fails + 1))
 done
 echo "sanitizer failures: $fails"

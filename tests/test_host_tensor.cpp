@@ -149,3 +149,30 @@ TEST_CASE("host tensor: deterministic random data", "[reference][host_tensor]") 
   CHECK(std::set<double>(bv.begin(), bv.end()) == std::set<double>{0, 1});
   CHECK_THROWS_AS(HostTensor::random(DType::I64, {4}, 1, 0.2, 0.8), Error);
 }
+
+TEST_CASE("host tensor: random data drawn on threads and in any layout matches one sequential stream",
+          "[reference][host_tensor]") {
+  // splitmix64 one draw after another, as the seeds' values were defined.
+  const uint64_t seed = 5;
+  uint64_t s = seed * 0x2545f4914f6cdd1dull + 0x1234567ull;
+  auto next = [&] {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  // 3 x 5 x 7 x 40000: more than one 1M-element range, so several threads draw it.
+  const std::vector<int64_t> shape{3, 5, 7, 40000};
+  auto a = HostTensor::random(DType::F32, shape, seed);
+  auto nhwc = HostTensor::random(DType::F32, shape, seed, -1.0, 1.0, {0, 2, 3, 1});
+  CHECK(nhwc.strides() == std::vector<int64_t>{5 * 7 * 40000, 1, 40000 * 5, 5});
+  auto av = a.toVector(), nv = nhwc.toVector();
+  size_t mismatches = 0;
+  for (size_t i = 0; i < av.size(); ++i) {
+    const double want = roundTo(DType::F32, -1.0 + 2.0 * static_cast<double>(next() >> 11) * 0x1.0p-53);
+    mismatches += av[i] != want || nv[i] != want;
+  }
+  CHECK(mismatches == 0);
+  CHECK(a.withOrder({0, 2, 3, 1}).toVector() == av);
+  CHECK(nhwc.contiguous().toVector() == av);
+}

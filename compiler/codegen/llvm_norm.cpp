@@ -79,6 +79,9 @@ class NormEmitter {
         int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
         off += (bytes + 15) / 16 * 16;
       }
+      buffer_bytes_ = off;
+      LOOM_ASSERT(!k_.async_fill || off * k_.buffers == k_.smem_bytes,
+                  "shared memory: {} bytes a set x {} buffers, the schedule says {}", off, k_.buffers, k_.smem_bytes);
     }
     std::vector<EPtr> roots;
     for (const auto& st : k_.stores) roots.push_back(st.value);
@@ -92,6 +95,14 @@ class NormEmitter {
       for (const ENode* r : reductions_)
         if (r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second)
           ++barriers_per_set_;
+      // Double-buffered: set 0's copy goes out before the loop, each set's before the one
+      // ahead of it is reduced (one cp.async group each, empty past the last set).
+      const bool ahead = k_.async_fill && k_.buffers > 1;
+      if (ahead) {
+        buffer_ = c(0);
+        issueFill(c(0));
+        b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+      }
       // Each iteration: a set of neighbouring rows; the barrier first, as the last set's
       // stores may still read shared memory the next fill overwrites.
       loop(k_.row_sets, {}, [&](llvm::Value* set, const std::vector<llvm::Value*>& carried) {
@@ -99,6 +110,15 @@ class NormEmitter {
         set_ = set;
         barriers_done_ = 0;
         barrier();
+        if (ahead) {
+          llvm::Value* next = b_.CreateAdd(set, c(1));
+          ifThen(b_.CreateICmpSLT(next, c(k_.row_sets)), "prefetch", [&] {
+            buffer_ = b_.CreateXor(parity_, c(1));
+            issueFill(b_.CreateMul(next, c(k_.rows_per_block)));
+          });
+          b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+          buffer_ = parity_;
+        }
         rowsAt(b_.CreateMul(set, c(k_.rows_per_block)));
         return carried;
       });
@@ -119,7 +139,13 @@ class NormEmitter {
     outer_idx_ = unravel(row, k_.outer_shape, 1);
     if (unrolled_)
       for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
-    if (k_.async_fill) asyncFill();
+    if (k_.async_fill && k_.buffers > 1) {
+      // This set's copy was issued one set ago; the next set's may stay in flight.
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(1)});
+      if (k_.rows_per_block > 1) barrier();
+    } else if (k_.async_fill) {
+      asyncFill();
+    }
     for (const ENode* r : reductions_) reduce(*r);
     publishReductions(reductions_);
     // No block of a cluster may leave while another still reads its shared memory: arrive
@@ -204,6 +230,7 @@ class NormEmitter {
       slot = b_.CreateXor(slot, b_.CreateAnd(b_.CreateMul(r, c(32 / std::min(L, 32))), c(31)));
     }
     llvm::Value* byte = b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(slot, c(piece)));
+    if (k_.buffers > 1) byte = b_.CreateAdd(byte, b_.CreateMul(buffer_, c(buffer_bytes_)));
     if (k_.rows_per_block > 1)
       byte = b_.CreateAdd(byte, b_.CreateMul(b_.CreateZExtOrTrunc(row_in_block, idx_ty_),
                                              c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
@@ -215,6 +242,13 @@ class NormEmitter {
   // (no barrier needed). With several neighbouring rows, consecutive threads copy the
   // neighbouring pieces of all rows at one position (whole lines), then a barrier.
   void asyncFill() {
+    issueFill(first_row_);
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+    if (k_.rows_per_block > 1) barrier();
+  }
+
+  // The cp.async copies of the block's chunks of the rows from `first_row` on.
+  void issueFill(llvm::Value* first_row) {
     for (const auto& l : k_.smem_leaves) {
       const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
       const int piece = k_.vec * dtypeBytes(t);
@@ -223,7 +257,7 @@ class NormEmitter {
                                    : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
       LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
       loop(k_.chunks, {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
-        Chunk ch = unitChunk(m);
+        Chunk ch = unitChunk(m, first_row);
         llvm::Value* g = b_.CreateInBoundsGEP(memType(b_.getContext(), t), km_.param(l.input),
                                               offset(l.offset, l.strides, ch.idx));
         b_.CreateIntrinsic(id, {}, {smemAddr(l, t, ch), g});
@@ -231,26 +265,27 @@ class NormEmitter {
       });
       filled_.insert(l);
     }
-    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
-    if (k_.rows_per_block > 1) barrier();
   }
 
   // The m-th of the thread's units of the block's part of its rows, for whole-line accesses:
   // unit u = tid + m * block is chunk c_in of row r_sub at position `rest`, whose slot in that
   // row is rest * q + c_in (q: a row's chunks at one outer position), which is chunk k of the
   // row's thread tr. With one row per block this is the thread's own chunk m.
-  Chunk unitChunk(llvm::Value* m) {
+  Chunk unitChunk(llvm::Value* m, llvm::Value* first_row = nullptr) {
     const int L = k_.rows_per_block, T = k_.threads_per_row;
     const int64_t q = k_.red_shape.back() / k_.vec;
-    llvm::Value* u = b_.CreateAdd(b_.CreateZExtOrTrunc(tid_, idx_ty_), b_.CreateMul(m, c(int64_t{L} * T)));
-    llvm::Value* slot = u;
+    llvm::Value* t = b_.CreateZExtOrTrunc(tid_, idx_ty_);
+    llvm::Value* slot = b_.CreateAdd(t, b_.CreateMul(m, c(int64_t{L} * T)));
     llvm::Value* r_sub = c(0);
     if (L > 1) {
-      llvm::Value* c_in = b_.CreateURem(u, c(q));
-      r_sub = b_.CreateURem(b_.CreateUDiv(u, c(q)), c(L));
-      slot = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(u, c(q * L)), c(q)), c_in);
+      // T is a multiple of q (the schedule sees to it), so the unit's chunk within its line
+      // and its row depend on the thread alone: u % q = tid % q, (u / q) % L = (tid / q) % L.
+      LOOM_ASSERT(T % q == 0, "{} threads per row, {} chunks per position", T, q);
+      llvm::Value* c_in = b_.CreateURem(t, c(q));
+      r_sub = b_.CreateURem(b_.CreateUDiv(t, c(q)), c(L));
+      slot = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(t, c(q * L)), b_.CreateMul(m, c(T / q))), c(q)), c_in);
     }
-    llvm::Value* row = b_.CreateAdd(first_row_, r_sub);
+    llvm::Value* row = b_.CreateAdd(first_row ? first_row : first_row_, r_sub);
     llvm::Value* row_ok = b_.CreateICmpULT(row, c(k_.rows()));
     Chunk ch = chunkOf(unravel(b_.CreateSelect(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1),
                        b_.CreateURem(slot, c(T)), b_.CreateUDiv(slot, c(T)));
@@ -657,14 +692,17 @@ class NormEmitter {
     llvm::Value* n = b_.CreateFAdd(a.n, b.n);
     llvm::Value* safe = b_.CreateSelect(b_.CreateFCmpOGT(n, emitConst(b_, acc, 0)), n, emitConst(b_, acc, 1));
     llvm::Value* delta = b_.CreateFSub(b.mean, a.mean);
-    llvm::Value* mean = b_.CreateFAdd(a.mean, b_.CreateFDiv(b_.CreateFMul(delta, b.n), safe));
+    // One division: b's share of the merged count; a's share is its complement.
+    llvm::Value* fb = b_.CreateFDiv(b.n, safe);
+    llvm::Value* mean = b_.CreateFAdd(a.mean, b_.CreateFMul(delta, fb));
     llvm::Value* m2 = b_.CreateFAdd(b_.CreateFAdd(a.m2, b.m2),
-                                    b_.CreateFDiv(b_.CreateFMul(b_.CreateFMul(delta, delta), b_.CreateFMul(a.n, b.n)), safe));
+                                    b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(delta, delta), a.n), fb));
     return {n, mean, m2};
   }
 
-  // One streaming pass: per chunk an exact two-pass over its lanes, merged into the thread's
-  // running statistics, then across the row's threads; returns (mean, M2).
+  // The row's (mean, M2) in one reduction across its threads (and blocks): each thread's
+  // statistics, then Chan's merge. Streamed rows: one pass, per chunk an exact two-pass over
+  // its lanes merged into the thread's running statistics.
   template <typename Fn>
   std::pair<llvm::Value*, llvm::Value*> welford(DType acc, Fn values) {
     auto zero = emitConst(b_, acc, 0);
@@ -685,11 +723,37 @@ class NormEmitter {
     LOOM_ASSERT(k_.cluster == 1, "Welford statistics over a cluster");
     LOOM_ASSERT(!k_.grid_sync || k_.threads_per_row >= 32, "grid statistics need whole warps per row");
     llvm::Type* ty = zero->getType();
-    auto folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
-      Stats next = chan(acc, Stats{carried[0], carried[1], carried[2]}, chunkStats(ch));
-      return std::vector<llvm::Value*>{next.n, next.mean, next.m2};
-    });
-    Stats st{folded[0], folded[1], folded[2]};
+    Stats st;
+    if (k_.async_fill) {
+      // The thread's chunks are on chip: an exact two-pass over them (its sum and count, then
+      // squared deviations from its own mean), no division per chunk; Chan's merge starts
+      // across threads.
+      auto sums = forEachChunk({zero, zero}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
+        llvm::Value* s = zero;
+        for (auto* x : values(ch)) s = b_.CreateFAdd(s, x);
+        return std::vector<llvm::Value*>{
+            b_.CreateFAdd(carried[0], b_.CreateSelect(ch.valid, emitConst(b_, acc, k_.vec), zero)),
+            b_.CreateFAdd(carried[1], b_.CreateSelect(ch.valid, s, zero))};
+      });
+      llvm::Value* n = sums[0];
+      llvm::Value* safe = b_.CreateSelect(b_.CreateFCmpOGT(n, zero), n, emitConst(b_, acc, 1));
+      llvm::Value* mean = b_.CreateFDiv(sums[1], safe);
+      auto m2 = forEachChunk({zero}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
+        llvm::Value* s = zero;
+        for (auto* x : values(ch)) {
+          llvm::Value* d = b_.CreateFSub(x, mean);
+          s = b_.CreateFAdd(s, b_.CreateFMul(d, d));
+        }
+        return std::vector<llvm::Value*>{b_.CreateFAdd(carried[0], b_.CreateSelect(ch.valid, s, zero))};
+      });
+      st = Stats{n, mean, m2[0]};
+    } else {
+      auto folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
+        Stats next = chan(acc, Stats{carried[0], carried[1], carried[2]}, chunkStats(ch));
+        return std::vector<llvm::Value*>{next.n, next.mean, next.m2};
+      });
+      st = Stats{folded[0], folded[1], folded[2]};
+    }
     // Across the row's threads: butterfly within warps, then shared memory across warps.
     const int T = k_.threads_per_row;
     for (int off = std::min(T, 32) / 2; off >= 1; off /= 2)
@@ -802,9 +866,16 @@ class NormEmitter {
       }
     };
     if (coalescedStores()) {
-      // Whole lines: the units of the fill, each with its own row's reductions.
+      // Whole lines: the units of the fill, each with its own row's reductions. A thread's
+      // units share their row and their place along the innermost reduced axis, so what
+      // depends on nothing else (the row's statistics, a per-channel weight) is evaluated
+      // once, before the loop: a unit past the row's end at m = 0 stays past it.
+      Chunk first = unitChunk(c(0));
+      for (const auto& s : k_.stores)
+        if (!s.row_only) hoistInvariant(*s.value, first);
       loop(k_.chunks, {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
         Chunk ch = unitChunk(m);
+        ch.memo = first.memo;
         for (const auto& s : k_.stores)
           if (!s.row_only) storeChunk(s, eval(*s.value, ch), ch, ch.valid);
         return carried;
@@ -815,6 +886,29 @@ class NormEmitter {
       storeFull(ch);
       return carried;
     });
+  }
+
+  // Evaluates in `ch` the parts of `n` that are the same for every unit of the thread
+  // (see unitChunk): constants, reductions, and loads that vary along no reduced axis but the
+  // innermost. Returns whether `n` itself is such a part.
+  bool hoistInvariant(const ENode& n, Chunk& ch) {
+    auto it = invariant_.find(&n);
+    if (it != invariant_.end()) return it->second;
+    bool inv = true;
+    switch (n.kind) {
+      case ENode::Kind::Const:
+      case ENode::Kind::Reduce:
+        break;
+      case ENode::Kind::Load:
+        for (size_t d = k_.outer_shape.size(); d + 1 < n.leaf.strides.size(); ++d) inv = inv && n.leaf.strides[d] == 0;
+        inv = inv && !smem_offset_.count(n.leaf);
+        break;
+      case ENode::Kind::Op:
+        for (const auto& a : n.args) inv = hoistInvariant(*a, ch) && inv;
+        break;
+    }
+    if (inv) eval(n, ch);
+    return invariant_[&n] = inv;
   }
 
   // One pass over the thread's chunks of its row: unrolled over the chunks held in registers,
@@ -872,6 +966,8 @@ class NormEmitter {
   llvm::Value *tid_ = nullptr, *vt_ = nullptr;  // thread in block; thread's place in its row
   llvm::Value *rank_ = nullptr, *first_row_ = nullptr;  // block among the row's blocks; its first row
   llvm::Value *workspace_ = nullptr, *set_ = nullptr, *parity_ = nullptr;  // the grid tier
+  llvm::Value* buffer_ = nullptr;  // which of two sets' shared memory (k_.buffers == 2)
+  int64_t buffer_bytes_ = 0;
   int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0;
   llvm::GlobalVariable* reduced_smem_ = nullptr;  // every row's reductions (coalesced stores)
   std::map<const ENode*, int64_t> reduced_index_;
@@ -886,6 +982,7 @@ class NormEmitter {
   llvm::GlobalVariable* row_smem_ = nullptr;
   std::map<Leaf, int64_t> smem_offset_;
   std::set<Leaf> filled_, pass_loaded_;
+  std::map<const ENode*, bool> invariant_;
 };
 
 }  // namespace

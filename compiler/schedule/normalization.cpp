@@ -285,14 +285,16 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   }
   // The block's shared memory for `rows` rows of `t` threads, each row split over `split`
   // blocks: placed (the cp.async tiers) if it fits.
-  auto place = [&](int rows, int t, int split) {
+  auto place = [&](int rows, int t, int split, int buffers = 1) {
     const int chunks = static_cast<int>((row_chunks + int64_t{t} * split - 1) / (int64_t{t} * split));
     int64_t bytes = 0;
     for (const auto& l : k.smem_leaves) {
       const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
       bytes += (int64_t{chunks} * t * rows * vec * b + 15) / 16 * 16;
     }
-    if (bytes > smem_limit) return false;
+    if (bytes * buffers > smem_limit) return false;
+    bytes *= buffers;
+    k.buffers = buffers;
     k.async_fill = true;
     k.split = split;
     k.threads_per_row = t;
@@ -326,11 +328,12 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     return true;
   };
   // The grid tier: every SM's block takes a slice of each set of `rows` neighbouring rows.
-  auto onGrid = [&](int rows) {
+  auto onGrid = [&](int rows, int buffers) {
     const int P = dev.sm_count;
     const int t = 1024 / rows;
     if (t < 32 || (rows > 1 && t % q != 0)) return false;
-    if (!place(rows, t, P)) return false;
+    if (buffers > 1 && k.rows() / rows < 2) return false;
+    if (!place(rows, t, P, buffers)) return false;
     int reductions = 0;
     lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
     k.grid_sync = true;
@@ -347,9 +350,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       if (onChip(r)) placed = r;
     // Rows a cluster cannot hold, or neighbouring rows a cluster cannot take enough of to
     // read whole lines: the grid tier, with as many neighbouring rows per set as fit.
-    if ((placed < max_rows_together) && dev.sm >= 80 && !std::getenv("LOOM_NO_GRID"))
-      for (int r = max_rows_adjacent; r >= 1 && !onGrid(r); r /= 2) {
-      }
+    // Two sets on chip at once where they fit with whole lines: the memory keeps streaming
+    // while a set waits at the grid barrier (group norm 32x128x256x256 f16 channels-last).
+    if ((placed < max_rows_together) && dev.sm >= 80 && !std::getenv("LOOM_NO_GRID")) {
+      bool done = false;
+      if (!std::getenv("LOOM_NO_DOUBLE_BUFFER"))
+        for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) done = onGrid(r, 2);
+      for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, 1);
+    }
   }
   if (!k.async_fill) {
     // The first pass keeps what it reads in shared memory (rows of gathered elements).
@@ -366,17 +374,19 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       : k.async_fill
           ? fmt::format("the row ({} values per thread, register budget {}) is copied into {} "
                         "KiB of shared memory per block with cp.async{}: read once, {} and the outputs "
-                        "from shared memory", held, budget,
+                        "from shared memory", k.chunks * vec * std::max(1, live_leaves), budget,
                         (k.smem_bytes + 1023) / 1024,
                         k.grid_sync ? fmt::format(", {} sets of {} neighbouring row{} each split over "
                                                   "all {} blocks of a cooperative grid (one per SM) "
                                                   "whose partial reductions meet in a global "
-                                                  "workspace at a grid-wide barrier per reduction",
-                                                  k.row_sets, k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.split)
+                                                  "workspace at a grid-wide barrier per reduction{}",
+                                                  k.row_sets, k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.split,
+                                                  k.buffers > 1 ? "; double-buffered: the next set's copy is in "
+                                                                  "flight while this one is reduced and stored" : "")
                         : k.cluster > 1 ? fmt::format(", split over a cluster of {} blocks whose "
                                                     "partial reductions meet in distributed shared "
                                                     "memory", k.cluster) : "",
-                        k.grid_sync ? "statistics merged from exact per-chunk ones (Chan)"
+                        k.grid_sync ? "statistics merged from exact per-thread ones (Chan)"
                                     : "exact two-pass statistics")
       : k.smem_bytes ? fmt::format("the row ({} values per thread, register budget {}) stays in "
                                    "{} KiB of shared memory: read once, statistics in one "

@@ -130,14 +130,9 @@ std::vector<HostTensor> randomInputs(const ir::Fusion& f, const Bindings& sizes,
     auto shape = evalShape(v, sizes);
     // Variances must stay positive; everything else is U(-1, 1).
     bool positive = v->name().find("var") != std::string::npos;
-    HostTensor t = HostTensor::random(v->dtype(), shape, seed++, positive ? 0.5 : -1.0, 1.0);
     auto it = layouts.find(v->name());
-    if (it != layouts.end()) {
-      HostTensor s = HostTensor::emptyWithOrder(v->dtype(), shape, it->second);
-      for (int64_t i = 0; i < t.numel(); ++i) s.setLinear(i, t.getLinear(i));
-      t = s;
-    }
-    out.push_back(t);
+    out.push_back(HostTensor::random(v->dtype(), shape, seed++, positive ? 0.5 : -1.0, 1.0,
+                                     it != layouts.end() ? it->second : std::vector<int>{}));
   }
   return out;
 }

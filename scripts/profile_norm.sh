@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# On the GPU machine (repo root, .device carried): Nsight Compute on loom's kernel for the
+# workloads of bench/workloads.txt matching a regular expression. Prints, per workload, the
+# numbers the speed table asks for when a target is missed: duration, DRAM throughput, bytes
+# moved, achieved occupancy, registers, and the top warp stall reasons. Full reports go to
+# $OUT/ncu-NAME.txt.   bash scripts/profile_norm.sh 'group_norm.*nhwc|softmax_32768x65536'
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
+export LOOM_CACHE_DIR=${LOOM_CACHE_DIR:-/tmp/loom-cache}
+L=.device/bin/loom
+NCU=${NCU:-ncu}
+command -v "$NCU" >/dev/null || NCU=/usr/local/cuda/bin/ncu
+out=${OUT:-/tmp}
+filter=${1:-.}
+stalls=$(printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' barrier long_scoreboard \
+  short_scoreboard membar mio_throttle lg_throttle wait sleeping math_pipe_throttle not_selected drain)
+stalls=${stalls%,}
+grep -v '^#' bench/workloads.txt | grep -E "\S" | grep -E "$filter" | while read -r name fusion dtype dims layouts _; do
+  args=(--dtype "$dtype" --iters 1)
+  IFS=, read -ra ds <<<"$dims"; for d in "${ds[@]}"; do args+=(--dim "$d"); done
+  if [ "$layouts" != "-" ]; then args+=(--layout "$layouts"); fi
+  # The first launch of a kernel whose name starts with loom_ (the bench's warm-up).
+  timeout 300 "$NCU" --clock-control none -k regex:^loom -c 1 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
+    --section Occupancy --section WarpStateStats --section SchedulerStats \
+    --metrics dram__bytes_read.sum,dram__bytes_write.sum,$stalls \
+    "$L" bench "$fusion" "${args[@]}" >"$out/ncu-$name.txt" 2>&1
+  echo "== $name ($fusion $dtype $dims $layouts)"
+  grep -E "^\s+(Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Block Size|Grid Size|Dynamic Shared Memory Per Block|Static Shared Memory Per Block|Warp Cycles Per Issued Instruction|Issued Warp Per Scheduler|No Eligible|Active Warps Per Scheduler|Eligible Warps Per Scheduler)\b" \
+    "$out/ncu-$name.txt" | sed 's/  */ /g'
+  grep -E "dram__bytes|issue_stalled" "$out/ncu-$name.txt" | sed 's/  */ /g;s/smsp__average_warps_issue_stalled_//;s/_per_issue_active.ratio//'
+done
