@@ -107,6 +107,7 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
                         Case{"f32 2^17 on sm_90: 8 blocks of 128 KiB", 90, 1 << 17, DType::F32, 8},
                         Case{"f32 2^18: too long for any cluster: the grid tier", 90, 1 << 18, DType::F32, -1},
                         Case{"f32 2^20 on sm_80 (no clusters): the grid tier", 80, 1 << 20, DType::F32, -1},
+                        Case{"f64 2^18: the grid tier, statistics at a counter barrier", 90, 1 << 18, DType::F64, -1},
                         Case{"f16 rows of odd length: no 4-byte pieces", 90, 3 * 40001, DType::F16, 0}}) {
     INFO(c.what);
     auto f = test::addLayerNorm(c.t);
@@ -121,8 +122,11 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
     CHECK((k.workspace_bytes > 0) == (c.cluster < 0));
     if (c.cluster < 0) {
       CHECK(k.grid == 132u);  // one block per SM
-      CHECK(k.ptx.find("atom.add.release.gpu") != std::string::npos);
-      CHECK(k.ptx.find("ld.acquire.gpu") != std::string::npos);
+      // f32 partials travel tagged (polled, no fence); f64 ones meet at a counter barrier.
+      const bool counter = c.t == DType::F64;
+      CHECK((k.ptx.find("atom.add.release.gpu") != std::string::npos) == counter);
+      CHECK((k.ptx.find("ld.acquire.gpu") != std::string::npos) == counter);
+      CHECK((k.ptx.find("ld.volatile.global.u64") != std::string::npos) == !counter);
     }
     if (c.cluster > 0) CHECK(k.grid == 4u * k.cluster);
     if (c.cluster != 0) {

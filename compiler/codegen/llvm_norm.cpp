@@ -90,11 +90,14 @@ class NormEmitter {
     });
     if (k_.grid_sync) {
       workspace_ = km_.param(k_.num_inputs + static_cast<int>(k_.stores.size()));
-      // Grid-wide barriers per set: one per reduction, one per distinct variance.
+      // Grid reductions per set: one per reduction, one per distinct variance; those of
+      // 32-bit values travel tagged, the others meet at a counter barrier.
       std::set<std::pair<const ENode*, double>> stats;
       for (const ENode* r : reductions_)
-        if (r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second)
-          ++barriers_per_set_;
+        if (r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second) {
+          ++tags_per_set_;
+          if (regType(b_.getContext(), computeDType(r->dtype))->getPrimitiveSizeInBits() != 32) ++barriers_per_set_;
+        }
       // Double-buffered: set 0's copy goes out before the loop, each set's before the one
       // ahead of it is reduced (one cp.async group each, empty past the last set).
       const bool ahead = k_.async_fill && k_.buffers > 1;
@@ -108,7 +111,7 @@ class NormEmitter {
       loop(k_.row_sets, {}, [&](llvm::Value* set, const std::vector<llvm::Value*>& carried) {
         parity_ = b_.CreateAnd(set, c(1));
         set_ = set;
-        barriers_done_ = 0;
+        barriers_done_ = tags_done_ = 0;
         barrier();
         if (ahead) {
           llvm::Value* next = b_.CreateAdd(set, c(1));
@@ -479,6 +482,61 @@ class NormEmitter {
     return ld;
   }
 
+  // --- tagged partials: no grid barrier ---
+  // A 32-bit partial travels with the number of the grid reduction it belongs to (the
+  // kernel's e-th, counting from 1) in one 8-byte word, written and read whole (single-copy
+  // atomic). A reader waits for its word to carry tag e, which needs no fence: a release at a
+  // barrier would wait for the block's earlier tensor stores to drain. The workspace is zeroed
+  // before the launch, and a slot is rewritten two sets later with another tag, only after
+  // every block has read it (each must publish the set in between first).
+  llvm::Value* nextTag() {
+    LOOM_ASSERT(tags_done_ < tags_per_set_, "grid reduction {} of a set counted as {}", tags_done_, tags_per_set_);
+    return b_.CreateTrunc(b_.CreateAdd(b_.CreateMul(set_, c(tags_per_set_)), c(++tags_done_)), b_.getInt32Ty());
+  }
+
+  void publishTagged(llvm::Value* v, llvm::Value* tag, llvm::Value* addr) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Value* bits = b_.CreateZExt(b_.CreateBitCast(v, b_.getInt32Ty()), i64);
+    storeWs(b_.CreateOr(bits, b_.CreateShl(b_.CreateZExt(tag, i64), 32)), addr);
+  }
+
+  // The lane's partials of every block it visits (forEachLaneBlock's order; `addrs` gives a
+  // block's words): with a tag, all loaded at once and reloaded until every one carries it;
+  // without (after the counter barrier), plain loads.
+  template <typename Addrs>
+  std::vector<llvm::Value*> gatherPartials(llvm::Type* ty, llvm::Value* tag, Addrs addrs) {
+    std::vector<llvm::Value*> where;
+    forEachLaneBlock([&](llvm::Value* r, llvm::Value*) {
+      for (llvm::Value* a : addrs(r)) where.push_back(a);
+    });
+    std::vector<llvm::Value*> out;
+    if (!tag) {
+      for (llvm::Value* a : where) out.push_back(loadWs(ty, a));
+      return out;
+    }
+    llvm::Function* fn = km_.function();
+    auto* poll = llvm::BasicBlock::Create(b_.getContext(), "tag_poll", fn);
+    auto* wait = llvm::BasicBlock::Create(b_.getContext(), "tag_wait", fn);
+    auto* done = llvm::BasicBlock::Create(b_.getContext(), "tag_done", fn);
+    b_.CreateBr(poll);
+    b_.SetInsertPoint(poll);
+    std::vector<llvm::Value*> words;
+    llvm::Value* all = b_.getTrue();
+    for (llvm::Value* a : where) {
+      words.push_back(loadWs(b_.getInt64Ty(), a));
+      llvm::Value* seen = b_.CreateTrunc(b_.CreateLShr(words.back(), 32), b_.getInt32Ty());
+      all = b_.CreateAnd(all, b_.CreateICmpEQ(seen, tag));
+    }
+    b_.CreateCondBr(all, done, wait);
+    b_.SetInsertPoint(wait);
+    auto* nap = llvm::InlineAsm::get(llvm::FunctionType::get(b_.getVoidTy(), {}, false), "nanosleep.u32 32;", "~{memory}", true);
+    b_.CreateCall(nap, {});
+    b_.CreateBr(poll);
+    b_.SetInsertPoint(done);
+    for (llvm::Value* w : words) out.push_back(b_.CreateBitCast(b_.CreateTrunc(w, b_.getInt32Ty()), ty));
+    return out;
+  }
+
   // Every block arrives, then waits until all have: a counter in the workspace (zeroed before
   // the launch) that only grows, so barrier e waits for (e + 1) * blocks arrivals.
   void gridBarrier() {
@@ -521,14 +579,20 @@ class NormEmitter {
     const int region = next_region_++;
     checkRegion(region);
     llvm::Type* ty = v->getType();
+    const bool tagged = ty->getPrimitiveSizeInBits() == 32;
+    llvm::Value* tag = tagged ? nextTag() : nullptr;
     ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "gpublish", [&] {
-      storeWs(v, wsSlot(region, rank_, row_in_block_, 0));
+      if (tagged) publishTagged(v, tag, wsSlot(region, rank_, row_in_block_, 0));
+      else storeWs(v, wsSlot(region, rank_, row_in_block_, 0));
     });
-    gridBarrier();
+    if (!tagged) gridBarrier();
+    std::vector<llvm::Value*> xs = gatherPartials(ty, tag, [&](llvm::Value* r) {
+      return std::vector<llvm::Value*>{wsSlot(region, r, row_in_block_, 0)};
+    });
     llvm::Value* total = identity(cb, acc);
+    size_t i = 0;
     forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
-      llvm::Value* x = loadWs(ty, wsSlot(region, r, row_in_block_, 0));
-      total = combine(cb, acc, total, b_.CreateSelect(ok, x, identity(cb, acc)));
+      total = combine(cb, acc, total, b_.CreateSelect(ok, xs[i++], identity(cb, acc)));
     });
     for (int off = 16; off >= 1; off /= 2) total = combine(cb, acc, total, shuffleXor(total, off));
     return total;
@@ -550,32 +614,38 @@ class NormEmitter {
   Stats acrossGridStats(DType acc, const Stats& st) {
     const int region = next_region_++;
     checkRegion(region);
-    // f32 statistics: mean and M2 share one 8-byte slot and every block's count is known
-    // here, so a partial is one load (a third of the L2 traffic of three).
+    // f32 statistics: every block's count is known here, and mean and M2 each travel in a
+    // tagged word (no barrier).
     const bool packed = st.n->getType()->isFloatTy();
     llvm::Type* ty = st.n->getType();
-    auto* pair = llvm::FixedVectorType::get(ty, 2);
+    llvm::Value* tag = packed ? nextTag() : nullptr;
     ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "gspublish", [&] {
       if (packed) {
-        llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(pair), st.mean, uint64_t{0});
-        storeWs(b_.CreateInsertElement(v, st.m2, uint64_t{1}), wsSlot(region, rank_, row_in_block_, 0));
+        publishTagged(st.mean, tag, wsSlot(region, rank_, row_in_block_, 0));
+        publishTagged(st.m2, tag, wsSlot(region, rank_, row_in_block_, 1));
       } else {
         storeWs(st.n, wsSlot(region, rank_, row_in_block_, 0));
         storeWs(st.mean, wsSlot(region, rank_, row_in_block_, 1));
         storeWs(st.m2, wsSlot(region, rank_, row_in_block_, 2));
       }
     });
-    gridBarrier();
+    if (!packed) gridBarrier();
+    std::vector<llvm::Value*> xs = gatherPartials(ty, tag, [&](llvm::Value* r) {
+      std::vector<llvm::Value*> a;
+      for (int field = packed ? 1 : 0; field < 3; ++field) a.push_back(wsSlot(region, r, row_in_block_, packed ? field - 1 : field));
+      return a;
+    });
     llvm::Value* zero = emitConst(b_, acc, 0);
     Stats total{zero, zero, zero};
+    size_t i = 0;
     forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
       Stats x;
       if (packed) {
-        llvm::Value* v = loadWs(pair, wsSlot(region, r, row_in_block_, 0));
-        x = Stats{blockCount(r, acc), b_.CreateExtractElement(v, uint64_t{0}), b_.CreateExtractElement(v, uint64_t{1})};
+        x = Stats{blockCount(r, acc), xs[i], xs[i + 1]};
+        i += 2;
       } else {
-        x = Stats{loadWs(ty, wsSlot(region, r, row_in_block_, 0)), loadWs(ty, wsSlot(region, r, row_in_block_, 1)),
-                  loadWs(ty, wsSlot(region, r, row_in_block_, 2))};
+        x = Stats{xs[i], xs[i + 1], xs[i + 2]};
+        i += 3;
       }
       x.n = b_.CreateSelect(ok, x.n, zero);
       x.mean = b_.CreateSelect(ok, x.mean, zero);
@@ -968,7 +1038,7 @@ class NormEmitter {
   llvm::Value *workspace_ = nullptr, *set_ = nullptr, *parity_ = nullptr;  // the grid tier
   llvm::Value* buffer_ = nullptr;  // which of two sets' shared memory (k_.buffers == 2)
   int64_t buffer_bytes_ = 0;
-  int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0;
+  int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0, tags_per_set_ = 0, tags_done_ = 0;
   llvm::GlobalVariable* reduced_smem_ = nullptr;  // every row's reductions (coalesced stores)
   std::map<const ENode*, int64_t> reduced_index_;
   std::vector<const ENode*> reductions_;  // the kernel's, in evaluation order

@@ -379,7 +379,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                         k.grid_sync ? fmt::format(", {} sets of {} neighbouring row{} each split over "
                                                   "all {} blocks of a cooperative grid (one per SM) "
                                                   "whose partial reductions meet in a global "
-                                                  "workspace at a grid-wide barrier per reduction{}",
+                                                  "workspace, every block waiting for all partials "
+                                                  "of each reduction{}",
                                                   k.row_sets, k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.split,
                                                   k.buffers > 1 ? "; double-buffered: the next set's copy is in "
                                                                   "flight while this one is reduced and stored" : "")
