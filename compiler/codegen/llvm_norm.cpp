@@ -90,14 +90,11 @@ class NormEmitter {
     });
     if (k_.grid_sync) {
       workspace_ = km_.param(k_.num_inputs + static_cast<int>(k_.stores.size()));
-      // Grid reductions per set: one per reduction, one per distinct variance; those of
-      // 32-bit values travel tagged, the others meet at a counter barrier.
+      // Grid-wide barriers per set: one per reduction, one per distinct variance.
       std::set<std::pair<const ENode*, double>> stats;
       for (const ENode* r : reductions_)
-        if (r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second) {
-          ++tags_per_set_;
-          if (regType(b_.getContext(), computeDType(r->dtype))->getPrimitiveSizeInBits() != 32) ++barriers_per_set_;
-        }
+        if (r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second)
+          ++barriers_per_set_;
       // Double-buffered: set 0's copy goes out before the loop, each set's before the one
       // ahead of it is reduced (one cp.async group each, empty past the last set).
       const bool ahead = k_.async_fill && k_.buffers > 1;
@@ -111,7 +108,7 @@ class NormEmitter {
       loop(k_.row_sets, {}, [&](llvm::Value* set, const std::vector<llvm::Value*>& carried) {
         parity_ = b_.CreateAnd(set, c(1));
         set_ = set;
-        barriers_done_ = tags_done_ = 0;
+        barriers_done_ = 0;
         barrier();
         if (ahead) {
           llvm::Value* next = b_.CreateAdd(set, c(1));
@@ -482,16 +479,19 @@ class NormEmitter {
     return ld;
   }
 
-  // --- tagged partials: no grid barrier ---
-  // A 32-bit partial travels with the number of the grid reduction it belongs to (the
-  // kernel's e-th, counting from 1) in one 8-byte word, written and read whole (single-copy
-  // atomic). A reader waits for its word to carry tag e, which needs no fence: a release at a
-  // barrier would wait for the block's earlier tensor stores to drain. The workspace is zeroed
-  // before the launch, and a slot is rewritten two sets later with another tag, only after
-  // every block has read it (each must publish the set in between first).
-  llvm::Value* nextTag() {
-    LOOM_ASSERT(tags_done_ < tags_per_set_, "grid reduction {} of a set counted as {}", tags_done_, tags_per_set_);
-    return b_.CreateTrunc(b_.CreateAdd(b_.CreateMul(set_, c(tags_per_set_)), c(++tags_done_)), b_.getInt32Ty());
+  // --- tagged partials ---
+  // A 32-bit partial travels with the number of the grid barrier it belongs to (the kernel's
+  // e-th, counting from 1) in one 8-byte word, written and read whole (single-copy atomic), so
+  // the barrier needs no release and acquire: a release would wait for the block's earlier
+  // tensor stores to drain. The barrier then only saves the readers' polling, and a reader
+  // reloads any word that does not carry tag e yet. The workspace is zeroed before the
+  // launch, and a slot is rewritten two sets later with another tag, only after every block
+  // has read it (each must publish the set in between first).
+  // The kernel's number of the set's next grid barrier: (s * barriers_per_set + j) for barrier j
+  // (from 1) of set s.
+  llvm::Value* nextBarrier() {
+    LOOM_ASSERT(barriers_done_ < barriers_per_set_, "grid barrier {} of a set counted as {}", barriers_done_, barriers_per_set_);
+    return b_.CreateAdd(b_.CreateMul(set_, c(barriers_per_set_)), c(++barriers_done_));
   }
 
   void publishTagged(llvm::Value* v, llvm::Value* tag, llvm::Value* addr) {
@@ -538,13 +538,11 @@ class NormEmitter {
   }
 
   // Every block arrives, then waits until all have: a counter in the workspace (zeroed before
-  // the launch) that only grows, so barrier e waits for (e + 1) * blocks arrivals.
-  void gridBarrier() {
+  // the launch) that only grows, so barrier e (nextBarrier's, as i32) waits for e * blocks
+  // arrivals. Release and acquire order the partials, unless they are tagged (`relaxed`).
+  void gridBarrier(llvm::Value* e, bool relaxed) {
     barrier();
-    // Barrier j of set s is the kernel's (s * barriers_per_set + j)-th.
-    LOOM_ASSERT(barriers_done_ < barriers_per_set_, "grid barrier {} of a set counted as {}", barriers_done_, barriers_per_set_);
-    llvm::Value* e = b_.CreateAdd(b_.CreateMul(set_, c(barriers_per_set_)), c(++barriers_done_));
-    llvm::Value* target = b_.CreateTrunc(b_.CreateMul(e, c(k_.split)), b_.getInt32Ty());
+    llvm::Value* target = b_.CreateMul(e, b_.getInt32(static_cast<uint32_t>(k_.split)));
     llvm::Function* fn = km_.function();
     auto* lead = llvm::BasicBlock::Create(b_.getContext(), "gb_lead", fn);
     auto* spin = llvm::BasicBlock::Create(b_.getContext(), "gb_spin", fn);
@@ -554,12 +552,15 @@ class NormEmitter {
     llvm::Type* i32 = b_.getInt32Ty();
     llvm::Type* ptr = workspace_->getType();
     auto* arrive = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
-                                        "atom.add.release.gpu.global.u32 $0, [$1], 1;", "=r,l,~{memory}", true);
+                                        relaxed ? "atom.add.relaxed.gpu.global.u32 $0, [$1], 1;"
+                                                : "atom.add.release.gpu.global.u32 $0, [$1], 1;",
+                                        "=r,l,~{memory}", true);
     b_.CreateCall(arrive, {workspace_});
     b_.CreateBr(spin);
     b_.SetInsertPoint(spin);
     auto* poll = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
-                                      "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
+                                      relaxed ? "ld.relaxed.gpu.global.u32 $0, [$1];" : "ld.acquire.gpu.global.u32 $0, [$1];",
+                                      "=r,l,~{memory}", true);
     llvm::Value* seen = b_.CreateCall(poll, {workspace_});
     auto* wait = llvm::BasicBlock::Create(b_.getContext(), "gb_wait", fn);
     b_.CreateCondBr(b_.CreateICmpUGE(seen, target), done, wait);
@@ -580,12 +581,13 @@ class NormEmitter {
     checkRegion(region);
     llvm::Type* ty = v->getType();
     const bool tagged = ty->getPrimitiveSizeInBits() == 32;
-    llvm::Value* tag = tagged ? nextTag() : nullptr;
+    llvm::Value* tag = b_.CreateTrunc(nextBarrier(), b_.getInt32Ty());
     ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "gpublish", [&] {
       if (tagged) publishTagged(v, tag, wsSlot(region, rank_, row_in_block_, 0));
       else storeWs(v, wsSlot(region, rank_, row_in_block_, 0));
     });
-    if (!tagged) gridBarrier();
+    gridBarrier(tag, /*relaxed=*/tagged);
+    if (!tagged) tag = nullptr;
     std::vector<llvm::Value*> xs = gatherPartials(ty, tag, [&](llvm::Value* r) {
       return std::vector<llvm::Value*>{wsSlot(region, r, row_in_block_, 0)};
     });
@@ -618,7 +620,7 @@ class NormEmitter {
     // tagged word (no barrier).
     const bool packed = st.n->getType()->isFloatTy();
     llvm::Type* ty = st.n->getType();
-    llvm::Value* tag = packed ? nextTag() : nullptr;
+    llvm::Value* tag = b_.CreateTrunc(nextBarrier(), b_.getInt32Ty());
     ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "gspublish", [&] {
       if (packed) {
         publishTagged(st.mean, tag, wsSlot(region, rank_, row_in_block_, 0));
@@ -629,7 +631,8 @@ class NormEmitter {
         storeWs(st.m2, wsSlot(region, rank_, row_in_block_, 2));
       }
     });
-    if (!packed) gridBarrier();
+    gridBarrier(tag, /*relaxed=*/packed);
+    if (!packed) tag = nullptr;
     std::vector<llvm::Value*> xs = gatherPartials(ty, tag, [&](llvm::Value* r) {
       std::vector<llvm::Value*> a;
       for (int field = packed ? 1 : 0; field < 3; ++field) a.push_back(wsSlot(region, r, row_in_block_, packed ? field - 1 : field));
@@ -1038,7 +1041,7 @@ class NormEmitter {
   llvm::Value *workspace_ = nullptr, *set_ = nullptr, *parity_ = nullptr;  // the grid tier
   llvm::Value* buffer_ = nullptr;  // which of two sets' shared memory (k_.buffers == 2)
   int64_t buffer_bytes_ = 0;
-  int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0, tags_per_set_ = 0, tags_done_ = 0;
+  int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0;
   llvm::GlobalVariable* reduced_smem_ = nullptr;  // every row's reductions (coalesced stores)
   std::map<const ENode*, int64_t> reduced_index_;
   std::vector<const ENode*> reductions_;  // the kernel's, in evaluation order

@@ -233,6 +233,13 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   const int64_t row_chunks = k.rowElems() / vec;
   const int kMaxChunks = 8;
   k.threads_per_row = std::min(1024, nextPow2((row_chunks + kMaxChunks - 1) / kMaxChunks));
+  // Short rows read as contiguous vectors: a chunk per thread, for occupancy (LayerNorm2d
+  // channels-last, 128 f16 channels: 2550 GB/s with 16 threads per row, 2265 with 2, on an
+  // H100). Rows strided along their reduction (NCHW LayerNorm2d) keep few threads, whose
+  // neighbours then read neighbouring rows: 441 GB/s with 16 threads per row, 2316 with 2.
+  const bool contiguous_rows = !k.smem_leaves.empty() && std::all_of(k.smem_leaves.begin(), k.smem_leaves.end(),
+      [&](const Leaf& l) { return k.load_access[l] == Access::Vector; });
+  if (contiguous_rows && row_chunks <= 16) k.threads_per_row = nextPow2(row_chunks);
   while (k.threads_per_row < 1024 && k.threads_per_row < row_chunks &&
          k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
     k.threads_per_row *= 2;
