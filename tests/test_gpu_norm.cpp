@@ -47,7 +47,9 @@ TEST_CASE("rows sliced over every SM: the cooperative grid tier", "[gpu][norm]")
   for (const char* name : {"layer_norm", "rms_norm", "softmax"}) {
     for (DType t : {DType::F16, DType::BF16, DType::F32}) {
       auto f = findExample(name)->build(t);
-      for (auto [n, d] : {std::pair<int64_t, int64_t>{1, int64_t{1} << 22}, {3, (int64_t{1} << 20) + 8}}) {
+      // 5 sets of one row: two grid groups (one walks 3 sets, the other 2).
+      for (auto [n, d] : {std::pair<int64_t, int64_t>{1, int64_t{1} << 22}, {3, (int64_t{1} << 20) + 8},
+                          {5, (int64_t{1} << 20) + 8}}) {
         INFO(name << " " << dtypeName(t) << " N=" << n << " D=" << d);
         test::checkOnGpu(*f, {{"N", n}, {"D", d}});
       }
@@ -55,6 +57,13 @@ TEST_CASE("rows sliced over every SM: the cooperative grid tier", "[gpu][norm]")
   }
   auto f = test::addLayerNorm(DType::BF16);
   test::checkOnGpu(*f, {{"N", 3}, {"D", int64_t{1} << 21}});
+  // Channels-last groups of 4 channels over 128x128 pixels: 16 groups (128 bytes a pixel) a set
+  // are more than a cluster holds; two grid groups take turns by set.
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    INFO("group_norm NHWC " << dtypeName(t));
+    test::checkOnGpu(*findExample("group_norm")->build(t), {{"N", 2}, {"C", 128}, {"H", 128}, {"W", 128}},
+                     {{"x", {0, 2, 3, 1}}});
+  }
 }
 
 TEST_CASE("image normalizations in NCHW and channels-last", "[gpu][norm]") {

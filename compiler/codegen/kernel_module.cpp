@@ -39,6 +39,12 @@ KernelModule::KernelModule(llvm::LLVMContext& ctx, const std::string& name, cons
                    std::none_of(output_alias.begin(), output_alias.end(), [](int a) { return a >= 0; }),
                    block_size) {}
 
+void KernelModule::minBlocksPerSM(int n) {
+  auto* md = m_->getOrInsertNamedMetadata("nvvm.annotations");
+  md->addOperand(llvm::MDNode::get(b_.getContext(), {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(b_.getContext(), "minctasm"),
+                                                     llvm::ConstantAsMetadata::get(b_.getInt32(n))}));
+}
+
 llvm::Value* KernelModule::sreg(unsigned id) {
   return b_.CreateIntrinsic(static_cast<llvm::Intrinsic::ID>(id), {}, {});
 }

@@ -22,6 +22,8 @@ class KernelModule {
   // written into an input in place, which rules out noalias).
   KernelModule(llvm::LLVMContext& ctx, const std::string& name, const ir::Fusion& f,
                const std::vector<int>& output_alias, int block_size, int extra_params = 0);
+  // Asks the backend for registers that let `n` blocks share an SM (nvvm `minctasm`).
+  void minBlocksPerSM(int n);
   llvm::IRBuilder<>& builder() { return b_; }
   llvm::Function* function() { return fn_; }
   llvm::Value* param(int i) { return fn_->getArg(static_cast<unsigned>(i)); }

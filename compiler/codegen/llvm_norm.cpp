@@ -54,8 +54,9 @@ class NormEmitter {
     llvm::Value* block = b_.CreateZExtOrTrunc(km_.blockIdx(), idx_ty_);
     vt_ = t_in_row_;
     if (split > 1) {
-      rank_ = k_.grid_sync ? block : b_.CreateURem(block, c(split));
-      block = k_.grid_sync ? c(0) : b_.CreateUDiv(block, c(split));
+      // The grid tier's groups: `split` consecutive blocks each.
+      rank_ = b_.CreateURem(block, c(split));
+      block = b_.CreateUDiv(block, c(split));
       vt_ = b_.CreateAdd(b_.CreateMul(rank_, c(T)), t_in_row_);
     }
     row_chunks_ = k_.rowElems() / k_.vec;
@@ -79,9 +80,8 @@ class NormEmitter {
         int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
         off += (bytes + 15) / 16 * 16;
       }
-      buffer_bytes_ = off;
-      LOOM_ASSERT(!k_.async_fill || off * k_.buffers == k_.smem_bytes,
-                  "shared memory: {} bytes a set x {} buffers, the schedule says {}", off, k_.buffers, k_.smem_bytes);
+      LOOM_ASSERT(!k_.async_fill || off == k_.smem_bytes, "shared memory: {} bytes, the schedule says {}", off,
+                  k_.smem_bytes);
     }
     std::vector<EPtr> roots;
     for (const auto& st : k_.stores) roots.push_back(st.value);
@@ -95,31 +95,27 @@ class NormEmitter {
       for (const ENode* r : reductions_)
         if (r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second)
           ++barriers_per_set_;
-      // Double-buffered: set 0's copy goes out before the loop, each set's before the one
-      // ahead of it is reduced (one cp.async group each, empty past the last set).
-      const bool ahead = k_.async_fill && k_.buffers > 1;
-      if (ahead) {
-        buffer_ = c(0);
-        issueFill(c(0));
-        b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
-      }
+      // Group g (the block's `block` now) has its own counter and partial slots, and walks
+      // sets g, g + G, ...; its i-th is its barriers' (and slots' parity's) iteration.
+      const int64_t G = k_.grid_groups;
+      group_ = block;
+      const int64_t per_group = k_.workspace_bytes / G;
+      group_ws_ = b_.CreateInBoundsGEP(b_.getInt8Ty(), workspace_, b_.CreateZExtOrTrunc(b_.CreateMul(group_, c(per_group)), b_.getInt64Ty()));
+      const int64_t trips = (k_.row_sets + G - 1) / G;
       // Each iteration: a set of neighbouring rows; the barrier first, as the last set's
       // stores may still read shared memory the next fill overwrites.
-      loop(k_.row_sets, {}, [&](llvm::Value* set, const std::vector<llvm::Value*>& carried) {
-        parity_ = b_.CreateAnd(set, c(1));
-        set_ = set;
+      loop(trips, {}, [&](llvm::Value* i, const std::vector<llvm::Value*>& carried) {
+        parity_ = b_.CreateAnd(i, c(1));
+        set_ = i;
         barriers_done_ = 0;
-        barrier();
-        if (ahead) {
-          llvm::Value* next = b_.CreateAdd(set, c(1));
-          ifThen(b_.CreateICmpSLT(next, c(k_.row_sets)), "prefetch", [&] {
-            buffer_ = b_.CreateXor(parity_, c(1));
-            issueFill(b_.CreateMul(next, c(k_.rows_per_block)));
-          });
-          b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
-          buffer_ = parity_;
-        }
-        rowsAt(b_.CreateMul(set, c(k_.rows_per_block)));
+        llvm::Value* set = b_.CreateAdd(b_.CreateMul(i, c(G)), group_);
+        auto body = [&] {
+          barrier();
+          rowsAt(b_.CreateMul(set, c(k_.rows_per_block)));
+        };
+        // The same for every block of a group: its barriers stay matched.
+        if (k_.row_sets % G != 0) ifThen(b_.CreateICmpSLT(set, c(k_.row_sets)), "set", body);
+        else body();
         return carried;
       });
     } else {
@@ -139,13 +135,7 @@ class NormEmitter {
     outer_idx_ = unravel(row, k_.outer_shape, 1);
     if (unrolled_)
       for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
-    if (k_.async_fill && k_.buffers > 1) {
-      // This set's copy was issued one set ago; the next set's may stay in flight.
-      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(1)});
-      if (k_.rows_per_block > 1) barrier();
-    } else if (k_.async_fill) {
-      asyncFill();
-    }
+    if (k_.async_fill) asyncFill();
     for (const ENode* r : reductions_) reduce(*r);
     publishReductions(reductions_);
     // No block of a cluster may leave while another still reads its shared memory: arrive
@@ -230,7 +220,6 @@ class NormEmitter {
       slot = b_.CreateXor(slot, b_.CreateAnd(b_.CreateMul(r, c(32 / std::min(L, 32))), c(31)));
     }
     llvm::Value* byte = b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(slot, c(piece)));
-    if (k_.buffers > 1) byte = b_.CreateAdd(byte, b_.CreateMul(buffer_, c(buffer_bytes_)));
     if (k_.rows_per_block > 1)
       byte = b_.CreateAdd(byte, b_.CreateMul(b_.CreateZExtOrTrunc(row_in_block, idx_ty_),
                                              c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
@@ -453,7 +442,7 @@ class NormEmitter {
 
   // --- the grid tier: partials through the global workspace ---
   // Slot `field` (of 3: count, mean, M2; 8 bytes each) of block `rank`'s partial for the
-  // block's row `r`, in the region of the kernel's `region`-th grid reduction and this
+  // block's row `r`, in its group's part of the workspace, in the region of the kernel's `region`-th grid reduction and this
   // iteration's parity. Blocks innermost: a warp reading 32 blocks' partials reads 256
   // contiguous bytes (row-innermost entries cost a sector per lane: measured on an H100, the
   // L2 then carried more partials than tensor data).
@@ -463,13 +452,13 @@ class NormEmitter {
     llvm::Value* entry = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(plane, c(L)), b_.CreateZExtOrTrunc(r, idx_ty_)), c(P)),
                                       rank);
     llvm::Value* byte = b_.CreateAdd(c(128), b_.CreateMul(entry, c(8)));
-    return b_.CreateInBoundsGEP(b_.getInt8Ty(), workspace_, b_.CreateZExtOrTrunc(byte, b_.getInt64Ty()));
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), group_ws_, b_.CreateZExtOrTrunc(byte, b_.getInt64Ty()));
   }
 
   void checkRegion(int region) {
     const int64_t per = 2 * int64_t{k_.split} * k_.rows_per_block * 24;
-    LOOM_ASSERT(128 + (region + 1) * per <= k_.workspace_bytes, "grid reduction {} beyond the {}-byte workspace",
-                region, k_.workspace_bytes);
+    LOOM_ASSERT((128 + (region + 1) * per) * k_.grid_groups <= k_.workspace_bytes,
+                "grid reduction {} beyond the {}-byte workspace of {} groups", region, k_.workspace_bytes, k_.grid_groups);
   }
 
   void storeWs(llvm::Value* v, llvm::Value* addr) { b_.CreateAlignedStore(v, addr, llvm::Align(8))->setVolatile(true); }
@@ -479,70 +468,14 @@ class NormEmitter {
     return ld;
   }
 
-  // --- tagged partials ---
-  // A 32-bit partial travels with the number of the grid barrier it belongs to (the kernel's
-  // e-th, counting from 1) in one 8-byte word, written and read whole (single-copy atomic), so
-  // the barrier needs no release and acquire: a release would wait for the block's earlier
-  // tensor stores to drain. The barrier then only saves the readers' polling, and a reader
-  // reloads any word that does not carry tag e yet. The workspace is zeroed before the
-  // launch, and a slot is rewritten two sets later with another tag, only after every block
-  // has read it (each must publish the set in between first).
-  // The kernel's number of the set's next grid barrier: (s * barriers_per_set + j) for barrier j
-  // (from 1) of set s.
-  llvm::Value* nextBarrier() {
-    LOOM_ASSERT(barriers_done_ < barriers_per_set_, "grid barrier {} of a set counted as {}", barriers_done_, barriers_per_set_);
-    return b_.CreateAdd(b_.CreateMul(set_, c(barriers_per_set_)), c(++barriers_done_));
-  }
-
-  void publishTagged(llvm::Value* v, llvm::Value* tag, llvm::Value* addr) {
-    llvm::Type* i64 = b_.getInt64Ty();
-    llvm::Value* bits = b_.CreateZExt(b_.CreateBitCast(v, b_.getInt32Ty()), i64);
-    storeWs(b_.CreateOr(bits, b_.CreateShl(b_.CreateZExt(tag, i64), 32)), addr);
-  }
-
-  // The lane's partials of every block it visits (forEachLaneBlock's order; `addrs` gives a
-  // block's words): with a tag, all loaded at once and reloaded until every one carries it;
-  // without (after the counter barrier), plain loads.
-  template <typename Addrs>
-  std::vector<llvm::Value*> gatherPartials(llvm::Type* ty, llvm::Value* tag, Addrs addrs) {
-    std::vector<llvm::Value*> where;
-    forEachLaneBlock([&](llvm::Value* r, llvm::Value*) {
-      for (llvm::Value* a : addrs(r)) where.push_back(a);
-    });
-    std::vector<llvm::Value*> out;
-    if (!tag) {
-      for (llvm::Value* a : where) out.push_back(loadWs(ty, a));
-      return out;
-    }
-    llvm::Function* fn = km_.function();
-    auto* poll = llvm::BasicBlock::Create(b_.getContext(), "tag_poll", fn);
-    auto* wait = llvm::BasicBlock::Create(b_.getContext(), "tag_wait", fn);
-    auto* done = llvm::BasicBlock::Create(b_.getContext(), "tag_done", fn);
-    b_.CreateBr(poll);
-    b_.SetInsertPoint(poll);
-    std::vector<llvm::Value*> words;
-    llvm::Value* all = b_.getTrue();
-    for (llvm::Value* a : where) {
-      words.push_back(loadWs(b_.getInt64Ty(), a));
-      llvm::Value* seen = b_.CreateTrunc(b_.CreateLShr(words.back(), 32), b_.getInt32Ty());
-      all = b_.CreateAnd(all, b_.CreateICmpEQ(seen, tag));
-    }
-    b_.CreateCondBr(all, done, wait);
-    b_.SetInsertPoint(wait);
-    auto* nap = llvm::InlineAsm::get(llvm::FunctionType::get(b_.getVoidTy(), {}, false), "nanosleep.u32 32;", "~{memory}", true);
-    b_.CreateCall(nap, {});
-    b_.CreateBr(poll);
-    b_.SetInsertPoint(done);
-    for (llvm::Value* w : words) out.push_back(b_.CreateBitCast(b_.CreateTrunc(w, b_.getInt32Ty()), ty));
-    return out;
-  }
-
   // Every block arrives, then waits until all have: a counter in the workspace (zeroed before
-  // the launch) that only grows, so barrier e (nextBarrier's, as i32) waits for e * blocks
-  // arrivals. Release and acquire order the partials, unless they are tagged (`relaxed`).
-  void gridBarrier(llvm::Value* e, bool relaxed) {
+  // the launch) that only grows, so barrier e waits for (e + 1) * blocks arrivals.
+  void gridBarrier() {
     barrier();
-    llvm::Value* target = b_.CreateMul(e, b_.getInt32(static_cast<uint32_t>(k_.split)));
+    // Barrier j of set s is the kernel's (s * barriers_per_set + j)-th.
+    LOOM_ASSERT(barriers_done_ < barriers_per_set_, "grid barrier {} of a set counted as {}", barriers_done_, barriers_per_set_);
+    llvm::Value* e = b_.CreateAdd(b_.CreateMul(set_, c(barriers_per_set_)), c(++barriers_done_));
+    llvm::Value* target = b_.CreateTrunc(b_.CreateMul(e, c(k_.split)), b_.getInt32Ty());
     llvm::Function* fn = km_.function();
     auto* lead = llvm::BasicBlock::Create(b_.getContext(), "gb_lead", fn);
     auto* spin = llvm::BasicBlock::Create(b_.getContext(), "gb_spin", fn);
@@ -552,16 +485,13 @@ class NormEmitter {
     llvm::Type* i32 = b_.getInt32Ty();
     llvm::Type* ptr = workspace_->getType();
     auto* arrive = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
-                                        relaxed ? "atom.add.relaxed.gpu.global.u32 $0, [$1], 1;"
-                                                : "atom.add.release.gpu.global.u32 $0, [$1], 1;",
-                                        "=r,l,~{memory}", true);
-    b_.CreateCall(arrive, {workspace_});
+                                        "atom.add.release.gpu.global.u32 $0, [$1], 1;", "=r,l,~{memory}", true);
+    b_.CreateCall(arrive, {group_ws_});
     b_.CreateBr(spin);
     b_.SetInsertPoint(spin);
     auto* poll = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
-                                      relaxed ? "ld.relaxed.gpu.global.u32 $0, [$1];" : "ld.acquire.gpu.global.u32 $0, [$1];",
-                                      "=r,l,~{memory}", true);
-    llvm::Value* seen = b_.CreateCall(poll, {workspace_});
+                                      "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
+    llvm::Value* seen = b_.CreateCall(poll, {group_ws_});
     auto* wait = llvm::BasicBlock::Create(b_.getContext(), "gb_wait", fn);
     b_.CreateCondBr(b_.CreateICmpUGE(seen, target), done, wait);
     b_.SetInsertPoint(wait);
@@ -580,21 +510,14 @@ class NormEmitter {
     const int region = next_region_++;
     checkRegion(region);
     llvm::Type* ty = v->getType();
-    const bool tagged = ty->getPrimitiveSizeInBits() == 32;
-    llvm::Value* tag = b_.CreateTrunc(nextBarrier(), b_.getInt32Ty());
     ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "gpublish", [&] {
-      if (tagged) publishTagged(v, tag, wsSlot(region, rank_, row_in_block_, 0));
-      else storeWs(v, wsSlot(region, rank_, row_in_block_, 0));
+      storeWs(v, wsSlot(region, rank_, row_in_block_, 0));
     });
-    gridBarrier(tag, /*relaxed=*/tagged);
-    if (!tagged) tag = nullptr;
-    std::vector<llvm::Value*> xs = gatherPartials(ty, tag, [&](llvm::Value* r) {
-      return std::vector<llvm::Value*>{wsSlot(region, r, row_in_block_, 0)};
-    });
+    gridBarrier();
     llvm::Value* total = identity(cb, acc);
-    size_t i = 0;
     forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
-      total = combine(cb, acc, total, b_.CreateSelect(ok, xs[i++], identity(cb, acc)));
+      llvm::Value* x = loadWs(ty, wsSlot(region, r, row_in_block_, 0));
+      total = combine(cb, acc, total, b_.CreateSelect(ok, x, identity(cb, acc)));
     });
     for (int off = 16; off >= 1; off /= 2) total = combine(cb, acc, total, shuffleXor(total, off));
     return total;
@@ -616,39 +539,32 @@ class NormEmitter {
   Stats acrossGridStats(DType acc, const Stats& st) {
     const int region = next_region_++;
     checkRegion(region);
-    // f32 statistics: every block's count is known here, and mean and M2 each travel in a
-    // tagged word (no barrier).
+    // f32 statistics: mean and M2 share one 8-byte slot and every block's count is known
+    // here, so a partial is one load (a third of the L2 traffic of three).
     const bool packed = st.n->getType()->isFloatTy();
     llvm::Type* ty = st.n->getType();
-    llvm::Value* tag = b_.CreateTrunc(nextBarrier(), b_.getInt32Ty());
+    auto* pair = llvm::FixedVectorType::get(ty, 2);
     ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "gspublish", [&] {
       if (packed) {
-        publishTagged(st.mean, tag, wsSlot(region, rank_, row_in_block_, 0));
-        publishTagged(st.m2, tag, wsSlot(region, rank_, row_in_block_, 1));
+        llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(pair), st.mean, uint64_t{0});
+        storeWs(b_.CreateInsertElement(v, st.m2, uint64_t{1}), wsSlot(region, rank_, row_in_block_, 0));
       } else {
         storeWs(st.n, wsSlot(region, rank_, row_in_block_, 0));
         storeWs(st.mean, wsSlot(region, rank_, row_in_block_, 1));
         storeWs(st.m2, wsSlot(region, rank_, row_in_block_, 2));
       }
     });
-    gridBarrier(tag, /*relaxed=*/packed);
-    if (!packed) tag = nullptr;
-    std::vector<llvm::Value*> xs = gatherPartials(ty, tag, [&](llvm::Value* r) {
-      std::vector<llvm::Value*> a;
-      for (int field = packed ? 1 : 0; field < 3; ++field) a.push_back(wsSlot(region, r, row_in_block_, packed ? field - 1 : field));
-      return a;
-    });
+    gridBarrier();
     llvm::Value* zero = emitConst(b_, acc, 0);
     Stats total{zero, zero, zero};
-    size_t i = 0;
     forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
       Stats x;
       if (packed) {
-        x = Stats{blockCount(r, acc), xs[i], xs[i + 1]};
-        i += 2;
+        llvm::Value* v = loadWs(pair, wsSlot(region, r, row_in_block_, 0));
+        x = Stats{blockCount(r, acc), b_.CreateExtractElement(v, uint64_t{0}), b_.CreateExtractElement(v, uint64_t{1})};
       } else {
-        x = Stats{xs[i], xs[i + 1], xs[i + 2]};
-        i += 3;
+        x = Stats{loadWs(ty, wsSlot(region, r, row_in_block_, 0)), loadWs(ty, wsSlot(region, r, row_in_block_, 1)),
+                  loadWs(ty, wsSlot(region, r, row_in_block_, 2))};
       }
       x.n = b_.CreateSelect(ok, x.n, zero);
       x.mean = b_.CreateSelect(ok, x.mean, zero);
@@ -1039,8 +955,7 @@ class NormEmitter {
   llvm::Value *tid_ = nullptr, *vt_ = nullptr;  // thread in block; thread's place in its row
   llvm::Value *rank_ = nullptr, *first_row_ = nullptr;  // block among the row's blocks; its first row
   llvm::Value *workspace_ = nullptr, *set_ = nullptr, *parity_ = nullptr;  // the grid tier
-  llvm::Value* buffer_ = nullptr;  // which of two sets' shared memory (k_.buffers == 2)
-  int64_t buffer_bytes_ = 0;
+  llvm::Value *group_ = nullptr, *group_ws_ = nullptr;  // the grid group; its part of the workspace
   int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0;
   llvm::GlobalVariable* reduced_smem_ = nullptr;  // every row's reductions (coalesced stores)
   std::map<const ENode*, int64_t> reduced_index_;
@@ -1063,6 +978,8 @@ class NormEmitter {
 std::unique_ptr<llvm::Module> emitNormKernel(const ir::Fusion& f, const schedule::NormKernel& k,
                                              llvm::LLVMContext& ctx) {
   KernelModule km(ctx, k.name, f, k.output_alias, k.block, k.grid_sync ? 1 : 0);
+  // Each group's block beside the others' on every SM: registers for all of them.
+  if (k.grid_sync && k.grid_groups > 1) km.minBlocksPerSM(k.grid_groups);
   NormEmitter(f, k, km).emit();
   return km.finish();
 }

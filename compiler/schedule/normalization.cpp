@@ -292,16 +292,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   }
   // The block's shared memory for `rows` rows of `t` threads, each row split over `split`
   // blocks: placed (the cp.async tiers) if it fits.
-  auto place = [&](int rows, int t, int split, int buffers = 1) {
+  auto place = [&](int rows, int t, int split, int per_sm = 1) {
     const int chunks = static_cast<int>((row_chunks + int64_t{t} * split - 1) / (int64_t{t} * split));
     int64_t bytes = 0;
     for (const auto& l : k.smem_leaves) {
       const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
       bytes += (int64_t{chunks} * t * rows * vec * b + 15) / 16 * 16;
     }
-    if (bytes * buffers > smem_limit) return false;
-    bytes *= buffers;
-    k.buffers = buffers;
+    if (bytes * per_sm > smem_limit) return false;  // `per_sm` blocks share an SM
     k.async_fill = true;
     k.split = split;
     k.threads_per_row = t;
@@ -335,12 +333,13 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     return true;
   };
   // The grid tier: every SM's block takes a slice of each set of `rows` neighbouring rows.
-  auto onGrid = [&](int rows, int buffers) {
+  auto onGrid = [&](int rows, int groups) {
     const int P = dev.sm_count;
-    const int t = 1024 / rows;
+    const int t = 1024 / groups / rows;
     if (t < 32 || (rows > 1 && t % q != 0)) return false;
-    if (buffers > 1 && k.rows() / rows < 2) return false;
-    if (!place(rows, t, P, buffers)) return false;
+    if (k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
+    if (!place(rows, t, P, groups)) return false;
+    k.grid_groups = groups;
     int reductions = 0;
     lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
     k.grid_sync = true;
@@ -348,7 +347,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     k.row_sets = k.rows() / rows;
     // A barrier counter, then per reduction and iteration parity one (count, mean, M2) slot of
     // 8 bytes each per block and row.
-    k.workspace_bytes = 128 + int64_t{reductions} * 2 * P * rows * 24;
+    // Per group: a barrier counter (its own 128 bytes), and the partial slots.
+    k.workspace_bytes = int64_t{groups} * (128 + int64_t{reductions} * 2 * P * rows * 24);
     return true;
   };
   if (!k.registers && async_ok && !no_smem) {
@@ -357,11 +357,11 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       if (onChip(r)) placed = r;
     // Rows a cluster cannot hold, or neighbouring rows a cluster cannot take enough of to
     // read whole lines: the grid tier, with as many neighbouring rows per set as fit.
-    // Two sets on chip at once where they fit with whole lines: the memory keeps streaming
-    // while a set waits at the grid barrier (group norm 32x128x256x256 f16 channels-last).
+    // Two groups where both fit an SM with whole lines: the memory keeps streaming while a
+    // group waits at its barrier (group norm 32x128x256x256 f16 channels-last).
     if ((placed < max_rows_together) && dev.sm >= 80 && !std::getenv("LOOM_NO_GRID")) {
       bool done = false;
-      if (!std::getenv("LOOM_NO_DOUBLE_BUFFER"))
+      if (!std::getenv("LOOM_NO_GRID_GROUPS"))
         for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) done = onGrid(r, 2);
       for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, 1);
     }
@@ -371,7 +371,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     if (k.registers || k.rows_per_block != 1 || row_smem > smem_limit || no_smem) k.smem_leaves.clear();
     else k.smem_bytes = static_cast<int>(row_smem);
   }
-  k.grid = k.grid_sync ? k.split : (k.rows() + k.rows_per_block - 1) / k.rows_per_block * k.cluster;
+  k.grid = k.grid_sync ? int64_t{k.split} * k.grid_groups : (k.rows() + k.rows_per_block - 1) / k.rows_per_block * k.cluster;
   k.reason = fmt::format(
       "{} rows over {} x {} elements over {}; {} threads per row{}, {} chunk{} of {} each, {} "
       "row{} per block of {}, grid {}; {}", k.rows(), k.outer_atoms, k.rowElems(), k.red_atoms,
@@ -384,13 +384,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                         "from shared memory", k.chunks * vec * std::max(1, live_leaves), budget,
                         (k.smem_bytes + 1023) / 1024,
                         k.grid_sync ? fmt::format(", {} sets of {} neighbouring row{} each split over "
-                                                  "all {} blocks of a cooperative grid (one per SM) "
+                                                  "{} blocks of a cooperative grid ({} per SM) "
                                                   "whose partial reductions meet in a global "
-                                                  "workspace, every block waiting for all partials "
-                                                  "of each reduction{}",
+                                                  "workspace at a grid-wide barrier per reduction{}",
                                                   k.row_sets, k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.split,
-                                                  k.buffers > 1 ? "; double-buffered: the next set's copy is in "
-                                                                  "flight while this one is reduced and stored" : "")
+                                                  k.grid_groups, k.grid_groups > 1
+                                                      ? fmt::format("; {} independent groups of {} blocks, each "
+                                                                    "with its own barrier, take turns by set",
+                                                                    k.grid_groups, k.split) : "")
                         : k.cluster > 1 ? fmt::format(", split over a cluster of {} blocks whose "
                                                     "partial reductions meet in distributed shared "
                                                     "memory", k.cluster) : "",

@@ -47,9 +47,10 @@ struct NormKernel {
   // grid-wide barrier and combines every block's partials in block order.
   bool grid_sync = false;
   int64_t row_sets = 1;
-  // 2: the grid tier's shared memory holds two sets, the next one's copy in flight (issued
-  // before this set's statistics) while this one is reduced, waited on and stored.
-  int buffers = 1;
+  // The grid tier in `grid_groups` independent groups of `split` blocks (one block of each per
+  // SM), group g walking sets g, g + G, ...: while one group waits at its barrier, the
+  // other's loads and stores keep the memory busy.
+  int grid_groups = 1;
   int64_t workspace_bytes = 0;
   int num_inputs = 0;
   struct Store {
