@@ -5,6 +5,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -361,12 +362,30 @@ class NormEmitter {
           std::vector<llvm::Value*> a;
           for (const auto* l : args) a.push_back((*l)[j]);
           if (n.op == ir::OpKind::Cast) out.push_back(emitCast(b_, a[0], n.args[0]->dtype, n.dtype));
+          else if (n.op == ir::OpKind::Exp && n.dtype == DType::F32 && halfOutputs()) out.push_back(fastExp(a[0]));
           else out.push_back(emitPointwise(b_, n.op, n.args[n.op == ir::OpKind::Where ? 1 : 0]->dtype, a));
         }
         break;
       }
     }
     return ch.memo[&n] = std::move(out);
+  }
+
+  // Every output is stored in 16 bits (f16, bf16): f32 math inside then needs no more than
+  // the outputs keep.
+  bool halfOutputs() const {
+    return std::all_of(k_.stores.begin(), k_.stores.end(),
+                       [](const auto& s) { return s.dtype == DType::F16 || s.dtype == DType::BF16; });
+  }
+
+  // exp(x) as 2^(x log2 e) with the hardware's ex2.approx: two instructions where libdevice's
+  // expf takes about twelve, for kernels whose outputs are f16 or bf16. Its error (a few
+  // 1e-6 relative at |x| near 88, from rounding x log2 e; 2^-22 from ex2 itself; results
+  // below 2^-126 flushed to 0) is far below their half-ulp (2^-11, 2^-8). Softmax 32768 x
+  // 65536 bf16 on an H100 issued an instruction every 1.4 cycles per scheduler with expf.
+  llvm::Value* fastExp(llvm::Value* x) {
+    llvm::Value* y = b_.CreateFMul(x, llvm::ConstantFP::get(x->getType(), M_LOG2E));
+    return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {y});
   }
 
   // --- reductions ---
@@ -514,13 +533,15 @@ class NormEmitter {
       storeWs(v, wsSlot(region, rank_, row_in_block_, 0));
     });
     gridBarrier();
-    llvm::Value* total = identity(cb, acc);
-    forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
-      llvm::Value* x = loadWs(ty, wsSlot(region, r, row_in_block_, 0));
-      total = combine(cb, acc, total, b_.CreateSelect(ok, x, identity(cb, acc)));
-    });
-    for (int off = 16; off >= 1; off /= 2) total = combine(cb, acc, total, shuffleXor(total, off));
-    return total;
+    return byFirstWarp(ty, 1, [&] {
+      llvm::Value* total = identity(cb, acc);
+      forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
+        llvm::Value* x = loadWs(ty, wsSlot(region, r, row_in_block_, 0));
+        total = combine(cb, acc, total, b_.CreateSelect(ok, x, identity(cb, acc)));
+      });
+      for (int off = 16; off >= 1; off /= 2) total = combine(cb, acc, total, shuffleXor(total, off));
+      return std::vector<llvm::Value*>{total};
+    })[0];
   }
 
   // Lane l of each warp visits blocks l, l + 32, ... in order: fn(block, in range) with the
@@ -555,25 +576,77 @@ class NormEmitter {
       }
     });
     gridBarrier();
-    llvm::Value* zero = emitConst(b_, acc, 0);
-    Stats total{zero, zero, zero};
-    forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
-      Stats x;
-      if (packed) {
-        llvm::Value* v = loadWs(pair, wsSlot(region, r, row_in_block_, 0));
-        x = Stats{blockCount(r, acc), b_.CreateExtractElement(v, uint64_t{0}), b_.CreateExtractElement(v, uint64_t{1})};
-      } else {
-        x = Stats{loadWs(ty, wsSlot(region, r, row_in_block_, 0)), loadWs(ty, wsSlot(region, r, row_in_block_, 1)),
-                  loadWs(ty, wsSlot(region, r, row_in_block_, 2))};
-      }
-      x.n = b_.CreateSelect(ok, x.n, zero);
-      x.mean = b_.CreateSelect(ok, x.mean, zero);
-      x.m2 = b_.CreateSelect(ok, x.m2, zero);
-      total = chan(acc, total, x);
+    auto merged = byFirstWarp(ty, 3, [&] {
+      llvm::Value* zero = emitConst(b_, acc, 0);
+      Stats total{zero, zero, zero};
+      forEachLaneBlock([&](llvm::Value* r, llvm::Value* ok) {
+        Stats x;
+        if (packed) {
+          llvm::Value* v = loadWs(pair, wsSlot(region, r, row_in_block_, 0));
+          x = Stats{blockCount(r, acc), b_.CreateExtractElement(v, uint64_t{0}), b_.CreateExtractElement(v, uint64_t{1})};
+        } else {
+          x = Stats{loadWs(ty, wsSlot(region, r, row_in_block_, 0)), loadWs(ty, wsSlot(region, r, row_in_block_, 1)),
+                    loadWs(ty, wsSlot(region, r, row_in_block_, 2))};
+        }
+        x.n = b_.CreateSelect(ok, x.n, zero);
+        x.mean = b_.CreateSelect(ok, x.mean, zero);
+        x.m2 = b_.CreateSelect(ok, x.m2, zero);
+        total = chan(acc, total, x);
+      });
+      for (int off = 16; off >= 1; off /= 2)
+        total = chan(acc, total, Stats{shuffleXor(total.n, off), shuffleXor(total.mean, off), shuffleXor(total.m2, off)});
+      return std::vector<llvm::Value*>{total.n, total.mean, total.m2};
     });
-    for (int off = 16; off >= 1; off /= 2)
-      total = chan(acc, total, Stats{shuffleXor(total.n, off), shuffleXor(total.mean, off), shuffleXor(total.m2, off)});
-    return total;
+    return Stats{merged[0], merged[1], merged[2]};
+  }
+
+  // compute() by the first warp of each row only (its lanes reading the L2 or shared memory
+  // for the whole row), and its lane 0's results for every thread of the row: one thread's
+  // bits, so that every thread normalizes with the same statistics. `n` values of type `ty`.
+  template <typename Fn>
+  std::vector<llvm::Value*> byFirstWarp(llvm::Type* ty, int n, Fn compute) {
+    if (k_.threads_per_row <= 32) {
+      std::vector<llvm::Value*> out;
+      for (llvm::Value* v : compute()) out.push_back(shuffleFromRowStart(v));
+      return out;
+    }
+    auto* arr = llvm::ArrayType::get(ty, static_cast<uint64_t>(n * k_.rows_per_block));
+    auto* smem = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false,
+                                          llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(arr),
+                                          "row_result", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    smem->setAlignment(llvm::Align(8));
+    auto slot = [&](int i) {
+      llvm::Value* at = b_.CreateAdd(b_.CreateMul(row_in_block_, b_.getInt32(static_cast<uint32_t>(n))), b_.getInt32(static_cast<uint32_t>(i)));
+      return b_.CreateInBoundsGEP(arr, smem, {b_.getInt32(0), at});
+    };
+    ifThen(b_.CreateICmpULT(t_in_row_, c(32)), "first_warp", [&] {
+      std::vector<llvm::Value*> vals = compute();
+      ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "first_lane", [&] {
+        for (int i = 0; i < n; ++i) b_.CreateStore(vals[static_cast<size_t>(i)], slot(i));
+      });
+    });
+    barrier();
+    std::vector<llvm::Value*> out;
+    for (int i = 0; i < n; ++i) out.push_back(b_.CreateLoad(ty, slot(i)));
+    return out;
+  }
+
+  // The value of the row's first thread (rows of at most 32 threads, whole within a warp).
+  llvm::Value* shuffleFromRowStart(llvm::Value* v) {
+    llvm::Type* ty = v->getType();
+    llvm::Value* src = b_.CreateMul(b_.CreateUDiv(lane_, b_.getInt32(static_cast<uint32_t>(k_.threads_per_row))),
+                                    b_.getInt32(static_cast<uint32_t>(k_.threads_per_row)));
+    auto shfl = [&](llvm::Value* x) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_idx_i32, {}, {b_.getInt32(0xffffffffu), x, src, b_.getInt32(31)});
+    };
+    unsigned bits = ty->getPrimitiveSizeInBits();
+    if (bits == 32) return b_.CreateBitCast(shfl(b_.CreateBitCast(v, b_.getInt32Ty())), ty);
+    LOOM_ASSERT(bits == 64, "shuffle of a {}-bit value", bits);
+    auto* v2 = llvm::FixedVectorType::get(b_.getInt32Ty(), 2);
+    llvm::Value* p = b_.CreateBitCast(v, v2);
+    llvm::Value* r = b_.CreateInsertElement(llvm::PoisonValue::get(v2), shfl(b_.CreateExtractElement(p, uint64_t{0})), uint64_t{0});
+    r = b_.CreateInsertElement(r, shfl(b_.CreateExtractElement(p, uint64_t{1})), uint64_t{1});
+    return b_.CreateBitCast(r, ty);
   }
 
   // Elements of a row that block `rank` holds: vec per chunk ci = rank * T + t + k * T * P
@@ -767,13 +840,18 @@ class NormEmitter {
         b_.CreateStore(st.m2, slot(warp, 2));
       });
       barrier();
-      auto read = [&](int w) {
-        llvm::Value* wi = b_.getInt32(static_cast<uint32_t>(w));
-        return Stats{b_.CreateLoad(ty, slot(wi, 0)), b_.CreateLoad(ty, slot(wi, 1)), b_.CreateLoad(ty, slot(wi, 2))};
-      };
-      st = read(0);
-      for (int w = 1; w < wpr; ++w) st = chan(acc, st, read(w));
-      barrier();
+      // The row's first warp merges: lane w takes warp w's statistics, then a butterfly.
+      auto merged = byFirstWarp(ty, 3, [&] {
+        llvm::Value* w = b_.CreateTrunc(t_in_row_, b_.getInt32Ty());
+        llvm::Value* ok = b_.CreateICmpULT(w, b_.getInt32(static_cast<uint32_t>(wpr)));
+        llvm::Value* wc = b_.CreateSelect(ok, w, b_.getInt32(0));
+        Stats m{b_.CreateSelect(ok, b_.CreateLoad(ty, slot(wc, 0)), zero), b_.CreateSelect(ok, b_.CreateLoad(ty, slot(wc, 1)), zero),
+                b_.CreateSelect(ok, b_.CreateLoad(ty, slot(wc, 2)), zero)};
+        for (int off = std::min(wpr, 32) / 2; off >= 1; off /= 2)
+          m = chan(acc, m, Stats{shuffleXor(m.n, off), shuffleXor(m.mean, off), shuffleXor(m.m2, off)});
+        return std::vector<llvm::Value*>{m.n, m.mean, m.m2};
+      });
+      st = Stats{merged[0], merged[1], merged[2]};
     }
     if (k_.grid_sync) st = acrossGridStats(acc, st);
     return {st.mean, st.m2};
