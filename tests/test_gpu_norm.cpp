@@ -57,6 +57,11 @@ TEST_CASE("rows sliced over every SM: the cooperative grid tier", "[gpu][norm]")
   }
   auto f = test::addLayerNorm(DType::BF16);
   test::checkOnGpu(*f, {{"N", 3}, {"D", int64_t{1} << 21}});
+  // Many long rows: four and eight grid groups.
+  for (auto [name, n] : {std::pair<const char*, int64_t>{"layer_norm", 32}, {"rms_norm", 64}}) {
+    INFO(name << " f32 N=" << n << " D=2^19+8");
+    test::checkOnGpu(*findExample(name)->build(DType::F32), {{"N", n}, {"D", (int64_t{1} << 19) + 8}});
+  }
   // Channels-last groups of 4 channels over 128x128 pixels: 16 groups (128 bytes a pixel) a set
   // are more than a cluster holds; two grid groups take turns by set.
   for (DType t : {DType::F16, DType::BF16, DType::F32}) {

@@ -336,7 +336,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   auto onGrid = [&](int rows, int groups) {
     const int P = dev.sm_count;
     const int t = 1024 / groups / rows;
-    if (t < 32 || (rows > 1 && t % q != 0)) return false;
+    if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
     if (k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
     if (!place(rows, t, P, groups)) return false;
     k.grid_groups = groups;
@@ -361,8 +361,19 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     // group waits at its barrier (group norm 32x128x256x256 f16 channels-last).
     if ((placed < max_rows_together) && dev.sm >= 80 && !std::getenv("LOOM_NO_GRID")) {
       bool done = false;
+      // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).
+      if (const char* g = std::getenv("LOOM_TUNE_GRID_GROUPS"))
+        for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, std::max(1, std::atoi(g)));
+      // Sets of one long row: more groups while each still walks four sets or more (H100,
+      // GB/s with 1, 2, 4, 8 groups: rms_norm 64 x 2^20 bf16 924, 1174, 1634, 2093;
+      // layer_norm 16 x (2^20 + 8) f32 1041, 1411, 1621, 1415). Group norm channels-last
+      // 32x128x256x256 f16, 16 rows a set: 1819, 1925, 1729 with 1, 2, 4.
       if (!std::getenv("LOOM_NO_GRID_GROUPS"))
-        for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) done = onGrid(r, 2);
+        for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) {
+          int groups = 2;
+          while (r == 1 && groups < 8 && k.rows() >= 8 * groups) groups *= 2;
+          done = onGrid(r, groups);
+        }
       for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, 1);
     }
   }
