@@ -140,10 +140,12 @@ class NormEmitter {
     for (const ENode* r : reductions_) reduce(*r);
     publishReductions(reductions_);
     // No block of a cluster may leave while another still reads its shared memory: arrive
-    // after the last reduction, wait before returning (the stores run in between).
-    if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
+    // after the last reduction, wait before returning (the stores run in between). Relaxed:
+    // the remote reads it guards are complete (their values are used), and nothing is
+    // published through it. Every thread reaches it: `.aligned`.
+    if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned, {}, {});
     storeAll();
-    if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});
+    if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
   }
 
  private:
@@ -678,8 +680,9 @@ class NormEmitter {
     ifThen(b_.CreateICmpEQ(t_in_row_, c(0)), "cpublish", [&] {
       b_.CreateStore(v, slot);
     });
-    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
-    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});
+    // Release and acquire (the default): the partials in shared memory are published.
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {});
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
     llvm::Value* generic = b_.CreateAddrSpaceCast(slot, llvm::PointerType::get(b_.getContext(), 0));
     llvm::Value* total = nullptr;
     for (int r = 0; r < k_.cluster; ++r) {
