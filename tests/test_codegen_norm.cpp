@@ -92,6 +92,48 @@ TEST_CASE("the schedule says where the row lives", "[norm]") {
 }
 
 
+TEST_CASE("short contiguous rows take a chunk per thread; rows strided along C do not", "[norm]") {
+  auto f = findExample("layer_norm_2d")->build(DType::F16);
+  // Enough rows that none need more threads to fill the GPU.
+  Bindings sizes{{"N", 64}, {"C", 128}, {"H", 56}, {"W", 56}};
+  for (bool nhwc : {false, true}) {
+    std::map<std::string, std::vector<int>> lay;
+    if (nhwc) lay["x"] = {0, 2, 3, 1};
+    StageText text;
+    compileFusion(*f, sizes, descsFor(*f, sizes, lay), CompileOptions{90, 132}, &text);
+    INFO(text[DumpStage::Schedule]);
+    CHECK(text[DumpStage::Schedule].find(nhwc ? "16 threads per row, 1 chunk of 8" : "2 threads per row") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("the grid tier takes more groups for more long rows", "[norm]") {
+  auto f = findExample("rms_norm")->build(DType::F32);
+  // Rows of 2^19 + 8 f32 (2 MiB: more than a cluster holds), one a set; a group walks 4+ sets.
+  for (auto [n, groups] : {std::pair<int64_t, int>{3, 1}, {5, 2}, {16, 4}, {64, 8}, {1000, 8}}) {
+    Bindings sizes{{"N", n}, {"D", (int64_t{1} << 19) + 8}};
+    StageText text;
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+    INFO(text[DumpStage::Schedule]);
+    CHECK(k.cooperative);
+    CHECK(k.grid == 132u * static_cast<unsigned>(groups));
+    CHECK((text[DumpStage::Schedule].find(fmt::format("{} independent groups", groups)) != std::string::npos) ==
+          (groups > 1));
+  }
+}
+
+TEST_CASE("exp is ex2.approx only where every output is 16-bit", "[norm][ptx]") {
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    auto f = findExample("softmax")->build(t);
+    Bindings sizes{{"N", 8}, {"D", 4096}};
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132});
+    INFO(dtypeName(t));
+    // libdevice's expf rounds toward -inf once per call (fma.rm); the fast form never does.
+    CHECK((k.ptx.find("fma.rm.f32") != std::string::npos) == (t == DType::F32));
+    CHECK(k.ptx.find("ex2.approx") != std::string::npos);
+  }
+}
+
 TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluster on sm_90", "[norm][ptx]") {
   struct Case {
     const char* what;

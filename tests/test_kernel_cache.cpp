@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "compiler/compile.h"
+#include "include/loom/loom.h"
 #include "runtime/kernel_cache.h"
 
 using namespace loom;
@@ -87,4 +89,20 @@ TEST_CASE("the disk cache stores atomically and drops a corrupt file", "[cache]"
   unsetenv("LOOM_DISK_CACHE");
   unsetenv("LOOM_CACHE_DIR");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the cache key names the compiler build, so a rebuilt loom never reuses old kernels", "[cache]") {
+  auto f = findExample("add")->buildDefault();
+  std::vector<TensorDesc> in;
+  for (const ir::Value* v : f->inputs()) {
+    std::vector<int64_t> shape;
+    for (const auto& a : v->axes()) shape.push_back(a.extent.evaluate(findExample("add")->default_sizes));
+    in.push_back(TensorDesc{v->dtype(), shape, rowMajorStrides(shape), 16});
+  }
+  const std::string key = compileKey(*f, in, CompileOptions{90, 132});
+  const auto at = key.find("loom build ");
+  REQUIRE(at != std::string::npos);
+  const std::string id = key.substr(at + 11, key.find('\n', at) - at - 11);
+  CHECK(id.size() == 16);
+  CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
 }
