@@ -166,7 +166,9 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
       CHECK(k.grid == 264u);  // one block per SM in each of two groups (4 sets)
       CHECK(k.ptx.find(".minnctapersm 2") != std::string::npos);
       CHECK(k.ptx.find("atom.add.release.gpu") != std::string::npos);
-      CHECK(k.ptx.find("ld.acquire.gpu") != std::string::npos);
+      CHECK(k.ptx.find("fence.acq_rel.gpu") != std::string::npos);
+      CHECK(k.ptx.find("ld.relaxed.gpu") != std::string::npos);
+      CHECK(k.ptx.find("ld.volatile") == std::string::npos);
     }
     if (c.cluster > 0) CHECK(k.grid == 4u * k.cluster);
     if (c.cluster != 0) {

@@ -482,15 +482,36 @@ class NormEmitter {
                 "grid reduction {} beyond the {}-byte workspace of {} groups", region, k_.workspace_bytes, k_.grid_groups);
   }
 
-  void storeWs(llvm::Value* v, llvm::Value* addr) { b_.CreateAlignedStore(v, addr, llvm::Align(8))->setVolatile(true); }
+  // Partials are written plainly (the barrier's release, after a block barrier, publishes
+  // them) and read with ld.relaxed.gpu: from the L2, never a stale L1 line or the read-only
+  // path. (Volatile loads, ld.volatile, are system-scope: on an H100 they were a fifth of
+  // the grid kernel's stall samples.)
+  void storeWs(llvm::Value* v, llvm::Value* addr) { b_.CreateAlignedStore(v, addr, llvm::Align(8)); }
   llvm::Value* loadWs(llvm::Type* ty, llvm::Value* addr) {
-    auto* ld = b_.CreateAlignedLoad(ty, addr, llvm::Align(8));
-    ld->setVolatile(true);  // written by other blocks during this kernel: never ld.global.nc
-    return ld;
+    llvm::Type* ptr = addr->getType();
+    auto relaxed = [&](llvm::Type* ret, const char* text, const char* constraints) {
+      auto* fn = llvm::InlineAsm::get(llvm::FunctionType::get(ret, {ptr}, false), text, constraints, true);
+      return b_.CreateCall(fn, {addr});
+    };
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ty)) {
+      LOOM_ASSERT(vt->getNumElements() == 2 && vt->getElementType()->isFloatTy(), "workspace load of a vector");
+      llvm::Type* f32 = b_.getFloatTy();
+      llvm::Value* pair = relaxed(llvm::StructType::get(b_.getContext(), {f32, f32}),
+                                  "ld.relaxed.gpu.global.v2.f32 {$0, $1}, [$2];", "=f,=f,l,~{memory}");
+      llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(vt), b_.CreateExtractValue(pair, 0), uint64_t{0});
+      return b_.CreateInsertElement(v, b_.CreateExtractValue(pair, 1), uint64_t{1});
+    }
+    if (ty->isFloatTy()) return relaxed(ty, "ld.relaxed.gpu.global.f32 $0, [$1];", "=f,l,~{memory}");
+    if (ty->isDoubleTy()) return relaxed(ty, "ld.relaxed.gpu.global.f64 $0, [$1];", "=d,l,~{memory}");
+    if (ty->isIntegerTy(32)) return relaxed(ty, "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}");
+    LOOM_ASSERT(ty->isIntegerTy(64), "workspace load of an unexpected type");
+    return relaxed(ty, "ld.relaxed.gpu.global.u64 $0, [$1];", "=l,l,~{memory}");
   }
 
   // Every block arrives, then waits until all have: a counter in the workspace (zeroed before
-  // the launch) that only grows, so barrier e waits for (e + 1) * blocks arrivals.
+  // the launch) that only grows, so barrier e waits for (e + 1) * blocks arrivals. The leader
+  // arrives with a release, polls relaxed, and acquires with one fence once the count is
+  // reached (an acquiring poll invalidated the SM's L1 on every iteration).
   void gridBarrier() {
     barrier();
     // Barrier j of set s is the kernel's (s * barriers_per_set + j)-th.
@@ -511,10 +532,15 @@ class NormEmitter {
     b_.CreateBr(spin);
     b_.SetInsertPoint(spin);
     auto* poll = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {ptr}, false),
-                                      "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
+                                      "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", true);
     llvm::Value* seen = b_.CreateCall(poll, {group_ws_});
     auto* wait = llvm::BasicBlock::Create(b_.getContext(), "gb_wait", fn);
-    b_.CreateCondBr(b_.CreateICmpUGE(seen, target), done, wait);
+    auto* acquire = llvm::BasicBlock::Create(b_.getContext(), "gb_acquire", fn);
+    b_.CreateCondBr(b_.CreateICmpUGE(seen, target), acquire, wait);
+    b_.SetInsertPoint(acquire);
+    auto* fence = llvm::InlineAsm::get(llvm::FunctionType::get(b_.getVoidTy(), {}, false), "fence.acq_rel.gpu;", "~{memory}", true);
+    b_.CreateCall(fence, {});
+    b_.CreateBr(done);
     b_.SetInsertPoint(wait);
     auto* nap = llvm::InlineAsm::get(llvm::FunctionType::get(b_.getVoidTy(), {}, false), "nanosleep.u32 64;", "~{memory}", true);
     b_.CreateCall(nap, {});
