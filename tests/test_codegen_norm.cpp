@@ -110,7 +110,7 @@ TEST_CASE("short contiguous rows take a chunk per thread; rows strided along C d
 TEST_CASE("the grid tier takes more groups for more long rows", "[norm]") {
   auto f = findExample("rms_norm")->build(DType::F32);
   // Rows of 2^19 + 8 f32 (2 MiB: more than a cluster holds), one a set; a group walks 4+ sets.
-  for (auto [n, groups] : {std::pair<int64_t, int>{3, 1}, {5, 2}, {16, 4}, {64, 8}, {1000, 8}}) {
+  for (auto [n, groups] : {std::pair<int64_t, int>{1, 1}, {3, 1}, {5, 2}, {16, 4}, {64, 8}, {1000, 8}}) {
     Bindings sizes{{"N", n}, {"D", (int64_t{1} << 19) + 8}};
     StageText text;
     auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
@@ -120,6 +120,18 @@ TEST_CASE("the grid tier takes more groups for more long rows", "[norm]") {
     CHECK((text[DumpStage::Schedule].find(fmt::format("{} independent groups", groups)) != std::string::npos) ==
           (groups > 1));
   }
+}
+
+TEST_CASE("blocks sharing an SM in the grid tier leave room for the driver's and the scratch's shared memory",
+          "[norm]") {
+  // rms_norm bf16 rows of 1850002 (pieces of 4 bytes): 8 groups would need 8 x 27.5 KiB of
+  // row data plus 8 x (1 KiB reserved + scratch), more than an SM's 228 KiB: 4 groups.
+  auto f = findExample("rms_norm")->build(DType::BF16);
+  Bindings sizes{{"N", 64}, {"D", 1850002}};
+  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132});
+  CHECK(k.cooperative);
+  CHECK(k.grid == 4u * 132u);
+  CHECK(4 * (k.shared_bytes + 1024) <= 228u * 1024);
 }
 
 TEST_CASE("exp is ex2.approx only where every output is 16-bit", "[norm][ptx]") {

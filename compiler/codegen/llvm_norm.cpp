@@ -140,10 +140,13 @@ class NormEmitter {
     for (const ENode* r : reductions_) reduce(*r);
     publishReductions(reductions_);
     // No block of a cluster may leave while another still reads its shared memory: arrive
-    // after the last reduction, wait before returning (the stores run in between). Relaxed:
-    // the remote reads it guards are complete (their values are used), and nothing is
-    // published through it. Every thread reaches it: `.aligned`.
-    if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned, {}, {});
+    // after the last reduction, wait before returning (the stores run in between). Every
+    // thread reaches it: `.aligned`. Relaxed only where the remote reads it guards are
+    // complete: their values were stored to shared memory before a block barrier
+    // (publishReductions). Otherwise a read still in flight must be ordered before it.
+    if (k_.cluster > 1)
+      b_.CreateIntrinsic(coalescedStores() ? llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned
+                                           : llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {});
     storeAll();
     if (k_.cluster > 1) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
   }

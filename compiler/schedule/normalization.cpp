@@ -299,7 +299,11 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
       bytes += (int64_t{chunks} * t * rows * vec * b + 15) / 16 * 16;
     }
-    if (bytes * per_sm > smem_limit) return false;  // `per_sm` blocks share an SM
+    if (bytes > smem_limit) return false;
+    // `per_sm` blocks sharing an SM: each also takes 1 KiB the driver reserves and up to 4 KiB
+    // of the reductions' scratch.
+    const int64_t sm_capacity = int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024;
+    if (per_sm > 1 && per_sm * (bytes + 5 * 1024) > sm_capacity) return false;
     k.async_fill = true;
     k.split = split;
     k.threads_per_row = t;
@@ -337,7 +341,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     const int P = dev.sm_count;
     const int t = 1024 / groups / rows;
     if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
-    if (k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
+    if (groups > 1 && k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
     if (!place(rows, t, P, groups)) return false;
     k.grid_groups = groups;
     int reductions = 0;
@@ -372,7 +376,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
         for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) {
           int groups = 2;
           while (r == 1 && groups < 8 && k.rows() >= 8 * groups) groups *= 2;
-          done = onGrid(r, groups);
+          for (; groups >= 2 && !done; groups /= 2) done = onGrid(r, groups);
         }
       for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, 1);
     }
