@@ -1088,8 +1088,8 @@ class NormEmitter {
 std::unique_ptr<llvm::Module> emitNormKernel(const ir::Fusion& f, const schedule::NormKernel& k,
                                              llvm::LLVMContext& ctx) {
   KernelModule km(ctx, k.name, f, k.output_alias, k.block, k.grid_sync ? 1 : 0);
-  // Each group's block beside the others' on every SM: registers for all of them.
-  if (k.grid_sync && k.grid_groups > 1) km.minBlocksPerSM(k.grid_groups);
+  // E.g. each grid group's block beside the others' on every SM: registers for all of them.
+  if (k.min_blocks_per_sm > 0) km.minBlocksPerSM(k.min_blocks_per_sm);
   NormEmitter(f, k, km).emit();
   return km.finish();
 }

@@ -386,6 +386,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     if (k.registers || k.rows_per_block != 1 || row_smem > smem_limit || no_smem) k.smem_leaves.clear();
     else k.smem_bytes = static_cast<int>(row_smem);
   }
+  if (k.grid_sync) k.min_blocks_per_sm = k.grid_groups > 1 ? k.grid_groups : 0;
+  // For tuning sweeps only (part of the cache key).
+  if (const char* mb = std::getenv("LOOM_TUNE_MIN_BLOCKS"); mb && !k.grid_sync) k.min_blocks_per_sm = std::max(0, std::atoi(mb));
   k.grid = k.grid_sync ? int64_t{k.split} * k.grid_groups : (k.rows() + k.rows_per_block - 1) / k.rows_per_block * k.cluster;
   k.reason = fmt::format(
       "{} rows over {} x {} elements over {}; {} threads per row{}, {} chunk{} of {} each, {} "

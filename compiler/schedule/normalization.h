@@ -51,6 +51,8 @@ struct NormKernel {
   // SM), group g walking sets g, g + G, ...: while one group waits at its barrier, the
   // other's loads and stores keep the memory busy.
   int grid_groups = 1;
+  // Blocks per SM the register allocation must allow (0: the backend's choice).
+  int min_blocks_per_sm = 0;
   int64_t workspace_bytes = 0;
   int num_inputs = 0;
   struct Store {
