@@ -38,7 +38,7 @@ struct Executor::Entry {
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
   std::vector<DeviceTensor> temps;              // allocated once per signature, reused
   // Per plan kernel: its global scratch (grid-wide reductions), zeroed before each launch.
-  // One per signature: launches of one Executor from several streams at once would share it.
+  // One per signature, like the temps: an Executor serves one thread at a time (executor.h).
   std::vector<runtime::DeviceBuffer> workspaces;
 };
 

@@ -2,6 +2,10 @@
 // Runs a fusion on the GPU. The first call for a given input signature (dtypes, sizes,
 // strides, alignment) compiles (or finds the kernel in the memory or disk cache); later calls
 // only launch.
+//
+// One Executor serves one host thread at a time: its plans, intermediates and grid-reduction
+// workspaces are its own and reused by every launch, in stream order. Threads that launch at
+// once (LOOM_STREAM=per-thread) each need their own Executor.
 #include <memory>
 #include <vector>
 
