@@ -786,8 +786,12 @@ class NormEmitter {
     llvm::Value* n = b_.CreateFAdd(a.n, b.n);
     llvm::Value* safe = b_.CreateSelect(b_.CreateFCmpOGT(n, emitConst(b_, acc, 0)), n, emitConst(b_, acc, 1));
     llvm::Value* delta = b_.CreateFSub(b.mean, a.mean);
-    // One division: b's share of the merged count; a's share is its complement.
-    llvm::Value* fb = b_.CreateFDiv(b.n, safe);
+    // One division: b's share of the merged count; a's share is its complement. In f32 the
+    // hardware's approximate division (2 ulp, on whole counts): a weight, not a result, and
+    // the merges sit on the grid tier's critical path (layer_norm 16 x (2^20 + 8) f32 on an
+    // H100: 1603 -> 1660 GB/s; group norm channels-last 1900 -> 1920).
+    llvm::Value* fb = acc == DType::F32 ? b_.CreateIntrinsic(llvm::Intrinsic::nvvm_div_approx_f, {}, {b.n, safe})
+                                        : b_.CreateFDiv(b.n, safe);
     llvm::Value* mean = b_.CreateFAdd(a.mean, b_.CreateFMul(delta, fb));
     llvm::Value* m2 = b_.CreateFAdd(b_.CreateFAdd(a.m2, b.m2),
                                     b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(delta, delta), a.n), fb));
