@@ -415,12 +415,13 @@ class NormEmitter {
     return b_.CreateIntrinsic(cb == Combine::Max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, {a->getType()}, {a, b});
   }
 
-  llvm::Value* shuffleXor(llvm::Value* v, int offset) {
+  // A full-warp shuffle `id` (butterfly, index) of a 32- or 64-bit value with lane argument
+  // `lane_arg`: 64-bit values travel as two 32-bit halves.
+  llvm::Value* shuffle(llvm::Intrinsic::ID id, llvm::Value* v, llvm::Value* lane_arg) {
     llvm::Type* ty = v->getType();
     unsigned bits = ty->getPrimitiveSizeInBits();
     auto shfl = [&](llvm::Value* x) {
-      return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
-                                {b_.getInt32(0xffffffffu), x, b_.getInt32(static_cast<uint32_t>(offset)), b_.getInt32(31)});
+      return b_.CreateIntrinsic(id, {}, {b_.getInt32(0xffffffffu), x, lane_arg, b_.getInt32(31)});
     };
     if (bits == 32) return b_.CreateBitCast(shfl(b_.CreateBitCast(v, b_.getInt32Ty())), ty);
     LOOM_ASSERT(bits == 64, "shuffle of a {}-bit value", bits);
@@ -431,6 +432,10 @@ class NormEmitter {
     llvm::Value* r = b_.CreateInsertElement(llvm::PoisonValue::get(v2), lo, uint64_t{0});
     r = b_.CreateInsertElement(r, hi, uint64_t{1});
     return b_.CreateBitCast(r, ty);
+  }
+
+  llvm::Value* shuffleXor(llvm::Value* v, int offset) {
+    return shuffle(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, v, b_.getInt32(static_cast<uint32_t>(offset)));
   }
 
   // Every thread of the row ends with the row's total.
@@ -466,8 +471,8 @@ class NormEmitter {
 
   // --- the grid tier: partials through the global workspace ---
   // Slot `field` (of 3: count, mean, M2; 8 bytes each) of block `rank`'s partial for the
-  // block's row `r`, in its group's part of the workspace, in the region of the kernel's `region`-th grid reduction and this
-  // iteration's parity. Blocks innermost: a warp reading 32 blocks' partials reads 256
+  // block's row `r`, in the group's part of the workspace: the region of the kernel's
+  // `region`-th grid reduction and this iteration's parity. Blocks innermost: a warp reading 32 blocks' partials reads 256
   // contiguous bytes (row-innermost entries cost a sector per lane: measured on an H100, the
   // L2 then carried more partials than tensor data).
   llvm::Value* wsSlot(int region, llvm::Value* rank, llvm::Value* r, int field) {
@@ -487,8 +492,8 @@ class NormEmitter {
 
   // Partials are written plainly (the barrier's release, after a block barrier, publishes
   // them) and read with ld.relaxed.gpu: from the L2, never a stale L1 line or the read-only
-  // path. (Volatile loads, ld.volatile, are system-scope: on an H100 they were a fifth of
-  // the grid kernel's stall samples.)
+  // path, and at GPU scope (volatile loads are system-scope; on an H100 the two measured
+  // the same).
   void storeWs(llvm::Value* v, llvm::Value* addr) { b_.CreateAlignedStore(v, addr, llvm::Align(8)); }
   llvm::Value* loadWs(llvm::Type* ty, llvm::Value* addr) {
     llvm::Type* ptr = addr->getType();
@@ -511,10 +516,11 @@ class NormEmitter {
     return relaxed(ty, "ld.relaxed.gpu.global.u64 $0, [$1];", "=l,l,~{memory}");
   }
 
-  // Every block arrives, then waits until all have: a counter in the workspace (zeroed before
-  // the launch) that only grows, so barrier e waits for (e + 1) * blocks arrivals. The leader
-  // arrives with a release, polls relaxed, and acquires with one fence once the count is
-  // reached (an acquiring poll invalidated the SM's L1 on every iteration).
+  // Every block of the group arrives, then waits until all have: a counter in the group's part
+  // of the workspace (zeroed before the launch) that only grows, so the group's e-th barrier
+  // (from 1) waits for e * blocks arrivals. The leader arrives with a release, polls relaxed,
+  // and acquires with one fence once the count is reached (an acquiring poll would invalidate
+  // the SM's L1 on every iteration).
   void gridBarrier() {
     barrier();
     // Barrier j of set s is the kernel's (s * barriers_per_set + j)-th.
@@ -552,10 +558,10 @@ class NormEmitter {
     barrier();
   }
 
-  // The thread's row's total over every block: each block's leader publishes its partial,
-  // then after the barrier each warp's lanes read every 32nd block's partial and combine them
-  // in a butterfly (sums and extrema commute exactly, so every lane and block gets the same
-  // bits).
+  // The thread's row's total over every block: each block's leader publishes its partial;
+  // after the barrier the row's first warp reads them, lane l every 32nd block's from l, and
+  // combines them in a butterfly (sums and extrema commute exactly, so every block gets the
+  // same bits).
   llvm::Value* acrossGrid(Combine cb, DType acc, llvm::Value* v) {
     const int region = next_region_++;
     checkRegion(region);
@@ -664,20 +670,9 @@ class NormEmitter {
 
   // The value of the row's first thread (rows of at most 32 threads, whole within a warp).
   llvm::Value* shuffleFromRowStart(llvm::Value* v) {
-    llvm::Type* ty = v->getType();
-    llvm::Value* src = b_.CreateMul(b_.CreateUDiv(lane_, b_.getInt32(static_cast<uint32_t>(k_.threads_per_row))),
-                                    b_.getInt32(static_cast<uint32_t>(k_.threads_per_row)));
-    auto shfl = [&](llvm::Value* x) {
-      return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_idx_i32, {}, {b_.getInt32(0xffffffffu), x, src, b_.getInt32(31)});
-    };
-    unsigned bits = ty->getPrimitiveSizeInBits();
-    if (bits == 32) return b_.CreateBitCast(shfl(b_.CreateBitCast(v, b_.getInt32Ty())), ty);
-    LOOM_ASSERT(bits == 64, "shuffle of a {}-bit value", bits);
-    auto* v2 = llvm::FixedVectorType::get(b_.getInt32Ty(), 2);
-    llvm::Value* p = b_.CreateBitCast(v, v2);
-    llvm::Value* r = b_.CreateInsertElement(llvm::PoisonValue::get(v2), shfl(b_.CreateExtractElement(p, uint64_t{0})), uint64_t{0});
-    r = b_.CreateInsertElement(r, shfl(b_.CreateExtractElement(p, uint64_t{1})), uint64_t{1});
-    return b_.CreateBitCast(r, ty);
+    const uint32_t T = static_cast<uint32_t>(k_.threads_per_row);
+    llvm::Value* src = b_.CreateMul(b_.CreateUDiv(lane_, b_.getInt32(T)), b_.getInt32(T));
+    return shuffle(llvm::Intrinsic::nvvm_shfl_sync_idx_i32, v, src);
   }
 
   // Elements of a row that block `rank` holds: vec per chunk ci = rank * T + t + k * T * P

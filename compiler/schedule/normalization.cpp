@@ -349,9 +349,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     k.grid_sync = true;
     k.cluster = 1;  // over an earlier placement's cluster
     k.row_sets = k.rows() / rows;
-    // A barrier counter, then per reduction and iteration parity one (count, mean, M2) slot of
-    // 8 bytes each per block and row.
-    // Per group: a barrier counter (its own 128 bytes), and the partial slots.
+    // Per group: a barrier counter (its own 128 bytes), then per reduction and iteration
+    // parity one (count, mean, M2) slot of 8 bytes each per block and row.
     k.workspace_bytes = int64_t{groups} * (128 + int64_t{reductions} * 2 * P * rows * 24);
     return true;
   };
