@@ -224,14 +224,18 @@ int Kernel::maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_b
 
 // ---- launch ----
 
+// Beyond 48 KiB of dynamic shared memory a kernel must opt in, per kernel.
+static void optInSharedBytes(const Kernel& kernel, const LaunchConfig& c) {
+  if (c.shared_bytes > 48 * 1024) kernel.setMaxDynamicSharedBytes(static_cast<int>(c.shared_bytes));
+}
+
 void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHandle stream) {
   LOOM_USER_CHECK(kernel.handle(), "launch of an empty kernel handle");
   LOOM_USER_CHECK(c.grid.x && c.grid.y && c.grid.z && c.block.x && c.block.y && c.block.z,
                   "launch of {} with an empty grid ({},{},{}) or block ({},{},{})",
                   kernel.name(), c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z);
   Device::get();
-  // Beyond 48 KiB of dynamic shared memory a kernel must opt in, per kernel.
-  if (c.shared_bytes > 48 * 1024) kernel.setMaxDynamicSharedBytes(static_cast<int>(c.shared_bytes));
+  optInSharedBytes(kernel, c);
   if (c.cluster_x <= 1 && !c.cooperative) {
     LOOM_CU(cuLaunchKernel, toCu<CUfunction>(kernel.handle()), c.grid.x, c.grid.y, c.grid.z,
             c.block.x, c.block.y, c.block.z, c.shared_bytes, toCu<CUstream>(stream), args, nullptr);
@@ -272,7 +276,7 @@ void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHand
 }
 
 void checkResidentAtOnce(const Kernel& kernel, const LaunchConfig& c) {
-  if (c.shared_bytes > 48 * 1024) kernel.setMaxDynamicSharedBytes(static_cast<int>(c.shared_bytes));
+  optInSharedBytes(kernel, c);  // the occupancy query, too, honours only opted-in sizes
   const int per_sm = kernel.maxActiveBlocksPerSm(static_cast<int>(c.block.x * c.block.y * c.block.z), c.shared_bytes);
   LOOM_USER_CHECK(static_cast<long>(per_sm) * Device::get().smCount() >= static_cast<long>(c.grid.x) * c.grid.y * c.grid.z,
                   "launch of {}: its {} blocks must all be resident at once (grid-wide barriers) but "

@@ -240,19 +240,7 @@ std::vector<double> HostTensor::toVector() const {
   const int64_t n = numel();
   std::vector<double> out(static_cast<size_t>(n));
   if (n == 0) return out;
-  // Walk the storage with an odometer over the logical index (no divisions per element).
-  std::vector<int64_t> idx(shape_.size(), 0);
-  int64_t off = offset_;
-  for (int64_t i = 0; i < n; ++i) {
-    out[static_cast<size_t>(i)] = load(off);
-    for (int d = rank() - 1; d >= 0; --d) {
-      size_t ud = static_cast<size_t>(d);
-      off += strides_[ud];
-      if (++idx[ud] < shape_[ud]) break;
-      off -= idx[ud] * strides_[ud];
-      idx[ud] = 0;
-    }
-  }
+  walkOffsets(shape_, strides_, offset_, 0, n, [&](int64_t i, int64_t off) { out[static_cast<size_t>(i)] = load(off); });
   return out;
 }
 
