@@ -7,12 +7,11 @@ cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
 export LOOM_CACHE_DIR=${LOOM_CACHE_DIR:-/tmp/loom-cache}
 L=.device/bin/loom
-filter=${1:-.}
-grep -v '^#' bench/workloads.txt | grep -E "\S" | grep -E "$filter" | while read -r name fusion dtype dims layouts _; do
-  args=(--dtype "$dtype")
-  IFS=, read -ra ds <<<"$dims"; for d in "${ds[@]}"; do args+=(--dim "$d"); done
-  if [ "$layouts" != "-" ]; then args+=(--layout "$layouts"); fi
-  j=$($L bench "$fusion" "${args[@]}" --json 2>&1)
+source scripts/workloads.sh
+one() {
+  local name=$1
+  shift
+  j=$($L bench "$@" --json 2>&1)
   python3 - "$name" "$j" <<'PY'
 import json, sys
 name, text = sys.argv[1], sys.argv[2]
@@ -23,4 +22,5 @@ try:
 except Exception as e:
     print(f"{name:36s} FAILED: {text[-300:]}")
 PY
-done
+}
+for_each_workload "${1:-.}" one

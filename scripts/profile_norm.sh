@@ -16,18 +16,19 @@ filter=${1:-.}
 stalls=$(printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' barrier long_scoreboard \
   short_scoreboard membar mio_throttle lg_throttle wait sleeping math_pipe_throttle not_selected drain)
 stalls=${stalls%,}
-grep -v '^#' bench/workloads.txt | grep -E "\S" | grep -E "$filter" | while read -r name fusion dtype dims layouts _; do
-  args=(--dtype "$dtype" --iters 1)
-  IFS=, read -ra ds <<<"$dims"; for d in "${ds[@]}"; do args+=(--dim "$d"); done
-  if [ "$layouts" != "-" ]; then args+=(--layout "$layouts"); fi
+source scripts/workloads.sh
+one() {
+  local name=$1
+  shift
   # The first launch of a kernel whose name starts with loom_ (the bench's warm-up).
   timeout 300 "$NCU" --clock-control none -k regex:^loom -c 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
     --section Occupancy --section WarpStateStats --section SchedulerStats \
     --metrics dram__bytes_read.sum,dram__bytes_write.sum,$stalls \
-    "$L" bench "$fusion" "${args[@]}" >"$out/ncu-$name.txt" 2>&1
-  echo "== $name ($fusion $dtype $dims $layouts)"
+    "$L" bench "$@" --iters 1 >"$out/ncu-$name.txt" 2>&1
+  echo "== $name ($*)"
   grep -E "^\s+(Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Block Size|Grid Size|Dynamic Shared Memory Per Block|Static Shared Memory Per Block|Warp Cycles Per Issued Instruction|Issued Warp Per Scheduler|No Eligible|Active Warps Per Scheduler|Eligible Warps Per Scheduler)\b" \
     "$out/ncu-$name.txt" | sed 's/  */ /g'
   grep -E "dram__bytes|issue_stalled" "$out/ncu-$name.txt" | sed 's/  */ /g;s/smsp__average_warps_issue_stalled_//;s/_per_issue_active.ratio//'
-done
+}
+for_each_workload "$filter" one
