@@ -42,7 +42,7 @@ TEST_CASE("long rows held in shared memory, split over clusters, with two held i
 
 TEST_CASE("rows sliced over every SM: the cooperative grid tier", "[gpu][norm]") {
   if (!test::haveGpu()) return;
-  // 2^20 and 2^22 + 8 elements: more than a cluster of 8 holds; a size-1 batch; a set count
+  // 2^22 and 2^20 + 8 elements: more than a cluster of 8 holds; a size-1 batch; a set count
   // that is odd (the workspace's two parities).
   for (const char* name : {"layer_norm", "rms_norm", "softmax"}) {
     for (DType t : {DType::F16, DType::BF16, DType::F32}) {
