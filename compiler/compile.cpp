@@ -34,7 +34,8 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
   // The scheduler's tuning overrides change the code: part of the key.
   for (const char* env : {"LOOM_TUNE_THREADS_PER_ROW", "LOOM_TUNE_BLOCK_SMEM_KB", "LOOM_NO_CLUSTER", "LOOM_NO_GRID",
                           "LOOM_NO_SMEM_ROWS", "LOOM_NO_GRID_GROUPS",
-                          "LOOM_TUNE_GRID_GROUPS", "LOOM_TUNE_MIN_BLOCKS"})
+                          "LOOM_TUNE_GRID_GROUPS", "LOOM_TUNE_MIN_BLOCKS", "LOOM_NO_ROW_VECTORS",
+                          "LOOM_TUNE_ROWS_PER_BLOCK"})
     if (const char* v = std::getenv(env)) key += fmt::format("env {}={}\n", env, v);
   return key;
 }

@@ -225,8 +225,13 @@ int Kernel::maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_b
 // ---- launch ----
 
 // Beyond 48 KiB of dynamic shared memory a kernel must opt in, per kernel.
+// A block gets 48 KiB of shared memory, static and dynamic together, unless the kernel opts in
+// to more.
 static void optInSharedBytes(const Kernel& kernel, const LaunchConfig& c) {
-  if (c.shared_bytes > 48 * 1024) kernel.setMaxDynamicSharedBytes(static_cast<int>(c.shared_bytes));
+  const std::size_t kDefault = 48 * 1024;
+  if (c.shared_bytes > kDefault ||
+      (c.shared_bytes > 0 && c.shared_bytes + static_cast<std::size_t>(kernel.staticSharedBytes()) > kDefault))
+    kernel.setMaxDynamicSharedBytes(static_cast<int>(c.shared_bytes));
 }
 
 void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHandle stream) {

@@ -92,18 +92,64 @@ TEST_CASE("the schedule says where the row lives", "[norm]") {
 }
 
 
-TEST_CASE("short contiguous rows take a chunk per thread; rows strided along C do not", "[norm]") {
+TEST_CASE("short contiguous rows take a chunk per thread", "[norm]") {
   auto f = findExample("layer_norm_2d")->build(DType::F16);
   // Enough rows that none need more threads to fill the GPU.
   Bindings sizes{{"N", 64}, {"C", 128}, {"H", 56}, {"W", 56}};
-  for (bool nhwc : {false, true}) {
+  StageText text;
+  compileFusion(*f, sizes, descsFor(*f, sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+  INFO(text[DumpStage::Schedule]);
+  CHECK(text[DumpStage::Schedule].find("16 threads per row, 1 chunk of 8") != std::string::npos);
+}
+
+TEST_CASE("rows strided along their reduction but side by side in memory: vectors of rows", "[norm][ptx]") {
+  struct Case {
+    const char* fusion;
+    DType t;
+    Bindings sizes;
+    bool nhwc;
+    int row_vec;       // 0: not this tier
+    const char* rows;  // rows per block, threads per row
+  };
+  const Case cases[] = {
+      // LayerNorm2d NCHW: a pixel's channels are H*W apart, neighbouring pixels' rows adjacent
+      {"layer_norm_2d", DType::F16, {{"N", 64}, {"C", 128}, {"H", 56}, {"W", 56}}, false, 8, "64 rows per block of 256"},
+      {"layer_norm_2d", DType::F32, {{"N", 64}, {"C", 128}, {"H", 56}, {"W", 56}}, false, 4, "64 rows per block of 256"},
+      // 60 pixels: vectors of 4 f16 rows; 1000 channels: 16 rows a block, 16 threads a row
+      // (180 rows: 16 a block, the fewest that read a 32-byte sector of each element)
+      {"layer_norm_2d", DType::F16, {{"N", 3}, {"C", 5}, {"H", 6}, {"W", 10}}, false, 4, "16 rows per block"},
+      {"layer_norm_2d", DType::BF16, {{"N", 2}, {"C", 1000}, {"H", 4}, {"W", 6}}, false, 8, "16 threads per row"},
+      // channels-last instance norm: a channel's pixels are C apart, channels adjacent
+      {"instance_norm", DType::F16, {{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}}, true, 8, "16 rows per block"},
+      // 63 pixels in a row of 7 x 9: no vectors of rows
+      {"layer_norm_2d", DType::F16, {{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 0, ""},
+      // rows contiguous along the reduction: never
+      {"layer_norm_2d", DType::F16, {{"N", 64}, {"C", 128}, {"H", 56}, {"W", 56}}, true, 0, ""},
+      {"group_norm", DType::F16, {{"N", 2}, {"C", 64}, {"H", 16}, {"W", 16}}, true, 0, ""},
+      // channels-last instance norm of 4096 pixels: 16 rows are more than 40 KiB
+      {"instance_norm", DType::F16, {{"N", 2}, {"C", 64}, {"H", 64}, {"W", 64}}, true, 0, ""},
+  };
+  for (const Case& c : cases) {
+    auto f = findExample(c.fusion)->build(c.t);
     std::map<std::string, std::vector<int>> lay;
-    if (nhwc) lay["x"] = {0, 2, 3, 1};
-    StageText text;
-    compileFusion(*f, sizes, descsFor(*f, sizes, lay), CompileOptions{90, 132}, &text);
-    INFO(text[DumpStage::Schedule]);
-    CHECK(text[DumpStage::Schedule].find(nhwc ? "16 threads per row, 1 chunk of 8" : "2 threads per row") !=
-          std::string::npos);
+    if (c.nhwc) lay["x"] = {0, 2, 3, 1};
+    for (int sm : {80, 90}) {
+      StageText text;
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, lay), CompileOptions{sm, 132}, &text);
+      INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << text[DumpStage::Schedule]);
+      const std::string& sched = text[DumpStage::Schedule];
+      CHECK((sched.find("rows side by side in memory") != std::string::npos) == (c.row_vec > 0));
+      if (c.row_vec > 0) {
+        CHECK(sched.find(fmt::format("in vectors of {} rows", c.row_vec)) != std::string::npos);
+        CHECK(sched.find(c.rows) != std::string::npos);
+        CHECK(text[DumpStage::Kernel].find("over rows vector") != std::string::npos);
+        CHECK(k.ptx.find("cp.async") != std::string::npos);
+        CHECK(k.shared_bytes <= 40u * 1024);
+      }
+      std::string err = codegen::ptxasCheck(k.ptx, sm);
+      INFO(err);
+      CHECK(err.empty());
+    }
   }
 }
 

@@ -99,6 +99,33 @@ TEST_CASE("image normalizations in NCHW and channels-last", "[gpu][norm]") {
   }
 }
 
+TEST_CASE("rows strided along their reduction: read and written in vectors of rows", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  struct Case {
+    const char* fusion;
+    Bindings sizes;
+    bool nhwc;
+  };
+  // LayerNorm2d NCHW: vectors of 8 rows (64 x 56 x 56), of 4 (60 and 196 pixels), a block's
+  // last rows past the end (180 and 980 rows), 16 threads a row of 1000 channels; channels-
+  // last instance norm and batch norm (channels in vectors, running statistics in place).
+  const Case cases[] = {{"layer_norm_2d", {{"N", 8}, {"C", 128}, {"H", 56}, {"W", 56}}, false},
+                        {"layer_norm_2d", {{"N", 3}, {"C", 5}, {"H", 6}, {"W", 10}}, false},
+                        {"layer_norm_2d", {{"N", 5}, {"C", 96}, {"H", 14}, {"W", 14}}, false},
+                        {"layer_norm_2d", {{"N", 2}, {"C", 1000}, {"H", 4}, {"W", 6}}, false},
+                        {"instance_norm", {{"N", 3}, {"C", 96}, {"H", 13}, {"W", 8}}, true},
+                        {"batch_norm", {{"N", 4}, {"C", 64}, {"H", 5}, {"W", 6}}, true}};
+  for (const Case& c : cases) {
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      INFO(c.fusion << " " << dtypeName(t) << " N=" << c.sizes.at("N") << " C=" << c.sizes.at("C") << " H="
+                    << c.sizes.at("H") << " W=" << c.sizes.at("W") << (c.nhwc ? " NHWC" : " NCHW"));
+      std::map<std::string, std::vector<int>> lay;
+      if (c.nhwc) lay["x"] = {0, 2, 3, 1};
+      test::checkOnGpu(*findExample(c.fusion)->build(t), c.sizes, lay);
+    }
+  }
+}
+
 TEST_CASE("cancellation: 1e4 + U(0,1) in f32 normalizes to mean 0, std 1", "[gpu][norm]") {
   if (!test::haveGpu()) return;
   for (const char* name : {"layer_norm", "group_norm"}) {

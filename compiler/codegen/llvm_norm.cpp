@@ -32,6 +32,7 @@ struct Chunk {
   llvm::Value* slot = nullptr;    // its place in the block's shared-memory copy of the row
   bool global = false;            // read from global memory even where the row is on chip
   llvm::Value* r_sub = nullptr;   // another row of the block (coalesced stores): i32
+  bool row_lanes = false;         // lanes are `row_vec` neighbouring rows from r_sub on
   std::map<const ENode*, Lanes> memo;
 };
 
@@ -61,7 +62,7 @@ class NormEmitter {
       vt_ = b_.CreateAdd(b_.CreateMul(rank_, c(T)), t_in_row_);
     }
     row_chunks_ = k_.rowElems() / k_.vec;
-    registers_ = k_.registers && k_.chunks <= 16;
+    registers_ = k_.registers && k_.chunks * k_.vec <= 128;
     // Unrolling every chunk (all loads up front) pays only while the row stays in registers:
     // for rows in shared memory or streamed, it spills at 1024 threads (measured on an H100:
     // layer norm 32768 x 65536 bf16 fell from 1.7 to 1.2 TB/s), so those passes loop.
@@ -75,9 +76,11 @@ class NormEmitter {
       int64_t off = 0;
       for (const auto& l : k_.smem_leaves) {
         smem_offset_[l] = off;
-        // The whole row, or (filled with cp.async) the block's chunks of each of its rows.
-        int64_t elems = k_.async_fill ? int64_t{k_.rows_per_block} * k_.chunks * k_.threads_per_row * k_.vec
-                                      : k_.rowElems();
+        // The whole row, or (filled with cp.async) the block's chunks of each of its rows
+        // (the row-vector tier: each chunk's rows at a padded pitch).
+        int64_t elems = k_.row_vec > 1 ? int64_t{k_.chunks} * k_.threads_per_row * k_.row_pitch
+                        : k_.async_fill ? int64_t{k_.rows_per_block} * k_.chunks * k_.threads_per_row * k_.vec
+                                        : k_.rowElems();
         int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
         off += (bytes + 15) / 16 * 16;
       }
@@ -217,6 +220,10 @@ class NormEmitter {
   llvm::Value* smemAddr(const Leaf& l, DType t, llvm::Value* slot, llvm::Value* row_in_block) {
     const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
     const int L = k_.rows_per_block;
+    if (k_.row_vec > 1) {  // element `slot` of the block's rows, row after row at a pitch
+      llvm::Value* at = b_.CreateAdd(b_.CreateMul(slot, c(k_.row_pitch)), b_.CreateZExtOrTrunc(row_in_block, idx_ty_));
+      return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_, b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(at, c(dtypeBytes(t)))));
+    }
     if (k_.async_fill && L > 1) {
       // Swizzled: a warp of the whole-line fill and stores touches 32 / L neighbouring slots
       // of each of L rows, whose regions start on the same bank; XOR-ing the slot with
@@ -246,16 +253,21 @@ class NormEmitter {
   void issueFill(llvm::Value* first_row) {
     for (const auto& l : k_.smem_leaves) {
       const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
-      const int piece = k_.vec * dtypeBytes(t);
+      const int piece = std::max(k_.vec, k_.row_vec) * dtypeBytes(t);
       const auto id = piece == 16 ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16
                       : piece == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8
                                    : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
       LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
-      loop(k_.chunks, {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
-        Chunk ch = unitChunk(m, first_row);
-        llvm::Value* g = b_.CreateInBoundsGEP(memType(b_.getContext(), t), km_.param(l.input),
-                                              offset(l.offset, l.strides, ch.idx));
-        b_.CreateIntrinsic(id, {}, {smemAddr(l, t, ch), g});
+      loop(unitTrips(), {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
+        Chunk ch = k_.row_vec > 1 ? rowUnitChunk(m, first_row) : unitChunk(m, first_row);
+        auto copy = [&] {
+          llvm::Value* g = b_.CreateInBoundsGEP(memType(b_.getContext(), t), km_.param(l.input),
+                                                offset(l.offset, l.strides, ch.idx));
+          b_.CreateIntrinsic(id, {}, {smemAddr(l, t, ch), g});
+        };
+        // Row vectors past the row's last element have no slot.
+        if (k_.row_vec > 1) ifThen(ch.valid, "fill", copy);
+        else copy();
         return carried;
       });
       filled_.insert(l);
@@ -290,6 +302,37 @@ class NormEmitter {
     return ch;
   }
 
+  // The row-vector tier's units: piece p = tid + m * block is element e = p / V of rows
+  // r_sub .. r_sub + row_vec - 1 (r_sub = (p % V) * row_vec), V pieces per element. The block
+  // is a multiple of V: a thread's units share their rows.
+  Chunk rowUnitChunk(llvm::Value* m, llvm::Value* first_row = nullptr) {
+    const int64_t V = k_.rows_per_block / k_.row_vec, n = k_.rowElems();
+    llvm::Value* p = b_.CreateAdd(b_.CreateZExtOrTrunc(tid_, idx_ty_), b_.CreateMul(m, c(k_.block)));
+    llvm::Value* r_sub = b_.CreateMul(b_.CreateURem(p, c(V)), c(k_.row_vec));
+    llvm::Value* e = b_.CreateUDiv(p, c(V));
+    llvm::Value* row = b_.CreateAdd(first_row ? first_row : first_row_, r_sub);
+    llvm::Value* row_ok = b_.CreateICmpULT(row, c(k_.rows()));
+    llvm::Value* e_ok = b_.CreateICmpULT(e, c(n));
+    Chunk ch;
+    ch.valid = b_.CreateAnd(row_ok, e_ok);
+    ch.ci = b_.CreateSelect(e_ok, e, c(n - 1));
+    ch.slot = ch.ci;
+    // Rows come in whole vectors (the row axis divides by row_vec): the last one stands in.
+    ch.idx = unravel(b_.CreateSelect(row_ok, row, c(k_.rows() - k_.row_vec)), k_.outer_shape, 1);
+    auto red = unravel(ch.ci, k_.red_shape, 1);
+    ch.idx.insert(ch.idx.end(), red.begin(), red.end());
+    ch.r_sub = b_.CreateTrunc(r_sub, b_.getInt32Ty());
+    ch.row_lanes = true;
+    return ch;
+  }
+
+  // Trips of the fill's and the whole-line stores' loop over the thread's units.
+  int64_t unitTrips() const {
+    return k_.row_vec > 1 ? (k_.rowVectorUnits() + k_.block - 1) / k_.block : k_.chunks;
+  }
+
+  int lanesOf(const Chunk& ch) const { return ch.row_lanes ? k_.row_vec : k_.vec; }
+
   // Several rows per block storing by whole lines: each thread writes chunks of other rows,
   // so every row's reductions go to shared memory for the block.
   bool coalescedStores() const { return k_.async_fill && k_.rows_per_block > 1; }
@@ -316,7 +359,7 @@ class NormEmitter {
   }
 
   Lanes load(const Leaf& l, DType t, const Chunk& ch) {
-    const int v = k_.vec;
+    const int v = lanesOf(ch);
     if (smem_offset_.count(l) && !ch.global) {
       llvm::Type* ety = memType(b_.getContext(), t);
       auto* vt = llvm::FixedVectorType::get(ety, static_cast<unsigned>(v));
@@ -338,6 +381,9 @@ class NormEmitter {
   }
 
   Lanes loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
+    if (ch.row_lanes)
+      return loadLanes(km_, km_.param(l.input), t, offset(l.offset, l.strides, ch.idx), k_.row_load_access.at(l),
+                       k_.row_vec, l.strides[k_.outer_shape.size() - 1]);
     return loadLanes(km_, km_.param(l.input), t, offset(l.offset, l.strides, ch.idx),
                      k_.load_access.at(l), k_.vec, l.strides.back());
   }
@@ -346,7 +392,7 @@ class NormEmitter {
     auto it = ch.memo.find(&n);
     if (it != ch.memo.end()) return it->second;
     Lanes out;
-    const size_t v = static_cast<size_t>(k_.vec);
+    const size_t v = static_cast<size_t>(lanesOf(ch));
     switch (n.kind) {
       case ENode::Kind::Load:
         out = load(n.leaf, n.dtype, ch);
@@ -356,6 +402,11 @@ class NormEmitter {
         break;
       case ENode::Kind::Reduce: {
         llvm::Value* x = reduced_.at(&n);
+        if (ch.row_lanes) {  // lane j: row r_sub + j's
+          for (size_t j = 0; j < v; ++j)
+            out.push_back(b_.CreateLoad(x->getType(), reducedSlot(&n, b_.CreateAdd(ch.r_sub, b_.getInt32(static_cast<uint32_t>(j))))));
+          break;
+        }
         if (ch.r_sub) x = b_.CreateLoad(x->getType(), reducedSlot(&n, ch.r_sub));  // another row's
         out.assign(v, x);
         break;
@@ -767,6 +818,10 @@ class NormEmitter {
   template <typename Fn>
   llvm::Value* shiftedMean(const ENode& x, DType acc, Fn values, double n) {
     Chunk first = rowChunk();
+    // A row whole in the block's shared memory, filled behind a block barrier (several rows a
+    // block), has its first element there: no global load (and its latency) before the first
+    // pass. (With one row a block there is no barrier: another thread copied it.)
+    first.global = !(k_.async_fill && k_.split == 1 && k_.rows_per_block > 1);
     llvm::Value* x0 = emitCast(b_, eval(x, first)[0], x.dtype, acc);
     llvm::Value* sum = rowReduce(Combine::Sum, acc, [&](Chunk& ch) {
       Lanes out;
@@ -943,7 +998,11 @@ class NormEmitter {
   void storeChunk(const schedule::NormKernel::Store& s, const Lanes& lanes, const Chunk& ch, llvm::Value* pred) {
     llvm::Value* off = offset(s.offset, s.strides, ch.idx);
     ifThen(pred, "store", [&] {
-      storeLanes(km_, km_.param(k_.num_inputs + s.output), s.dtype, off, s.access, lanes, s.strides.back());
+      if (ch.row_lanes)
+        storeLanes(km_, km_.param(k_.num_inputs + s.output), s.dtype, off, s.row_access, lanes,
+                   s.strides[k_.outer_shape.size() - 1]);
+      else
+        storeLanes(km_, km_.param(k_.num_inputs + s.output), s.dtype, off, s.access, lanes, s.strides.back());
     });
   }
 
@@ -968,11 +1027,13 @@ class NormEmitter {
       // units share their row and their place along the innermost reduced axis, so what
       // depends on nothing else (the row's statistics, a per-channel weight) is evaluated
       // once, before the loop: a unit past the row's end at m = 0 stays past it.
-      Chunk first = unitChunk(c(0));
+      // (The row-vector tier's units share their rows and nothing else.)
+      auto unit = [&](llvm::Value* m) { return k_.row_vec > 1 ? rowUnitChunk(m) : unitChunk(m); };
+      Chunk first = unit(c(0));
       for (const auto& s : k_.stores)
         if (!s.row_only) hoistInvariant(*s.value, first);
-      loop(k_.chunks, {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
-        Chunk ch = unitChunk(m);
+      loop(unitTrips(), {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
+        Chunk ch = unit(m);
         ch.memo = first.memo;
         for (const auto& s : k_.stores)
           if (!s.row_only) storeChunk(s, eval(*s.value, ch), ch, ch.valid);
@@ -998,7 +1059,8 @@ class NormEmitter {
       case ENode::Kind::Reduce:
         break;
       case ENode::Kind::Load:
-        for (size_t d = k_.outer_shape.size(); d + 1 < n.leaf.strides.size(); ++d) inv = inv && n.leaf.strides[d] == 0;
+        for (size_t d = k_.outer_shape.size(); d + (k_.row_vec > 1 ? 0 : 1) < n.leaf.strides.size(); ++d)
+          inv = inv && n.leaf.strides[d] == 0;
         inv = inv && !smem_offset_.count(n.leaf);
         break;
       case ENode::Kind::Op:

@@ -30,7 +30,150 @@ int nextPow2(int64_t v) {
   return p;
 }
 
+// Strides over the kernel's axes with the innermost row axis moved last: the axis the
+// row-vector tier's lanes run along.
+std::vector<int64_t> rowsLast(std::vector<int64_t> s, size_t nout) {
+  std::swap(s[nout - 1], s.back());
+  return s;
+}
+
+// The row-vector tier's lanes (see NormKernel::row_vec), or 1 where it does not apply: every
+// load the reductions read along the row has stride 1 along the innermost row axis and is not
+// contiguous along the row's own innermost axis; the lanes are 16 bytes of rows (fewer where
+// the rows along that axis, the alignment or a cp.async piece of 4, 8 or 16 bytes say so).
+// `held_bytes`: the element size of each distinct such load.
+template <typename Remap>
+int rowVectorWidth(const std::vector<EPtr>& roots, size_t nout, Remap remap, const std::vector<TensorDesc>& inputs,
+                   const std::vector<int64_t>& outer_shape, const DeviceInfo& dev, std::vector<int>* held_bytes) {
+  if (nout == 0 || dev.sm < 80 || std::getenv("LOOM_NO_ROW_VECTORS") || std::getenv("LOOM_NO_SMEM_ROWS")) return 1;
+  std::set<Leaf> held;
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    if (n.kind != ENode::Kind::Reduce) return;
+    lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
+      if (m.kind == ENode::Kind::Load && remap(m.leaf.strides).back() != 0)
+        held.insert(Leaf{m.leaf.input, m.leaf.offset, remap(m.leaf.strides)});
+    });
+  });
+  if (held.empty()) return 1;
+  for (const Leaf& l : held) held_bytes->push_back(dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype));
+  int max_bytes = 1;
+  for (const Leaf& l : held) {
+    if (l.strides[nout - 1] != 1 || l.strides.back() == 1) return 1;
+    max_bytes = std::max(max_bytes, dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype));
+  }
+  auto fits = [&](int v) {
+    if (outer_shape.back() % v != 0) return false;
+    for (const Leaf& l : held) {
+      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+      const int piece = v * dtypeBytes(d.dtype);
+      if (piece != 4 && piece != 8 && piece != 16) return false;
+      if (chooseAccess(d.dtype, l.offset, rowsLast(l.strides, nout), d.align_bytes, v) != Access::Vector) return false;
+    }
+    return true;
+  };
+  int v = std::min(8, 16 / max_bytes);
+  while (v > 1 && !fits(v)) v /= 2;
+  return v;
+}
+
+// The most distinct 4-byte words one bank serves when a warp's lanes (row l / T, element
+// l % T) read `bytes`-wide elements at `pitch` elements per element index.
+int bankWays(int64_t pitch, int T, int bytes) {
+  std::map<int, std::set<int64_t>> words;
+  for (int l = 0; l < 32; ++l) {
+    const int64_t word = ((l % T) * pitch * bytes + (l / T) * bytes) / 4;
+    words[static_cast<int>(word % 32)].insert(word);
+  }
+  size_t ways = 0;
+  for (const auto& [bank, w] : words) ways = std::max(ways, w.size());
+  return static_cast<int>(ways);
+}
+
+// Where the row-vector tier puts a block: `rows` neighbouring rows, `threads` per row, each
+// holding `chunks` elements, each element's rows `pitch` elements apart in `bytes` of shared
+// memory.
+struct RowPlacement {
+  int rows = 0, threads = 0;
+  int64_t chunks = 0, pitch = 0, bytes = 0;
+};
+
+// Places the row-vector tier for rows of `n` elements read from loads of `held_bytes`-wide
+// elements: rows per block (as many as 40 KiB of shared memory hold, up to 64, each element's
+// rows at least a 32-byte sector, fewer while the blocks would not fill the SMs twice), threads
+// per row, and a pitch padded against bank conflicts. Nothing where even the fewest rows do not
+// fit.
+std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::vector<int>& held_bytes, int row_vec,
+                                            const DeviceInfo& dev) {
+  const int min_bytes = *std::min_element(held_bytes.begin(), held_bytes.end());
+  const int max_bytes = *std::max_element(held_bytes.begin(), held_bytes.end());
+  const int64_t kMaxBytes = 40 * 1024;  // with the scratch, under the 48 KiB of no opt-in
+  const int min_rows = std::max(row_vec, 32 / min_bytes);
+  int R = 64;
+  if (const char* r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK")) R = std::max(min_rows, nextPow2(std::atoi(r)));
+  while (R > min_rows && (rows + R - 1) / R < 2 * int64_t{dev.sm_count}) R /= 2;
+  for (; R >= min_rows; R /= 2) {
+    // Threads per row: a block of 256 (tuning sweeps: LOOM_TUNE_THREADS_PER_ROW), no more
+    // than the row has elements.
+    int T = std::max(1, 256 / R);
+    if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) T = std::min(32, nextPow2(std::atoi(t)));
+    while (T > 1 && (T > n || R * T > 1024)) T /= 2;
+    const int64_t chunks = (n + T - 1) / T;
+    auto bytesAt = [&](int64_t pitch) {
+      int64_t b = 0;
+      for (int e : held_bytes) b += (chunks * T * pitch * e + 15) / 16 * 16;
+      return b;
+    };
+    // Pitch: a multiple of 16 bytes for every held load (cp.async destinations), padded so
+    // that a warp's lanes (32 / T rows, T neighbouring elements of each) meet the fewest
+    // times on one bank, within the budget.
+    const int64_t step = 16 / min_bytes;
+    const int64_t least = (R + step - 1) / step * step;
+    if (bytesAt(least) > kMaxBytes) continue;
+    int64_t pitch = least;
+    int best = bankWays(least, T, max_bytes);
+    for (int64_t p = least + step; p < least + 32 * step && bytesAt(p) <= kMaxBytes; p += step) {
+      const int ways = bankWays(p, T, max_bytes);
+      if (ways < best) {
+        best = ways;
+        pitch = p;
+      }
+    }
+    return RowPlacement{R, T, chunks, pitch, bytesAt(pitch)};
+  }
+  return std::nullopt;
+}
+
+// The row-vector tier as placed: the kernel's block, its shared memory, and each access over
+// vectors of rows.
+void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const std::vector<TensorDesc>& inputs) {
+  const size_t nout = k.outer_shape.size();
+  k.row_vec = row_vec;
+  k.row_pitch = p.pitch;
+  k.rows_per_block = p.rows;
+  k.threads_per_row = p.threads;
+  k.block = p.rows * p.threads;
+  k.chunks = static_cast<int>(p.chunks);
+  // Few enough elements per thread: its loads from shared memory are kept in registers for
+  // the second pass (a load and a conversion per element instead of two).
+  k.registers = p.chunks * static_cast<int64_t>(k.smem_leaves.size()) <= 32;
+  k.async_fill = true;
+  k.smem_bytes = static_cast<int>(p.bytes);
+  for (auto& [l, a] : k.load_access) {
+    const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+    k.row_load_access[l] = chooseAccess(d.dtype, l.offset, rowsLast(l.strides, nout), d.align_bytes, row_vec);
+  }
+  for (auto& st : k.stores) {
+    const TensorDesc& d = k.outputs[static_cast<size_t>(st.output)];
+    st.row_access = chooseAccess(st.dtype, st.offset, rowsLast(st.strides, nout), d.align_bytes, row_vec);
+    if (st.row_access == Access::Splat) st.row_access = Access::Gather;
+  }
+}
+
 }  // namespace
+
+int64_t NormKernel::rowVectorUnits() const {
+  return rowElems() * (rows_per_block / row_vec);
+}
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,
@@ -159,6 +302,13 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     return s;
   };
 
+  const size_t nout = k.outer_shape.size();
+  std::vector<int> held_bytes;
+  int row_vec = rowVectorWidth(roots, nout, remap, inputs, k.outer_shape, dev, &held_bytes);
+  std::optional<RowPlacement> row_place;
+  if (row_vec > 1) row_place = placeRowVectors(k.rowElems(), k.rows(), held_bytes, row_vec, dev);
+  if (!row_place) row_vec = 1;
+
   // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read
   // (f16 rows: 8 lanes). Other loads (an f32 per-channel weight beside them) take two vectors
   // or one per lane; loads constant along the axis are splats at any width.
@@ -174,10 +324,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   });
   if (row_bytes > 0) max_bytes = row_bytes;
   else for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
-  int vec = std::min(8, 16 / max_bytes);
+  int vec = row_vec > 1 ? 1 : std::min(8, 16 / max_bytes);
   while (vec > 1 && k.red_shape.back() % vec != 0) vec /= 2;
   k.vec = vec;
-  const size_t nout = k.outer_shape.size();
   auto accessFor = [&](DType t, int64_t offset, const std::vector<int64_t>& s, int align) {
     return chooseAccess(t, offset, s, align, vec);
   };
@@ -228,162 +377,168 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   }
   k.index64 = max_offset >= (int64_t{1} << 31);
 
-  // Threads per row: enough that each holds at most 8 chunks, a power of two up to 1024; more
-  // while the whole grid would not fill the GPU twice over (few, long rows).
-  const int64_t row_chunks = k.rowElems() / vec;
-  const int kMaxChunks = 8;
-  k.threads_per_row = std::min(1024, nextPow2((row_chunks + kMaxChunks - 1) / kMaxChunks));
-  // Short rows read as contiguous vectors: a chunk per thread, for occupancy (LayerNorm2d
-  // channels-last, 128 f16 channels: 2550 GB/s with 16 threads per row, 2265 with 2, on an
-  // H100). Rows strided along their reduction (NCHW LayerNorm2d) keep few threads, whose
-  // neighbours then read neighbouring rows: 441 GB/s with 16 threads per row, 2316 with 2.
-  const bool contiguous_rows = !k.smem_leaves.empty() && std::all_of(k.smem_leaves.begin(), k.smem_leaves.end(),
-      [&](const Leaf& l) { return k.load_access[l] == Access::Vector; });
-  if (contiguous_rows && row_chunks <= 16) k.threads_per_row = nextPow2(row_chunks);
-  while (k.threads_per_row < 1024 && k.threads_per_row < row_chunks &&
-         k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
-    k.threads_per_row *= 2;
-  // For tuning sweeps only (part of the cache key, like every override here).
-  const char* tune_threads = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
-  if (tune_threads) k.threads_per_row = std::max(1, std::atoi(tune_threads));
-  k.chunks = static_cast<int>((row_chunks + k.threads_per_row - 1) / k.threads_per_row);
-  // Registers per thread for the persistent row: chunks * vec values per streamed input.
-  int held = k.chunks * vec * std::max(1, live_leaves);
-  k.block = std::max(k.threads_per_row, 128);
-  k.rows_per_block = k.block / k.threads_per_row;
-  // 64K registers per SM: a block of 1024 threads gets 64 each, so the row it may hold
-  // shrinks as blocks grow (what is left covers addresses, statistics and the epilogue).
-  const int budget = std::min(128, 65536 / k.block / 2 - 8);
-  k.registers = held <= budget && k.chunks <= 16;
-  // Next tiers: shared memory, one row per block (or per cluster), within the opt-in limit
-  // (with room for the reductions' scratch).
-  int64_t row_smem = 0;
-  bool async_ok = dev.sm >= 80 && !k.smem_leaves.empty();
-  for (const auto& l : k.smem_leaves) {
-    const int bytes = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-    row_smem += (k.rowElems() * bytes + 15) / 16 * 16;
-    const int piece = vec * bytes;
-    if (k.load_access[l] != Access::Vector || (piece != 4 && piece != 8 && piece != 16)) async_ok = false;
-  }
-  // Opt-in shared memory per block: 227 KiB on sm_90, 163 KiB on sm_80, 99 KiB on sm_86/89;
-  // 4 KiB stay for the reductions' scratch.
-  const int64_t smem_limit = int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
-  const bool no_smem = std::getenv("LOOM_NO_SMEM_ROWS") != nullptr;
-  // Neighbouring rows side by side in memory (group norm's groups in channels-last: each
-  // pixel holds C/G channels of one group, then the next group's): a block takes `rows`
-  // of them and fills shared memory with the pieces of all of them at each pixel together,
-  // so that its loads cover whole 128-byte lines rather than a group's 8 or 32 bytes.
-  const int64_t inner_run = k.red_shape.back();  // elements of a row at one outer position
-  const int64_t q = inner_run / vec;             // chunks of them
-  int max_rows_together = 1, max_rows_adjacent = 1;
-  if (nout > 0 && (q & (q - 1)) == 0 && q <= 32) {
-    bool adjacent = true;
-    int bytes = 1;
+  // Rows side by side in memory but strided along their reduction: the row-vector tier.
+  int held = 0, budget = 0;
+  const bool row_tier = row_place.has_value();
+  if (row_tier) applyRowVectors(k, *row_place, row_vec, inputs);
+  else {
+    // Threads per row: enough that each holds at most 8 chunks, a power of two up to 1024; more
+    // while the whole grid would not fill the GPU twice over (few, long rows).
+    const int64_t row_chunks = k.rowElems() / vec;
+    const int kMaxChunks = 8;
+    k.threads_per_row = std::min(1024, nextPow2((row_chunks + kMaxChunks - 1) / kMaxChunks));
+    // Short rows read as contiguous vectors: a chunk per thread, for occupancy (LayerNorm2d
+    // channels-last, 128 f16 channels: 2550 GB/s with 16 threads per row, 2265 with 2, on an
+    // H100). Rows strided along their reduction (NCHW LayerNorm2d) keep few threads, whose
+    // neighbours then read neighbouring rows: 441 GB/s with 16 threads per row, 2316 with 2.
+    const bool contiguous_rows = !k.smem_leaves.empty() && std::all_of(k.smem_leaves.begin(), k.smem_leaves.end(),
+        [&](const Leaf& l) { return k.load_access[l] == Access::Vector; });
+    if (contiguous_rows && row_chunks <= 16) k.threads_per_row = nextPow2(row_chunks);
+    while (k.threads_per_row < 1024 && k.threads_per_row < row_chunks &&
+           k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
+      k.threads_per_row *= 2;
+    // For tuning sweeps only (part of the cache key, like every override here).
+    const char* tune_threads = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
+    if (tune_threads) k.threads_per_row = std::max(1, std::atoi(tune_threads));
+    k.chunks = static_cast<int>((row_chunks + k.threads_per_row - 1) / k.threads_per_row);
+    // Registers per thread for the persistent row: chunks * vec values per streamed input.
+    held = k.chunks * vec * std::max(1, live_leaves);
+    k.block = std::max(k.threads_per_row, 128);
+    k.rows_per_block = k.block / k.threads_per_row;
+    // 64K registers per SM: a block of 1024 threads gets 64 each, so the row it may hold
+    // shrinks as blocks grow (what is left covers addresses, statistics and the epilogue).
+    budget = std::min(128, 65536 / k.block / 2 - 8);
+    k.registers = held <= budget && k.chunks <= 16;
+    // Next tiers: shared memory, one row per block (or per cluster), within the opt-in limit
+    // (with room for the reductions' scratch).
+    int64_t row_smem = 0;
+    bool async_ok = dev.sm >= 80 && !k.smem_leaves.empty();
     for (const auto& l : k.smem_leaves) {
-      adjacent = adjacent && l.strides[nout - 1] == inner_run && l.strides.back() == 1;
-      bytes = std::max(bytes, dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype));
+      const int bytes = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+      row_smem += (k.rowElems() * bytes + 15) / 16 * 16;
+      const int piece = vec * bytes;
+      if (k.load_access[l] != Access::Vector || (piece != 4 && piece != 8 && piece != 16)) async_ok = false;
     }
-    while (adjacent && max_rows_together < 32 && inner_run * bytes * max_rows_together < 128 &&
-           k.outer_shape.back() % (2 * max_rows_together) == 0)
-      max_rows_together *= 2;
-    max_rows_adjacent = max_rows_together;
-    while (adjacent && max_rows_adjacent < 32 && k.outer_shape.back() % (2 * max_rows_adjacent) == 0)
-      max_rows_adjacent *= 2;
-  }
-  // The block's shared memory for `rows` rows of `t` threads, each row split over `split`
-  // blocks: placed (the cp.async tiers) if it fits.
-  auto place = [&](int rows, int t, int split, int per_sm = 1) {
-    const int chunks = static_cast<int>((row_chunks + int64_t{t} * split - 1) / (int64_t{t} * split));
-    int64_t bytes = 0;
-    for (const auto& l : k.smem_leaves) {
-      const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-      bytes += (int64_t{chunks} * t * rows * vec * b + 15) / 16 * 16;
+    // Opt-in shared memory per block: 227 KiB on sm_90, 163 KiB on sm_80, 99 KiB on sm_86/89;
+    // 4 KiB stay for the reductions' scratch.
+    const int64_t smem_limit = int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
+    const bool no_smem = std::getenv("LOOM_NO_SMEM_ROWS") != nullptr;
+    // Neighbouring rows side by side in memory (group norm's groups in channels-last: each
+    // pixel holds C/G channels of one group, then the next group's): a block takes `rows`
+    // of them and fills shared memory with the pieces of all of them at each pixel together,
+    // so that its loads cover whole 128-byte lines rather than a group's 8 or 32 bytes.
+    const int64_t inner_run = k.red_shape.back();  // elements of a row at one outer position
+    const int64_t q = inner_run / vec;             // chunks of them
+    int max_rows_together = 1, max_rows_adjacent = 1;
+    if (nout > 0 && (q & (q - 1)) == 0 && q <= 32) {
+      bool adjacent = true;
+      int bytes = 1;
+      for (const auto& l : k.smem_leaves) {
+        adjacent = adjacent && l.strides[nout - 1] == inner_run && l.strides.back() == 1;
+        bytes = std::max(bytes, dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype));
+      }
+      while (adjacent && max_rows_together < 32 && inner_run * bytes * max_rows_together < 128 &&
+             k.outer_shape.back() % (2 * max_rows_together) == 0)
+        max_rows_together *= 2;
+      max_rows_adjacent = max_rows_together;
+      while (adjacent && max_rows_adjacent < 32 && k.outer_shape.back() % (2 * max_rows_adjacent) == 0)
+        max_rows_adjacent *= 2;
     }
-    if (bytes > smem_limit) return false;
-    // `per_sm` blocks sharing an SM: each also takes 1 KiB the driver reserves and up to 4 KiB
-    // of the reductions' scratch.
-    const int64_t sm_capacity = int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024;
-    if (per_sm > 1 && per_sm * (bytes + 5 * 1024) > sm_capacity) return false;
-    k.async_fill = true;
-    k.split = split;
-    k.threads_per_row = t;
-    k.rows_per_block = rows;
-    k.block = t * rows;
-    k.chunks = chunks;
-    k.smem_bytes = static_cast<int>(bytes);
-    return true;
-  };
-  auto onChip = [&](int rows_together) {
-    // Split the row over a cluster (at most 8 blocks) only when one block cannot hold it:
-    // on an H100, rms_norm 32768 x 65536 bf16 ran at 3011 GB/s with one 1024-thread block of
-    // 128 KiB per row and at 2686 GB/s split over two blocks of 64 KiB.
-    int64_t block_limit = smem_limit;
-    // For tuning sweeps only, like LOOM_TUNE_THREADS_PER_ROW.
-    if (const char* kb = std::getenv("LOOM_TUNE_BLOCK_SMEM_KB")) block_limit = int64_t{std::max(1, std::atoi(kb))} * 1024;
-    // Once split, blocks of 64 KiB: three per SM keep the SM busy while one waits at a
-    // cluster barrier (group norm 32x128x256x256 f16: 2694 GB/s with 8 blocks of 64 KiB,
-    // 2239 GB/s with 4 of 128 KiB).
-    int cs = 1;
-    if (dev.sm >= 90 && !std::getenv("LOOM_NO_CLUSTER")) {
-      while (cs < 8 && row_smem * rows_together > block_limit * cs) cs *= 2;
-      while (cs > 1 && cs < 8 && row_smem * rows_together > int64_t{64 * 1024} * cs) cs *= 2;
+    // The block's shared memory for `rows` rows of `t` threads, each row split over `split`
+    // blocks: placed (the cp.async tiers) if it fits.
+    auto place = [&](int rows, int t, int split, int per_sm = 1) {
+      const int chunks = static_cast<int>((row_chunks + int64_t{t} * split - 1) / (int64_t{t} * split));
+      int64_t bytes = 0;
+      for (const auto& l : k.smem_leaves) {
+        const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+        bytes += (int64_t{chunks} * t * rows * vec * b + 15) / 16 * 16;
+      }
+      if (bytes > smem_limit) return false;
+      // `per_sm` blocks sharing an SM: each also takes 1 KiB the driver reserves and up to 4 KiB
+      // of the reductions' scratch.
+      const int64_t sm_capacity = int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024;
+      if (per_sm > 1 && per_sm * (bytes + 5 * 1024) > sm_capacity) return false;
+      k.async_fill = true;
+      k.split = split;
+      k.threads_per_row = t;
+      k.rows_per_block = rows;
+      k.block = t * rows;
+      k.chunks = chunks;
+      k.smem_bytes = static_cast<int>(bytes);
+      return true;
+    };
+    auto onChip = [&](int rows_together) {
+      // Split the row over a cluster (at most 8 blocks) only when one block cannot hold it:
+      // on an H100, rms_norm 32768 x 65536 bf16 ran at 3011 GB/s with one 1024-thread block of
+      // 128 KiB per row and at 2686 GB/s split over two blocks of 64 KiB.
+      int64_t block_limit = smem_limit;
+      // For tuning sweeps only, like LOOM_TUNE_THREADS_PER_ROW.
+      if (const char* kb = std::getenv("LOOM_TUNE_BLOCK_SMEM_KB")) block_limit = int64_t{std::max(1, std::atoi(kb))} * 1024;
+      // Once split, blocks of 64 KiB: three per SM keep the SM busy while one waits at a
+      // cluster barrier (group norm 32x128x256x256 f16: 2694 GB/s with 8 blocks of 64 KiB,
+      // 2239 GB/s with 4 of 128 KiB).
+      int cs = 1;
+      if (dev.sm >= 90 && !std::getenv("LOOM_NO_CLUSTER")) {
+        while (cs < 8 && row_smem * rows_together > block_limit * cs) cs *= 2;
+        while (cs > 1 && cs < 8 && row_smem * rows_together > int64_t{64 * 1024} * cs) cs *= 2;
+      }
+      const int64_t block_chunks = (row_chunks + cs - 1) / cs;
+      int t = std::max(32, std::min(1024 / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
+      if (tune_threads) t = std::max(32, std::atoi(tune_threads) / 32 * 32);
+      if (rows_together > 1 && t % q != 0) return false;
+      if (!place(rows_together, t, cs)) return false;
+      k.cluster = cs;
+      return true;
+    };
+    // The grid tier: every SM's block takes a slice of each set of `rows` neighbouring rows.
+    auto onGrid = [&](int rows, int groups) {
+      const int P = dev.sm_count;
+      const int t = 1024 / groups / rows;
+      if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
+      if (groups > 1 && k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
+      if (!place(rows, t, P, groups)) return false;
+      k.grid_groups = groups;
+      int reductions = 0;
+      lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
+      k.grid_sync = true;
+      k.cluster = 1;  // over an earlier placement's cluster
+      k.row_sets = k.rows() / rows;
+      // Per group: a barrier counter (its own 128 bytes), then per reduction and iteration
+      // parity one (count, mean, M2) slot of 8 bytes each per block and row.
+      k.workspace_bytes = int64_t{groups} * (128 + int64_t{reductions} * 2 * P * rows * 24);
+      return true;
+    };
+    if (!k.registers && async_ok && !no_smem) {
+      int placed = 0;
+      for (int r = max_rows_together; r >= 1 && !placed; r /= 2)
+        if (onChip(r)) placed = r;
+      // Rows a cluster cannot hold, or neighbouring rows a cluster cannot take enough of to
+      // read whole lines: the grid tier, with as many neighbouring rows per set as fit.
+      // Two groups where both fit an SM with whole lines: the memory keeps streaming while a
+      // group waits at its barrier (group norm 32x128x256x256 f16 channels-last).
+      if ((placed < max_rows_together) && dev.sm >= 80 && !std::getenv("LOOM_NO_GRID")) {
+        bool done = false;
+        // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).
+        if (const char* g = std::getenv("LOOM_TUNE_GRID_GROUPS"))
+          for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, std::max(1, std::atoi(g)));
+        // Sets of one long row: more groups while each still walks four sets or more (H100,
+        // GB/s with 1, 2, 4, 8 groups: rms_norm 64 x 2^20 bf16 924, 1174, 1634, 2093;
+        // layer_norm 16 x (2^20 + 8) f32 1041, 1411, 1621, 1415). Group norm channels-last
+        // 32x128x256x256 f16, 16 rows a set: 1819, 1925, 1729 with 1, 2, 4.
+        if (!std::getenv("LOOM_NO_GRID_GROUPS"))
+          for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) {
+            int groups = 2;
+            while (r == 1 && groups < 8 && k.rows() >= 8 * groups) groups *= 2;
+            for (; groups >= 2 && !done; groups /= 2) done = onGrid(r, groups);
+          }
+        for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, 1);
+      }
     }
-    const int64_t block_chunks = (row_chunks + cs - 1) / cs;
-    int t = std::max(32, std::min(1024 / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
-    if (tune_threads) t = std::max(32, std::atoi(tune_threads) / 32 * 32);
-    if (rows_together > 1 && t % q != 0) return false;
-    if (!place(rows_together, t, cs)) return false;
-    k.cluster = cs;
-    return true;
-  };
-  // The grid tier: every SM's block takes a slice of each set of `rows` neighbouring rows.
-  auto onGrid = [&](int rows, int groups) {
-    const int P = dev.sm_count;
-    const int t = 1024 / groups / rows;
-    if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
-    if (groups > 1 && k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
-    if (!place(rows, t, P, groups)) return false;
-    k.grid_groups = groups;
-    int reductions = 0;
-    lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
-    k.grid_sync = true;
-    k.cluster = 1;  // over an earlier placement's cluster
-    k.row_sets = k.rows() / rows;
-    // Per group: a barrier counter (its own 128 bytes), then per reduction and iteration
-    // parity one (count, mean, M2) slot of 8 bytes each per block and row.
-    k.workspace_bytes = int64_t{groups} * (128 + int64_t{reductions} * 2 * P * rows * 24);
-    return true;
-  };
-  if (!k.registers && async_ok && !no_smem) {
-    int placed = 0;
-    for (int r = max_rows_together; r >= 1 && !placed; r /= 2)
-      if (onChip(r)) placed = r;
-    // Rows a cluster cannot hold, or neighbouring rows a cluster cannot take enough of to
-    // read whole lines: the grid tier, with as many neighbouring rows per set as fit.
-    // Two groups where both fit an SM with whole lines: the memory keeps streaming while a
-    // group waits at its barrier (group norm 32x128x256x256 f16 channels-last).
-    if ((placed < max_rows_together) && dev.sm >= 80 && !std::getenv("LOOM_NO_GRID")) {
-      bool done = false;
-      // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).
-      if (const char* g = std::getenv("LOOM_TUNE_GRID_GROUPS"))
-        for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, std::max(1, std::atoi(g)));
-      // Sets of one long row: more groups while each still walks four sets or more (H100,
-      // GB/s with 1, 2, 4, 8 groups: rms_norm 64 x 2^20 bf16 924, 1174, 1634, 2093;
-      // layer_norm 16 x (2^20 + 8) f32 1041, 1411, 1621, 1415). Group norm channels-last
-      // 32x128x256x256 f16, 16 rows a set: 1819, 1925, 1729 with 1, 2, 4.
-      if (!std::getenv("LOOM_NO_GRID_GROUPS"))
-        for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) {
-          int groups = 2;
-          while (r == 1 && groups < 8 && k.rows() >= 8 * groups) groups *= 2;
-          for (; groups >= 2 && !done; groups /= 2) done = onGrid(r, groups);
-        }
-      for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, 1);
+    if (!k.async_fill) {
+      // The first pass keeps what it reads in shared memory (rows of gathered elements).
+      if (k.registers || k.rows_per_block != 1 || row_smem > smem_limit || no_smem) k.smem_leaves.clear();
+      else k.smem_bytes = static_cast<int>(row_smem);
     }
-  }
-  if (!k.async_fill) {
-    // The first pass keeps what it reads in shared memory (rows of gathered elements).
-    if (k.registers || k.rows_per_block != 1 || row_smem > smem_limit || no_smem) k.smem_leaves.clear();
-    else k.smem_bytes = static_cast<int>(row_smem);
   }
   if (k.grid_sync) k.min_blocks_per_sm = k.grid_groups > 1 ? k.grid_groups : 0;
   // For tuning sweeps only (part of the cache key).
@@ -394,7 +549,13 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       "row{} per block of {}, grid {}; {}", k.rows(), k.outer_atoms, k.rowElems(), k.red_atoms,
       k.threads_per_row * k.split, k.split > 1 ? fmt::format(" ({} per block)", k.threads_per_row) : "", k.chunks, k.chunks == 1 ? "" : "s", vec, k.rows_per_block,
       k.rows_per_block == 1 ? "" : "s", k.block, k.grid,
-      k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)
+      row_tier
+        ? fmt::format("rows side by side in memory, strided along their reduction: the block's rows are "
+                      "copied into {} KiB of shared memory with cp.async in vectors of {} rows (each element "
+                      "of them {} elements after the last), exact two-pass statistics from there{}, the "
+                      "outputs stored in the same vectors of rows", (k.smem_bytes + 1023) / 1024, k.row_vec,
+                      k.row_pitch, k.registers ? " (each thread's elements kept in registers between passes)" : "")
+      : k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)
       : k.async_fill
           ? fmt::format("the row ({} values per thread, register budget {}) is copied into {} "
                         "KiB of shared memory per block with cp.async{}: read once, {} and the outputs "
@@ -441,10 +602,12 @@ std::string printNormKernel(const ir::Fusion& f, const NormKernel& k) {
     switch (n.kind) {
       case ENode::Kind::Load: {
         auto it = k.load_access.find(n.leaf);
-        s += fmt::format("  {} = load.{} {}[{} + i.[{}]]  ({})\n", name, dtypeName(n.dtype),
+        auto rit = k.row_load_access.find(n.leaf);
+        s += fmt::format("  {} = load.{} {}[{} + i.[{}]]  ({}{})\n", name, dtypeName(n.dtype),
                          f.inputs()[static_cast<size_t>(n.leaf.input)]->name(), n.leaf.offset,
                          fmt::join(n.leaf.strides, ", "),
-                         it == k.load_access.end() ? "?" : accessName(it->second));
+                         it == k.load_access.end() ? "?" : accessName(it->second),
+                         rit == k.row_load_access.end() ? "" : fmt::format("; over rows {}", accessName(rit->second)));
         break;
       }
       case ENode::Kind::Const:
@@ -461,9 +624,11 @@ std::string printNormKernel(const ir::Fusion& f, const NormKernel& k) {
     }
   });
   for (const auto& st : k.stores)
-    s += fmt::format("  store.{} {}[i.[{}]] = {}  ({}{})\n", dtypeName(st.dtype),
+    s += fmt::format("  store.{} {}[i.[{}]] = {}  ({}{}{})\n", dtypeName(st.dtype),
                      f.outputs()[static_cast<size_t>(st.output)].name, fmt::join(st.strides, ", "),
-                     names[st.value.get()], accessName(st.access), st.row_only ? ", once per row" : "");
+                     names[st.value.get()], accessName(st.access),
+                     k.row_vec > 1 && !st.row_only ? fmt::format("; over rows {}", accessName(st.row_access)) : "",
+                     st.row_only ? ", once per row" : "");
   return s;
 }
 
