@@ -15,4 +15,16 @@ inline std::unique_ptr<ir::Fusion> addLayerNorm(DType t) {
   return fb.finish();
 }
 
+// LayerNorm2d of an f16 image plus an f32 residual, and the per-pixel channel mean as a second
+// output: in NCHW, a load and a store over vectors of rows beside the held image, and a
+// row-only store.
+inline std::unique_ptr<ir::Fusion> layerNorm2dResidual() {
+  FusionBuilder fb("layer_norm_2d_residual");
+  auto x = fb.input("x", DType::F16, {"N", "C", "H", "W"});
+  auto r = fb.input("r", DType::F32, {"N", "C", "H", "W"});
+  fb.output("y", add(cast(layer_norm_2d(x), DType::F32), r));
+  fb.output("m", mean(cast(x, DType::F32), {1}, true));
+  return fb.finish();
+}
+
 }  // namespace loom::test

@@ -92,6 +92,22 @@ TEST_CASE("the schedule says where the row lives", "[norm]") {
 }
 
 
+TEST_CASE("vectors of rows: a residual loaded and an output stored over rows, a row-only output", "[norm][ptx]") {
+  auto f = test::layerNorm2dResidual();
+  Bindings sizes{{"N", 8}, {"C", 64}, {"H", 56}, {"W", 56}};
+  StageText text;
+  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+  INFO(text[DumpStage::Schedule] << text[DumpStage::Kernel]);
+  CHECK(text[DumpStage::Schedule].find("in vectors of 8 rows") != std::string::npos);
+  const std::string& kern = text[DumpStage::Kernel];
+  CHECK(kern.find("load.f32 r[0 + i.[200704, 1, 3136]]  (gather; over rows vector)") != std::string::npos);
+  CHECK(kern.find("store.f32 y[i.[200704, 1, 3136]]") != std::string::npos);
+  CHECK(kern.find("(gather, once per row)") != std::string::npos);
+  std::string err = codegen::ptxasCheck(k.ptx, 90);
+  INFO(err);
+  CHECK(err.empty());
+}
+
 TEST_CASE("short contiguous rows take a chunk per thread", "[norm]") {
   auto f = findExample("layer_norm_2d")->build(DType::F16);
   // Enough rows that none need more threads to fill the GPU.

@@ -124,6 +124,12 @@ TEST_CASE("rows strided along their reduction: read and written in vectors of ro
       test::checkOnGpu(*findExample(c.fusion)->build(t), c.sizes, lay);
     }
   }
+  // An f32 residual read and an f32 output written in vectors of rows, and a per-pixel mean.
+  auto f = test::layerNorm2dResidual();
+  for (Bindings sizes : {Bindings{{"N", 8}, {"C", 64}, {"H", 56}, {"W", 56}}, Bindings{{"N", 3}, {"C", 5}, {"H", 6}, {"W", 10}}}) {
+    INFO("layer_norm_2d_residual N=" << sizes["N"] << " C=" << sizes["C"] << " H=" << sizes["H"] << " W=" << sizes["W"]);
+    test::checkOnGpu(*f, sizes);
+  }
 }
 
 TEST_CASE("cancellation: 1e4 + U(0,1) in f32 normalizes to mean 0, std 1", "[gpu][norm]") {
