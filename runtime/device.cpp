@@ -191,7 +191,9 @@ Kernel Module::getKernel(const std::string& name) const {
   CUresult r = driver().cuModuleGetFunction(&f, toCu<CUmodule>(handle_), name.c_str());
   if (r == CUDA_ERROR_NOT_FOUND) fail("{} has no kernel named \"{}\"", label_, name);
   checkCu(r, "cuModuleGetFunction");
-  return Kernel(fromCu(f), name);
+  Kernel k(fromCu(f), name);
+  k.static_shared_ = k.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);  // read once: launches ask
+  return k;
 }
 
 double lastModuleLoadMs() { return g_last_load_ms; }
@@ -207,7 +209,6 @@ int Kernel::numRegs() const { return attribute(CU_FUNC_ATTRIBUTE_NUM_REGS); }
 int Kernel::maxThreadsPerBlock() const {
   return attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
 }
-int Kernel::staticSharedBytes() const { return attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES); }
 int Kernel::localBytes() const { return attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES); }
 
 void Kernel::setMaxDynamicSharedBytes(int bytes) const {
@@ -224,7 +225,6 @@ int Kernel::maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_b
 
 // ---- launch ----
 
-// Beyond 48 KiB of dynamic shared memory a kernel must opt in, per kernel.
 // A block gets 48 KiB of shared memory, static and dynamic together, unless the kernel opts in
 // to more.
 static void optInSharedBytes(const Kernel& kernel, const LaunchConfig& c) {

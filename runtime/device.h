@@ -79,7 +79,7 @@ class Kernel {
   const std::string& name() const { return name_; }
   int numRegs() const;
   int maxThreadsPerBlock() const;  // for this kernel's register use
-  int staticSharedBytes() const;
+  int staticSharedBytes() const { return static_shared_; }
   int localBytes() const;          // per-thread local memory (spills)
   // Allows launches with up to `bytes` of dynamic shared memory (needed above 48 KiB).
   void setMaxDynamicSharedBytes(int bytes) const;
@@ -91,6 +91,7 @@ class Kernel {
   int attribute(int attr) const;
   std::uintptr_t handle_ = 0;
   std::string name_;
+  int static_shared_ = 0;  // bytes, from the driver when the kernel is looked up
 };
 
 // A loaded PTX module; move-only. The driver JIT-compiles the PTX when it loads.

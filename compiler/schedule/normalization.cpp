@@ -37,15 +37,11 @@ std::vector<int64_t> rowsLast(std::vector<int64_t> s, size_t nout) {
   return s;
 }
 
-// The row-vector tier's lanes (see NormKernel::row_vec), or 1 where it does not apply: every
-// load the reductions read along the row has stride 1 along the innermost row axis and is not
-// contiguous along the row's own innermost axis; the lanes are 16 bytes of rows (fewer where
-// the rows along that axis, the alignment or a cp.async piece of 4, 8 or 16 bytes say so).
-// `held_bytes`: the element size of each distinct such load.
+// The row a kernel holds on chip: the loads under a reduction that vary along the row's
+// innermost axis (they are read again by the next pass or by the outputs; loads used only by
+// the outputs are read once, at the end), with their strides over the kernel's axes (`remap`).
 template <typename Remap>
-int rowVectorWidth(const std::vector<EPtr>& roots, size_t nout, Remap remap, const std::vector<TensorDesc>& inputs,
-                   const std::vector<int64_t>& outer_shape, const DeviceInfo& dev, std::vector<int>* held_bytes) {
-  if (nout == 0 || dev.sm < 80 || std::getenv("LOOM_NO_ROW_VECTORS") || std::getenv("LOOM_NO_SMEM_ROWS")) return 1;
+std::set<Leaf> heldLoads(const std::vector<EPtr>& roots, Remap remap) {
   std::set<Leaf> held;
   lower::visitPostOrder(roots, [&](const ENode& n) {
     if (n.kind != ENode::Kind::Reduce) return;
@@ -54,12 +50,26 @@ int rowVectorWidth(const std::vector<EPtr>& roots, size_t nout, Remap remap, con
         held.insert(Leaf{m.leaf.input, m.leaf.offset, remap(m.leaf.strides)});
     });
   });
-  if (held.empty()) return 1;
-  for (const Leaf& l : held) held_bytes->push_back(dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype));
+  return held;
+}
+
+int heldBytes(const Leaf& l, const std::vector<TensorDesc>& inputs) {
+  return dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+}
+
+// The row-vector tier's lanes (see NormKernel::row_vec), or 1 where it does not apply: every
+// held load has stride 1 along the innermost row axis and is not contiguous along the row's
+// own innermost axis; the lanes are 16 bytes of rows (fewer where the rows along that axis,
+// the alignment or a cp.async piece of 4, 8 or 16 bytes say so).
+int rowVectorWidth(const std::set<Leaf>& held, size_t nout, const std::vector<TensorDesc>& inputs,
+                   const std::vector<int64_t>& outer_shape, const DeviceInfo& dev) {
+  if (nout == 0 || held.empty() || dev.sm < 80 || std::getenv("LOOM_NO_ROW_VECTORS") ||
+      std::getenv("LOOM_NO_SMEM_ROWS"))
+    return 1;
   int max_bytes = 1;
   for (const Leaf& l : held) {
     if (l.strides[nout - 1] != 1 || l.strides.back() == 1) return 1;
-    max_bytes = std::max(max_bytes, dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype));
+    max_bytes = std::max(max_bytes, heldBytes(l, inputs));
   }
   auto fits = [&](int v) {
     if (outer_shape.back() % v != 0) return false;
@@ -97,15 +107,18 @@ struct RowPlacement {
   int64_t chunks = 0, pitch = 0, bytes = 0;
 };
 
-// Places the row-vector tier for rows of `n` elements read from loads of `held_bytes`-wide
-// elements: rows per block (as many as 40 KiB of shared memory hold, up to 64, each element's
+// Places the row-vector tier for rows of `n` elements read from the `held` loads: rows per
+// block (as many as 40 KiB of shared memory hold, up to 64, each element's
 // rows at least a 32-byte sector, fewer while the blocks would not fill the SMs twice), threads
 // per row, and a pitch padded against bank conflicts. Nothing where even the fewest rows do not
 // fit.
-std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::vector<int>& held_bytes, int row_vec,
-                                            const DeviceInfo& dev) {
-  const int min_bytes = *std::min_element(held_bytes.begin(), held_bytes.end());
-  const int max_bytes = *std::max_element(held_bytes.begin(), held_bytes.end());
+std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::set<Leaf>& held,
+                                            const std::vector<TensorDesc>& inputs, int row_vec, const DeviceInfo& dev) {
+  int min_bytes = 16, max_bytes = 1;
+  for (const Leaf& l : held) {
+    min_bytes = std::min(min_bytes, heldBytes(l, inputs));
+    max_bytes = std::max(max_bytes, heldBytes(l, inputs));
+  }
   const int64_t kMaxBytes = 40 * 1024;  // with the scratch, under the 48 KiB of no opt-in
   const int min_rows = std::max(row_vec, 32 / min_bytes);
   int R = 64;
@@ -120,7 +133,7 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
     const int64_t chunks = (n + T - 1) / T;
     auto bytesAt = [&](int64_t pitch) {
       int64_t b = 0;
-      for (int e : held_bytes) b += (chunks * T * pitch * e + 15) / 16 * 16;
+      for (const Leaf& l : held) b += (chunks * T * pitch * heldBytes(l, inputs) + 15) / 16 * 16;
       return b;
     };
     // Pitch: a multiple of 16 bytes for every held load (cp.async destinations), padded so
@@ -303,10 +316,10 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   };
 
   const size_t nout = k.outer_shape.size();
-  std::vector<int> held_bytes;
-  int row_vec = rowVectorWidth(roots, nout, remap, inputs, k.outer_shape, dev, &held_bytes);
+  const std::set<Leaf> held_leaves = heldLoads(roots, remap);
+  int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev);
   std::optional<RowPlacement> row_place;
-  if (row_vec > 1) row_place = placeRowVectors(k.rowElems(), k.rows(), held_bytes, row_vec, dev);
+  if (row_vec > 1) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev);
   if (!row_place) row_vec = 1;
 
   // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read
@@ -316,12 +329,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   lower::visitPostOrder(roots, [&](const ENode& n) {
     if (n.kind == ENode::Kind::Load && remap(n.leaf.strides).back() != 0)
       max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
-    if (n.kind != ENode::Kind::Reduce) return;
-    lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
-      if (m.kind == ENode::Kind::Load && remap(m.leaf.strides).back() != 0)
-        row_bytes = std::max(row_bytes, dtypeBytes(m.dtype));
-    });
   });
+  for (const Leaf& l : held_leaves) row_bytes = std::max(row_bytes, heldBytes(l, inputs));
   if (row_bytes > 0) max_bytes = row_bytes;
   else for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
   int vec = row_vec > 1 ? 1 : std::min(8, 16 / max_bytes);
@@ -339,7 +348,6 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     max_offset = std::max(max_offset, m + vec);
   };
   std::vector<EPtr> remapped;
-  int live_leaves = 0;
   for (const auto& r : roots)
     remapped.push_back(lower::mapLeaves(r, [&](const Leaf& l) {
       Leaf n{l.input, l.offset, remap(l.strides)};
@@ -350,19 +358,10 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       return n;
     }));
   remapped = lower::hashCons(remapped);
-  // The row held on chip: the streamed loads under a reduction (they are read again by the
-  // next pass or by the outputs); loads used only by the outputs are read once, at the end.
-  {
-    std::set<Leaf> held_leaves;
-    lower::visitPostOrder(remapped, [&](const ENode& n) {
-      if (n.kind != ENode::Kind::Reduce) return;
-      lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
-        if (m.kind == ENode::Kind::Load && k.load_access[m.leaf] != Access::Splat) held_leaves.insert(m.leaf);
-      });
-    });
-    live_leaves = static_cast<int>(held_leaves.size());
-    k.smem_leaves.assign(held_leaves.begin(), held_leaves.end());
-  }
+  // The row held on chip (the remapped leaves are the held loads' own: mapLeaves gives each its
+  // strides over the kernel's axes, and a held load is never a splat).
+  const int live_leaves = static_cast<int>(held_leaves.size());
+  k.smem_leaves.assign(held_leaves.begin(), held_leaves.end());
   for (size_t i = 0; i < f.outputs().size(); ++i) {
     NormKernel::Store s;
     s.output = static_cast<int>(i);
