@@ -169,6 +169,57 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
   }
 }
 
+TEST_CASE("short rows that fit registers are held in shared memory by their own threads", "[norm][ptx]") {
+  struct Case {
+    std::unique_ptr<ir::Fusion> f;
+    Bindings sizes;
+    const char* expect;  // threads and rows per block; nullptr: the registers
+    int64_t smem;        // bytes per block
+  };
+  Case cases[] = {
+      {findExample("layer_norm")->build(DType::BF16), {{"N", 32768}, {"D", 256}}, "8 threads per row, 4 chunks of 8 each, 16 rows per block of 128", 8192},
+      {findExample("rms_norm")->build(DType::F16), {{"N", 9001}, {"D", 256}}, "8 threads per row, 4 chunks of 8 each, 16 rows per block of 128", 8192},
+      {findExample("layer_norm")->build(DType::F32), {{"N", 32768}, {"D", 256}}, "16 threads per row, 4 chunks of 4 each, 16 rows per block of 256", 16384},
+      {findExample("layer_norm")->build(DType::F16), {{"N", 4096}, {"D", 1024}}, "32 threads per row, 4 chunks of 8 each, 8 rows per block of 256", 16384},
+      // two held inputs: both copied
+      {test::addLayerNorm(DType::BF16), {{"N", 9001}, {"D", 256}}, "8 threads per row, 4 chunks of 8 each, 16 rows per block of 128", 16384},
+      // exp on every element, which each pass from shared memory would evaluate again
+      {findExample("softmax")->build(DType::BF16), {{"N", 32768}, {"D", 256}}, nullptr, 0},
+      // under a quarter of the GPU's thread slots (4096 rows x 16 threads)
+      {findExample("rms_norm")->build(DType::BF16), {{"N", 4096}, {"D", 512}}, nullptr, 0},
+      // 33 chunks of 8 a row: not four per thread
+      {findExample("layer_norm")->build(DType::F16), {{"N", 32768}, {"D", 264}}, nullptr, 0},
+  };
+  for (const Case& c : cases) {
+    for (int sm : {80, 90}) {
+      StageText text;
+      auto k = compileFusion(*c.f, c.sizes, descsFor(*c.f, c.sizes), CompileOptions{sm, 132}, &text);
+      const std::string& sched = text[DumpStage::Schedule];
+      INFO(c.f->name() << " sm_" << sm << "\n" << sched);
+      CHECK((sched.find("reads back only those (no block barrier)") != std::string::npos) == (c.expect != nullptr));
+      if (c.expect) {
+        CHECK(sched.find(c.expect) != std::string::npos);
+        CHECK(k.shared_bytes == static_cast<unsigned>(c.smem));
+        CHECK(k.ptx.find("cp.async") != std::string::npos);
+        CHECK(k.ptx.find("bar.sync") == std::string::npos);  // rows within a warp: shuffles only
+      } else {
+        CHECK(sched.find("the row stays in registers") != std::string::npos);
+      }
+      std::string err = codegen::ptxasCheck(k.ptx, sm);
+      INFO(err);
+      CHECK(err.empty());
+    }
+  }
+  // Turned off: the registers.
+  setenv("LOOM_NO_THREAD_FILL", "1", 1);
+  auto f = findExample("layer_norm")->build(DType::BF16);
+  Bindings sizes{{"N", 32768}, {"D", 256}};
+  StageText text;
+  compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+  unsetenv("LOOM_NO_THREAD_FILL");
+  CHECK(text[DumpStage::Schedule].find("the row stays in registers") != std::string::npos);
+}
+
 TEST_CASE("the grid tier takes more groups for more long rows", "[norm]") {
   auto f = findExample("rms_norm")->build(DType::F32);
   // Rows of 2^19 + 8 f32 (2 MiB: more than a cluster holds), one a set; a group walks 4+ sets.

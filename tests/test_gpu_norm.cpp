@@ -99,6 +99,22 @@ TEST_CASE("image normalizations in NCHW and channels-last", "[gpu][norm]") {
   }
 }
 
+TEST_CASE("short rows held in shared memory by their own threads", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  // Thread fill: 8 threads a row of 256 (16 rows a block, 9001 rows: the last block's rows past
+  // the end), 16 a row of 256 f32, 32 a row of 1024 16-bit values; two held inputs.
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    for (Bindings sizes : {Bindings{{"N", 9001}, {"D", 256}}, Bindings{{"N", 2113}, {"D", 1024}}}) {
+      for (const char* name : {"layer_norm", "rms_norm"}) {
+        INFO(name << " " << dtypeName(t) << " N=" << sizes["N"] << " D=" << sizes["D"]);
+        test::checkOnGpu(*findExample(name)->build(t), sizes);
+      }
+    }
+    INFO("add_layer_norm " << dtypeName(t));
+    test::checkOnGpu(*test::addLayerNorm(t), {{"N", 9001}, {"D", 256}});
+  }
+}
+
 TEST_CASE("rows strided along their reduction: read and written in vectors of rows", "[gpu][norm]") {
   if (!test::haveGpu()) return;
   struct Case {
@@ -134,10 +150,12 @@ TEST_CASE("rows strided along their reduction: read and written in vectors of ro
 
 TEST_CASE("cancellation: 1e4 + U(0,1) in f32 normalizes to mean 0, std 1", "[gpu][norm]") {
   if (!test::haveGpu()) return;
-  for (const char* name : {"layer_norm", "group_norm"}) {
+  // layer_norm of 9001 x 256: held in shared memory by the rows' own threads.
+  const std::pair<const char*, Bindings> cases[] = {{"layer_norm", {{"N", 16}, {"D", 4096}}},
+                                                    {"layer_norm", {{"N", 9001}, {"D", 256}}},
+                                                    {"group_norm", {{"N", 2}, {"C", 64}, {"H", 16}, {"W", 16}}}};
+  for (const auto& [name, sizes] : cases) {
     auto f = findExample(name)->build(DType::F32);
-    Bindings sizes = std::string(name) == "layer_norm" ? Bindings{{"N", 16}, {"D", 4096}}
-                                                       : Bindings{{"N", 2}, {"C", 64}, {"H", 16}, {"W", 16}};
     std::vector<HostTensor> host;
     for (const ir::Value* v : f->inputs()) {
       auto shape = evalShape(v, sizes);

@@ -224,7 +224,7 @@ class NormEmitter {
       llvm::Value* at = b_.CreateAdd(b_.CreateMul(slot, c(k_.row_pitch)), b_.CreateZExtOrTrunc(row_in_block, idx_ty_));
       return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_, b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(at, c(dtypeBytes(t)))));
     }
-    if (k_.async_fill && L > 1) {
+    if (k_.async_fill && L > 1 && !k_.thread_fill) {
       // Swizzled: a warp of the whole-line fill and stores touches 32 / L neighbouring slots
       // of each of L rows, whose regions start on the same bank; XOR-ing the slot with
       // row * 32 / L (within its aligned 32) spreads them over every bank, and keeps a row's
@@ -246,7 +246,7 @@ class NormEmitter {
   void asyncFill() {
     issueFill(first_row_);
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
-    if (k_.rows_per_block > 1) barrier();
+    if (k_.rows_per_block > 1 && !k_.thread_fill) barrier();
   }
 
   // The cp.async copies of the block's chunks of the rows from `first_row` on.
@@ -279,6 +279,7 @@ class NormEmitter {
   // row is rest * q + c_in (q: a row's chunks at one outer position), which is chunk k of the
   // row's thread tr. With one row per block this is the thread's own chunk m.
   Chunk unitChunk(llvm::Value* m, llvm::Value* first_row = nullptr) {
+    if (k_.thread_fill) return chunkAt(m);  // the thread's own chunk of its own row
     const int L = k_.rows_per_block, T = k_.threads_per_row;
     const int64_t q = k_.red_shape.back() / k_.vec;
     llvm::Value* t = b_.CreateZExtOrTrunc(tid_, idx_ty_);
@@ -335,7 +336,7 @@ class NormEmitter {
 
   // Several rows per block storing by whole lines: each thread writes chunks of other rows,
   // so every row's reductions go to shared memory for the block.
-  bool coalescedStores() const { return k_.async_fill && k_.rows_per_block > 1; }
+  bool coalescedStores() const { return k_.async_fill && k_.rows_per_block > 1 && !k_.thread_fill; }
 
   void publishReductions(const std::vector<const ENode*>& reductions) {
     if (!coalescedStores() || reductions.empty()) return;
@@ -817,12 +818,14 @@ class NormEmitter {
   // its digits: mean = x0 + sum(x - x0) / n.
   template <typename Fn>
   llvm::Value* shiftedMean(const ENode& x, DType acc, Fn values, double n) {
-    Chunk first = rowChunk();
     // A row whole in the block's shared memory, filled behind a block barrier (several rows a
     // block), has its first element there: no global load (and its latency) before the first
-    // pass. (With one row a block there is no barrier: another thread copied it.)
-    first.global = !(k_.async_fill && k_.split == 1 && k_.rows_per_block > 1);
+    // pass. (With one row a block there is no barrier: another thread copied it.) With a
+    // thread fill, the row's first thread copied it as its own first chunk: a shuffle.
+    Chunk first = k_.thread_fill ? chunkAt(c(0)) : rowChunk();
+    if (!k_.thread_fill) first.global = !(k_.async_fill && k_.split == 1 && k_.rows_per_block > 1);
     llvm::Value* x0 = emitCast(b_, eval(x, first)[0], x.dtype, acc);
+    if (k_.thread_fill) x0 = shuffleFromRowStart(x0);
     llvm::Value* sum = rowReduce(Combine::Sum, acc, [&](Chunk& ch) {
       Lanes out;
       for (auto* v : values(ch)) out.push_back(b_.CreateFSub(v, x0));

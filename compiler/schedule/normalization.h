@@ -37,6 +37,10 @@ struct NormKernel {
   // each row over that many blocks of a thread-block cluster, each holding its slice, their
   // partial reductions combined through distributed shared memory.
   bool async_fill = false;
+  // With `async_fill` and several rows per block: each thread copies exactly the chunks it
+  // later reads (no block barrier, no whole-line stores), for short contiguous rows held in
+  // shared memory instead of registers so that more of them are in flight per SM.
+  bool thread_fill = false;
   int cluster = 1;
   // Blocks sharing each row: the cluster's, or (grid tier) every block of the grid.
   int split = 1;
