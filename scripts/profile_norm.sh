@@ -16,6 +16,8 @@ filter=${1:-.}
 stalls=$(printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' barrier long_scoreboard \
   short_scoreboard membar mio_throttle lg_throttle wait sleeping math_pipe_throttle not_selected drain)
 stalls=${stalls%,}
+# Pipe utilization: the transcendental unit (exp), FMA, load/store, shared memory wavefronts.
+pipes=sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed
 source scripts/workloads.sh
 one() {
   local name=$1
@@ -24,11 +26,11 @@ one() {
   timeout 300 "$NCU" --clock-control none -k regex:^loom -c 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
     --section Occupancy --section WarpStateStats --section SchedulerStats \
-    --metrics dram__bytes_read.sum,dram__bytes_write.sum,$stalls \
+    --metrics dram__bytes_read.sum,dram__bytes_write.sum,$pipes,$stalls \
     "$L" bench "$@" --iters 1 >"$out/ncu-$name.txt" 2>&1
   echo "== $name ($*)"
   grep -E "^\s+(Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Block Size|Grid Size|Dynamic Shared Memory Per Block|Static Shared Memory Per Block|Warp Cycles Per Issued Instruction|Issued Warp Per Scheduler|No Eligible|Active Warps Per Scheduler|Eligible Warps Per Scheduler)\b" \
     "$out/ncu-$name.txt" | sed 's/  */ /g'
-  grep -E "dram__bytes|issue_stalled" "$out/ncu-$name.txt" | sed 's/  */ /g;s/smsp__average_warps_issue_stalled_//;s/_per_issue_active.ratio//'
+  grep -E "dram__bytes|issue_stalled|pipe_|wavefronts" "$out/ncu-$name.txt" | sed 's/  */ /g;s/smsp__average_warps_issue_stalled_//;s/_per_issue_active.ratio//'
 }
 for_each_workload "$filter" one

@@ -63,11 +63,14 @@ TEST_CASE("rows sliced over every SM: the cooperative grid tier", "[gpu][norm]")
     test::checkOnGpu(*findExample(name)->build(DType::F32), {{"N", n}, {"D", (int64_t{1} << 19) + 8}});
   }
   // Channels-last groups of 4 channels over 128x128 pixels: 16 groups (128 bytes a pixel) a set
-  // are more than a cluster holds; two grid groups take turns by set.
+  // are more than a cluster holds; two grid groups take turns by set (N=2: 4 sets), three
+  // (N=4: 8 sets, one group walking one fewer).
   for (DType t : {DType::F16, DType::BF16, DType::F32}) {
-    INFO("group_norm NHWC " << dtypeName(t));
-    test::checkOnGpu(*findExample("group_norm")->build(t), {{"N", 2}, {"C", 128}, {"H", 128}, {"W", 128}},
-                     {{"x", {0, 2, 3, 1}}});
+    for (int64_t n : {2, 4}) {
+      INFO("group_norm NHWC " << dtypeName(t) << " N=" << n);
+      test::checkOnGpu(*findExample("group_norm")->build(t), {{"N", n}, {"C", 128}, {"H", 128}, {"W", 128}},
+                       {{"x", {0, 2, 3, 1}}});
+    }
   }
 }
 

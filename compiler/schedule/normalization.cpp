@@ -534,7 +534,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     // The grid tier: every SM's block takes a slice of each set of `rows` neighbouring rows.
     auto onGrid = [&](int rows, int groups) {
       const int P = dev.sm_count;
-      const int t = 1024 / groups / rows;
+      int t = 1024 / groups / rows;
+      if (groups == 3 && t < 32 && 2048 / groups / rows >= 32) t = 32;  // 16-row sets: 512 threads
       if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
       if (groups > 1 && k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
       if (!place(rows, t, P, groups)) return false;
@@ -565,11 +566,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
         // Sets of one long row: more groups while each still walks four sets or more (H100,
         // GB/s with 1, 2, 4, 8 groups: rms_norm 64 x 2^20 bf16 924, 1174, 1634, 2093;
         // layer_norm 16 x (2^20 + 8) f32 1041, 1411, 1621, 1415). Group norm channels-last
-        // 32x128x256x256 f16, 16 rows a set: 1819, 1925, 1729 with 1, 2, 4.
+        // 32x128x256x256 f16: 1819, 1925, 1729 with 1, 2, 4 groups (sets of 16, 16, 8 rows);
+        // with 3 groups of 16-row sets (512-thread blocks of 64 KiB, three per SM) 2070, and
+        // f32 8x256x128x128 1541-1552 with 2, 1664 with 3.
         if (!std::getenv("LOOM_NO_GRID_GROUPS"))
           for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) {
             int groups = 2;
             while (r == 1 && groups < 8 && k.rows() >= 8 * groups) groups *= 2;
+            if (r > 1) done = onGrid(r, 3);
             for (; groups >= 2 && !done; groups /= 2) done = onGrid(r, groups);
           }
         for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, 1);
