@@ -3,7 +3,7 @@
 # that reach every tier of the normalization scheduler: registers, shared memory filled by the
 # first pass, cp.async into shared memory, clusters, several channels-last groups per block, the
 # cooperative grid (three groups of blocks too), vectors of rows (rows strided along their reduction), and short rows held
-# in shared memory by their own threads (thread fill).
+# in shared memory by their own threads (thread fill); vectors of rows split over the grid.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
@@ -27,6 +27,8 @@ runs=(
   "instance_norm --dtype f32 --dim N=3 --dim C=96 --dim H=13 --dim W=8 --layout x=nhwc"
   "layer_norm --dtype bf16 --dim N=9001 --dim D=256"
   "group_norm --dtype f16 --dim N=4 --dim C=128 --dim H=128 --dim W=128 --layout x=nhwc"
+  "instance_norm --dtype f16 --dim N=5 --dim C=64 --dim H=61 --dim W=61 --layout x=nhwc"
+  "batch_norm --dtype f32 --dim N=16 --dim C=96 --dim H=40 --dim W=40 --layout x=nhwc"
 )
 fails=0
 for r in "${runs[@]}"; do
@@ -34,7 +36,7 @@ for r in "${runs[@]}"; do
   printf '%-90s memcheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'ERROR SUMMARY|MISMATCH|error' | head -2 | tr '\n' ' ')"
   [ $rc -ne 0 ] && fails=$((fails + 1))
 done
-for r in "${runs[1]}" "${runs[5]}" "${runs[6]}" "${runs[11]}" "${runs[13]}" "${runs[14]}"; do
+for r in "${runs[1]}" "${runs[5]}" "${runs[6]}" "${runs[11]}" "${runs[13]}" "${runs[14]}" "${runs[15]}" "${runs[16]}"; do
   out=$(timeout ${RACECHECK_S:-90} $CS --tool racecheck --error-exitcode 9 $L run $r 2>&1); rc=$?
   printf '%-90s racecheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|error' | head -2 | tr '\n' ' ')"
   [ $rc -eq 124 ] && echo "  (racecheck ran past ${RACECHECK_S:-90} s: not a failure, not a pass)"

@@ -142,8 +142,9 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
       // rows contiguous along the reduction: never
       {"layer_norm_2d", DType::F16, {{"N", 64}, {"C", 128}, {"H", 56}, {"W", 56}}, true, 0, ""},
       {"group_norm", DType::F16, {{"N", 2}, {"C", 64}, {"H", 16}, {"W", 16}}, true, 0, ""},
-      // channels-last instance norm of 4096 pixels: 16 rows are more than 40 KiB
-      {"instance_norm", DType::F16, {{"N", 2}, {"C", 64}, {"H", 64}, {"W", 64}}, true, 0, ""},
+      // channels-last instance norm of 4096 pixels: 16 rows are more than 40 KiB, so sets of 64
+      // rows are split over the grid
+      {"instance_norm", DType::F16, {{"N", 2}, {"C", 64}, {"H", 64}, {"W", 64}}, true, 8, "2 sets of 64 rows, each split over 132 blocks"},
   };
   for (const Case& c : cases) {
     auto f = findExample(c.fusion)->build(c.t);
@@ -218,6 +219,43 @@ TEST_CASE("short rows that fit registers are held in shared memory by their own 
   compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
   unsetenv("LOOM_NO_THREAD_FILL");
   CHECK(text[DumpStage::Schedule].find("the row stays in registers") != std::string::npos);
+}
+
+TEST_CASE("vectors of rows too long for a block: sets of rows split over the grid", "[norm][ptx]") {
+  struct Case {
+    const char* fusion;
+    DType t;
+    Bindings sizes;
+    const char* expect;
+    int groups_sm90;  // blocks per SM on sm_90 (228 KiB); sm_80 (164 KiB) may take fewer
+  };
+  const Case cases[] = {
+      // 64 channels of a sample a set (128 bytes a pixel), three groups of blocks
+      {"instance_norm", DType::F16, {{"N", 8}, {"C", 64}, {"H", 256}, {"W", 256}},
+       "8 sets of 64 rows, each split over 132 blocks of a cooperative grid", 3},
+      // batch norm training: 256 channels in 4 sets, vectors of 4 f32 rows, running statistics
+      {"batch_norm", DType::F32, {{"N", 64}, {"C", 256}, {"H", 28}, {"W", 28}},
+       "4 sets of 64 rows, each split over 132 blocks of a cooperative grid", 2},
+      // 96 channels: sets of 32
+      {"batch_norm", DType::BF16, {{"N", 16}, {"C", 96}, {"H", 40}, {"W", 40}}, "3 sets of 32 rows", 1},
+  };
+  for (const Case& c : cases) {
+    auto f = findExample(c.fusion)->build(c.t);
+    for (int sm : {80, 90}) {
+      StageText text;
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{sm, 132}, &text);
+      const std::string& sched = text[DumpStage::Schedule];
+      INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << sched);
+      CHECK(sched.find("in vectors of") != std::string::npos);
+      CHECK(sched.find(c.expect) != std::string::npos);
+      if (sm == 90) CHECK(k.grid == 132u * static_cast<unsigned>(c.groups_sm90));
+      CHECK(k.cooperative);
+      CHECK(text[DumpStage::Kernel].find("over rows vector") != std::string::npos);
+      std::string err = codegen::ptxasCheck(k.ptx, sm);
+      INFO(err);
+      CHECK(err.empty());
+    }
+  }
 }
 
 TEST_CASE("the grid tier takes more groups for more long rows", "[norm]") {

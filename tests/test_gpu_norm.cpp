@@ -143,6 +143,19 @@ TEST_CASE("rows strided along their reduction: read and written in vectors of ro
       test::checkOnGpu(*findExample(c.fusion)->build(t), c.sizes, lay);
     }
   }
+  // Rows too long for a block: sets of rows split over the grid. Channels-last instance norm
+  // (2 sets of 64 rows; 5 sets over 2 groups of blocks, 61x61 pixels not dividing over the
+  // blocks' runs) and batch norm (sets of 32 of 96 channels, running statistics in place).
+  const Case grid_cases[] = {{"instance_norm", {{"N", 2}, {"C", 64}, {"H", 64}, {"W", 64}}, true},
+                             {"instance_norm", {{"N", 5}, {"C", 64}, {"H", 61}, {"W", 61}}, true},
+                             {"batch_norm", {{"N", 16}, {"C", 96}, {"H", 40}, {"W", 40}}, true}};
+  for (const Case& c : grid_cases) {
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      INFO(c.fusion << " " << dtypeName(t) << " N=" << c.sizes.at("N") << " C=" << c.sizes.at("C") << " H="
+                    << c.sizes.at("H") << " W=" << c.sizes.at("W") << " NHWC, split over the grid");
+      test::checkOnGpu(*findExample(c.fusion)->build(t), c.sizes, {{"x", {0, 2, 3, 1}}});
+    }
+  }
   // An f32 residual read and an f32 output written in vectors of rows, and a per-pixel mean.
   auto f = test::layerNorm2dResidual();
   for (Bindings sizes : {Bindings{{"N", 8}, {"C", 64}, {"H", 56}, {"W", 56}}, Bindings{{"N", 3}, {"C", 5}, {"H", 6}, {"W", 10}}}) {

@@ -306,18 +306,29 @@ class NormEmitter {
   // The row-vector tier's units: piece p = tid + m * block is element e = p / V of rows
   // r_sub .. r_sub + row_vec - 1 (r_sub = (p % V) * row_vec), V pieces per element. The block
   // is a multiple of V: a thread's units share their rows.
+  // Split over `split` blocks (the grid tier), slot s of the block's rows holds element
+  // (s % T) + rank * T + (s / T) * T * split: the thread's chunks (see chunkOf).
   Chunk rowUnitChunk(llvm::Value* m, llvm::Value* first_row = nullptr) {
     const int64_t V = k_.rows_per_block / k_.row_vec, n = k_.rowElems();
     llvm::Value* p = b_.CreateAdd(b_.CreateZExtOrTrunc(tid_, idx_ty_), b_.CreateMul(m, c(k_.block)));
     llvm::Value* r_sub = b_.CreateMul(b_.CreateURem(p, c(V)), c(k_.row_vec));
     llvm::Value* e = b_.CreateUDiv(p, c(V));
+    llvm::Value* slot = nullptr;
+    llvm::Value* slot_ok = b_.getTrue();
+    if (k_.split > 1) {
+      const int64_t T = k_.threads_per_row, slots = int64_t{k_.chunks} * T;
+      slot_ok = b_.CreateICmpULT(e, c(slots));
+      slot = b_.CreateSelect(slot_ok, e, c(slots - 1));
+      e = b_.CreateAdd(b_.CreateAdd(b_.CreateURem(slot, c(T)), b_.CreateMul(rank_, c(T))),
+                       b_.CreateMul(b_.CreateUDiv(slot, c(T)), c(T * k_.split)));
+    }
     llvm::Value* row = b_.CreateAdd(first_row ? first_row : first_row_, r_sub);
     llvm::Value* row_ok = b_.CreateICmpULT(row, c(k_.rows()));
-    llvm::Value* e_ok = b_.CreateICmpULT(e, c(n));
+    llvm::Value* e_ok = b_.CreateAnd(slot_ok, b_.CreateICmpULT(e, c(n)));
     Chunk ch;
     ch.valid = b_.CreateAnd(row_ok, e_ok);
     ch.ci = b_.CreateSelect(e_ok, e, c(n - 1));
-    ch.slot = ch.ci;
+    ch.slot = slot ? slot : ch.ci;
     // Rows come in whole vectors (the row axis divides by row_vec): the last one stands in.
     ch.idx = unravel(b_.CreateSelect(row_ok, row, c(k_.rows() - k_.row_vec)), k_.outer_shape, 1);
     auto red = unravel(ch.ci, k_.red_shape, 1);
@@ -628,17 +639,22 @@ class NormEmitter {
         llvm::Value* x = loadWs(ty, wsSlot(region, r, row_in_block_, 0));
         total = combine(cb, acc, total, b_.CreateSelect(ok, x, identity(cb, acc)));
       });
-      for (int off = 16; off >= 1; off /= 2) total = combine(cb, acc, total, shuffleXor(total, off));
+      for (int off = laneBlockWidth() / 2; off >= 1; off /= 2) total = combine(cb, acc, total, shuffleXor(total, off));
       return std::vector<llvm::Value*>{total};
     })[0];
   }
 
-  // Lane l of each warp visits blocks l, l + 32, ... in order: fn(block, in range) with the
-  // block clamped to 0 past the last one.
+  // The lanes that read a row's partials: its first warp's 32, or its T < 32 threads (rows
+  // of fewer threads share a warp, T dividing 32).
+  int laneBlockWidth() const { return std::min(k_.threads_per_row, 32); }
+
+  // Lane l of the row's W = laneBlockWidth() visits blocks l, l + W, ... in order: fn(block,
+  // in range) with the block clamped to 0 past the last one.
   template <typename Fn>
   void forEachLaneBlock(Fn fn) {
-    llvm::Value* lane = b_.CreateZExtOrTrunc(lane_, idx_ty_);
-    for (int64_t r0 = 0; r0 < k_.split; r0 += 32) {
+    const int W = laneBlockWidth();
+    llvm::Value* lane = W == 32 ? b_.CreateZExtOrTrunc(lane_, idx_ty_) : t_in_row_;
+    for (int64_t r0 = 0; r0 < k_.split; r0 += W) {
       llvm::Value* r = b_.CreateAdd(lane, c(r0));
       llvm::Value* ok = b_.CreateICmpULT(r, c(k_.split));
       fn(b_.CreateSelect(ok, r, c(0)), ok);
@@ -682,7 +698,7 @@ class NormEmitter {
         x.m2 = b_.CreateSelect(ok, x.m2, zero);
         total = chan(acc, total, x);
       });
-      for (int off = 16; off >= 1; off /= 2)
+      for (int off = laneBlockWidth() / 2; off >= 1; off /= 2)
         total = chan(acc, total, Stats{shuffleXor(total.n, off), shuffleXor(total.mean, off), shuffleXor(total.m2, off)});
       return std::vector<llvm::Value*>{total.n, total.mean, total.m2};
     });
@@ -872,7 +888,8 @@ class NormEmitter {
                    b_.CreateSelect(ch.valid, m2, zero)};
     };
     LOOM_ASSERT(k_.cluster == 1, "Welford statistics over a cluster");
-    LOOM_ASSERT(!k_.grid_sync || k_.threads_per_row >= 32, "grid statistics need whole warps per row");
+    LOOM_ASSERT(!k_.grid_sync || k_.threads_per_row >= 32 || 32 % k_.threads_per_row == 0,
+                "grid statistics need rows of whole warps or of threads dividing a warp");
     llvm::Type* ty = zero->getType();
     Stats st;
     if (k_.async_fill) {

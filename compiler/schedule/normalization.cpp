@@ -107,6 +107,37 @@ struct RowPlacement {
   int64_t chunks = 0, pitch = 0, bytes = 0;
 };
 
+// A pitch (elements between one element's rows and the next's) for R rows of `chunks` * T
+// slots: a multiple of 16 bytes for every held load (cp.async destinations), padded so that a
+// warp's lanes (32 / T rows, T neighbouring elements of each) meet the fewest times on one
+// bank, within `max_bytes` of shared memory; 0 where even the least does not fit.
+std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::set<Leaf>& held,
+                                     const std::vector<TensorDesc>& inputs, int64_t max_total) {
+  int min_bytes = 16, max_bytes = 1;
+  for (const Leaf& l : held) {
+    min_bytes = std::min(min_bytes, heldBytes(l, inputs));
+    max_bytes = std::max(max_bytes, heldBytes(l, inputs));
+  }
+  auto bytesAt = [&](int64_t pitch) {
+    int64_t b = 0;
+    for (const Leaf& l : held) b += (chunks * T * pitch * heldBytes(l, inputs) + 15) / 16 * 16;
+    return b;
+  };
+  const int64_t step = 16 / min_bytes;
+  const int64_t least = (R + step - 1) / step * step;
+  if (bytesAt(least) > max_total) return {0, 0};
+  int64_t pitch = least;
+  int best = bankWays(least, T, max_bytes);
+  for (int64_t p = least + step; p < least + 32 * step && bytesAt(p) <= max_total; p += step) {
+    const int ways = bankWays(p, T, max_bytes);
+    if (ways < best) {
+      best = ways;
+      pitch = p;
+    }
+  }
+  return {pitch, bytesAt(pitch)};
+}
+
 // Places the row-vector tier for rows of `n` elements read from the `held` loads: rows per
 // block (as many as 40 KiB of shared memory hold, up to 64, each element's
 // rows at least a 32-byte sector, fewer while the blocks would not fill the SMs twice), threads
@@ -131,27 +162,39 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
     if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) T = std::min(32, nextPow2(std::atoi(t)));
     while (T > 1 && (T > n || R * T > 1024)) T /= 2;
     const int64_t chunks = (n + T - 1) / T;
-    auto bytesAt = [&](int64_t pitch) {
-      int64_t b = 0;
-      for (const Leaf& l : held) b += (chunks * T * pitch * heldBytes(l, inputs) + 15) / 16 * 16;
-      return b;
-    };
-    // Pitch: a multiple of 16 bytes for every held load (cp.async destinations), padded so
-    // that a warp's lanes (32 / T rows, T neighbouring elements of each) meet the fewest
-    // times on one bank, within the budget.
-    const int64_t step = 16 / min_bytes;
-    const int64_t least = (R + step - 1) / step * step;
-    if (bytesAt(least) > kMaxBytes) continue;
-    int64_t pitch = least;
-    int best = bankWays(least, T, max_bytes);
-    for (int64_t p = least + step; p < least + 32 * step && bytesAt(p) <= kMaxBytes; p += step) {
-      const int ways = bankWays(p, T, max_bytes);
-      if (ways < best) {
-        best = ways;
-        pitch = p;
-      }
+    auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, kMaxBytes);
+    if (pitch == 0) continue;
+    return RowPlacement{R, T, chunks, pitch, bytes};
+  }
+  return std::nullopt;
+}
+
+// Rows too long for that: the row-vector tier split over a cooperative grid (one block of
+// each group per SM). Sets of R neighbouring rows (as many as fit, up to 64, dividing the row
+// axis), each set's elements dealt to the grid's blocks in runs of T (blocks of 512 threads),
+// and up to 3 groups of blocks taking turns by set (each group walking two sets or more).
+// Channels-last instance norm and batch norm of large images.
+std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t row_axis, const std::set<Leaf>& held,
+                                                const std::vector<TensorDesc>& inputs, int row_vec,
+                                                const DeviceInfo& dev, int* groups) {
+  if (dev.sm < 80 || std::getenv("LOOM_NO_GRID")) return std::nullopt;
+  int min_bytes = 16;
+  for (const Leaf& l : held) min_bytes = std::min(min_bytes, heldBytes(l, inputs));
+  const int min_rows = std::max(row_vec, 32 / min_bytes);
+  const int64_t P = dev.sm_count;
+  const int64_t sm_capacity = int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024;
+  for (int R = 64; R >= min_rows; R /= 2) {
+    if (row_axis % R != 0) continue;
+    const int T = 512 / R;
+    const int64_t chunks = (n + int64_t{T} * P - 1) / (int64_t{T} * P);
+    for (int G = 3; G >= 1; --G) {
+      if (G > 1 && rows / R < 2 * G) continue;
+      // Each block beside the others: 1 KiB the driver reserves and up to 4 KiB of scratch.
+      auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, sm_capacity / G - 5 * 1024);
+      if (pitch == 0) continue;
+      *groups = G;
+      return RowPlacement{R, T, chunks, pitch, bytes};
     }
-    return RowPlacement{R, T, chunks, pitch, bytesAt(pitch)};
   }
   return std::nullopt;
 }
@@ -185,7 +228,7 @@ void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const st
 }  // namespace
 
 int64_t NormKernel::rowVectorUnits() const {
-  return rowElems() * (rows_per_block / row_vec);
+  return (split > 1 ? int64_t{chunks} * threads_per_row : rowElems()) * (rows_per_block / row_vec);
 }
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
@@ -319,7 +362,11 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   const std::set<Leaf> held_leaves = heldLoads(roots, remap);
   int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev);
   std::optional<RowPlacement> row_place;
+  int row_groups = 0;  // the row-vector tier split over the grid: its groups of blocks
   if (row_vec > 1) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev);
+  if (row_vec > 1 && !row_place)
+    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
+                                    &row_groups);
   if (!row_place) row_vec = 1;
 
   // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read
@@ -379,7 +426,18 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   // Rows side by side in memory but strided along their reduction: the row-vector tier.
   int held = 0, budget = 0;
   const bool row_tier = row_place.has_value();
-  if (row_tier) applyRowVectors(k, *row_place, row_vec, inputs);
+  if (row_tier) {
+    applyRowVectors(k, *row_place, row_vec, inputs);
+    if (row_groups > 0) {
+      int reductions = 0;
+      lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
+      k.split = dev.sm_count;
+      k.grid_sync = true;
+      k.grid_groups = row_groups;
+      k.row_sets = k.rows() / k.rows_per_block;
+      k.workspace_bytes = int64_t{row_groups} * (128 + int64_t{reductions} * 2 * k.split * k.rows_per_block * 24);
+    }
+  }
   else {
     // Threads per row: enough that each holds at most 8 chunks, a power of two up to 1024; more
     // while the whole grid would not fill the GPU twice over (few, long rows).
@@ -598,8 +656,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
         ? fmt::format("rows side by side in memory, strided along their reduction: the block's rows are "
                       "copied into {} KiB of shared memory with cp.async in vectors of {} rows (each element "
                       "of them {} elements after the last), exact two-pass statistics from there{}, the "
-                      "outputs stored in the same vectors of rows", (k.smem_bytes + 1023) / 1024, k.row_vec,
-                      k.row_pitch, k.registers ? " (each thread's elements kept in registers between passes)" : "")
+                      "outputs stored in the same vectors of rows{}", (k.smem_bytes + 1023) / 1024, k.row_vec,
+                      k.row_pitch, k.registers ? " (each thread's elements kept in registers between passes)" : "",
+                      k.grid_sync ? fmt::format("; {} set{} of {} rows, each split over {} blocks of a cooperative grid "
+                                                "({} per SM) whose partial statistics meet in a global workspace at "
+                                                "a grid-wide barrier (Chan){}", k.row_sets, k.row_sets == 1 ? "" : "s", k.rows_per_block, k.split,
+                                                k.grid_groups, k.grid_groups > 1 ? fmt::format("; {} independent groups "
+                                                "of {} blocks take turns by set", k.grid_groups, k.split) : "")
+                                  : "")
       : k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)
       : k.thread_fill
           ? fmt::format("the row would fit registers, but is held in {} KiB of shared memory per block: "
