@@ -172,7 +172,7 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
 // Rows too long for that: the row-vector tier split over a cooperative grid (one block of
 // each group per SM). Sets of R neighbouring rows (as many as fit, up to 64, dividing the row
 // axis), each set's elements dealt to the grid's blocks in runs of T (blocks of 512 threads),
-// and up to 3 groups of blocks taking turns by set (each group walking two sets or more).
+// and up to 2 groups of blocks taking turns by set (each group walking two sets or more).
 // Channels-last instance norm and batch norm of large images.
 std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t row_axis, const std::set<Leaf>& held,
                                                 const std::vector<TensorDesc>& inputs, int row_vec,
@@ -183,12 +183,21 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
   const int min_rows = std::max(row_vec, 32 / min_bytes);
   const int64_t P = dev.sm_count;
   const int64_t sm_capacity = int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024;
+  // For tuning sweeps only: LOOM_TUNE_ROWS_PER_BLOCK (R), LOOM_TUNE_GRID_GROUPS (G),
+  // LOOM_TUNE_THREADS_PER_ROW (T, rows of R * T <= 1024 threads).
+  const char* tune_r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK");
+  const char* tune_g = std::getenv("LOOM_TUNE_GRID_GROUPS");
+  const char* tune_t = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
   for (int R = 64; R >= min_rows; R /= 2) {
-    if (row_axis % R != 0) continue;
-    const int T = 512 / R;
+    if (row_axis % R != 0 || (tune_r && R != std::atoi(tune_r))) continue;
+    int T = 512 / R;
+    if (tune_t) T = std::max(1, std::min(1024 / R, std::atoi(tune_t)));
     const int64_t chunks = (n + int64_t{T} * P - 1) / (int64_t{T} * P);
-    for (int G = 3; G >= 1; --G) {
+    // Two groups at most: three (40 registers a thread) spilled and measured slower on an H100
+    // (instance_norm f16 8x64x256x256 channels-last: 1398 GB/s with 2, 1055 with 3, 1070 with 1).
+    for (int G = tune_g ? 3 : 2; G >= 1; --G) {
       if (G > 1 && rows / R < 2 * G) continue;
+      if ((tune_g && G != std::atoi(tune_g)) || G * R * T > 2048) continue;
       // Each block beside the others: 1 KiB the driver reserves and up to 4 KiB of scratch.
       auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, sm_capacity / G - 5 * 1024);
       if (pitch == 0) continue;
