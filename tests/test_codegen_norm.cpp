@@ -190,6 +190,9 @@ TEST_CASE("short rows that fit registers are held in shared memory by their own 
       {findExample("rms_norm")->build(DType::BF16), {{"N", 4096}, {"D", 512}}, nullptr, 0},
       // 33 chunks of 8 a row: not four per thread
       {findExample("layer_norm")->build(DType::F16), {{"N", 32768}, {"D", 264}}, nullptr, 0},
+      // 48 and 96 chunks: four each for 12 or 24 threads, whose rows would straddle warps
+      {findExample("layer_norm")->build(DType::F16), {{"N", 32768}, {"D", 384}}, nullptr, 0},
+      {findExample("rms_norm")->build(DType::BF16), {{"N", 32768}, {"D", 768}}, nullptr, 0},
   };
   for (const Case& c : cases) {
     for (int sm : {80, 90}) {

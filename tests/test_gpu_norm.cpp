@@ -107,7 +107,9 @@ TEST_CASE("short rows held in shared memory by their own threads", "[gpu][norm]"
   // Thread fill: 8 threads a row of 256 (16 rows a block, 9001 rows: the last block's rows past
   // the end), 16 a row of 256 f32, 32 a row of 1024 16-bit values; two held inputs.
   for (DType t : {DType::F16, DType::BF16, DType::F32}) {
-    for (Bindings sizes : {Bindings{{"N", 9001}, {"D", 256}}, Bindings{{"N", 2113}, {"D", 1024}}}) {
+    // (384 and 768: rows of four chunks a thread for 12 or 24 threads, which stay in registers)
+    for (Bindings sizes : {Bindings{{"N", 9001}, {"D", 256}}, Bindings{{"N", 2113}, {"D", 1024}},
+                           Bindings{{"N", 9001}, {"D", 384}}, Bindings{{"N", 3001}, {"D", 768}}}) {
       for (const char* name : {"layer_norm", "rms_norm"}) {
         INFO(name << " " << dtypeName(t) << " N=" << sizes["N"] << " D=" << sizes["D"]);
         test::checkOnGpu(*findExample(name)->build(t), sizes);

@@ -108,9 +108,10 @@ struct RowPlacement {
 };
 
 // A pitch (elements between one element's rows and the next's) for R rows of `chunks` * T
-// slots: a multiple of 16 bytes for every held load (cp.async destinations), padded so that a
-// warp's lanes (32 / T rows, T neighbouring elements of each) meet the fewest times on one
-// bank, within `max_bytes` of shared memory; 0 where even the least does not fit.
+// slots, and the bytes it takes: a multiple of 16 bytes for every held load (cp.async
+// destinations), padded so that a warp's lanes (32 / T rows, T neighbouring elements of each)
+// meet the fewest times on one bank, within `max_total` bytes of shared memory; {0, 0} where
+// even the least does not fit.
 std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::set<Leaf>& held,
                                      const std::vector<TensorDesc>& inputs, int64_t max_total) {
   int min_bytes = 16, max_bytes = 1;
@@ -191,7 +192,7 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
   for (int R = 64; R >= min_rows; R /= 2) {
     if (row_axis % R != 0 || (tune_r && R != std::atoi(tune_r))) continue;
     int T = 512 / R;
-    if (tune_t) T = std::max(1, std::min(1024 / R, std::atoi(tune_t)));
+    if (tune_t) T = std::min(1024 / R, nextPow2(std::max(1, std::atoi(tune_t))));
     const int64_t chunks = (n + int64_t{T} * P - 1) / (int64_t{T} * P);
     // Two groups at most: three (40 registers a thread) spilled and measured slower on an H100
     // (instance_norm f16 8x64x256x256 channels-last: 1398 GB/s with 2, 1055 with 3, 1070 with 1).
@@ -501,7 +502,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     // -> 1777-1853 at 32768 x 256), nor below a quarter of the GPU's thread slots (rms_norm
     // bf16 4096 x 512: 1018-1102 -> 936-1040).
     if (k.registers && async_ok && !no_smem && !k.smem_leaves.empty() && !std::getenv("LOOM_NO_THREAD_FILL")) {
-      int t = row_chunks % 4 == 0 ? static_cast<int>(row_chunks / 4) : 0;
+      // Four chunks a thread, and a power of two of threads a row: the rows' threads then sit
+      // whole within warps, as the shuffles across them need (384 or 768 f16 values: no).
+      int t = row_chunks % 4 == 0 && ((row_chunks / 4) & (row_chunks / 4 - 1)) == 0 ? static_cast<int>(row_chunks / 4) : 0;
       bool cheap_passes = true;
       lower::visitPostOrder(remapped, [&](const ENode& n) {
         if (n.kind != ENode::Kind::Reduce) return;
@@ -511,7 +514,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       });
       if (!cheap_passes || k.rows() * t < int64_t{dev.sm_count} * 512) t = 0;
       // For tuning sweeps only: LOOM_TUNE_THREAD_FILL=T threads per row, LOOM_TUNE_FILL_BLOCK.
-      if (const char* tf = std::getenv("LOOM_TUNE_THREAD_FILL")) t = std::atoi(tf);
+      if (const char* tf = std::getenv("LOOM_TUNE_THREAD_FILL")) t = nextPow2(std::max(1, std::atoi(tf)));
       if (t >= 8 && t <= 32) {
         int blk = t >= 16 ? 256 : 128;
         if (const char* fb = std::getenv("LOOM_TUNE_FILL_BLOCK")) blk = std::max(t, std::atoi(fb));
