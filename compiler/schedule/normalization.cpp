@@ -490,50 +490,6 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     // 4 KiB stay for the reductions' scratch.
     const int64_t smem_limit = int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
     const bool no_smem = std::getenv("LOOM_NO_SMEM_ROWS") != nullptr;
-    // Short rows that fit registers go to shared memory instead (thread fill): each thread
-    // copies four chunks of its row with cp.async and reads back only those, so no barrier
-    // is needed, and a thread's 64 bytes in flight (f16/bf16) cost no registers: 2048 threads
-    // of 32 registers each per SM rather than 1024 of 64. Measured on an H100 (GB/s, L2
-    // flushed, three runs each, registers -> thread fill): layer_norm bf16 32768 x 256
-    // 1820-1907 -> 2089-2101, rms_norm 1945-2052 -> 2180-2194; 16384 x 512 layer_norm
-    // 1806-1840 -> 2097-2123; layer_norm f16 8192 x 1024 1846-1917 -> 2123-2132, 4096 x 1024
-    // 1417-1511 -> 1561-1580; f32 32768 x 256 2302-2370 -> 2380-2447. Not where the passes
-    // would recompute math of the Unary family on every element (softmax's exp: 1924-1975
-    // -> 1777-1853 at 32768 x 256), nor below a quarter of the GPU's thread slots (rms_norm
-    // bf16 4096 x 512: 1018-1102 -> 936-1040).
-    if (k.registers && async_ok && !no_smem && !k.smem_leaves.empty() && !std::getenv("LOOM_NO_THREAD_FILL")) {
-      // Four chunks a thread, and a power of two of threads a row: the rows' threads then sit
-      // whole within warps, as the shuffles across them need (384 or 768 f16 values: no).
-      int t = row_chunks % 4 == 0 && ((row_chunks / 4) & (row_chunks / 4 - 1)) == 0 ? static_cast<int>(row_chunks / 4) : 0;
-      bool cheap_passes = true;
-      lower::visitPostOrder(remapped, [&](const ENode& n) {
-        if (n.kind != ENode::Kind::Reduce) return;
-        lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
-          if (m.kind == ENode::Kind::Op && ir::opFamily(m.op) == ir::OpFamily::Unary) cheap_passes = false;
-        });
-      });
-      if (!cheap_passes || k.rows() * t < int64_t{dev.sm_count} * 512) t = 0;
-      // For tuning sweeps only: LOOM_TUNE_THREAD_FILL=T threads per row, LOOM_TUNE_FILL_BLOCK.
-      if (const char* tf = std::getenv("LOOM_TUNE_THREAD_FILL")) t = nextPow2(std::max(1, std::atoi(tf)));
-      if (t >= 8 && t <= 32) {
-        int blk = t >= 16 ? 256 : 128;
-        if (const char* fb = std::getenv("LOOM_TUNE_FILL_BLOCK")) blk = std::max(t, std::atoi(fb));
-        const int rows = blk / t;
-        const int chunks = static_cast<int>((row_chunks + t - 1) / t);
-        int64_t bytes = 0;
-        for (const auto& l : k.smem_leaves)
-          bytes += (int64_t{chunks} * t * rows * vec * dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype) + 15) / 16 * 16;
-        if (bytes <= smem_limit) {
-          k.async_fill = k.thread_fill = true;
-          k.registers = false;
-          k.threads_per_row = t;
-          k.rows_per_block = rows;
-          k.block = t * rows;
-          k.chunks = chunks;
-          k.smem_bytes = static_cast<int>(bytes);
-        }
-      }
-    }
     // Neighbouring rows side by side in memory (group norm's groups in channels-last: each
     // pixel holds C/G channels of one group, then the next group's): a block takes `rows`
     // of them and fills shared memory with the pieces of all of them at each pixel together,
@@ -578,6 +534,40 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       k.smem_bytes = static_cast<int>(bytes);
       return true;
     };
+    // Short rows that fit registers go to shared memory instead (thread fill): each thread
+    // copies four chunks of its row with cp.async and reads back only those, so no barrier
+    // is needed, and a thread's 64 bytes in flight (f16/bf16) cost no registers: 2048 threads
+    // of 32 registers each per SM rather than 1024 of 64. Measured on an H100 (GB/s, L2
+    // flushed, three runs each, registers -> thread fill): layer_norm bf16 32768 x 256
+    // 1820-1907 -> 2089-2101, rms_norm 1945-2052 -> 2180-2194; 16384 x 512 layer_norm
+    // 1806-1840 -> 2097-2123; layer_norm f16 8192 x 1024 1846-1917 -> 2123-2132, 4096 x 1024
+    // 1417-1511 -> 1561-1580; f32 32768 x 256 2302-2370 -> 2380-2447. Not where the passes
+    // would recompute math of the Unary family on every element (softmax's exp: 1924-1975
+    // -> 1777-1853 at 32768 x 256), nor below a quarter of the GPU's thread slots (rms_norm
+    // bf16 4096 x 512: 1018-1102 -> 936-1040).
+    if (k.registers && async_ok && !no_smem && !k.smem_leaves.empty() && !std::getenv("LOOM_NO_THREAD_FILL")) {
+      // Four chunks a thread, and a power of two of threads a row: the rows' threads then sit
+      // whole within warps, as the shuffles across them need (384 or 768 f16 values: no).
+      int t = row_chunks % 4 == 0 && ((row_chunks / 4) & (row_chunks / 4 - 1)) == 0 ? static_cast<int>(row_chunks / 4) : 0;
+      bool cheap_passes = true;
+      lower::visitPostOrder(remapped, [&](const ENode& n) {
+        if (n.kind != ENode::Kind::Reduce) return;
+        lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
+          if (m.kind == ENode::Kind::Op && ir::opFamily(m.op) == ir::OpFamily::Unary) cheap_passes = false;
+        });
+      });
+      if (!cheap_passes || k.rows() * t < int64_t{dev.sm_count} * 512) t = 0;
+      // For tuning sweeps only: LOOM_TUNE_THREAD_FILL=T threads per row, LOOM_TUNE_FILL_BLOCK.
+      if (const char* tf = std::getenv("LOOM_TUNE_THREAD_FILL")) t = nextPow2(std::max(1, std::atoi(tf)));
+      if (t >= 8 && t <= 32) {
+        int blk = t >= 16 ? 256 : 128;
+        if (const char* fb = std::getenv("LOOM_TUNE_FILL_BLOCK")) blk = std::max(t, std::atoi(fb));
+        if (place(blk / t, t, 1)) {
+          k.thread_fill = true;
+          k.registers = false;
+        }
+      }
+    }
     auto onChip = [&](int rows_together) {
       // Split the row over a cluster (at most 8 blocks) only when one block cannot hold it:
       // on an H100, rms_norm 32768 x 65536 bf16 ran at 3011 GB/s with one 1024-thread block of
