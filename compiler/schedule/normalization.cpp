@@ -57,6 +57,31 @@ int heldBytes(const Leaf& l, const std::vector<TensorDesc>& inputs) {
   return dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
 }
 
+// The narrowest and widest element of the held loads, in bytes.
+std::pair<int, int> heldByteRange(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {
+  int min_bytes = 16, max_bytes = 1;
+  for (const Leaf& l : held) {
+    min_bytes = std::min(min_bytes, heldBytes(l, inputs));
+    max_bytes = std::max(max_bytes, heldBytes(l, inputs));
+  }
+  return {min_bytes, max_bytes};
+}
+
+// Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
+int64_t smemPerSm(const DeviceInfo& dev) { return int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024; }
+
+// The grid tier's bookkeeping once a block is placed (`k.split` blocks share each set):
+// `groups` groups of blocks walking sets of `rows` rows, each group's part of the workspace a
+// barrier counter (its own 128 bytes), then per reduction and iteration parity one
+// (count, mean, M2) slot of 8 bytes each per block and row.
+void setGrid(NormKernel& k, int groups, int rows, int reductions) {
+  k.grid_sync = true;
+  k.grid_groups = groups;
+  k.cluster = 1;  // over an earlier placement's cluster
+  k.row_sets = k.rows() / rows;
+  k.workspace_bytes = int64_t{groups} * (128 + int64_t{reductions} * 2 * k.split * rows * 24);
+}
+
 // The row-vector tier's lanes (see NormKernel::row_vec), or 1 where it does not apply: every
 // held load has stride 1 along the innermost row axis and is not contiguous along the row's
 // own innermost axis; the lanes are 16 bytes of rows (fewer where the rows along that axis,
@@ -114,11 +139,7 @@ struct RowPlacement {
 // even the least does not fit.
 std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::set<Leaf>& held,
                                      const std::vector<TensorDesc>& inputs, int64_t max_total) {
-  int min_bytes = 16, max_bytes = 1;
-  for (const Leaf& l : held) {
-    min_bytes = std::min(min_bytes, heldBytes(l, inputs));
-    max_bytes = std::max(max_bytes, heldBytes(l, inputs));
-  }
+  const auto [min_bytes, max_bytes] = heldByteRange(held, inputs);
   auto bytesAt = [&](int64_t pitch) {
     int64_t b = 0;
     for (const Leaf& l : held) b += (chunks * T * pitch * heldBytes(l, inputs) + 15) / 16 * 16;
@@ -146,11 +167,7 @@ std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::se
 // fit.
 std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::set<Leaf>& held,
                                             const std::vector<TensorDesc>& inputs, int row_vec, const DeviceInfo& dev) {
-  int min_bytes = 16, max_bytes = 1;
-  for (const Leaf& l : held) {
-    min_bytes = std::min(min_bytes, heldBytes(l, inputs));
-    max_bytes = std::max(max_bytes, heldBytes(l, inputs));
-  }
+  const int min_bytes = heldByteRange(held, inputs).first;
   const int64_t kMaxBytes = 40 * 1024;  // with the scratch, under the 48 KiB of no opt-in
   const int min_rows = std::max(row_vec, 32 / min_bytes);
   int R = 64;
@@ -179,11 +196,8 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
                                                 const std::vector<TensorDesc>& inputs, int row_vec,
                                                 const DeviceInfo& dev, int* groups) {
   if (dev.sm < 80 || std::getenv("LOOM_NO_GRID")) return std::nullopt;
-  int min_bytes = 16;
-  for (const Leaf& l : held) min_bytes = std::min(min_bytes, heldBytes(l, inputs));
-  const int min_rows = std::max(row_vec, 32 / min_bytes);
+  const int min_rows = std::max(row_vec, 32 / heldByteRange(held, inputs).first);
   const int64_t P = dev.sm_count;
-  const int64_t sm_capacity = int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024;
   // For tuning sweeps only: LOOM_TUNE_ROWS_PER_BLOCK (R), LOOM_TUNE_GRID_GROUPS (G),
   // LOOM_TUNE_THREADS_PER_ROW (T, rows of R * T <= 1024 threads).
   const char* tune_r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK");
@@ -200,7 +214,7 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
       if (G > 1 && rows / R < 2 * G) continue;
       if ((tune_g && G != std::atoi(tune_g)) || G * R * T > 2048) continue;
       // Each block beside the others: 1 KiB the driver reserves and up to 4 KiB of scratch.
-      auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, sm_capacity / G - 5 * 1024);
+      auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, smemPerSm(dev) / G - 5 * 1024);
       if (pitch == 0) continue;
       *groups = G;
       return RowPlacement{R, T, chunks, pitch, bytes};
@@ -415,6 +429,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       return n;
     }));
   remapped = lower::hashCons(remapped);
+  int reductions = 0;
+  lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
   // The row held on chip (the remapped leaves are the held loads' own: mapLeaves gives each its
   // strides over the kernel's axes, and a held load is never a splat).
   const int live_leaves = static_cast<int>(held_leaves.size());
@@ -439,13 +455,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   if (row_tier) {
     applyRowVectors(k, *row_place, row_vec, inputs);
     if (row_groups > 0) {
-      int reductions = 0;
-      lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
       k.split = dev.sm_count;
-      k.grid_sync = true;
-      k.grid_groups = row_groups;
-      k.row_sets = k.rows() / k.rows_per_block;
-      k.workspace_bytes = int64_t{row_groups} * (128 + int64_t{reductions} * 2 * k.split * k.rows_per_block * 24);
+      setGrid(k, row_groups, k.rows_per_block, reductions);
     }
   }
   else {
@@ -523,8 +534,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       if (bytes > smem_limit) return false;
       // `per_sm` blocks sharing an SM: each also takes 1 KiB the driver reserves and up to 4 KiB
       // of the reductions' scratch.
-      const int64_t sm_capacity = int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024;
-      if (per_sm > 1 && per_sm * (bytes + 5 * 1024) > sm_capacity) return false;
+      if (per_sm > 1 && per_sm * (bytes + 5 * 1024) > smemPerSm(dev)) return false;
       k.async_fill = true;
       k.split = split;
       k.threads_per_row = t;
@@ -599,15 +609,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
       if (groups > 1 && k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
       if (!place(rows, t, P, groups)) return false;
-      k.grid_groups = groups;
-      int reductions = 0;
-      lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
-      k.grid_sync = true;
-      k.cluster = 1;  // over an earlier placement's cluster
-      k.row_sets = k.rows() / rows;
-      // Per group: a barrier counter (its own 128 bytes), then per reduction and iteration
-      // parity one (count, mean, M2) slot of 8 bytes each per block and row.
-      k.workspace_bytes = int64_t{groups} * (128 + int64_t{reductions} * 2 * P * rows * 24);
+      setGrid(k, groups, rows, reductions);
       return true;
     };
     if (!k.registers && async_ok && !no_smem && !k.thread_fill) {
