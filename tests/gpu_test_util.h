@@ -41,7 +41,7 @@ inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
   ex.runInto(dev, outs, sizes);
   auto ref = evaluateReference(f, host, sizes);
   for (size_t i = 0; i < outs.size(); ++i) {
-    auto c = compareToReference(outs[i].toHost(), ref[i]);
+    auto c = compareToReference(outs[i].toHost(), ref[i], elementTolerance(f, ref[i].dtype()));
     INFO(f.name() << " output " << f.outputs()[i].name << ": " << c.str());
     CHECK(c.ok);
   }

@@ -217,7 +217,7 @@ TEST_CASE("batch norm training updates the running statistics in place", "[gpu][
     CHECK(outs[1].ptr() == dev[1].ptr());
     CHECK(outs[2].ptr() == dev[2].ptr());
     for (size_t i = 0; i < 3; ++i) {
-      auto c = compareToReference(outs[i].toHost(), ref[i]);
+      auto c = compareToReference(outs[i].toHost(), ref[i], elementTolerance(*f, ref[i].dtype()));
       INFO(f->outputs()[i].name << ": " << c.str());
       CHECK(c.ok);
     }

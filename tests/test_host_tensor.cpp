@@ -6,6 +6,8 @@
 #include <set>
 
 #include "ir/error.h"
+#include "include/loom/loom.h"
+#include "runtime/compare.h"
 #include "runtime/host_tensor.h"
 
 using namespace loom;
@@ -175,4 +177,69 @@ TEST_CASE("host tensor: random data drawn on threads and in any layout matches o
   CHECK(mismatches == 0);
   CHECK(a.withOrder({0, 2, 3, 1}).toVector() == av);
   CHECK(nhwc.contiguous().toVector() == av);
+}
+
+TEST_CASE("compare: a few wrong elements of a large output fail though the L2 norm dilutes them",
+          "[reference][compare]") {
+  auto scaled = [](const HostTensor& t, double by) {
+    auto r = HostTensor::empty(t.dtype(), t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) r.setLinear(i, t.getLinear(i) * by);
+    return r;
+  };
+  // 2^20 values in [-2, 2): one wrong row of 64 moves ||out - ref|| / ||ref|| by about
+  // 0.8 / 128 = 6e-3, inside bf16's 1.6e-2.
+  auto ref = HostTensor::random(DType::BF16, {16384, 64}, 7, -2.0, 2.0);
+  auto got = scaled(ref, 1.0);
+  auto c = compareToReference(got, ref);
+  CHECK(c.ok);
+  CHECK(c.worst == 0.0);
+  for (int64_t i = 0; i < 64; ++i) got.setLinear(5000 * 64 + i, ref.getLinear(5000 * 64 + i) * 0.2);
+  c = compareToReference(got, ref);
+  CHECK(c.rel_l2 < toleranceFor(DType::BF16));
+  CHECK_FALSE(c.ok);
+  CHECK(c.worst > kElementFactor);
+  CHECK(c.worst_index / 64 == 5000);
+  CHECK(c.str().find("MISMATCH") != std::string::npos);
+  // Every element off by a few parts in a thousand (and rounded to bf16) stays well inside.
+  c = compareToReference(scaled(ref, 1.004), ref);
+  CHECK(c.ok);
+  CHECK(c.worst < 1.0);
+  // An all-zero reference is compared absolutely.
+  auto z = HostTensor::empty(DType::F32, {8});
+  auto zg = HostTensor::empty(DType::F32, {8});
+  zg.setLinear(3, 1e-6);
+  CHECK(compareToReference(zg, z).ok);
+  zg.setLinear(3, 1.0);
+  CHECK_FALSE(compareToReference(zg, z).ok);
+}
+
+TEST_CASE("compare: the element check's unit is the coarsest float a value was rounded to",
+          "[reference][compare]") {
+  // f16 in, f32 out through an f16 intermediate: f16's tolerance; an f16 input alone (exact)
+  // leaves f32's.
+  FusionBuilder fb("through_f16");
+  auto x = fb.input("x", DType::F16, {"N"});
+  fb.output("y", cast(exp(x), DType::F32));
+  fb.output("z", exp(cast(x, DType::F32)));
+  auto f = fb.finish();
+  CHECK(elementTolerance(*f, DType::F32) == toleranceFor(DType::F16));
+  FusionBuilder gb("f32_only");
+  auto u = gb.input("u", DType::F16, {"N"});
+  gb.output("v", exp(cast(u, DType::F32)));
+  CHECK(elementTolerance(*gb.finish(), DType::F32) == toleranceFor(DType::F32));
+  // One f16 step (2^-10 near 1) of an f32 output: fails against f32's unit, passes f16's.
+  auto ref = HostTensor::random(DType::F32, {4096}, 5, 1.0, 1.9);
+  auto got = HostTensor::empty(DType::F32, {4096});
+  for (int64_t i = 0; i < ref.numel(); ++i) got.setLinear(i, ref.getLinear(i));
+  got.setLinear(77, ref.getLinear(77) + std::ldexp(1.0, -10));
+  CHECK_FALSE(compareToReference(got, ref).ok);
+  CHECK(compareToReference(got, ref, toleranceFor(DType::F16)).ok);
+  // Subnormal f16 results one step apart (softmax of a million columns) pass.
+  auto tiny = HostTensor::random(DType::F16, {4096}, 9, 5e-7, 2e-6);
+  auto tg = HostTensor::empty(DType::F16, {4096});
+  for (int64_t i = 0; i < tiny.numel(); ++i) tg.setLinear(i, tiny.getLinear(i));
+  tg.setLinear(100, tiny.getLinear(100) + std::ldexp(1.0, -24));
+  CHECK(compareToReference(tg, tiny).ok);
+  tg.setLinear(100, tiny.getLinear(100) + std::ldexp(1.0, -20));
+  CHECK_FALSE(compareToReference(tg, tiny).ok);
 }

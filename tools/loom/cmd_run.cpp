@@ -37,7 +37,7 @@ int runRun(const Args& a) {
   if (a.flag("check") || !a.flag("no-check")) {
     auto ref = evaluateReference(*l.fusion, host_in, l.sizes);
     for (size_t i = 0; i < outs.size(); ++i) {
-      auto c = compareToReference(outs[i].toHost(), ref[i]);
+      auto c = compareToReference(outs[i].toHost(), ref[i], elementTolerance(*l.fusion, ref[i].dtype()));
       ok = ok && c.ok;
       std::cout << fmt::format("  {:<18} {}\n", l.fusion->outputs()[i].name, c.str());
     }
