@@ -27,7 +27,8 @@ struct CompiledKernel {
   unsigned shared_bytes = 0;        // dynamic shared memory per block
   unsigned cluster = 1;             // blocks per thread-block cluster (sm_90), 1: none
   bool cooperative = false;         // every block resident at once (grid-wide barriers)
-  std::uint64_t workspace_bytes = 0;  // a zeroed global scratch, passed after the outputs
+  std::uint64_t workspace_bytes = 0;  // a global scratch, passed after the outputs: zero when
+                                      // allocated, and each launch leaves it so
   std::vector<TensorDesc> outputs;  // to allocate (or the aliased input's)
   std::vector<int> output_alias;    // input index per output, or -1
   double llvm_ptx_ms = 0;           // LLVM IR -> PTX

@@ -37,7 +37,8 @@ struct Executor::Entry {
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
   std::vector<DeviceTensor> temps;              // allocated once per signature, reused
-  // Per plan kernel: its global scratch (grid-wide reductions), zeroed before each launch.
+  // Per plan kernel: its global scratch (grid-wide reductions), zeroed once when allocated;
+  // every launch leaves its counters at zero.
   // One per signature, like the temps: an Executor serves one thread at a time (executor.h).
   std::vector<runtime::DeviceBuffer> workspaces;
 };
@@ -131,6 +132,8 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   for (size_t k = 0; k < entry->plan.kernels.size(); ++k) {
     const CompiledKernel& ck = entry->plan.kernels[k].kernel;
     entry->workspaces.emplace_back(static_cast<std::size_t>(ck.workspace_bytes));
+    // Zeroed once: each launch leaves its barrier counters at zero again (llvm_norm.cpp).
+    if (ck.workspace_bytes) runtime::memsetAsync(entry->workspaces.back().ptr(), 0, entry->workspaces.back().size(), launchStream());
     if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
   }
   dumpIfEnabled(DumpStage::Launch, f_.name(),
@@ -230,7 +233,6 @@ void Executor::launch(const std::vector<DeviceTensor>& inputs,
     }
     const runtime::DeviceBuffer& ws = e->workspaces[k];
     if (ws.size()) {
-      runtime::memsetAsync(ws.ptr(), 0, ws.size(), launchStream());
       ptrs[pk.args.size()] = ws.ptr();
       args[pk.args.size()] = &ptrs[pk.args.size()];
     }

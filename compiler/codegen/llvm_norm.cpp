@@ -122,6 +122,7 @@ class NormEmitter {
         else body();
         return carried;
       });
+      leaveCountersZero();
     } else {
       rowsAt(b_.CreateMul(block, c(k_.rows_per_block)));
     }
@@ -591,7 +592,7 @@ class NormEmitter {
   }
 
   // Every block of the group arrives, then waits until all have: a counter in the group's part
-  // of the workspace (zeroed before the launch) that only grows, so the group's e-th barrier
+  // of the workspace (zero when the launch starts) that only grows, so the group's e-th barrier
   // (from 1) waits for e * blocks arrivals. The leader arrives with a release, polls relaxed,
   // and acquires with one fence once the count is reached (an acquiring poll would invalidate
   // the SM's L1 on every iteration).
@@ -630,6 +631,26 @@ class NormEmitter {
     b_.CreateBr(spin);
     b_.SetInsertPoint(done);
     barrier();
+  }
+
+  // Past its group's last barrier, each block's leader counts itself out (at byte 64 of the
+  // group's counter region); the last one out zeroes both counters, as every other block has
+  // stopped polling by then. The next launch, after this one in stream order, so finds them as
+  // the first found them (zeroed once, when the workspace is allocated): no memset per launch.
+  void leaveCountersZero() {
+    ifThen(b_.CreateICmpEQ(tid_, b_.getInt32(0)), "gexit", [&] {
+      llvm::Type* ptr = workspace_->getType();
+      llvm::Value* exits = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), group_ws_, 64);
+      auto* count_out = llvm::InlineAsm::get(llvm::FunctionType::get(b_.getInt32Ty(), {ptr}, false),
+                                             "atom.add.acq_rel.gpu.global.u32 $0, [$1], 1;", "=r,l,~{memory}", true);
+      llvm::Value* before = b_.CreateCall(count_out, {exits});
+      ifThen(b_.CreateICmpEQ(before, b_.getInt32(static_cast<uint32_t>(k_.split - 1))), "greset", [&] {
+        auto* zero = llvm::InlineAsm::get(llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false),
+                                          "st.relaxed.gpu.global.u32 [$0], 0;", "l,~{memory}", true);
+        b_.CreateCall(zero, {group_ws_});
+        b_.CreateCall(zero, {exits});
+      });
+    });
   }
 
   // The thread's row's total over every block: each block's leader publishes its partial;
