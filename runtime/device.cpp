@@ -212,8 +212,12 @@ int Kernel::maxThreadsPerBlock() const {
 int Kernel::localBytes() const { return attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES); }
 
 void Kernel::setMaxDynamicSharedBytes(int bytes) const {
+  if (bytes <= opted_in_->load(std::memory_order_relaxed)) return;
   LOOM_CU(cuFuncSetAttribute, toCu<CUfunction>(handle_),
           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+  int seen = opted_in_->load(std::memory_order_relaxed);
+  while (seen < bytes && !opted_in_->compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
+  }
 }
 
 int Kernel::maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_bytes) const {

@@ -3,8 +3,10 @@
 // launches, streams and events. RAII throughout; every driver call is checked and a failure is
 // a loom::Error naming the call and the driver's error. No cuda.h needed here: handles are
 // plain integers.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -81,7 +83,8 @@ class Kernel {
   int maxThreadsPerBlock() const;  // for this kernel's register use
   int staticSharedBytes() const { return static_shared_; }
   int localBytes() const;          // per-thread local memory (spills)
-  // Allows launches with up to `bytes` of dynamic shared memory (needed above 48 KiB).
+  // Allows launches with up to `bytes` of dynamic shared memory (needed above 48 KiB). Asks
+  // the driver only when `bytes` is more than this kernel (and its copies) already allow.
   void setMaxDynamicSharedBytes(int bytes) const;
   int maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_bytes) const;
 
@@ -92,6 +95,9 @@ class Kernel {
   std::uintptr_t handle_ = 0;
   std::string name_;
   int static_shared_ = 0;  // bytes, from the driver when the kernel is looked up
+  // The dynamic shared memory the driver was last told to allow, shared by copies (the
+  // attribute belongs to the function handle), read and raised by launches on any thread.
+  std::shared_ptr<std::atomic<int>> opted_in_ = std::make_shared<std::atomic<int>>(0);
 };
 
 // A loaded PTX module; move-only. The driver JIT-compiles the PTX when it loads.

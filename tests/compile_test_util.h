@@ -1,7 +1,9 @@
 #pragma once
 // Shared by the CPU-only compiler tests: the inputs a run with these sizes and memory orders
 // would see (runtime/bind_sizes.h describeInputs).
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,5 +16,26 @@ inline std::vector<TensorDesc> descsFor(const ir::Fusion& f, const Bindings& siz
                                         const std::map<std::string, std::vector<int>>& layouts = {}) {
   return describeInputs(f, sizes, layouts);
 }
+
+// Sets (or, with nullopt, unsets) an environment variable for one scope and puts back what was
+// there when the scope ends, also when a failed REQUIRE throws through it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) setenv(name, value->c_str(), 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_.c_str(), old_->c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace loom::test

@@ -215,12 +215,13 @@ TEST_CASE("short rows that fit registers are held in shared memory by their own 
     }
   }
   // Turned off: the registers.
-  setenv("LOOM_NO_THREAD_FILL", "1", 1);
   auto f = findExample("layer_norm")->build(DType::BF16);
   Bindings sizes{{"N", 32768}, {"D", 256}};
   StageText text;
-  compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
-  unsetenv("LOOM_NO_THREAD_FILL");
+  {
+    loom::test::ScopedEnv off("LOOM_NO_THREAD_FILL", "1");
+    compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+  }
   CHECK(text[DumpStage::Schedule].find("the row stays in registers") != std::string::npos);
 }
 

@@ -9,6 +9,7 @@
 #include "compiler/compile.h"
 #include "include/loom/loom.h"
 #include "runtime/kernel_cache.h"
+#include "tests/compile_test_util.h"
 
 using namespace loom;
 
@@ -64,7 +65,7 @@ TEST_CASE("corrupt, truncated or foreign cache entries are refused with a reason
 TEST_CASE("the disk cache stores atomically and drops a corrupt file", "[cache]") {
   std::string dir = std::filesystem::temp_directory_path() / "loom_cache_test";
   std::filesystem::remove_all(dir);
-  setenv("LOOM_CACHE_DIR", dir.c_str(), 1);
+  test::ScopedEnv cache_dir("LOOM_CACHE_DIR", dir);
   runtime::diskCacheStore("key-1", sample());
   auto hit = runtime::diskCacheLoad("key-1");
   REQUIRE(hit.has_value());
@@ -83,11 +84,11 @@ TEST_CASE("the disk cache stores atomically and drops a corrupt file", "[cache]"
   CHECK_FALSE(runtime::diskCacheLoad("key-1").has_value());
   CHECK_FALSE(std::filesystem::exists(path));
   // LOOM_DISK_CACHE=0 turns it off.
-  setenv("LOOM_DISK_CACHE", "0", 1);
-  runtime::diskCacheStore("key-1", sample());
-  CHECK_FALSE(runtime::diskCacheLoad("key-1").has_value());
-  unsetenv("LOOM_DISK_CACHE");
-  unsetenv("LOOM_CACHE_DIR");
+  {
+    test::ScopedEnv off("LOOM_DISK_CACHE", "0");
+    runtime::diskCacheStore("key-1", sample());
+    CHECK_FALSE(runtime::diskCacheLoad("key-1").has_value());
+  }
   std::filesystem::remove_all(dir);
 }
 
