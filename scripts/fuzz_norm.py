@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Seeded random shapes for every normalization built-in, checked on the GPU against the CPU
-reference: `loom run` (float64 reference, global and element-wise tolerance) per case.
+reference: `loom run` (float64 reference, global and element-wise tolerance) per case, in
+NCHW, channels-last and other memory orders (rows also column-major).
 
 On the GPU machine, from the repo root with .device carried:
     python3 scripts/fuzz_norm.py [--seed S] [--cases N] [--budget-s T] [--max-elems E]
@@ -64,11 +65,15 @@ def random_case(rng, max_elems):
         dt = rng.choice(DTYPES)
         if f in ROWS:
             dims = {"N": rng.choice(ROW_N), "D": rng.choice(ROW_D)}
-            layout = None
+            # Sometimes column-major: rows side by side, strided along their reduction.
+            layout = rng.choice([None, None, "1,0"])
         else:
             c = rng.choice([c for c in IMG_C if f != "group_norm" or c % 32 == 0])
             dims = {"N": rng.choice(IMG_N), "C": c, "H": rng.choice(IMG_HW), "W": rng.choice(IMG_HW)}
-            layout = rng.choice([None, "nhwc"])
+            # NCHW, channels-last, or any other memory order (outer to inner).
+            perm = [0, 1, 2, 3]
+            rng.shuffle(perm)
+            layout = rng.choice([None, "nhwc", ",".join(map(str, perm))])
         if elems(dims) <= max_elems:
             return f, dt, dims, layout
 
