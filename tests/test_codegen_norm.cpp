@@ -387,3 +387,15 @@ TEST_CASE("channels-last group norm: neighbouring groups share a block's whole-l
     }
   }
 }
+
+TEST_CASE("softmax divides by its row's sum with one reciprocal per row, not per element", "[norm][ptx]") {
+  // Rows in registers, in shared memory, and over the grid: no element's division remains.
+  auto f = findExample("softmax")->build(DType::BF16);
+  for (int64_t d : {int64_t{1024}, int64_t{65536}, int64_t{1} << 22}) {
+    INFO("D=" << d);
+    Bindings sizes{{"N", 5}, {"D", d}};
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132});
+    CHECK(k.ptx.find("div.rn.f32") == std::string::npos);
+    CHECK(k.ptx.find("rcp.rn.f32") != std::string::npos);
+  }
+}

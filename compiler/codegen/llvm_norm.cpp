@@ -436,6 +436,8 @@ class NormEmitter {
             // By a value of the row (softmax's sum): one reciprocal per row (CSE'd across the
             // lanes, hoisted out of the chunk loop), a multiply per element; within 1.5 ulp
             // where division rounds to 0.5, and without division's ~8-instruction sequence.
+            // Zeros, infinities and NaNs divide as before; a divisor below 2^-128, whose
+            // reciprocal overflows, gives infinities where division could stay finite.
             out.push_back(b_.CreateFMul(a[0], b_.CreateFDiv(llvm::ConstantFP::get(a[1]->getType(), 1.0), a[1])));
           else out.push_back(emitPointwise(b_, n.op, n.args[n.op == ir::OpKind::Where ? 1 : 0]->dtype, a));
         }

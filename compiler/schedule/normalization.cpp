@@ -72,8 +72,8 @@ int64_t smemPerSm(const DeviceInfo& dev) { return int64_t{dev.sm >= 90 ? 228 : d
 
 // The grid tier's bookkeeping once a block is placed (`k.split` blocks share each set):
 // `groups` groups of blocks walking sets of `rows` rows, each group's part of the workspace a
-// barrier counter and an exit counter (at bytes 0 and 64 of its own 128), then per reduction and iteration parity one
-// (count, mean, M2) slot of 8 bytes each per block and row.
+// barrier counter and an exit counter (at bytes 0 and 64 of its own 128), then per reduction
+// and iteration parity one (count, mean, M2) slot of 8 bytes each per block and row.
 void setGrid(NormKernel& k, int groups, int rows, int reductions) {
   k.grid_sync = true;
   k.grid_groups = groups;

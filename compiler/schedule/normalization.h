@@ -47,9 +47,9 @@ struct NormKernel {
   // The grid tier, for row sets one cluster cannot hold: a cooperative launch of `grid`
   // blocks (one per SM) that walks `row_sets` sets of `rows_per_block` neighbouring rows; each
   // block keeps its slice of the set in shared memory, publishes its partial reductions in a
-  // global workspace (`workspace_bytes`, zero when first allocated, its barrier counters left at
-  // zero by every launch), meets the others at a
-  // grid-wide barrier and combines every block's partials in block order.
+  // global workspace (`workspace_bytes`, zero when first allocated, its barrier counters left
+  // at zero by every launch), meets the others at a grid-wide barrier and combines every
+  // block's partials in block order.
   bool grid_sync = false;
   int64_t row_sets = 1;
   // The grid tier in `grid_groups` independent groups of `split` blocks (one block of each per
