@@ -35,7 +35,8 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
   for (const char* env : {"LOOM_TUNE_THREADS_PER_ROW", "LOOM_TUNE_BLOCK_SMEM_KB", "LOOM_NO_CLUSTER", "LOOM_NO_GRID",
                           "LOOM_NO_SMEM_ROWS", "LOOM_NO_GRID_GROUPS",
                           "LOOM_TUNE_GRID_GROUPS", "LOOM_TUNE_MIN_BLOCKS", "LOOM_NO_ROW_VECTORS",
-                          "LOOM_TUNE_ROWS_PER_BLOCK", "LOOM_TUNE_THREAD_FILL", "LOOM_TUNE_FILL_BLOCK", "LOOM_NO_THREAD_FILL"})
+                          "LOOM_TUNE_ROWS_PER_BLOCK", "LOOM_TUNE_THREAD_FILL", "LOOM_TUNE_FILL_BLOCK", "LOOM_NO_THREAD_FILL",
+                          "LOOM_TUNE_CHUNK_UNROLL"})
     if (const char* v = std::getenv(env)) key += fmt::format("env {}={}\n", env, v);
   return key;
 }
