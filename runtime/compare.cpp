@@ -18,8 +18,9 @@ double toleranceFor(DType t) {
 }
 
 std::string Comparison::str() const {
-  return fmt::format("rel err {:.3g} (tol {:.3g}), max abs err {:.3g}, worst element {:.3g} tol (at {}, limit {:g}){} -> {}",
-                     rel_l2, tolerance, max_abs, worst, worst_index, kElementFactor,
+  const std::string at = worst_index >= 0 ? fmt::format("at {}, ", worst_index) : "";
+  return fmt::format("rel err {:.3g} (tol {:.3g}), max abs err {:.3g}, worst element {:.3g} tol ({}limit {:g}){} -> {}",
+                     rel_l2, tolerance, max_abs, worst, at, kElementFactor,
                      bad_nonfinite ? fmt::format(", {} misplaced NaN/inf", bad_nonfinite) : "", ok ? "OK" : "MISMATCH");
 }
 
