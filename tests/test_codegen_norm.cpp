@@ -402,3 +402,37 @@ TEST_CASE("softmax divides by its row's sum with one reciprocal per row, not per
     CHECK(k.ptx.find("rcp.rn.f32") != std::string::npos);
   }
 }
+
+TEST_CASE("chunk loops are unrolled only where one block holds whole rows in shared memory", "[norm][ptx]") {
+  struct Case {
+    std::unique_ptr<ir::Fusion> f;
+    Bindings sizes;
+    bool nhwc;
+    bool unrolled;
+  };
+  Case cases[] = {
+      {findExample("layer_norm")->build(DType::BF16), {{"N", 64}, {"D", 65536}}, false, true},
+      {findExample("instance_norm")->build(DType::F16), {{"N", 8}, {"C", 64}, {"H", 256}, {"W", 256}}, false, true},
+      // each thread copies its own chunks of a short row: more registers, fewer rows in flight
+      {findExample("layer_norm")->build(DType::BF16), {{"N", 32768}, {"D", 256}}, false, false},
+      // a row split over a cluster, and over the grid
+      {findExample("group_norm")->build(DType::F16), {{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}}, false, false},
+      {findExample("instance_norm")->build(DType::F16), {{"N", 8}, {"C", 64}, {"H", 256}, {"W", 256}}, true, false},
+  };
+  for (const Case& c : cases) {
+    std::map<std::string, std::vector<int>> lay;
+    if (c.nhwc) lay["x"] = {0, 2, 3, 1};
+    std::vector<TensorDesc> descs = descsFor(*c.f, c.sizes, lay);
+    INFO(c.f->name() << (c.nhwc ? " nhwc" : ""));
+    auto k = compileFusion(*c.f, c.sizes, descs, CompileOptions{90, 132});
+    std::string loop;
+    {
+      loom::test::ScopedEnv plain("LOOM_TUNE_CHUNK_UNROLL", "1");
+      loop = compileFusion(*c.f, c.sizes, descs, CompileOptions{90, 132}).ptx;
+    }
+    CHECK((k.ptx != loop) == c.unrolled);
+    std::string err = codegen::ptxasCheck(k.ptx, 90);
+    INFO(err);
+    CHECK(err.empty());
+  }
+}

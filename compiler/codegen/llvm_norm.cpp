@@ -68,16 +68,27 @@ class NormEmitter {
     // for rows in shared memory or streamed, it spills at 1024 threads (measured on an H100:
     // layer norm 32768 x 65536 bf16 fell from 1.7 to 1.2 TB/s), so those passes loop.
     unrolled_ = registers_;
-    // Those loops stay plain loops. For tuning sweeps, LOOM_TUNE_CHUNK_UNROLL=N unrolls them N
-    // times (llvm.loop.unroll.count), so that a thread has several chunks' loads in flight.
-    // Measured on an H100 (GB/s, loop -> by 2 -> by 4 -> by 8, one run each): layer_norm bf16
-    // 32768 x 65536 2894 -> 2899 -> 2914 -> 3013 (a second run 2893 -> by 4 2913), its weight
-    // and bias streamed per element each chunk; group_norm f16 16x512x64x64 NCHW 2339 -> 2359
-    // -> 2385 -> 2311; batch_norm f32 64x256x28x28 2224 -> 2207 -> 2227; by 4: instance_norm
-    // f16 8x64x256x256 2359 -> 2409, softmax and rms_norm bf16 32768 x 65536 level. Not the
-    // default yet: no GPU test has run with it. Fully unrolled, the grid tier's kernels
-    // (about 60 registers) spill.
+    // Where one block holds whole rows in shared memory, those loops are unrolled
+    // (llvm.loop.unroll.count) so that a thread has several chunks' loads in flight: by 4, and
+    // wholly (up to 8 chunks) where a load streams from global memory per element each pass
+    // (layer norm's weight and bias). Measured on an H100, plain loop -> this rule, GB/s, two
+    // runs each: layer_norm bf16 32768 x 65536 2890-2893 -> 3013 (wholly; by 4 it was 2914);
+    // instance_norm f16 8x64x256x256 NCHW 2352-2359 -> 2372-2402; batch_norm f32
+    // 64x256x28x28 2197-2198 -> 2210-2233; group_norm f16 16x512x64x64 NCHW 2335-2363 ->
+    // 2354-2371; softmax and rms_norm bf16 32768 x 65536 level. Elsewhere the loops stay loops,
+    // as unrolled they measured slower: rows split over a cluster (group_norm 32x128x256x256
+    // NCHW 2695 -> 2678) or the grid (channels-last instance_norm 1437 -> 1360; fully
+    // unrolled, those kernels spill), and short rows each thread copies itself (thread_fill:
+    // layer_norm bf16 32768 x 256 2052-2153 -> 1814-1863; its registers 32 -> 56 halve the
+    // blocks per SM). LOOM_TUNE_CHUNK_UNROLL=N sets the count for sweeps (1: plain loops).
     chunk_unroll_ = 1;
+    if (k_.split == 1 && !k_.thread_fill && !k_.smem_leaves.empty()) {
+      chunk_unroll_ = 4;
+      const auto& held = k_.smem_leaves;
+      for (const auto& [leaf, access] : k_.load_access)
+        if (access == Access::Vector && k_.chunks <= 8 && std::find(held.begin(), held.end(), leaf) == held.end())
+          chunk_unroll_ = k_.chunks;
+    }
     if (const char* u = std::getenv("LOOM_TUNE_CHUNK_UNROLL")) chunk_unroll_ = std::max(1, std::atoi(u));
     if (k_.smem_bytes > 0) {
       auto* arr = llvm::ArrayType::get(b_.getInt8Ty(), 0);
