@@ -89,3 +89,33 @@ TEST_CASE("a fusion with a reduction is refused by the pointwise scheduler with 
   CHECK_FALSE(k.has_value());
   CHECK(why.find("is a reduction") != std::string::npos);
 }
+
+TEST_CASE("a pointwise grid takes one chunk per thread; its index is wide enough to pass the end",
+          "[pointwise]") {
+  struct Case {
+    DType dt;
+    int64_t n;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {DType::F16, int64_t{1} << 28, "33554432 chunks of 8 (32-bit indexing); 256 threads x 1 chunk per trip, grid 131072 (one trip)"},
+      {DType::F32, 1000003, "1000003 chunks of 1 (32-bit indexing); 256 threads x 1 chunk per trip, grid 3907 (one trip)"},
+      // 2^30 + 1 chunks: the chunk after the last trip is past 2^31
+      {DType::F32, (int64_t{1} << 30) + 1, "1073741825 chunks of 1 (64-bit indexing)"},
+  };
+  for (const Case& c : cases) {
+    auto f = findExample("add")->build(c.dt);
+    Bindings sizes{{"N", c.n}};
+    StageText text;
+    compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+    INFO(text[DumpStage::Schedule]);
+    CHECK(text[DumpStage::Schedule].find(c.expect) != std::string::npos);
+  }
+  // The sweep override: a grid-stride loop over 8 blocks per SM, 4 chunks a trip.
+  auto f = findExample("add")->build(DType::F16);
+  Bindings sizes{{"N", int64_t{1} << 28}};
+  loom::test::ScopedEnv g("LOOM_TUNE_PW_BLOCKS_PER_SM", "8"), u("LOOM_TUNE_PW_UNROLL", "4");
+  StageText text;
+  compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+  CHECK(text[DumpStage::Schedule].find("256 threads x 4 chunks per trip, grid 1056 (grid-stride)") != std::string::npos);
+}

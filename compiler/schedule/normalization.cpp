@@ -522,6 +522,13 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       while (adjacent && max_rows_adjacent < 32 && k.outer_shape.back() % (2 * max_rows_adjacent) == 0)
         max_rows_adjacent *= 2;
     }
+    // For tuning sweeps only: LOOM_TUNE_ROWS_TOGETHER=R caps the neighbouring rows a block (or
+    // a grid set) takes together.
+    if (const char* rt = std::getenv("LOOM_TUNE_ROWS_TOGETHER")) {
+      const int cap = std::max(1, std::atoi(rt));
+      while (max_rows_together > cap) max_rows_together /= 2;
+      while (max_rows_adjacent > cap) max_rows_adjacent /= 2;
+    }
     // The block's shared memory for `rows` rows of `t` threads, each row split over `split`
     // blocks: placed (the cp.async tiers) if it fits.
     auto place = [&](int rows, int t, int split, int per_sm = 1) {
@@ -592,6 +599,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       if (dev.sm >= 90 && !std::getenv("LOOM_NO_CLUSTER")) {
         while (cs < 8 && row_smem * rows_together > block_limit * cs) cs *= 2;
         while (cs > 1 && cs < 8 && row_smem * rows_together > int64_t{64 * 1024} * cs) cs *= 2;
+        // For tuning sweeps only: LOOM_TUNE_CLUSTER=C blocks (1 to 8) where a row is split.
+        if (const char* tc = std::getenv("LOOM_TUNE_CLUSTER"); tc && cs > 1) cs = std::clamp(nextPow2(std::atoi(tc)), 1, 8);
       }
       const int64_t block_chunks = (row_chunks + cs - 1) / cs;
       int t = std::max(32, std::min(1024 / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
