@@ -12,6 +12,7 @@
 
 #include "ir/error.h"
 #include "ir/half.h"
+#include "runtime/parallel.h"
 
 namespace loom {
 
@@ -53,20 +54,7 @@ struct SplitMix {
 // fn(begin, end) over [0, n) in ranges of 1M elements, on up to the machine's cores.
 template <typename Fn>
 void parallelRanges(int64_t n, Fn fn) {
-  const int64_t kRange = int64_t{1} << 20;
-  const int64_t ranges = (n + kRange - 1) / kRange;
-  const int64_t workers = std::min<int64_t>(ranges, std::max(1u, std::thread::hardware_concurrency()));
-  if (workers <= 1) {
-    fn(int64_t{0}, n);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  std::vector<std::thread> pool;
-  for (int64_t w = 0; w < workers; ++w)
-    pool.emplace_back([&] {
-      for (int64_t r; (r = next++) < ranges;) fn(r * kRange, std::min(n, (r + 1) * kRange));
-    });
-  for (auto& t : pool) t.join();
+  runtime::parallelForRanges(n, int64_t{1} << 20, [&](int64_t, int64_t begin, int64_t end) { fn(begin, end); });
 }
 
 // fn(i, offset) for logical (row-major) indices i in [begin, end) of a strided tensor: an
@@ -235,6 +223,12 @@ double HostTensor::get(const std::vector<int64_t>& idx) const { return load(offs
 void HostTensor::set(const std::vector<int64_t>& idx, double v) { store(offsetOf(idx), v); }
 double HostTensor::getLinear(int64_t i) const { return load(offsetOfLinear(i)); }
 void HostTensor::setLinear(int64_t i, double v) { store(offsetOfLinear(i), v); }
+
+void HostTensor::readLinear(int64_t begin, int64_t end, double* out) const {
+  LOOM_ASSERT(0 <= begin && begin <= end && end <= numel(), "readLinear [{}, {}) of {} elements", begin, end, numel());
+  if (begin == end) return;
+  walkOffsets(shape_, strides_, offset_, begin, end, [&](int64_t i, int64_t off) { out[i - begin] = load(off); });
+}
 
 std::vector<double> HostTensor::toVector() const {
   const int64_t n = numel();

@@ -49,6 +49,8 @@ class HostTensor {
   void setLinear(int64_t i, double v);
   // All values in row-major logical order.
   std::vector<double> toVector() const;
+  // Elements [begin, end) in row-major logical order into out[0, end - begin).
+  void readLinear(int64_t begin, int64_t end, double* out) const;
 
   // The first element (index 0, ..., 0); the storage itself; the storage's size in bytes.
   void* data();

@@ -243,3 +243,32 @@ TEST_CASE("compare: the element check's unit is the coarsest float a value was r
   tg.setLinear(100, tiny.getLinear(100) + std::ldexp(1.0, -20));
   CHECK_FALSE(compareToReference(tg, tiny).ok);
 }
+
+TEST_CASE("compare: strided outputs, ranges on threads, the first worst element and NaNs found anywhere",
+          "[reference][compare]") {
+  // 2^21 values in channels-last storage: several of the comparison's ranges.
+  const std::vector<int64_t> shape{4, 64, 64, 128};
+  auto ref = HostTensor::random(DType::F32, shape, 3, -1.0, 1.0);
+  auto got = ref.withOrder({0, 2, 3, 1});
+  std::vector<double> part(1000);
+  got.readLinear(1500000, 1501000, part.data());
+  for (int64_t k = 0; k < 1000; k += 97) CHECK(part[static_cast<size_t>(k)] == ref.getLinear(1500000 + k));
+  auto c = compareToReference(got, ref);
+  CHECK(c.ok);
+  CHECK(c.worst_index == -1);
+  // The same error at two elements of the same value in different ranges: the first one is
+  // reported.
+  for (int64_t i : {int64_t{1900000}, int64_t{700001}}) {
+    ref.setLinear(i, 0.25);
+    got.setLinear(i, 0.75);
+  }
+  c = compareToReference(got, ref);
+  CHECK_FALSE(c.ok);
+  CHECK(c.worst_index == 700001);
+  // A NaN where the reference is finite, in the last range.
+  got = ref.withOrder({0, 2, 3, 1});
+  got.setLinear(ref.numel() - 1, std::nan(""));
+  c = compareToReference(got, ref);
+  CHECK_FALSE(c.ok);
+  CHECK(c.bad_nonfinite == 1);
+}
