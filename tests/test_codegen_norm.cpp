@@ -436,3 +436,32 @@ TEST_CASE("chunk loops are unrolled only where one block holds whole rows in sha
     CHECK(err.empty());
   }
 }
+
+TEST_CASE("the grid tier with two fill buffers copies the next set while it works on this one", "[norm][ptx]") {
+  // A sweep option (LOOM_TUNE_GRID_PREFETCH): twice the shared memory per block, the first set
+  // copied before the loop, one cp.async group committed per set and all but the newest awaited.
+  loom::test::ScopedEnv on("LOOM_TUNE_GRID_PREFETCH", "1");
+  struct Case {
+    std::unique_ptr<ir::Fusion> f;
+    Bindings sizes;
+  };
+  Case cases[] = {
+      {findExample("group_norm")->build(DType::F16), {{"N", 4}, {"C", 128}, {"H", 128}, {"W", 128}}},
+      {findExample("batch_norm")->build(DType::F32), {{"N", 64}, {"C", 256}, {"H", 28}, {"W", 28}}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.f->name());
+    StageText text;
+    auto k = compileFusion(*c.f, c.sizes, descsFor(*c.f, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+    const std::string& sched = text[DumpStage::Schedule];
+    INFO(sched);
+    CHECK(sched.find("cooperative grid") != std::string::npos);
+    CHECK(sched.find("two fill buffers") != std::string::npos);
+    CHECK(k.ptx.find("cp.async.commit_group") != std::string::npos);
+    CHECK(k.ptx.find("cp.async.wait_group 1") != std::string::npos);
+    CHECK(k.ptx.find("cp.async.wait_all") == std::string::npos);
+    std::string err = codegen::ptxasCheck(k.ptx, 90);
+    INFO(err);
+    CHECK(err.empty());
+  }
+}

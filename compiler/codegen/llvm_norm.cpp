@@ -107,8 +107,9 @@ class NormEmitter {
         int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
         off += (bytes + 15) / 16 * 16;
       }
-      LOOM_ASSERT(!k_.async_fill || off == k_.smem_bytes, "shared memory: {} bytes, the schedule says {}", off,
-                  k_.smem_bytes);
+      LOOM_ASSERT(!k_.async_fill || off * k_.fill_buffers == k_.smem_bytes,
+                  "shared memory: {} bytes x {} buffers, the schedule says {}", off, k_.fill_buffers, k_.smem_bytes);
+      buffer_bytes_ = off;
     }
     std::vector<EPtr> roots;
     for (const auto& st : k_.stores) roots.push_back(st.value);
@@ -129,6 +130,17 @@ class NormEmitter {
       const int64_t per_group = k_.workspace_bytes / G;
       group_ws_ = b_.CreateInBoundsGEP(b_.getInt8Ty(), workspace_, b_.CreateZExtOrTrunc(b_.CreateMul(group_, c(per_group)), b_.getInt64Ty()));
       const int64_t trips = (k_.row_sets + G - 1) / G;
+      // Two fill buffers: the group's first set is copied before the loop, and each iteration
+      // copies the next one (into the other buffer) before it waits for its own. Every
+      // iteration commits one cp.async group (empty past the group's last set), so waiting
+      // for all but the newest is waiting for the current set.
+      prefetch_ = k_.fill_buffers == 2;
+      LOOM_ASSERT(k_.fill_buffers == 1 || prefetch_, "{} fill buffers", k_.fill_buffers);
+      if (prefetch_) {
+        buf_base_ = c(0);
+        issueFill(b_.CreateMul(group_, c(k_.rows_per_block)));
+        b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+      }
       // Each iteration: a set of neighbouring rows; the barrier first, as the last set's
       // stores may still read shared memory the next fill overwrites.
       loop(trips, {}, [&](llvm::Value* i, const std::vector<llvm::Value*>& carried) {
@@ -138,6 +150,15 @@ class NormEmitter {
         llvm::Value* set = b_.CreateAdd(b_.CreateMul(i, c(G)), group_);
         auto body = [&] {
           barrier();
+          if (prefetch_) {
+            llvm::Value* next = b_.CreateAdd(set, c(G));
+            ifThen(b_.CreateICmpULT(next, c(k_.row_sets)), "prefetch", [&] {
+              buf_base_ = b_.CreateMul(b_.CreateXor(parity_, c(1)), c(buffer_bytes_));
+              issueFill(b_.CreateMul(next, c(k_.rows_per_block)));
+            });
+            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+            buf_base_ = b_.CreateMul(parity_, c(buffer_bytes_));
+          }
           rowsAt(b_.CreateMul(set, c(k_.rows_per_block)));
         };
         // The same for every block of a group: its barriers stay matched.
@@ -246,7 +267,8 @@ class NormEmitter {
     const int L = k_.rows_per_block;
     if (k_.row_vec > 1) {  // element `slot` of the block's rows, row after row at a pitch
       llvm::Value* at = b_.CreateAdd(b_.CreateMul(slot, c(k_.row_pitch)), b_.CreateZExtOrTrunc(row_in_block, idx_ty_));
-      return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_, b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(at, c(dtypeBytes(t)))));
+      return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_,
+                                  withBuffer(b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(at, c(dtypeBytes(t))))));
     }
     if (k_.async_fill && L > 1 && !k_.thread_fill) {
       // Swizzled: a warp of the whole-line fill and stores touches 32 / L neighbouring slots
@@ -260,7 +282,12 @@ class NormEmitter {
     if (k_.rows_per_block > 1)
       byte = b_.CreateAdd(byte, b_.CreateMul(b_.CreateZExtOrTrunc(row_in_block, idx_ty_),
                                              c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
-    return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_, byte);
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_, withBuffer(byte));
+  }
+
+  // A byte offset into the fill buffer in use (the grid tier's two buffers: see emit()).
+  llvm::Value* withBuffer(llvm::Value* byte) {
+    return buf_base_ ? b_.CreateAdd(byte, buf_base_) : byte;
   }
 
   // Copies the block's chunks of every held load into shared memory, all in flight at once,
@@ -268,8 +295,12 @@ class NormEmitter {
   // (no barrier needed). With several neighbouring rows, consecutive threads copy the
   // neighbouring pieces of all rows at one position (whole lines), then a barrier.
   void asyncFill() {
-    issueFill(first_row_);
-    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+    if (prefetch_) {  // issued one iteration earlier (or before the loop)
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(1)});
+    } else {
+      issueFill(first_row_);
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+    }
     if (k_.rows_per_block > 1 && !k_.thread_fill) barrier();
   }
 
@@ -1225,6 +1256,9 @@ class NormEmitter {
   std::map<const ENode*, llvm::Value*> reduced_;
   std::map<std::pair<const ENode*, double>, std::pair<llvm::Value*, llvm::Value*>> stats_;
   llvm::GlobalVariable* row_smem_ = nullptr;
+  int64_t buffer_bytes_ = 0;          // one fill buffer's bytes
+  bool prefetch_ = false;             // two fill buffers (NormKernel::fill_buffers)
+  llvm::Value* buf_base_ = nullptr;   // byte offset of the buffer smemAddr addresses
   std::map<Leaf, int64_t> smem_offset_;
   std::set<Leaf> filled_, pass_loaded_;
   std::map<const ENode*, bool> invariant_;

@@ -56,6 +56,9 @@ struct NormKernel {
   // SM), group g walking sets g, g + G, ...: while one group waits at its barrier, the
   // other's loads and stores keep the memory busy.
   int grid_groups = 1;
+  // The grid tier's shared memory holds this many sets' slices (`smem_bytes` in all): with 2,
+  // each block copies the next set's slice with cp.async while it works on the current one.
+  int fill_buffers = 1;
   // Blocks per SM the register allocation must allow (0: the backend's choice).
   int min_blocks_per_sm = 0;
   // The row-vector tier (`row_vec` > 1, with `vec` 1): rows strided along their reduction
