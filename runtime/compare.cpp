@@ -59,28 +59,26 @@ Comparison compareToReference(const HostTensor& got, const HostTensor& ref, doub
     int64_t finite = 0, bad_nonfinite = 0, worst_index = -1;
   };
   std::vector<Part> parts(ranges);
-  auto read = [&](int64_t begin, int64_t end, std::vector<double>& g, std::vector<double>& r) {
-    g.resize(static_cast<size_t>(end - begin));
-    r.resize(static_cast<size_t>(end - begin));
-    got.readLinear(begin, end, g.data());
-    ref.readLinear(begin, end, r.data());
+  // fn(part of the element's range, element index, got, reference) for every element.
+  auto forEachElement = [&](auto fn) {
+    runtime::parallelForRanges(n, kRange, [&](int64_t ri, int64_t begin, int64_t end) {
+      std::vector<double> gv(static_cast<size_t>(end - begin)), rv(gv.size());
+      got.readLinear(begin, end, gv.data());
+      ref.readLinear(begin, end, rv.data());
+      Part& p = parts[static_cast<size_t>(ri)];
+      for (size_t k = 0; k < gv.size(); ++k) fn(p, begin + static_cast<int64_t>(k), gv[k], rv[k]);
+    });
   };
-  runtime::parallelForRanges(n, kRange, [&](int64_t ri, int64_t begin, int64_t end) {
-    std::vector<double> gv, rv;
-    read(begin, end, gv, rv);
-    Part& p = parts[static_cast<size_t>(ri)];
-    for (size_t k = 0; k < gv.size(); ++k) {
-      const double g = gv[k], r = rv[k];
-      if (!std::isfinite(g) || !std::isfinite(r)) {
-        bool same = (std::isnan(g) && std::isnan(r)) || g == r;
-        if (!same) ++p.bad_nonfinite;
-        continue;
-      }
-      p.num += (g - r) * (g - r);
-      p.den += r * r;
-      ++p.finite;
-      p.max_abs = std::max(p.max_abs, std::abs(g - r));
+  forEachElement([](Part& p, int64_t, double g, double r) {
+    if (!std::isfinite(g) || !std::isfinite(r)) {
+      bool same = (std::isnan(g) && std::isnan(r)) || g == r;
+      if (!same) ++p.bad_nonfinite;
+      return;
     }
+    p.num += (g - r) * (g - r);
+    p.den += r * r;
+    ++p.finite;
+    p.max_abs = std::max(p.max_abs, std::abs(g - r));
   });
   double num = 0, den = 0;
   int64_t finite = 0;
@@ -98,20 +96,14 @@ Comparison compareToReference(const HostTensor& got, const HostTensor& ref, doub
   const bool exact = c.tolerance == 0;
   const double etol = std::max(element_tolerance, c.tolerance);
   const double step = subnormalStep(ref.dtype());
-  runtime::parallelForRanges(n, kRange, [&](int64_t ri, int64_t begin, int64_t end) {
-    std::vector<double> gv, rv;
-    read(begin, end, gv, rv);
-    Part& p = parts[static_cast<size_t>(ri)];
-    for (size_t k = 0; k < gv.size(); ++k) {
-      const double g = gv[k], r = rv[k];
-      if (!std::isfinite(g) || !std::isfinite(r)) continue;
-      const double err = std::max(0.0, std::abs(g - r) - step);
-      const double scale = rms + std::abs(r);  // 0 only where the whole reference is: then absolute
-      const double w = exact ? err : err / (etol * (scale > 0 ? scale : 1.0));
-      if (w > p.worst) {
-        p.worst = w;
-        p.worst_index = begin + static_cast<int64_t>(k);
-      }
+  forEachElement([&](Part& p, int64_t i, double g, double r) {
+    if (!std::isfinite(g) || !std::isfinite(r)) return;
+    const double err = std::max(0.0, std::abs(g - r) - step);
+    const double scale = rms + std::abs(r);  // 0 only where the whole reference is: then absolute
+    const double w = exact ? err : err / (etol * (scale > 0 ? scale : 1.0));
+    if (w > p.worst) {
+      p.worst = w;
+      p.worst_index = i;
     }
   });
   for (const Part& p : parts)  // the first element of the largest weight, as one pass finds
