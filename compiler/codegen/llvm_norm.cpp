@@ -70,8 +70,10 @@ class NormEmitter {
     unrolled_ = registers_;
     // Where one block holds whole rows in shared memory, those loops are unrolled
     // (llvm.loop.unroll.count) so that a thread has several chunks' loads in flight: by 4, and
-    // wholly (up to 8 chunks) where a load streams from global memory per element each pass
-    // (layer norm's weight and bias). Measured on an H100, plain loop -> this rule, GB/s, two
+    // wholly (up to 8 chunks) where two loads or more stream from global memory per element
+    // each pass (layer norm's weight and bias; rms_norm's weight alone measured the same by 4
+    // and by 8, and wholly unrolled its bf16 rows of 50008 spill 8 bytes at 64 registers).
+    // Measured on an H100, plain loop -> this rule, GB/s, two
     // runs each: layer_norm bf16 32768 x 65536 2890-2893 -> 3013 (wholly; by 4 it was 2914);
     // instance_norm f16 8x64x256x256 NCHW 2352-2359 -> 2372-2402; batch_norm f32
     // 64x256x28x28 2197-2198 -> 2210-2233; group_norm f16 16x512x64x64 NCHW 2335-2363 ->
@@ -85,9 +87,10 @@ class NormEmitter {
     if (k_.split == 1 && !k_.thread_fill && !k_.smem_leaves.empty()) {
       chunk_unroll_ = 4;
       const auto& held = k_.smem_leaves;
+      int streamed = 0;
       for (const auto& [leaf, access] : k_.load_access)
-        if (access == Access::Vector && k_.chunks <= 8 && std::find(held.begin(), held.end(), leaf) == held.end())
-          chunk_unroll_ = k_.chunks;
+        streamed += access == Access::Vector && std::find(held.begin(), held.end(), leaf) == held.end();
+      if (streamed >= 2 && k_.chunks <= 8) chunk_unroll_ = k_.chunks;
     }
     if (const char* u = std::getenv("LOOM_TUNE_CHUNK_UNROLL")) chunk_unroll_ = std::max(1, std::atoi(u));
     if (k_.smem_bytes > 0) {
