@@ -4,11 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <thread>
 
 #include "ir/error.h"
 #include "ir/half.h"

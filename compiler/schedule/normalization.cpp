@@ -67,7 +67,6 @@ std::pair<int, int> heldByteRange(const std::set<Leaf>& held, const std::vector<
   return {min_bytes, max_bytes};
 }
 
-// Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
 // The grid tier's fill buffers: 2 fills the next set's shared memory while the block works on
 // the current one, at half the shared memory per set. For tuning sweeps only: on an H100 it
 // measured faster for batch_norm f32 64x256x28x28 NHWC (1710 -> 1783 GB/s with two groups) and
@@ -76,6 +75,7 @@ std::pair<int, int> heldByteRange(const std::set<Leaf>& held, const std::vector<
 // 1640).
 int gridFillBuffers() { return std::getenv("LOOM_TUNE_GRID_PREFETCH") ? 2 : 1; }
 
+// Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
 int64_t smemPerSm(const DeviceInfo& dev) { return int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024; }
 
 // The grid tier's bookkeeping once a block is placed (`k.split` blocks share each set):
