@@ -65,8 +65,9 @@ Comparison compareToReference(const HostTensor& got, const HostTensor& ref, doub
       std::vector<double> gv(static_cast<size_t>(end - begin)), rv(gv.size());
       got.readLinear(begin, end, gv.data());
       ref.readLinear(begin, end, rv.data());
-      Part& p = parts[static_cast<size_t>(ri)];
+      Part p = parts[static_cast<size_t>(ri)];  // a local copy: no stores to a line other threads share
       for (size_t k = 0; k < gv.size(); ++k) fn(p, begin + static_cast<int64_t>(k), gv[k], rv[k]);
+      parts[static_cast<size_t>(ri)] = p;
     });
   };
   forEachElement([](Part& p, int64_t, double g, double r) {

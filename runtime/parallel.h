@@ -2,10 +2,13 @@
 // fn(r, begin, end) for the ranges r = 0, 1, ... of `range` elements that cover [0, n), on up
 // to the machine's cores. Each range is visited once, in no particular order: callers that
 // combine results keep one per range and combine them in range order, so that the answer does
-// not depend on the number of threads.
+// not depend on the number of threads. An exception thrown by fn stops the handing out of
+// ranges, and the first one is rethrown here once every thread has joined.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -20,12 +23,21 @@ void parallelForRanges(int64_t n, int64_t range, Fn fn) {
     return;
   }
   std::atomic<int64_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
   std::vector<std::thread> pool;
   for (int64_t w = 0; w < workers; ++w)
     pool.emplace_back([&] {
-      for (int64_t r; (r = next++) < ranges;) fn(r, r * range, std::min(n, (r + 1) * range));
+      try {
+        for (int64_t r; (r = next++) < ranges;) fn(r, r * range, std::min(n, (r + 1) * range));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+        next = ranges;  // hand out no more
+      }
     });
   for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace loom::runtime

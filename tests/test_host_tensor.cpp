@@ -3,12 +3,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include "ir/error.h"
 #include "include/loom/loom.h"
 #include "runtime/compare.h"
 #include "runtime/host_tensor.h"
+#include "runtime/parallel.h"
 
 using namespace loom;
 
@@ -271,4 +274,18 @@ TEST_CASE("compare: strided outputs, ranges on threads, the first worst element 
   c = compareToReference(got, ref);
   CHECK_FALSE(c.ok);
   CHECK(c.bad_nonfinite == 1);
+}
+
+TEST_CASE("parallel ranges: every range once, and a range's exception reaches the caller", "[reference]") {
+  std::vector<int> seen(37, 0);
+  runtime::parallelForRanges(370, 10, [&](int64_t r, int64_t begin, int64_t end) {
+    CHECK(begin == r * 10);
+    CHECK(end == std::min<int64_t>(370, begin + 10));
+    ++seen[static_cast<size_t>(r)];
+  });
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
+  CHECK_THROWS_WITH(runtime::parallelForRanges(1000, 10, [&](int64_t r, int64_t, int64_t) {
+                      if (r == 57) throw std::runtime_error("range 57 failed");
+                    }),
+                    "range 57 failed");
 }

@@ -68,23 +68,23 @@ class NormEmitter {
     // for rows in shared memory or streamed, it spills at 1024 threads (measured on an H100:
     // layer norm 32768 x 65536 bf16 fell from 1.7 to 1.2 TB/s), so those passes loop.
     unrolled_ = registers_;
-    // Where one block holds whole rows in shared memory, those loops are unrolled
-    // (llvm.loop.unroll.count) so that a thread has several chunks' loads in flight: by 4, and
-    // wholly (up to 8 chunks) where two loads or more stream from global memory per element
-    // each pass (layer norm's weight and bias; rms_norm's weight alone measured the same by 4
-    // and by 8, and wholly unrolled its bf16 rows of 50008 spill 8 bytes at 64 registers).
-    // Measured on an H100, plain loop -> this rule, GB/s, two
-    // runs each: layer_norm bf16 32768 x 65536 2890-2893 -> 3013 (wholly; by 4 it was 2914);
-    // instance_norm f16 8x64x256x256 NCHW 2352-2359 -> 2372-2402; batch_norm f32
-    // 64x256x28x28 2197-2198 -> 2210-2233; group_norm f16 16x512x64x64 NCHW 2335-2363 ->
-    // 2354-2371; softmax and rms_norm bf16 32768 x 65536 level. Elsewhere the loops stay loops,
-    // as unrolled they measured slower: rows split over a cluster (group_norm 32x128x256x256
-    // NCHW 2695 -> 2678) or the grid (channels-last instance_norm 1437 -> 1360; fully
-    // unrolled, those kernels spill), and short rows each thread copies itself (thread_fill:
-    // layer_norm bf16 32768 x 256 2052-2153 -> 1814-1863; its registers 32 -> 56 halve the
-    // blocks per SM). LOOM_TUNE_CHUNK_UNROLL=N sets the count for sweeps (1: plain loops).
+    // Where one block holds whole rows in shared memory (not vectors of rows: unmeasured),
+    // those loops are unrolled (llvm.loop.unroll.count) so that a thread has several chunks'
+    // loads in flight: by 4, and wholly (up to 8 chunks) where two loads or more stream from
+    // global memory per element each pass (layer norm's weight and bias; rms_norm's weight
+    // alone measured the same by 4 and by 8, and wholly unrolled its bf16 rows of 50008 spill 8
+    // bytes at 64 registers). Measured on an H100, plain loop -> this rule, GB/s, two runs
+    // each: layer_norm bf16 32768 x 65536 2890-2893 -> 3013 (wholly; by 4 it was 2914);
+    // instance_norm f16 8x64x256x256 NCHW 2352-2359 -> 2372-2402; batch_norm f32 64x256x28x28
+    // 2197-2198 -> 2210-2233; group_norm f16 16x512x64x64 NCHW 2335-2363 -> 2354-2371; softmax
+    // and rms_norm bf16 32768 x 65536 level. Elsewhere the loops stay loops, as unrolled they
+    // measured slower: rows split over a cluster (group_norm 32x128x256x256 NCHW 2695 -> 2678)
+    // or the grid (channels-last instance_norm 1437 -> 1360; fully unrolled, those kernels
+    // spill), and short rows each thread copies itself (thread_fill: layer_norm bf16 32768 x
+    // 256 2052-2153 -> 1814-1863; its registers 32 -> 56 halve the blocks per SM).
+    // LOOM_TUNE_CHUNK_UNROLL=N sets the count for sweeps (1: plain loops).
     chunk_unroll_ = 1;
-    if (k_.split == 1 && !k_.thread_fill && !k_.smem_leaves.empty()) {
+    if (!k_.grid_sync && k_.cluster == 1 && !k_.thread_fill && k_.row_vec == 1 && !k_.smem_leaves.empty()) {
       chunk_unroll_ = 4;
       const auto& held = k_.smem_leaves;
       int streamed = 0;
@@ -139,6 +139,9 @@ class NormEmitter {
       // for all but the newest is waiting for the current set.
       prefetch_ = k_.fill_buffers == 2;
       LOOM_ASSERT(k_.fill_buffers == 1 || prefetch_, "{} fill buffers", k_.fill_buffers);
+      // The early fills address their rows from `first_row` alone, which thread fill's chunks
+      // (the current row's) do not.
+      LOOM_ASSERT(!prefetch_ || !k_.thread_fill, "two fill buffers with thread fill");
       if (prefetch_) {
         buf_base_ = c(0);
         issueFill(b_.CreateMul(group_, c(k_.rows_per_block)));

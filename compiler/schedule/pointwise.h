@@ -2,7 +2,8 @@
 // The pointwise scheduler: a fusion without reductions becomes one kernel over the shared shape
 // of its outputs. Each thread handles `vec` neighbouring elements along the innermost iteration
 // axis (16-byte vector loads/stores where alignment and contiguity allow), `unroll` chunks per
-// loop trip, in a grid-stride loop over a grid sized to fill the GPU.
+// loop trip (1 unless a tuning override says otherwise), in a grid-stride loop whose grid takes
+// every chunk in one trip (a smaller grid only past the launch limit or under an override).
 #include <optional>
 #include <string>
 #include <vector>
