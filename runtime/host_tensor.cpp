@@ -155,11 +155,16 @@ HostTensor HostTensor::random(DType dtype, std::vector<int64_t> shape, uint64_t 
 
 HostTensor HostTensor::fromValues(DType dtype, std::vector<int64_t> shape,
                                   const std::vector<double>& values) {
+  return fromValues(dtype, std::move(shape), values.data(), static_cast<int64_t>(values.size()));
+}
+
+HostTensor HostTensor::fromValues(DType dtype, std::vector<int64_t> shape, const double* values, int64_t count) {
   HostTensor t = empty(dtype, std::move(shape));
-  LOOM_USER_CHECK(static_cast<int64_t>(values.size()) == t.numel(),
-                  "HostTensor::fromValues: {} values given for shape [{}] ({} elements)",
-                  values.size(), fmt::join(t.shape_, ", "), t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) t.store(i, values[static_cast<size_t>(i)]);
+  LOOM_USER_CHECK(count == t.numel(), "HostTensor::fromValues: {} values given for shape [{}] ({} elements)",
+                  count, fmt::join(t.shape_, ", "), t.numel());
+  parallelRanges(t.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) t.store(i, values[i]);
+  });
   return t;
 }
 

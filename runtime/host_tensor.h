@@ -34,6 +34,7 @@ class HostTensor {
   // Contiguous, values in row-major order (rounded to the dtype).
   static HostTensor fromValues(DType dtype, std::vector<int64_t> shape,
                                const std::vector<double>& values);
+  static HostTensor fromValues(DType dtype, std::vector<int64_t> shape, const double* values, int64_t count);
 
   DType dtype() const { return dtype_; }
   int rank() const { return static_cast<int>(shape_.size()); }

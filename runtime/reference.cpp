@@ -38,17 +38,26 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t>& shape,
 
 void roundResult(Dense& d, DType t) {
   if (t == DType::F32 || t == DType::F64) return;
-  for (double& v : d.data) v = roundTo(t, v);
+  double* v = d.data.data();
+  runtime::parallelForRanges(static_cast<int64_t>(d.data.size()), kParallelRange, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) v[i] = roundTo(t, v[i]);
+  });
 }
 
 namespace {
 
 // Reads in row-major logical order through the tensor's strides.
-Dense load(const HostTensor& t) { return Dense{t.shape(), t.toVector()}; }
+Dense load(const HostTensor& t) {
+  Dense d{t.shape(), Values(static_cast<size_t>(t.numel()))};
+  runtime::parallelForRanges(t.numel(), kParallelRange, [&](int64_t, int64_t begin, int64_t end) {
+    t.readLinear(begin, end, d.data.data() + begin);
+  });
+  return d;
+}
 
 Dense create(const ir::Op& op, const std::vector<int64_t>& shape) {
   const auto& a = op.attr<ir::ScalarAttrs>();
-  Dense d{shape, std::vector<double>(static_cast<size_t>(numelOf(shape)), a.value)};
+  Dense d{shape, Values(static_cast<size_t>(numelOf(shape)), a.value)};
   roundResult(d, a.dtype);
   return d;
 }
@@ -121,7 +130,7 @@ std::vector<HostTensor> evaluateReference(const ir::Fusion& f,
   for (const auto& o : f.outputs()) {
     const auto& d = env[static_cast<size_t>(o.value->id())];
     LOOM_ASSERT(d.has_value(), "output `{}` was never computed", o.name);
-    outs.push_back(HostTensor::fromValues(o.value->dtype(), d->shape, d->data));
+    outs.push_back(HostTensor::fromValues(o.value->dtype(), d->shape, d->data.data(), static_cast<int64_t>(d->data.size())));
   }
   return outs;
 }

@@ -22,8 +22,8 @@ Dense evalView(const ir::Op& op, const Dense& in, const std::vector<int64_t>& ou
       auto src = broadcastStrides(in.shape, in.shape);  // row-major strides of the input
       std::vector<int64_t> strides;
       for (int d : p) strides.push_back(src[static_cast<size_t>(d)]);
-      Dense out{out_shape, std::vector<double>(static_cast<size_t>(numelOf(out_shape)))};
-      forEachIndex(out_shape, {strides}, [&](int64_t i, const int64_t* off) {
+      Dense out{out_shape, Values(static_cast<size_t>(numelOf(out_shape)))};
+      parallelForEachIndex(out_shape, {strides}, [&](int64_t i, const int64_t* off) {
         out.data[static_cast<size_t>(i)] = in.data[static_cast<size_t>(off[0])];
       });
       return out;
@@ -42,8 +42,8 @@ Dense evalView(const ir::Op& op, const Dense& in, const std::vector<int64_t>& ou
                     stop - start, d, out_shape[d]);
         base += start * strides[d];
       }
-      Dense out{out_shape, std::vector<double>(static_cast<size_t>(numelOf(out_shape)))};
-      forEachIndex(out_shape, {strides}, [&](int64_t i, const int64_t* off) {
+      Dense out{out_shape, Values(static_cast<size_t>(numelOf(out_shape)))};
+      parallelForEachIndex(out_shape, {strides}, [&](int64_t i, const int64_t* off) {
         out.data[static_cast<size_t>(i)] = in.data[static_cast<size_t>(base + off[0])];
       });
       return out;

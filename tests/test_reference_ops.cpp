@@ -983,3 +983,38 @@ TEST_CASE("reference: bindSizes solves and checks symbols", "[reference]") {
                       Catch::Contains("input `x` dim 1 is 3 but it is a broadcast dim"));
   }
 }
+
+TEST_CASE("reference: large tensors are evaluated in ranges on threads, exactly", "[reference]") {
+  // 700 x 1001 elements: ranges of the evaluator start in the middle of rows. Whole numbers,
+  // so every sum is exact in any order.
+  FusionBuilder fb("large");
+  auto x = fb.input("x", DType::F32, {"R", "C"});
+  auto y = fb.input("y", DType::F32, {"C"});
+  fb.output("xy", x + y);
+  fb.output("down", sum(x, {0}));
+  fb.output("across", sum(x, {1}));
+  fb.output("top", amax(x, {0}));
+  fb.output("t", permute(x, {1, 0}));
+  auto f = fb.finish();
+  const int64_t R = 700, C = 1001;
+  std::vector<double> xv, yv;
+  for (int64_t i = 0; i < R * C; ++i) xv.push_back(static_cast<double>((i * 7) % 13 - 6));
+  for (int64_t j = 0; j < C; ++j) yv.push_back(static_cast<double>(j % 5));
+  auto out = run(*f, {HostTensor::fromValues(DType::F32, {R, C}, xv), HostTensor::fromValues(DType::F32, {C}, yv)});
+  std::vector<double> xy, down(static_cast<size_t>(C), 0), across(static_cast<size_t>(R), 0), top(static_cast<size_t>(C), -1e9), t;
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t j = 0; j < C; ++j) {
+      const double v = xv[static_cast<size_t>(i * C + j)];
+      xy.push_back(v + yv[static_cast<size_t>(j)]);
+      down[static_cast<size_t>(j)] += v;
+      across[static_cast<size_t>(i)] += v;
+      top[static_cast<size_t>(j)] = std::max(top[static_cast<size_t>(j)], v);
+    }
+  for (int64_t j = 0; j < C; ++j)
+    for (int64_t i = 0; i < R; ++i) t.push_back(xv[static_cast<size_t>(i * C + j)]);
+  CHECK(out[0].toVector() == xy);
+  CHECK(out[1].toVector() == down);
+  CHECK(out[2].toVector() == across);
+  CHECK(out[3].toVector() == top);
+  CHECK(out[4].toVector() == t);
+}
