@@ -8,6 +8,8 @@
 // is two-pass (mean, then the sum of squared deviations), both in double; var follows torch:
 // M2 / max(n - correction, 0). Over zero elements sum is 0, mean and var_mean are NaN, and
 // amax/amin throw loom::Error. Int values are exact up to 2^53 (the double's integer range).
+// Large ops run by ranges on several threads (reductions by ranges of outputs, each output's
+// inputs in row-major order): the results are the same bits on any number of threads.
 #include <vector>
 
 #include "ir/fusion.h"
