@@ -10,6 +10,7 @@
 
 #include "ir/error.h"
 #include "ir/half.h"
+#include "runtime/index_walk.h"
 #include "runtime/parallel.h"
 
 namespace loom {
@@ -55,30 +56,12 @@ void parallelRanges(int64_t n, Fn fn) {
   runtime::parallelForRanges(n, int64_t{1} << 20, [&](int64_t, int64_t begin, int64_t end) { fn(begin, end); });
 }
 
-// fn(i, offset) for logical (row-major) indices i in [begin, end) of a strided tensor: an
-// odometer, so no division per element.
+// fn(i, offset) for logical (row-major) indices i in [begin, end) of a strided tensor whose
+// first element is at `base` (runtime/index_walk.h: no division per element).
 template <typename Fn>
 void walkOffsets(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base,
                  int64_t begin, int64_t end, Fn fn) {
-  const int rank = static_cast<int>(shape.size());
-  std::vector<int64_t> idx(shape.size(), 0);
-  int64_t off = base, rest = begin;
-  for (int d = rank - 1; d >= 0; --d) {
-    const size_t ud = static_cast<size_t>(d);
-    idx[ud] = rest % shape[ud];
-    rest /= shape[ud];
-    off += idx[ud] * strides[ud];
-  }
-  for (int64_t i = begin; i < end; ++i) {
-    fn(i, off);
-    for (int d = rank - 1; d >= 0; --d) {
-      const size_t ud = static_cast<size_t>(d);
-      off += strides[ud];
-      if (++idx[ud] < shape[ud]) break;
-      off -= idx[ud] * strides[ud];
-      idx[ud] = 0;
-    }
-  }
+  runtime::forEachIndexIn(shape, {strides}, begin, end, [&](int64_t i, const int64_t* off) { fn(i, base + off[0]); });
 }
 
 }  // namespace
