@@ -137,12 +137,11 @@ class NormEmitter {
       // copies the next one (into the other buffer) before it waits for its own. Every
       // iteration commits one cp.async group (empty past the group's last set), so waiting
       // for all but the newest is waiting for the current set.
-      prefetch_ = k_.fill_buffers == 2;
-      LOOM_ASSERT(k_.fill_buffers == 1 || prefetch_, "{} fill buffers", k_.fill_buffers);
+      LOOM_ASSERT(k_.fill_buffers == 1 || prefetch(), "{} fill buffers", k_.fill_buffers);
       // The early fills address their rows from `first_row` alone, which thread fill's chunks
       // (the current row's) do not.
-      LOOM_ASSERT(!prefetch_ || !k_.thread_fill, "two fill buffers with thread fill");
-      if (prefetch_) {
+      LOOM_ASSERT(!prefetch() || !k_.thread_fill, "two fill buffers with thread fill");
+      if (prefetch()) {
         buf_base_ = c(0);
         issueFill(b_.CreateMul(group_, c(k_.rows_per_block)));
         b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
@@ -156,7 +155,7 @@ class NormEmitter {
         llvm::Value* set = b_.CreateAdd(b_.CreateMul(i, c(G)), group_);
         auto body = [&] {
           barrier();
-          if (prefetch_) {
+          if (prefetch()) {
             llvm::Value* next = b_.CreateAdd(set, c(G));
             ifThen(b_.CreateICmpULT(next, c(k_.row_sets)), "prefetch", [&] {
               buf_base_ = b_.CreateMul(b_.CreateXor(parity_, c(1)), c(buffer_bytes_));
@@ -291,6 +290,9 @@ class NormEmitter {
     return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_, withBuffer(byte));
   }
 
+  // The grid tier's two fill buffers (see emit()): the next set is copied ahead.
+  bool prefetch() const { return k_.fill_buffers == 2; }
+
   // A byte offset into the fill buffer in use (the grid tier's two buffers: see emit()).
   llvm::Value* withBuffer(llvm::Value* byte) {
     return buf_base_ ? b_.CreateAdd(byte, buf_base_) : byte;
@@ -301,7 +303,7 @@ class NormEmitter {
   // (no barrier needed). With several neighbouring rows, consecutive threads copy the
   // neighbouring pieces of all rows at one position (whole lines), then a barrier.
   void asyncFill() {
-    if (prefetch_) {  // issued one iteration earlier (or before the loop)
+    if (prefetch()) {  // issued one iteration earlier (or before the loop)
       b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(1)});
     } else {
       issueFill(first_row_);
@@ -1263,7 +1265,6 @@ class NormEmitter {
   std::map<std::pair<const ENode*, double>, std::pair<llvm::Value*, llvm::Value*>> stats_;
   llvm::GlobalVariable* row_smem_ = nullptr;
   int64_t buffer_bytes_ = 0;          // one fill buffer's bytes
-  bool prefetch_ = false;             // two fill buffers (NormKernel::fill_buffers)
   llvm::Value* buf_base_ = nullptr;   // byte offset of the buffer smemAddr addresses
   std::map<Leaf, int64_t> smem_offset_;
   std::set<Leaf> filled_, pass_loaded_;
