@@ -231,17 +231,22 @@ TEST_CASE("vectors of rows too long for a block: sets of rows split over the gri
     DType t;
     Bindings sizes;
     const char* expect;
-    int groups_sm90;  // blocks per SM on sm_90 (228 KiB); sm_80 (164 KiB) may take fewer
+    unsigned grid_sm90;  // sm_80 (164 KiB an SM) may take fewer blocks
   };
   const Case cases[] = {
       // 64 channels of a sample a set (128 bytes a pixel), two groups of blocks
       {"instance_norm", DType::F16, {{"N", 8}, {"C", 64}, {"H", 256}, {"W", 256}},
-       "8 sets of 64 rows, each split over 132 blocks of a cooperative grid", 2},
+       "8 sets of 64 rows, each split over 132 blocks of a cooperative grid", 2 * 132},
       // batch norm training: 256 channels in 4 sets, vectors of 4 f32 rows, running statistics
       {"batch_norm", DType::F32, {{"N", 64}, {"C", 256}, {"H", 28}, {"W", 28}},
-       "4 sets of 64 rows, each split over 132 blocks of a cooperative grid", 2},
-      // 96 channels: sets of 32
-      {"batch_norm", DType::BF16, {{"N", 16}, {"C", 96}, {"H", 40}, {"W", 40}}, "3 sets of 32 rows", 1},
+       "4 sets of 64 rows, each split over 132 blocks of a cooperative grid", 2 * 132},
+      // 96 channels: 3 sets of 32 (1.6 MB), 24 KiB a block over 132 blocks: over 88 each
+      // instead, all three at once
+      {"batch_norm", DType::BF16, {{"N", 16}, {"C", 96}, {"H", 40}, {"W", 40}},
+       "3 sets of 32 rows, each split over 88 blocks", 3 * 88},
+      // 16 sets of 1 MiB (8 KiB a block over 132): 16 groups of 16 blocks, every set at once
+      {"instance_norm", DType::BF16, {{"N", 16}, {"C", 32}, {"H", 128}, {"W", 128}},
+       "16 sets of 32 rows, each split over 16 blocks of a cooperative grid (2 per SM)", 16 * 16},
   };
   for (const Case& c : cases) {
     auto f = findExample(c.fusion)->build(c.t);
@@ -252,7 +257,7 @@ TEST_CASE("vectors of rows too long for a block: sets of rows split over the gri
       INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << sched);
       CHECK(sched.find("in vectors of") != std::string::npos);
       CHECK(sched.find(c.expect) != std::string::npos);
-      if (sm == 90) CHECK(k.grid == 132u * static_cast<unsigned>(c.groups_sm90));
+      if (sm == 90) CHECK(k.grid == c.grid_sm90);
       CHECK(k.cooperative);
       CHECK(text[DumpStage::Kernel].find("over rows vector") != std::string::npos);
       // The last block out zeroes the group's barrier counters: no memset before a launch.
@@ -262,6 +267,33 @@ TEST_CASE("vectors of rows too long for a block: sets of rows split over the gri
       INFO(err);
       CHECK(err.empty());
     }
+  }
+}
+
+TEST_CASE("small sets of neighbouring rows go over fewer blocks each, more sets at once", "[norm]") {
+  auto gn = findExample("group_norm")->build(DType::F16);
+  struct Case {
+    Bindings sizes;
+    unsigned split, groups, per_sm;
+  };
+  // Channels-last group norm, sets of 16 groups (128 bytes a pixel): 8 sets of 2 MiB would
+  // leave 132 blocks 15.5 KiB each; 32x128x256x256's 8 MiB sets fill them.
+  for (const Case& c : {Case{{{"N", 4}, {"C", 128}, {"H", 128}, {"W", 128}}, 49, 8, 3},
+                        Case{{{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}}, 132, 3, 3}}) {
+    StageText text;
+    auto k = compileFusion(*gn, c.sizes, descsFor(*gn, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+    const std::string& sched = text[DumpStage::Schedule];
+    INFO(sched);
+    CHECK(k.cooperative);
+    CHECK(k.grid == c.split * c.groups);
+    CHECK(sched.find(fmt::format("each split over {} blocks of a cooperative grid ({} per SM)", c.split, c.per_sm)) !=
+          std::string::npos);
+    CHECK(sched.find(fmt::format("{} independent groups of {} blocks", c.groups, c.split)) != std::string::npos);
+    CHECK(sched.find(c.split < 132 ? "a set each, all at once" : "take turns by set") != std::string::npos);
+    CHECK(k.ptx.find(fmt::format(".minnctapersm {}", c.per_sm)) != std::string::npos);
+    std::string err = codegen::ptxasCheck(k.ptx, 90);
+    INFO(err);
+    CHECK(err.empty());
   }
 }
 

@@ -74,6 +74,25 @@ TEST_CASE("rows sliced over every SM: the cooperative grid tier", "[gpu][norm]")
   }
 }
 
+TEST_CASE("small channels-last sets split over fewer blocks, several sets at once", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  // Sets of 32 (or 64) channels' rows whose slices over every SM would be small: 16 groups of
+  // 16 blocks, 3 of 88, and odd pixel counts (slices of unequal length, the last block's short).
+  const std::map<std::string, std::vector<int>> nhwc{{"x", {0, 2, 3, 1}}};
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    for (auto sizes : {Bindings{{"N", 16}, {"C", 32}, {"H", 128}, {"W", 128}}, Bindings{{"N", 3}, {"C", 64}, {"H", 67}, {"W", 129}},
+                       Bindings{{"N", 5}, {"C", 32}, {"H", 97}, {"W", 33}}}) {
+      INFO("instance_norm " << dtypeName(t) << " N=" << sizes["N"] << " C=" << sizes["C"] << " H=" << sizes["H"]
+                            << " W=" << sizes["W"]);
+      test::checkOnGpu(*findExample("instance_norm")->build(t), sizes, nhwc);
+    }
+    INFO("batch_norm " << dtypeName(t) << " 16x96x40x40");
+    test::checkOnGpu(*findExample("batch_norm")->build(t), {{"N", 16}, {"C", 96}, {"H", 40}, {"W", 40}}, nhwc);
+    INFO("group_norm " << dtypeName(t) << " 3x128x128x131: 6 groups of 66 blocks");
+    test::checkOnGpu(*findExample("group_norm")->build(t), {{"N", 3}, {"C", 128}, {"H", 128}, {"W", 131}}, nhwc);
+  }
+}
+
 TEST_CASE("image normalizations in NCHW and channels-last", "[gpu][norm]") {
   if (!test::haveGpu()) return;
   for (const char* name : {"group_norm", "instance_norm", "layer_norm_2d", "batch_norm"}) {
