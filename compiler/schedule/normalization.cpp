@@ -634,7 +634,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       if (!cheap_passes || k.rows() * t < int64_t{dev.sm_count} * 512) t = 0;
       // For tuning sweeps only: LOOM_TUNE_THREAD_FILL=T threads per row, LOOM_TUNE_FILL_BLOCK.
       if (const char* tf = std::getenv("LOOM_TUNE_THREAD_FILL")) t = nextPow2(std::max(1, std::atoi(tf)));
-      if (t >= 8 && t <= 32) {
+      // (Sweeps may take fewer than 8 threads a row: rows of 4 to 7 chunks of 4.)
+      if ((t >= 8 || (std::getenv("LOOM_TUNE_THREAD_FILL") && t >= 2)) && t <= 32) {
         int blk = t >= 16 ? 256 : 128;
         if (const char* fb = std::getenv("LOOM_TUNE_FILL_BLOCK")) blk = std::max(t, std::atoi(fb));
         if (place(blk / t, t, 1)) {
