@@ -81,7 +81,7 @@ TEST_CASE("eval, dump and segment work without a GPU", "[cli]") {
   auto d = runLoom("dump group_norm --stage domains");
   CHECK(d.status == 0);
   CHECK(d.out.find("atoms: N 32 C/32 H W") != std::string::npos);
-  auto p = runLoom("dump lstm_cell --stage ptx --arch sm_90");
+  auto p = runLoom("dump bias_gelu --stage ptx --arch sm_90");
   CHECK(p.status == 0);
   CHECK(p.out.find("ld.global.nc.v4") != std::string::npos);
   auto s = runLoom("segment layer_norm --json");

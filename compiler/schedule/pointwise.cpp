@@ -158,6 +158,25 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   });
   for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
   int vec = std::min(8, 16 / max_bytes);
+  // A thread holds `vec` values of every stream it loads. Fusions that read many streams per
+  // element (gate matrices read as slices: lstm_cell loads 17, gru_cell 13) take narrower
+  // vectors, down to 2 lanes, while that is more than 96 bytes a thread, and so more threads.
+  // Measured on an H100 (GB/s, two runs each, 8 lanes in blocks of 256 -> 2 lanes in blocks
+  // of 128): lstm_cell f16 256 x 1024 634-643 -> 685-741, gru_cell f16 512 x 2048 1271 ->
+  // 1393-1408. Two streams keep 8 lanes: at 2 lanes bias_gelu bf16 4096 x 1024 fell from
+  // 1547-1556 to 1130-1176 and add f16 2^24 from 2513-2560 to 2186-2188.
+  std::set<lower::Leaf> streams;
+  lower::visitPostOrder(roots, [&](const lower::ENode& n) {
+    if (n.kind == lower::ENode::Kind::Load) streams.insert(n.leaf);
+  });
+  bool narrowed = false;
+  while (vec > 2 && static_cast<int64_t>(streams.size()) * vec * max_bytes > 96) {
+    vec /= 2;
+    narrowed = true;
+  }
+  // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_VEC caps the vector width.
+  if (const char* v = std::getenv("LOOM_TUNE_PW_VEC")) vec = std::min(vec, std::max(1, std::atoi(v)));
+  while (vec > 1 && (vec & (vec - 1)) != 0) --vec;
   while (vec > 1 && k.iter_shape.back() % vec != 0) vec /= 2;
   k.vec = vec;
 
@@ -196,7 +215,9 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   k.index64 = max_offset >= (int64_t{1} << 31) || k.numel() >= (int64_t{1} << 31);
 
   int64_t chunks = k.numel() / vec;
-  k.block = chunks >= 4096 ? 256 : 128;
+  k.block = chunks >= 4096 && !narrowed ? 256 : 128;
+  // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_BLOCK threads a block.
+  if (const char* b = std::getenv("LOOM_TUNE_PW_BLOCK")) k.block = std::clamp(std::atoi(b) / 32 * 32, 32, 1024);
   // One chunk per thread and as many blocks as that takes: the block scheduler hands each SM
   // a fresh block as one finishes, so the memory stays busy to the end. Measured on an H100
   // (add f16, 2^28 elements, GB/s, three runs each): 2872-2874 with 4 chunks per thread in a
@@ -252,6 +273,9 @@ std::string printKernel(const ir::Fusion& f, const PointwiseKernel& k) {
                          fmt::join(a, ", "));
         break;
       }
+      case lower::ENode::Kind::Reduce:
+        LOOM_ASSERT(false, "a reduction in pointwise kernel {}", k.name);
+        break;
     }
   });
   for (const auto& st : k.stores)
