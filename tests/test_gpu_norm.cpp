@@ -88,6 +88,9 @@ TEST_CASE("small channels-last sets split over fewer blocks, several sets at onc
     }
     INFO("batch_norm " << dtypeName(t) << " 16x96x40x40");
     test::checkOnGpu(*findExample("batch_norm")->build(t), {{"N", 16}, {"C", 96}, {"H", 40}, {"W", 40}}, nhwc);
+    // One set of 64 channels over every SM, with an odd pixel count.
+    INFO("batch_norm " << dtypeName(t) << " 32x64x56x57");
+    test::checkOnGpu(*findExample("batch_norm")->build(t), {{"N", 32}, {"C", 64}, {"H", 56}, {"W", 57}}, nhwc);
     INFO("group_norm " << dtypeName(t) << " 3x128x128x131: 6 groups of 66 blocks");
     test::checkOnGpu(*findExample("group_norm")->build(t), {{"N", 3}, {"C", 128}, {"H", 128}, {"W", 131}}, nhwc);
   }
