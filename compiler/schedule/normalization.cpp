@@ -93,7 +93,9 @@ struct GridShape {
 // for bigger slices and fewer times. Measured on an H100 (GB/s, channels-last, split over 132
 // against this): instance_norm bf16 16x32x128x128 (16 sets of 1 MiB: 16 groups of 16 blocks)
 // 593-600 -> 1362-1394; group_norm f16 4x128x128x128 (8 groups of 49) 1120-1128 -> 1613-1618;
-// batch_norm bf16 16x96x40x40 (3 groups of 88) 420-422 -> 632-664.
+// batch_norm bf16 16x96x40x40 (3 groups of 88) 420-422 -> 632-664; with many sets, in turns:
+// group_norm f16 64x128x128x128 (128 sets, 12 groups of 33) 1646-1650 -> 2251-2254,
+// instance_norm bf16 128x32x128x128 (128 sets, 26 groups of 10) 671 -> 1387-1390.
 GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev, const std::function<bool(int)>& fits) {
   const int P = dev.sm_count;
   if (P < 2 || std::getenv("LOOM_NO_SUBGRID") || std::getenv("LOOM_TUNE_GRID_GROUPS") || !fits(P / 2)) return {P, groups};
