@@ -86,21 +86,23 @@ struct GridShape {
 };
 
 // Every SM's block takes a slice of each set (split = the SM count, `groups` groups) unless
-// that would leave the blocks' shared memory less than half used (`fits(split)`: a block's
-// slice of a set fits it, `per_sm` blocks to an SM): then each set goes over the fewest blocks
-// that hold it and as many sets run at once as `per_sm` blocks an SM allow, so that the fixed
-// cost of a set (its barrier, the partials' merge, filling and draining the pipeline) is paid
-// for bigger slices and fewer times. Measured on an H100 (GB/s, channels-last, split over 132
+// more sets fit at once: then each set goes over the fewest blocks that hold it (`fits(split)`:
+// a block's slice of a set fits, `per_sm` blocks to an SM) and as many sets run at once as
+// `per_sm` blocks an SM allow, so that the fixed cost of a set (its barrier, the partials'
+// merge, filling and draining the pipeline) is paid for bigger slices and fewer times, and
+// more groups overlap. Measured on an H100 (GB/s, channels-last, split over 132
 // against this): instance_norm bf16 16x32x128x128 (16 sets of 1 MiB: 16 groups of 16 blocks)
 // 593-600 -> 1362-1394; group_norm f16 4x128x128x128 (8 groups of 49) 1120-1128 -> 1613-1618;
 // batch_norm bf16 16x96x40x40 (3 groups of 88) 420-422 -> 632-664; with many sets, in turns:
 // group_norm f16 64x128x128x128 (128 sets, 12 groups of 33) 1646-1650 -> 2251-2254,
-// instance_norm bf16 128x32x128x128 (128 sets, 26 groups of 10) 671 -> 1387-1390.
+// instance_norm bf16 128x32x128x128 (128 sets, 26 groups of 10) 671 -> 1387-1390; and with
+// blocks already over half full, instance_norm f16 8x64x256x256 (3 groups of 88 blocks of
+// 106 KiB, two an SM, not 2 of 132 of 71 KiB) 1429-1435 -> 1554-1568.
 GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev, const std::function<bool(int)>& fits) {
   const int P = dev.sm_count;
-  if (P < 2 || std::getenv("LOOM_NO_SUBGRID") || std::getenv("LOOM_TUNE_GRID_GROUPS") || !fits(P / 2)) return {P, groups};
+  if (P < 2 || std::getenv("LOOM_NO_SUBGRID") || std::getenv("LOOM_TUNE_GRID_GROUPS")) return {P, groups};
   int least = 1;
-  while (!fits(least)) ++least;  // ends by P / 2, which fits
+  while (least < P && !fits(least)) ++least;
   const int g = static_cast<int>(std::min<int64_t>(sets, int64_t{per_sm} * P / least));
   const int split = std::min(P, per_sm * P / std::max(1, g));
   if (g <= groups || !fits(split)) return {P, groups};
