@@ -256,7 +256,7 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
       if ((tune_g && G != std::atoi(tune_g)) || G * R * T > 2048) continue;
       auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, budget(G));
       if (pitch == 0) continue;
-      // Small sets: over fewer blocks each, two blocks an SM (see gridShape).
+      // More sets at once over fewer blocks each, two blocks an SM, where that fits (see gridShape).
       auto chunksAt = [&](int S) { return (n + int64_t{T} * S - 1) / (int64_t{T} * S); };
       const GridShape gs = gridShape(rows / R, 2, G, dev, [&](int S) {
         return rowPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
@@ -680,7 +680,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       if (groups == 3 && t < 32 && 2048 / groups / rows >= 32) t = 32;  // 16-row sets: 512 threads
       if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
       if (groups > 1 && k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
-      // Sets of neighbouring rows too small for every SM's block: over fewer blocks each (see
+      // Sets of neighbouring rows: more at once over fewer blocks each where that fits (see
       // gridShape), `groups` blocks an SM. (Sets of one long row keep the rule above.)
       GridShape gs{P, groups};
       if (rows > 1)
