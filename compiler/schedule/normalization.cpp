@@ -246,7 +246,8 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
     if (row_axis % R != 0 || (tune_r && R != std::atoi(tune_r))) continue;
     int T = 512 / R;
     if (tune_t) T = std::min(1024 / R, nextPow2(std::max(1, std::atoi(tune_t))));
-    const int64_t chunks = (n + int64_t{T} * P - 1) / (int64_t{T} * P);
+    // A block's chunks of a set split over S blocks.
+    auto chunksAt = [&](int64_t S) { return (n + int64_t{T} * S - 1) / (int64_t{T} * S); };
     // Two groups at most: three (40 registers a thread) spilled and measured slower on an H100
     // (instance_norm f16 8x64x256x256 channels-last: 1398 GB/s with 2, 1055 with 3, 1070 with 1).
     // Each block beside the others: 1 KiB the driver reserves and up to 4 KiB of scratch.
@@ -254,19 +255,15 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
     for (int G = tune_g ? 3 : 2; G >= 1; --G) {
       if (G > 1 && rows / R < 2 * G) continue;
       if ((tune_g && G != std::atoi(tune_g)) || G * R * T > 2048) continue;
-      auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, budget(G));
-      if (pitch == 0) continue;
+      if (rowPitch(R, T, chunksAt(P), held, inputs, budget(G)).first == 0) continue;
       // More sets at once over fewer blocks each, two blocks an SM, where that fits (see gridShape).
-      auto chunksAt = [&](int S) { return (n + int64_t{T} * S - 1) / (int64_t{T} * S); };
       const GridShape gs = gridShape(rows / R, 2, G, dev, [&](int S) {
         return rowPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
       });
       *groups = gs.groups;
       *split = gs.split;
-      if (gs.split != P) {
-        auto [p2, b2] = rowPitch(R, T, chunksAt(gs.split), held, inputs, budget(2));
-        return RowPlacement{R, T, chunksAt(gs.split), p2, b2};
-      }
+      const int64_t chunks = chunksAt(gs.split);
+      auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, budget(gs.split == P ? G : 2));
       return RowPlacement{R, T, chunks, pitch, bytes};
     }
   }
