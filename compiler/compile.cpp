@@ -37,7 +37,7 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
                           "LOOM_TUNE_GRID_GROUPS", "LOOM_TUNE_MIN_BLOCKS", "LOOM_NO_ROW_VECTORS",
                           "LOOM_TUNE_ROWS_PER_BLOCK", "LOOM_TUNE_THREAD_FILL", "LOOM_TUNE_FILL_BLOCK", "LOOM_NO_THREAD_FILL",
                           "LOOM_TUNE_CHUNK_UNROLL", "LOOM_TUNE_ROWS_TOGETHER", "LOOM_TUNE_CLUSTER",
-                          "LOOM_TUNE_PW_UNROLL", "LOOM_TUNE_PW_BLOCKS_PER_SM", "LOOM_TUNE_PW_VEC", "LOOM_TUNE_PW_BLOCK", "LOOM_TUNE_GRID_PREFETCH", "LOOM_NO_SUBGRID"})
+                          "LOOM_TUNE_PW_UNROLL", "LOOM_TUNE_PW_BLOCKS_PER_SM", "LOOM_TUNE_PW_VEC", "LOOM_TUNE_PW_BLOCK", "LOOM_TUNE_GRID_PREFETCH", "LOOM_NO_SUBGRID", "LOOM_TUNE_ROWVEC_STATS", "LOOM_TUNE_STORE_UNROLL"})
     if (const char* v = std::getenv(env)) key += fmt::format("env {}={}\n", env, v);
   return key;
 }

@@ -232,22 +232,23 @@ TEST_CASE("vectors of rows too long for a block: sets of rows split over the gri
     Bindings sizes;
     const char* expect;
     unsigned grid_sm90;  // sm_80 (164 KiB an SM) may take fewer blocks
+    bool vector_stats;   // statistics read by vectors of rows (not rows a thread holds in registers)
   };
   const Case cases[] = {
       // 64 channels of a sample a set (128 bytes a pixel): on sm_90 three groups of 88 blocks
       // (two an SM), on sm_80 two of 132
       {"instance_norm", DType::F16, {{"N", 8}, {"C", 64}, {"H", 256}, {"W", 256}},
-       "8 sets of 64 rows, each split over", 3 * 88},
+       "8 sets of 64 rows, each split over", 3 * 88, true},
       // batch norm training: 256 channels in 4 sets, vectors of 4 f32 rows, running statistics
       {"batch_norm", DType::F32, {{"N", 64}, {"C", 256}, {"H", 28}, {"W", 28}},
-       "4 sets of 64 rows, each split over 132 blocks of a cooperative grid", 2 * 132},
+       "4 sets of 64 rows, each split over 132 blocks of a cooperative grid", 2 * 132, true},
       // 96 channels: 3 sets of 32 (1.6 MB), 24 KiB a block over 132 blocks: over 88 each
       // instead, all three at once
       {"batch_norm", DType::BF16, {{"N", 16}, {"C", 96}, {"H", 40}, {"W", 40}},
-       "3 sets of 32 rows, each split over 88 blocks", 3 * 88},
+       "3 sets of 32 rows, each split over 88 blocks", 3 * 88, false},
       // 16 sets of 1 MiB (8 KiB a block over 132): 16 groups of 16 blocks, every set at once
       {"instance_norm", DType::BF16, {{"N", 16}, {"C", 32}, {"H", 128}, {"W", 128}},
-       "16 sets of 32 rows, each split over 16 blocks of a cooperative grid (2 per SM)", 16 * 16},
+       "16 sets of 32 rows, each split over 16 blocks of a cooperative grid (2 per SM)", 16 * 16, true},
   };
   for (const Case& c : cases) {
     auto f = findExample(c.fusion)->build(c.t);
@@ -261,6 +262,7 @@ TEST_CASE("vectors of rows too long for a block: sets of rows split over the gri
       if (sm == 90) CHECK(k.grid == c.grid_sm90);
       CHECK(k.cooperative);
       CHECK(text[DumpStage::Kernel].find("over rows vector") != std::string::npos);
+      CHECK((k.ptx.find("rowvec_stats") != std::string::npos) == c.vector_stats);
       // The last block out zeroes the group's barrier counters: no memset before a launch.
       CHECK(k.ptx.find("atom.add.acq_rel.gpu.global.u32") != std::string::npos);
       CHECK(k.ptx.find("st.relaxed.gpu.global.u32") != std::string::npos);
@@ -269,6 +271,41 @@ TEST_CASE("vectors of rows too long for a block: sets of rows split over the gri
       CHECK(err.empty());
     }
   }
+}
+
+TEST_CASE("vectors of rows over the grid: their statistics by vectors for any threads per row", "[norm][ptx]") {
+  // Threads per vector of rows W = T * row_vec below a warp, a warp, several warps, and rows
+  // of a warp or more (f32: vectors of 4 rows); each compiles with the exchange through
+  // shared memory, and without it where the schedule says so.
+  struct Case {
+    DType t;
+    Bindings sizes;
+    std::vector<int> threads;
+  };
+  const Case cases[] = {
+      {DType::F16, {{"N", 32}, {"C", 64}, {"H", 56}, {"W", 57}}, {1, 2, 4, 8, 16}},
+      {DType::F32, {{"N", 16}, {"C", 16}, {"H", 100}, {"W", 100}}, {1, 4, 16, 32}},
+  };
+  auto f = findExample("batch_norm");
+  for (const Case& c : cases) {
+    auto bn = f->build(c.t);
+    for (int t : c.threads) {
+      loom::test::ScopedEnv tune("LOOM_TUNE_THREADS_PER_ROW", std::to_string(t));
+      StageText text;
+      auto k = compileFusion(*bn, c.sizes, descsFor(*bn, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+      INFO(dtypeName(c.t) << " T=" << t << "\n" << text[DumpStage::Schedule]);
+      CHECK(k.cooperative);
+      CHECK(k.ptx.find("rowvec_stats") != std::string::npos);
+      std::string err = codegen::ptxasCheck(k.ptx, 90);
+      INFO(err);
+      CHECK(err.empty());
+    }
+  }
+  auto bn = f->build(DType::F16);
+  Bindings sizes{{"N", 32}, {"C", 64}, {"H", 56}, {"W", 57}};
+  loom::test::ScopedEnv off("LOOM_TUNE_ROWVEC_STATS", "0");
+  auto k = compileFusion(*bn, sizes, descsFor(*bn, sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132});
+  CHECK(k.ptx.find("rowvec_stats") == std::string::npos);
 }
 
 TEST_CASE("small sets of neighbouring rows go over fewer blocks each, more sets at once", "[norm]") {
@@ -436,7 +473,7 @@ TEST_CASE("softmax divides by its row's sum with one reciprocal per row, not per
   }
 }
 
-TEST_CASE("chunk loops are unrolled only where one block holds whole rows in shared memory", "[norm][ptx]") {
+TEST_CASE("chunk loops are unrolled where one block holds whole rows in shared memory, or vectors of rows over the grid", "[norm][ptx]") {
   struct Case {
     std::unique_ptr<ir::Fusion> f;
     Bindings sizes;
@@ -450,7 +487,8 @@ TEST_CASE("chunk loops are unrolled only where one block holds whole rows in sha
       {findExample("layer_norm")->build(DType::BF16), {{"N", 32768}, {"D", 256}}, false, false},
       // a row split over a cluster, and over the grid
       {findExample("group_norm")->build(DType::F16), {{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}}, false, false},
-      {findExample("instance_norm")->build(DType::F16), {{"N", 8}, {"C", 64}, {"H", 256}, {"W", 256}}, true, false},
+      // vectors of rows over the grid: their statistics' loop over 16-byte pieces, by 2
+      {findExample("instance_norm")->build(DType::F16), {{"N", 8}, {"C", 64}, {"H", 256}, {"W", 256}}, true, true},
   };
   for (const Case& c : cases) {
     std::map<std::string, std::vector<int>> lay;

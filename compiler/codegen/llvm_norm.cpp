@@ -372,8 +372,12 @@ class NormEmitter {
   // Split over `split` blocks (the grid tier), slot s of the block's rows holds element
   // (s % T) + rank * T + (s / T) * T * split: the thread's chunks (see chunkOf).
   Chunk rowUnitChunk(llvm::Value* m, llvm::Value* first_row = nullptr) {
+    return rowPiece(b_.CreateAdd(b_.CreateZExtOrTrunc(tid_, idx_ty_), b_.CreateMul(m, c(k_.block))), first_row);
+  }
+
+  // Piece p of the block's rows (see rowUnitChunk): element p / V of the p % V-th vector of rows.
+  Chunk rowPiece(llvm::Value* p, llvm::Value* first_row = nullptr) {
     const int64_t V = k_.rows_per_block / k_.row_vec, n = k_.rowElems();
-    llvm::Value* p = b_.CreateAdd(b_.CreateZExtOrTrunc(tid_, idx_ty_), b_.CreateMul(m, c(k_.block)));
     llvm::Value* r_sub = b_.CreateMul(b_.CreateURem(p, c(V)), c(k_.row_vec));
     llvm::Value* e = b_.CreateUDiv(p, c(V));
     llvm::Value* slot = nullptr;
@@ -988,7 +992,12 @@ class NormEmitter {
                 "grid statistics need rows of whole warps or of threads dividing a warp");
     llvm::Type* ty = zero->getType();
     Stats st;
-    if (k_.async_fill) {
+    // Every thread of a row already holding its block's statistics (no merge across threads).
+    bool block_stats = false;
+    if (k_.async_fill && rowVectorStats()) {
+      st = rowVectorStats(acc, values);
+      block_stats = true;
+    } else if (k_.async_fill) {
       // The thread's chunks are on chip: an exact two-pass over them (its sum and count, then
       // squared deviations from its own mean), no division per chunk; Chan's merge starts
       // across threads.
@@ -1019,7 +1028,7 @@ class NormEmitter {
       st = Stats{folded[0], folded[1], folded[2]};
     }
     // Across the row's threads: butterfly within warps, then shared memory across warps.
-    const int T = k_.threads_per_row;
+    const int T = block_stats ? 1 : k_.threads_per_row;
     for (int off = std::min(T, 32) / 2; off >= 1; off /= 2)
       st = chan(acc, st, Stats{shuffleXor(st.n, off), shuffleXor(st.mean, off), shuffleXor(st.m2, off)});
     if (T > 32) {
@@ -1057,6 +1066,124 @@ class NormEmitter {
     }
     if (k_.grid_sync) st = acrossGridStats(acc, st);
     return {st.mean, st.m2};
+  }
+
+  // The row-vector tier over the grid reads its statistics by whole vectors of rows, the
+  // 16-byte pieces the fill copied, where a thread of a row alone reads one element at a time
+  // (a load and a conversion each). Where the rows' exchange stays small: W = T * row_vec
+  // threads per vector of rows, at most 32 loads of the warps' totals, 2 KiB of shared memory.
+  // LOOM_TUNE_ROWVEC_STATS=0 keeps the thread-per-row passes (for measurements).
+  bool rowVectorStats() const {
+    // Rows a thread keeps in registers between passes read shared memory once: they keep
+    // the thread-per-row passes (batch_norm bf16 16x96x40x40 channels-last, 19 elements a
+    // thread, measured 601 GB/s by vectors against 639-647).
+    if (k_.row_vec < 2 || k_.split < 2 || registers_) return false;
+    if (const char* e = std::getenv("LOOM_TUNE_ROWVEC_STATS"); e && std::atoi(e) == 0) return false;
+    const int W = k_.threads_per_row * k_.row_vec, S = std::min(W, 32);
+    return k_.row_vec * (W / S) <= 32 && int64_t{k_.block} / S * k_.row_vec * 8 <= 2048;
+  }
+
+  // A block's (count, mean, M2) for each of its rows, read by vectors of rows. The W threads
+  // of the rows r .. r + row_vec - 1 (those rows' threads) take the vector's slots q, q + W,
+  // ... (q: the thread among them), each summing row_vec lanes. A warp then reduce-scatters:
+  // at each bit of the row index that stays within the warp, a lane keeps half its rows and
+  // adds its partner's; a butterfly over the row's threads follows. Each warp's totals go to
+  // shared memory, where every thread of the vector reads all its rows' totals, warps in
+  // order. Two exact passes: the sums, then squared deviations from the block's own means.
+  // Every thread of a row ends with the same bits.
+  template <typename Fn>
+  Stats rowVectorStats(DType acc, Fn values) {
+    const int V = k_.row_vec, T = k_.threads_per_row, W = T * V, S = std::min(W, 32);
+    const int64_t groups = k_.rows_per_block / V, slots = int64_t{k_.chunks} * T;
+    const int64_t trips = (slots + W - 1) / W;
+    // Unrolled by 4, or by 2 where blocks share an SM (64 registers a thread: by 4,
+    // instance_norm f16 8x64x256x256 channels-last spilled and measured 1527-1536 GB/s on an
+    // H100, by 2 1672-1686). LOOM_TUNE_CHUNK_UNROLL overrides it.
+    int unroll = static_cast<int>(std::min<int64_t>(trips, k_.min_blocks_per_sm > 1 ? 2 : 4));
+    if (std::getenv("LOOM_TUNE_CHUNK_UNROLL")) unroll = chunk_unroll_;
+    llvm::Value* zero = emitConst(b_, acc, 0);
+    llvm::Type* ty = zero->getType();
+    llvm::Value* tid = b_.CreateZExtOrTrunc(tid_, idx_ty_);
+    llvm::Value* g = b_.CreateUDiv(tid, c(W));
+    llvm::Value* q = b_.CreateURem(tid, c(W));
+    llvm::Value* j = b_.CreateURem(b_.CreateUDiv(tid_, b_.getInt32(static_cast<uint32_t>(T))), b_.getInt32(static_cast<uint32_t>(V)));
+    auto* arr = llvm::ArrayType::get(ty, static_cast<uint64_t>(k_.block / S * V));
+    auto* smem = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false, llvm::GlobalValue::InternalLinkage,
+                                          llvm::UndefValue::get(arr), "rowvec_stats", nullptr,
+                                          llvm::GlobalValue::NotThreadLocal, 3);
+    smem->setAlignment(llvm::Align(8));
+    auto slot = [&](llvm::Value* i) { return b_.CreateInBoundsGEP(arr, smem, {b_.getInt32(0), i}); };
+    // Every row's total over the vector's threads, for a sum of f(lanes) per row.
+    auto pass = [&](auto f) {
+      auto sums = loop(trips, std::vector<llvm::Value*>(static_cast<size_t>(V), zero),
+                       [&](llvm::Value* i, const std::vector<llvm::Value*>& in) {
+        Chunk ch = rowPiece(b_.CreateAdd(b_.CreateMul(b_.CreateAdd(q, b_.CreateMul(i, c(W))), c(groups)), g));
+        Lanes v = f(ch);
+        std::vector<llvm::Value*> out;
+        for (int l = 0; l < V; ++l) out.push_back(b_.CreateFAdd(in[static_cast<size_t>(l)], b_.CreateSelect(ch.valid, v[static_cast<size_t>(l)], zero)));
+        return out;
+      }, unroll);
+      // vals[i] is row (j's low `bits` bits) | i << bits.
+      std::vector<llvm::Value*> vals = sums;
+      int bits = 0;
+      for (; (1 << bits) < V && (T << bits) < 32; ++bits) {
+        llvm::Value* hi = b_.CreateICmpNE(b_.CreateAnd(b_.CreateLShr(j, b_.getInt32(static_cast<uint32_t>(bits))), b_.getInt32(1)), b_.getInt32(0));
+        std::vector<llvm::Value*> next;
+        for (size_t i = 0; i + 1 < vals.size(); i += 2) {
+          llvm::Value* keep = b_.CreateSelect(hi, vals[i + 1], vals[i]);
+          llvm::Value* send = b_.CreateSelect(hi, vals[i], vals[i + 1]);
+          next.push_back(b_.CreateFAdd(keep, shuffleXor(send, T << bits)));
+        }
+        vals = std::move(next);
+      }
+      for (int off = 1; off < std::min(T, 32); off *= 2)
+        for (auto& v : vals) v = b_.CreateFAdd(v, shuffleXor(v, off));
+      llvm::Value* seg = b_.CreateUDiv(tid_, b_.getInt32(static_cast<uint32_t>(S)));
+      ifThen(b_.CreateICmpEQ(b_.CreateURem(tid_, b_.getInt32(static_cast<uint32_t>(std::min(T, 32)))), b_.getInt32(0)), "rvpublish", [&] {
+        llvm::Value* low = b_.CreateAnd(j, b_.getInt32(static_cast<uint32_t>((1 << bits) - 1)));
+        for (size_t i = 0; i < vals.size(); ++i) {
+          llvm::Value* row = b_.CreateOr(low, b_.getInt32(static_cast<uint32_t>(i << bits)));
+          b_.CreateStore(vals[i], slot(b_.CreateAdd(b_.CreateMul(seg, b_.getInt32(static_cast<uint32_t>(V))), row)));
+        }
+      });
+      barrier();
+      llvm::Value* seg0 = b_.CreateMul(b_.CreateUDiv(tid_, b_.getInt32(static_cast<uint32_t>(W))), b_.getInt32(static_cast<uint32_t>(W / S)));
+      std::vector<llvm::Value*> tot;
+      for (int r = 0; r < V; ++r) {
+        llvm::Value* t = nullptr;
+        for (int w = 0; w < W / S; ++w) {
+          llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(seg0, b_.getInt32(static_cast<uint32_t>(w))), b_.getInt32(static_cast<uint32_t>(V))),
+                                         b_.getInt32(static_cast<uint32_t>(r)));
+          llvm::Value* x = b_.CreateLoad(ty, slot(at));
+          t = t ? b_.CreateFAdd(t, x) : x;
+        }
+        tot.push_back(t);
+      }
+      barrier();  // before the next pass writes its totals
+      return tot;
+    };
+    beginPass();
+    auto sums = pass([&](Chunk& ch) { return values(ch); });
+    llvm::Value* n = blockCount(rank_, acc);
+    llvm::Value* safe = b_.CreateSelect(b_.CreateFCmpOGT(n, zero), n, emitConst(b_, acc, 1));
+    std::vector<llvm::Value*> mean;
+    for (auto* s : sums) mean.push_back(b_.CreateFDiv(s, safe));
+    beginPass();
+    auto m2 = pass([&](Chunk& ch) {
+      Lanes out;
+      Lanes v = values(ch);
+      for (size_t l = 0; l < v.size(); ++l) {
+        llvm::Value* d = b_.CreateFSub(v[l], mean[l]);
+        out.push_back(b_.CreateFMul(d, d));
+      }
+      return out;
+    });
+    auto own = [&](const std::vector<llvm::Value*>& per_row) {
+      llvm::Value* x = per_row[0];
+      for (int r = 1; r < V; ++r) x = b_.CreateSelect(b_.CreateICmpEQ(j, b_.getInt32(static_cast<uint32_t>(r))), per_row[static_cast<size_t>(r)], x);
+      return x;
+    };
+    return Stats{n, own(mean), own(m2)};
   }
 
   void reduce(const ENode& r) {
@@ -1148,13 +1275,20 @@ class NormEmitter {
       Chunk first = unit(c(0));
       for (const auto& s : k_.stores)
         if (!s.row_only) hoistInvariant(*s.value, first);
+      // Unrolled by 4, so that a thread has several units' shared-memory loads in flight
+      // (measured on an H200, GB/s: group_norm f16 32x128x256x256 channels-last 2380-2386 ->
+      // 2462-2463, LayerNorm2d NCHW 2726-2810 -> 2872-2879); not for vectors of rows over the
+      // grid, whose rows' statistics and weights held for the loop then spill (instance_norm f16
+      // 8x64x256x256 channels-last 1951 -> 1637). LOOM_TUNE_STORE_UNROLL overrides it.
+      int unroll = k_.row_vec > 1 && k_.grid_sync ? 1 : 4;
+      if (const char* u = std::getenv("LOOM_TUNE_STORE_UNROLL")) unroll = std::max(1, std::atoi(u));
       loop(unitTrips(), {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
         Chunk ch = unit(m);
         ch.memo = first.memo;
         for (const auto& s : k_.stores)
           if (!s.row_only) storeChunk(s, eval(*s.value, ch), ch, ch.valid);
         return carried;
-      });
+      }, unroll);
       return;
     }
     forEachChunk({}, [&](Chunk& ch, const std::vector<llvm::Value*>& carried) {
