@@ -4,6 +4,8 @@
 # numbers the speed table asks for when a target is missed: duration, DRAM throughput, bytes
 # moved, achieved occupancy, registers, and the top warp stall reasons. Full reports go to
 # $OUT/ncu-NAME.txt.   bash scripts/profile_norm.sh 'group_norm.*nhwc|softmax_32768x65536'
+# SASS=1 also samples warp stalls per instruction (a second ncu pass) into $OUT/sass-NAME.csv
+# and prints where the samples fall (scripts/sass_hotspots.py): the share of each phase.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
@@ -32,5 +34,10 @@ one() {
   grep -E "^\s+(Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Block Size|Grid Size|Dynamic Shared Memory Per Block|Static Shared Memory Per Block|Warp Cycles Per Issued Instruction|Issued Warp Per Scheduler|No Eligible|Active Warps Per Scheduler|Eligible Warps Per Scheduler)\b" \
     "$out/ncu-$name.txt" | sed 's/  */ /g'
   grep -E "dram__bytes|issue_stalled|pipe_|wavefronts" "$out/ncu-$name.txt" | sed 's/  */ /g;s/smsp__average_warps_issue_stalled_//;s/_per_issue_active.ratio//'
+  if [ "${SASS:-0}" = 1 ]; then
+    timeout 300 "$NCU" --clock-control none -k regex:^loom -c 1 --section WarpStateStats --section SourceCounters \
+      --import-source no --page source --print-source sass --csv "$L" bench "$@" --iters 1 >"$out/sass-$name.csv" 2>&1
+    python3 scripts/sass_hotspots.py "$out/sass-$name.csv" --min 1
+  fi
 }
 for_each_workload "$filter" one

@@ -1070,8 +1070,11 @@ class NormEmitter {
 
   // The row-vector tier over the grid reads its statistics by whole vectors of rows, the
   // 16-byte pieces the fill copied, where a thread of a row alone reads one element at a time
-  // (a load and a conversion each). Where the rows' exchange stays small: W = T * row_vec
-  // threads per vector of rows, at most 32 loads of the warps' totals, 2 KiB of shared memory.
+  // (a load and a conversion each). Measured on an H100, GB/s, channels-last: batch_norm f16
+  // 32x64x56x56 (one set over every SM) 1036-1041 -> 1109-1139, f32 1501-1506 -> 1615-1617,
+  // f32 64x256x28x28 1706-1724 -> 1756-1776, instance_norm f16 8x64x256x256 1558-1563 ->
+  // 1660-1668. Where the rows' exchange stays small: W = T * row_vec threads per vector of
+  // rows, at most 32 loads of the warps' totals, 2 KiB of shared memory.
   // LOOM_TUNE_ROWVEC_STATS=0 keeps the thread-per-row passes (for measurements).
   bool rowVectorStats() const {
     // Rows a thread keeps in registers between passes read shared memory once: they keep
@@ -1277,10 +1280,13 @@ class NormEmitter {
         if (!s.row_only) hoistInvariant(*s.value, first);
       // Unrolled by 4, so that a thread has several units' shared-memory loads in flight
       // (measured on an H200, GB/s: group_norm f16 32x128x256x256 channels-last 2380-2386 ->
-      // 2462-2463, LayerNorm2d NCHW 2726-2810 -> 2872-2879); not for vectors of rows over the
-      // grid, whose rows' statistics and weights held for the loop then spill (instance_norm f16
-      // 8x64x256x256 channels-last 1951 -> 1637). LOOM_TUNE_STORE_UNROLL overrides it.
-      int unroll = k_.row_vec > 1 && k_.grid_sync ? 1 : 4;
+      // 2462-2463, LayerNorm2d NCHW 2726-2810 -> 2872-2879; on an H100 2070-2078 -> 2118-2121
+      // and 2342-2363 -> 2418-2458). Not for vectors of rows over the grid, whose rows'
+      // statistics and weights held for the loop then spill (instance_norm f16 8x64x256x256
+      // channels-last 1951 -> 1637 on the H200), nor over a cluster (group_norm f16
+      // 16x512x64x64 channels-last 2032-2049 -> 2023-2030 on the H100).
+      // LOOM_TUNE_STORE_UNROLL overrides it.
+      int unroll = (k_.row_vec > 1 && k_.grid_sync) || k_.cluster > 1 ? 1 : 4;
       if (const char* u = std::getenv("LOOM_TUNE_STORE_UNROLL")) unroll = std::max(1, std::atoi(u));
       loop(unitTrips(), {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
         Chunk ch = unit(m);
