@@ -990,14 +990,15 @@ class NormEmitter {
     LOOM_ASSERT(k_.cluster == 1, "Welford statistics over a cluster");
     LOOM_ASSERT(!k_.grid_sync || k_.threads_per_row >= 32 || 32 % k_.threads_per_row == 0,
                 "grid statistics need rows of whole warps or of threads dividing a warp");
+    if (k_.async_fill && statsByRowVectors()) {
+      // Every thread of a row already holds its block's statistics: no merge across threads.
+      Stats st = rowVectorStats(acc, values);
+      if (k_.grid_sync) st = acrossGridStats(acc, st);
+      return {st.mean, st.m2};
+    }
     llvm::Type* ty = zero->getType();
     Stats st;
-    // Every thread of a row already holding its block's statistics (no merge across threads).
-    bool block_stats = false;
-    if (k_.async_fill && rowVectorStats()) {
-      st = rowVectorStats(acc, values);
-      block_stats = true;
-    } else if (k_.async_fill) {
+    if (k_.async_fill) {
       // The thread's chunks are on chip: an exact two-pass over them (its sum and count, then
       // squared deviations from its own mean), no division per chunk; Chan's merge starts
       // across threads.
@@ -1028,7 +1029,7 @@ class NormEmitter {
       st = Stats{folded[0], folded[1], folded[2]};
     }
     // Across the row's threads: butterfly within warps, then shared memory across warps.
-    const int T = block_stats ? 1 : k_.threads_per_row;
+    const int T = k_.threads_per_row;
     for (int off = std::min(T, 32) / 2; off >= 1; off /= 2)
       st = chan(acc, st, Stats{shuffleXor(st.n, off), shuffleXor(st.mean, off), shuffleXor(st.m2, off)});
     if (T > 32) {
@@ -1076,7 +1077,7 @@ class NormEmitter {
   // 1660-1668. Where the rows' exchange stays small: W = T * row_vec threads per vector of
   // rows, at most 32 loads of the warps' totals, 2 KiB of shared memory.
   // LOOM_TUNE_ROWVEC_STATS=0 keeps the thread-per-row passes (for measurements).
-  bool rowVectorStats() const {
+  bool statsByRowVectors() const {
     // Rows a thread keeps in registers between passes read shared memory once: they keep
     // the thread-per-row passes (batch_norm bf16 16x96x40x40 channels-last, 19 elements a
     // thread, measured 601 GB/s by vectors against 639-647).
