@@ -1,5 +1,7 @@
 // Research kernel (not part of loom's build; results in
-// bench/results/2026-11-23-h100-grid-tier-stop14.md): channels-last group norm on a cooperative grid,
+// bench/results/2026-11-23-h100-grid-tier-stop14.md and, for the last-arriver merge (MODE 32)
+// and the three-buffer pipeline (gnPipe, written but not yet measured),
+// bench/results/2026-11-23-h100-stop16-experiments.md): channels-last group norm on a cooperative grid,
 // the design of loom's grid tier, with its choices as template parameters, so that each can be
 // timed alone on the H100 and the phases of a block's cycle measured with clock64.
 //
@@ -249,12 +251,54 @@ __global__ void __launch_bounds__(THREADS, MINB) gnGrid(const __half* __restrict
       }
     }
     };
+    unsigned long long c3, c4;
+    if (MODE & 32) {
+      // The last block to arrive merges every partial and publishes the set's statistics
+      // (a flag, word 8 of the group's counters); the others wait for the flag and read them.
+      __shared__ int last;
+      float2* fin = reinterpret_cast<float2*>(ws + size_t(NG) * 2 * R * P) + size_t(grp) * 2 * R + (i & 1) * R;
+      __syncthreads();
+      if (tid == 0) {
+        unsigned old;
+        asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+        last = old == unsigned(i + 1) * P - 1;
+      }
+      __syncthreads();
+      c3 = clock64();
+      if (last) {
+        mergeAll();
+        __syncthreads();
+        if (tid < R) fin[tid] = make_float2(mean_s[tid], rstd_s[tid]);
+        __syncthreads();
+        if (tid == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(counter + 8), "r"(unsigned(i + 1)) : "memory");
+      } else {
+        if (tid == 0) {
+          unsigned seen;
+          while (true) {
+            asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter + 8) : "memory");
+            if (seen >= unsigned(i + 1)) break;
+            __nanosleep(64);
+          }
+          asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        }
+        __syncthreads();
+        if (tid < R) {
+          float2 f;
+          asm volatile("ld.relaxed.gpu.global.v2.f32 {%0,%1}, [%2];" : "=f"(f.x), "=f"(f.y) : "l"(fin + tid) : "memory");
+          mean_s[tid] = f.x;
+          rstd_s[tid] = f.y;
+        }
+      }
+      __syncthreads();
+      c4 = clock64();
+    } else {
     if (!(MODE & 1)) gridBarrier(counter, unsigned(i + 1) * P);
     else __syncthreads();
-    unsigned long long c3 = clock64();
+    c3 = clock64();
     mergeAll();
     __syncthreads();
-    unsigned long long c4 = clock64();
+    c4 = clock64();
+    }
     // Normalize from shared memory, store whole lines: the thread's column is fixed, so its
     // channels' scale and shift are computed once.
     {
@@ -297,6 +341,7 @@ __global__ void __launch_bounds__(THREADS, MINB) gnGrid(const __half* __restrict
     unsigned old = atomicAdd(counter + 16, 1u);
     if (old == unsigned(P - 1)) {
       counter[0] = 0;
+      counter[8] = 0;
       counter[16] = 0;
     }
   }
@@ -649,6 +694,192 @@ void run(Ctx& c, int NG, const char* label, int P = 0) {
          100 * ph[3] / tot, 100 * ph[4] / tot);
 }
 
+// Three fill buffers and no wait for a whole set: in iteration i a block copies set i + 2,
+// takes the statistics of set i + 1 (copied during the last iteration) and publishes them, and
+// only then waits for set i's grid-wide meeting, merges it and normalizes set i. The wait has a
+// whole iteration of slack. Partials in 4 slots by set, arrivals in 2 counters by parity (a
+// block arrives for set i + 2 only after every block has arrived for set i).
+template <int R, int THREADS, int MINB>
+__global__ void __launch_bounds__(THREADS, MINB) gnPipe(const __half* __restrict__ x, const float* __restrict__ w,
+                                                       const float* __restrict__ b, __half* __restrict__ y, Shape s,
+                                                       int P, int hwp, float4* ws, unsigned* counters,
+                                                       unsigned long long* phase) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int cpg = kCpg, line = R * cpg * 2, ppl = line / 8;
+  __shared__ Stats part[THREADS / 32][32];
+  __shared__ float mean_s[R], rstd_s[R];
+  const int rank = blockIdx.x, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int sets = s.n * (kGroups / R);
+  const int hw0 = rank * hwp, nhw = max(0, min(s.hw, hw0 + hwp) - hw0);
+  const int units = nhw * ppl;
+  const size_t buf_bytes = size_t(hwp) * line;
+  unsigned long long t[kPhases] = {};
+  auto setBase = [&](int set) {
+    const int n = set / (kGroups / R), g0 = (set % (kGroups / R)) * R;
+    return (size_t(n) * s.hw + hw0) * s.c + size_t(g0) * cpg;
+  };
+  auto buf = [&](int set) { return smem + size_t(set % 3) * buf_bytes; };
+  auto fill = [&](int set) {
+    if (set < sets) {
+      const __half* src = x + setBase(set);
+      for (int k = tid; k < units; k += THREADS)
+        cpAsync<8>(buf(set) + size_t(k) * 8, reinterpret_cast<const unsigned char*>(src + size_t(k / ppl) * s.c) + (k % ppl) * 8);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  };
+  // Statistics of `set` from its buffer, published as this block's partials, then arrival.
+  auto statsAndArrive = [&](int set) {
+    const unsigned char* bp = buf(set);
+    float sum = 0.f, m2 = 0.f;
+    int cnt = 0;
+    for (int k = tid; k < units; k += THREADS) {
+      uint2 u = *reinterpret_cast<const uint2*>(bp + size_t(k) * 8);
+      const __half2* h = reinterpret_cast<const __half2*>(&u);
+      float2 a = __half22float2(h[0]), c = __half22float2(h[1]);
+      sum += (a.x + a.y) + (c.x + c.y);
+      cnt += 4;
+    }
+    const float mean = cnt ? sum / cnt : 0.f;
+    for (int k = tid; k < units; k += THREADS) {
+      uint2 u = *reinterpret_cast<const uint2*>(bp + size_t(k) * 8);
+      const __half2* h = reinterpret_cast<const __half2*>(&u);
+      float2 a = __half22float2(h[0]), c = __half22float2(h[1]);
+      float d0 = a.x - mean, d1 = a.y - mean, d2 = c.x - mean, d3 = c.y - mean;
+      m2 += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+    }
+    Stats st{float(cnt), mean, m2};
+    for (int off = ppl; off < 32; off *= 2) st = chan(st, shflStats(st, off));
+    if (lane < ppl) part[warp][lane] = st;
+    __syncthreads();
+    float4* slot = ws + size_t(set % 4) * R * P;
+    for (int r = warp; r < R; r += THREADS / 32) {
+      Stats a = lane < THREADS / 32 ? part[lane][r] : Stats{0.f, 0.f, 0.f};
+      for (int off = 16; off >= 1; off /= 2) a = chan(a, shflStats(a, off));
+      if (lane == 0) slot[size_t(r) * P + rank] = make_float4(a.n, a.mean, a.m2, 0.f);
+    }
+    __syncthreads();
+    if (tid == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + (set & 1) * 32) : "memory");
+  };
+  fill(0);
+  fill(1);
+  asm volatile("cp.async.wait_group 1;" ::: "memory");
+  __syncthreads();
+  statsAndArrive(0);
+  for (int i = 0; i < sets; ++i) {
+    unsigned long long c0 = clock64();
+    __syncthreads();  // set i - 1's buffer (set i + 2's now) is no longer read
+    fill(i + 2);
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    __syncthreads();
+    unsigned long long c1 = clock64();
+    if (i + 1 < sets) statsAndArrive(i + 1);
+    unsigned long long c2 = clock64();
+    if (tid == 0) {
+      const unsigned target = unsigned(i / 2 + 1) * P;
+      unsigned seen;
+      while (true) {
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counters + (i & 1) * 32) : "memory");
+        if (seen >= target) break;
+        __nanosleep(64);
+      }
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    }
+    __syncthreads();
+    unsigned long long c3 = clock64();
+    for (int r = warp; r < R; r += THREADS / 32) {
+      Stats a{0.f, 0.f, 0.f};
+      for (int p = lane; p < P; p += 32) {
+        float4 v;
+        const float4* addr = ws + size_t(i % 4) * R * P + size_t(r) * P + p;
+        asm volatile("ld.relaxed.gpu.global.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(addr));
+        a = chan(a, Stats{v.x, v.y, v.z});
+      }
+      for (int off = 16; off >= 1; off /= 2) a = chan(a, shflStats(a, off));
+      if (lane == 0) {
+        mean_s[r] = a.mean;
+        rstd_s[r] = rsqrtf(a.m2 / a.n + 1e-5f);
+      }
+    }
+    __syncthreads();
+    unsigned long long c4 = clock64();
+    {
+      const int g0 = (i % (kGroups / R)) * R;
+      __half* dst = y + setBase(i);
+      const unsigned char* bp = buf(i);
+      const int jj = tid % ppl;
+      float scale[4], shift[4];
+      for (int e = 0; e < 4; ++e) {
+        const int ch = (g0 + jj) * cpg + e;
+        scale[e] = rstd_s[jj] * w[ch];
+        shift[e] = b[ch] - mean_s[jj] * scale[e];
+      }
+      for (int k = tid; k < units; k += THREADS) {
+        uint2 u = *reinterpret_cast<const uint2*>(bp + size_t(k) * 8);
+        const __half2* h = reinterpret_cast<const __half2*>(&u);
+        float2 a = __half22float2(h[0]), c = __half22float2(h[1]);
+        __half2 o0 = __floats2half2_rn(a.x * scale[0] + shift[0], a.y * scale[1] + shift[1]);
+        __half2 o1 = __floats2half2_rn(c.x * scale[2] + shift[2], c.y * scale[3] + shift[3]);
+        uint2 o{*reinterpret_cast<unsigned*>(&o0), *reinterpret_cast<unsigned*>(&o1)};
+        *reinterpret_cast<uint2*>(reinterpret_cast<unsigned char*>(dst + size_t(k / ppl) * s.c) + jj * 8) = o;
+      }
+    }
+    unsigned long long c5 = clock64();
+    t[0] += c1 - c0;
+    t[1] += c2 - c1;
+    t[2] += c3 - c2;
+    t[3] += c4 - c3;
+    t[4] += c5 - c4;
+  }
+  if (tid == 0) {
+    for (int q = 0; q < kPhases; ++q) atomicAdd(phase + q, t[q]);
+    unsigned old = atomicAdd(counters + 64, 1u);
+    if (old == unsigned(P - 1)) {
+      counters[0] = 0;
+      counters[32] = 0;
+      counters[64] = 0;
+    }
+  }
+}
+
+template <int R, int THREADS, int MINB = 1>
+void runPipe(Ctx& c, const char* label, int per_sm = 1) {
+  const int P = c.sms * per_sm;
+  const int hwp = (c.s.hw + P - 1) / P;
+  const size_t smem = size_t(3) * hwp * R * kCpg * 2;
+  auto kern = gnPipe<R, THREADS, MINB>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  int fit = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kern, THREADS, smem));
+  if (fit < per_sm) {
+    printf("%-48s does not fit: %d blocks/SM of %zu B smem\n", label, fit, smem);
+    return;
+  }
+  CK(cudaMemset(c.counters, 0, 64 * 32 * sizeof(unsigned)));
+  CK(cudaMemset(c.y, 0xff, size_t(c.s.n) * c.s.hw * c.s.c * 2));
+  int Pv = P, hv = hwp;
+  auto launch = [&] {
+    void* args[] = {&c.x, &c.w, &c.b, &c.y, &c.s, &Pv, &hv, &c.ws, &c.counters, &c.phase};
+    CK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kern), P, THREADS, args, smem));
+  };
+  float ms = c.bench.medianMs(launch);
+  CK(cudaMemset(c.phase, 0, kPhases * sizeof(unsigned long long)));
+  CK(cudaMemset(c.maxerr, 0, 4));
+  CK(cudaMemset(c.y, 0xff, size_t(c.s.n) * c.s.hw * c.s.c * 2));
+  launch();
+  CK(cudaDeviceSynchronize());
+  refCheck<<<1024, 256>>>(c.x, c.y, c.w, c.b, c.s, c.mean, c.rstd, c.maxerr);
+  float err;
+  unsigned long long ph[kPhases];
+  CK(cudaMemcpy(&err, c.maxerr, 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(ph, c.phase, sizeof ph, cudaMemcpyDeviceToHost));
+  double tot = 0;
+  for (auto v : ph) tot += double(v);
+  const double bytes = 2.0 * 2.0 * double(c.s.n) * c.s.hw * c.s.c;
+  printf("%-48s %7.1f us %6.0f GB/s  err %.2e  phases%%: fill %4.1f stats(next) %4.1f wait %4.1f merge %4.1f store %4.1f\n",
+         label, ms * 1e3, bytes / (ms * 1e-3) / 1e9, err, 100 * ph[0] / tot, 100 * ph[1] / tot, 100 * ph[2] / tot,
+         100 * ph[3] / tot, 100 * ph[4] / tot);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   Ctx c;
@@ -703,9 +934,18 @@ int main(int argc, char** argv) {
     snprintf(label, sizeof label, "copy of %d bytes of each 256", per * 16);
     printf("%-48s %7.1f us %6.0f GB/s\n", label, ms * 1e3, 2.0 * lines * per * 16 / (ms * 1e-3) / 1e9);
   }
-  // The measured variants (bench/results/2026-11-23-h100-gn-nhwc-research.md): MODE bits 1
-  // (no barrier wait), 2 (one piece of statistics), 8 (no merge), 16 (partials loaded first).
+  // The measured variants (bench/results/2026-11-23-h100-grid-tier-stop14.md and
+  // 2026-11-23-h100-stop16-experiments.md): MODE bits 1
+  // (no barrier wait), 2 (one piece of statistics), 8 (no merge), 16 (partials loaded first),
+  // 32 (the last block to arrive merges and publishes the statistics; the others wait for it).
+  runPipe<16, 1024>(c, "pipelined: R16 T1024, three buffers");
+  runPipe<16, 512>(c, "pipelined: R16 T512, three buffers");
+  runPipe<8, 512, 2>(c, "pipelined: R8 T512 x2/SM, three buffers", 2);
   run<16, 8, 1, 512, 3>(c, 3, "R16 piece8 T512 NG3 P132 (loom today)");
+  run<16, 8, 1, 512, 3, 32>(c, 3, "R16 piece8 T512 NG3 P132 last block merges");
+  run<16, 8, 1, 512, 3, 48>(c, 3, "R16 piece8 T512 NG3 P132 last merges, loads first");
+  run<16, 8, 1, 512, 3>(c, 3, "R16 piece8 T512 NG3 P132 (loom today), again");
+  run<16, 8, 1, 512, 3, 32>(c, 3, "R16 piece8 T512 NG3 P132 last block merges, again");
   run<16, 16, 1, 512, 3>(c, 3, "R16 piece16 T512 NG3 P132");
   run<16, 8, 1, 512, 3, 16>(c, 3, "R16 piece8 T512 NG3 P132 loads first");
   run<16, 8, 1, 512, 3, 3>(c, 3, "R16 piece8 T512 NG3 P132 NOSTATS NOWAIT");

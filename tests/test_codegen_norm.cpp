@@ -335,6 +335,37 @@ TEST_CASE("small sets of neighbouring rows go over fewer blocks each, more sets 
   }
 }
 
+TEST_CASE("GPUs of any SM count: a grid set takes two blocks or more, one SM none", "[norm][ptx]") {
+  // Channels-last instance norm whose sets of 16 rows one block of 512 threads holds: with 108
+  // SMs (an A100) or 46, each set once went to a grid group of ONE block, and the emitter
+  // crashed (scripts/fuzz_compile.py, seeds 3 to 5). With one SM there is no grid tier at all.
+  auto in = findExample("instance_norm")->build(DType::BF16);
+  const Bindings img{{"N", 16}, {"C", 128}, {"H", 28}, {"W", 56}};
+  auto rn = findExample("rms_norm")->build(DType::F32);
+  const Bindings rows{{"N", 5}, {"D", (int64_t{1} << 19) + 8}};
+  for (int sm : {80, 90}) {
+    for (int sms : {1, 2, 3, 46, 108, 114, 132}) {
+      for (int which = 0; which < 2; ++which) {
+        const ir::Fusion& f = which == 0 ? *in : *rn;
+        const Bindings& sizes = which == 0 ? img : rows;
+        auto descs = which == 0 ? descsFor(f, sizes, {{"x", {3, 2, 1, 0}}}) : descsFor(f, sizes);
+        INFO(f.name() << " sm_" << sm << ", " << sms << " SMs");
+        StageText text;
+        auto k = compileFusion(f, sizes, descs, CompileOptions{sm, sms}, &text);
+        INFO(text[DumpStage::Schedule]);
+        if (sms == 1) CHECK_FALSE(k.cooperative);
+        if (k.cooperative) {
+          CHECK(text[DumpStage::Schedule].find("each split over 1 block") == std::string::npos);
+          CHECK(k.grid >= 2u);
+        }
+        std::string err = codegen::ptxasCheck(k.ptx, sm);
+        INFO(err);
+        CHECK(err.empty());
+      }
+    }
+  }
+}
+
 TEST_CASE("the grid tier takes more groups for more long rows", "[norm]") {
   auto f = findExample("rms_norm")->build(DType::F32);
   // Rows of 2^19 + 8 f32 (2 MiB: more than a cluster holds), one a set; a group walks 4+ sets.

@@ -101,7 +101,9 @@ struct GridShape {
 GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev, const std::function<bool(int)>& fits) {
   const int P = dev.sm_count;
   if (P < 2 || std::getenv("LOOM_NO_SUBGRID") || std::getenv("LOOM_TUNE_GRID_GROUPS")) return {P, groups};
-  int least = 1;
+  // Two blocks a set at least: a set one block holds alone has no grid-wide meeting (and with
+  // 108 SMs, 128 sets of group norm would otherwise get one block each).
+  int least = 2;
   while (least < P && !fits(least)) ++least;
   const int g = static_cast<int>(std::min<int64_t>(sets, int64_t{per_sm} * P / least));
   const int split = std::min(P, per_sm * P / std::max(1, g));
@@ -114,6 +116,7 @@ GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev,
 // barrier counter and an exit counter (at bytes 0 and 64 of its own 128), then per reduction
 // and iteration parity one (count, mean, M2) slot of 8 bytes each per block and row.
 void setGrid(NormKernel& k, int groups, int rows, int reductions) {
+  LOOM_ASSERT(k.split >= 2, "the grid tier with {} block{} a set", k.split, k.split == 1 ? "" : "s");
   k.grid_sync = true;
   k.grid_groups = groups;
   k.cluster = 1;  // over an earlier placement's cluster
@@ -234,7 +237,8 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
 std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t row_axis, const std::set<Leaf>& held,
                                                 const std::vector<TensorDesc>& inputs, int row_vec,
                                                 const DeviceInfo& dev, int* groups, int* split) {
-  if (dev.sm < 80 || std::getenv("LOOM_NO_GRID")) return std::nullopt;
+  // A grid of one SM has no blocks to split a set over.
+  if (dev.sm < 80 || dev.sm_count < 2 || std::getenv("LOOM_NO_GRID")) return std::nullopt;
   const int min_rows = std::max(row_vec, 32 / heldByteRange(held, inputs).first);
   const int64_t P = dev.sm_count;
   // For tuning sweeps only: LOOM_TUNE_ROWS_PER_BLOCK (R), LOOM_TUNE_GRID_GROUPS (G),
@@ -673,6 +677,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     // The grid tier: every SM's block takes a slice of each set of `rows` neighbouring rows.
     auto onGrid = [&](int rows, int groups) {
       const int P = dev.sm_count;
+      if (P < 2) return false;  // one SM: no blocks to split a set over
       int t = 1024 / groups / rows;
       if (groups == 3 && t < 32 && 2048 / groups / rows >= 32) t = 32;  // 16-row sets: 512 threads
       if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
