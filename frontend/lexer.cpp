@@ -64,7 +64,14 @@ class Lexer {
     advance();
     if (std::string_view(":,=[](){}*/-").find(c) != std::string_view::npos)
       return {TokKind::Punct, std::string(1, c), at};
-    return {TokKind::Invalid, std::string(1, c), at};
+    // A character outside ASCII: its whole UTF-8 sequence, so that messages quote it whole.
+    std::string bad(1, c);
+    if (static_cast<unsigned char>(c) >= 0xC0)
+      while (bad.size() < 4 && (static_cast<unsigned char>(peek()) & 0xC0) == 0x80) {
+        bad += peek();
+        advance();
+      }
+    return {TokKind::Invalid, bad, at};
   }
 
   template <typename Pred>
@@ -122,8 +129,16 @@ std::string Token::describe() const {
   switch (kind) {
     case TokKind::End: return "end of input";
     case TokKind::String: return fmt::format("string \"{}\"", text);
-    case TokKind::Invalid:
-      return text[0] == '"' ? "an unterminated string" : fmt::format("`{}`", text);
+    case TokKind::Invalid: {
+      if (text[0] == '"') return "an unterminated string";
+      const auto lead = static_cast<unsigned char>(text[0]);
+      // The bytes a UTF-8 sequence with this lead byte has: 2 to 4 (0 for none).
+      const size_t want = lead >= 0xF0 && lead < 0xF8 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
+      if (lead >= 0x80 && want == text.size()) return fmt::format("`{}` (outside ASCII)", text);
+      if (lead >= 0x80 || lead < 0x20 || lead == 0x7F)
+        return fmt::format("byte 0x{:02X}{}", lead, lead >= 0x80 ? " (not valid UTF-8)" : "");
+      return fmt::format("`{}`", text);
+    }
     default: return fmt::format("`{}`", text);
   }
 }

@@ -390,6 +390,17 @@ TEST_CASE("malformed files: structure around the fusion", "[text]") {
              Catch::StartsWith("<input>:2:3: error: expected a statement"));
 }
 
+TEST_CASE("stray bytes are quoted whole, never as half a UTF-8 character", "[text]") {
+  auto at = [](const std::string& junk) { return parseError("fusion f {\n  in x: f32[N]" + junk + "\n}\n"); };
+  // scripts/fuzz_text.py found messages quoting the first byte of `é` alone: not UTF-8.
+  CHECK_THAT(at("\xC3\xA9"), Catch::Contains("found `\xC3\xA9` (outside ASCII)"));
+  CHECK_THAT(at("\xE2\x82\xAC"), Catch::Contains("found `\xE2\x82\xAC` (outside ASCII)"));
+  CHECK_THAT(at("\xC3"), Catch::Contains("found byte 0xC3 (not valid UTF-8)"));
+  CHECK_THAT(at("\xFF\xFE"), Catch::Contains("found byte 0xFF (not valid UTF-8)"));
+  CHECK_THAT(at("\x01"), Catch::Contains("found byte 0x01"));
+  CHECK_THAT(at("@"), Catch::Contains("found `@`"));
+}
+
 TEST_CASE("parseFusionFile reads files and names them in errors", "[text]") {
   try {
     parseFusionFile("/nonexistent/dir/f.loom");

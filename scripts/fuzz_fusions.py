@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Seeded random fusions in loom's text format, through every CPU stage: no GPU needed.
+
+Each case writes a fusion of one to three inputs (rank 1 to 4, f16, bf16 or f32, any memory
+order) built from random pointwise ops, casts, reductions over random dims (kept as size-1
+dims and used again, as normalizations do), broadcasts, permutes, and outputs of any of those.
+It then runs `loom segment`, `loom dump --stage ptx` (every kernel through ptxas) and `loom
+eval` (the float64 reference) on small sizes, and fails on a crash, an internal error or PTX that
+ptxas rejects. With --run (on the GPU machine) `loom run` replaces eval, and a mismatch against
+the reference fails too. Group norm's shape is among the steps: C split into 4 x C/4 by a
+reshape, statistics over some split dims, applied, and reshaped back. A fusion loom refuses with a user error (say, a reduction over atoms another
+reduction splits) is counted as refused, with the first line of its message.
+
+    python3 scripts/fuzz_fusions.py [--seed S] [--cases N] [--budget-s T] [--keep DIR]
+
+A failure prints the fusion's file (under --keep, or a temporary directory it keeps) and the
+command that reproduces it.
+"""
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+UNARY = ["neg", "abs", "relu", "exp", "tanh", "sigmoid", "silu", "sqrt", "rsqrt", "log", "gelu", "erf"]
+BINARY = ["add", "sub", "mul", "div", "max", "min"]
+REDUCE = ["sum", "amax", "amin", "mean"]
+SYMS = ["N", "C", "H", "W"]
+
+
+class Gen:
+    def __init__(self, rng):
+        self.rng = rng
+        self.lines = []
+        self.n = 0
+        self.values = []  # (name, dtype, shape): shape entries are symbols or "1b"
+
+    def fresh(self):
+        self.n += 1
+        return f"t{self.n}"
+
+    @staticmethod
+    def ty(dtype, shape):
+        return f"{dtype}[{', '.join(shape)}]"
+
+    def emit(self, dtype, shape, rhs):
+        name = self.fresh()
+        self.lines.append(f"  {name}: {self.ty(dtype, shape)} = {rhs}")
+        self.values.append((name, dtype, shape))
+        return name, dtype, shape
+
+    def pick(self, want_full=None):
+        cands = [v for v in self.values if v[1] != "bool"]
+        if want_full is not None:
+            cands = [v for v in cands if v[2] == want_full] or cands
+        return self.rng.choice(cands)
+
+    def f32(self, v):
+        return v if v[1] == "f32" else self.emit("f32", v[2], f"cast({v[0]}, to=f32)")
+
+    def step(self, full):
+        rng = self.rng
+        r = rng.random()
+        if r < 0.3:
+            v = self.f32(self.pick(full))
+            return self.emit("f32", v[2], f"{rng.choice(UNARY)}({v[0]})")
+        if r < 0.55:
+            a = self.f32(self.pick(full))
+            # The other operand: the same shape, or one whose size-1 dims broadcast over a's.
+            others = [v for v in self.values if v[1] != "bool" and len(v[2]) == len(a[2]) and
+                      all(y == x or y == "1b" for x, y in zip(a[2], v[2]))]
+            b = self.f32(rng.choice(others)) if others else a
+            shape = [x if x != "1b" else y for x, y in zip(a[2], b[2])]
+            return self.emit("f32", shape, f"{rng.choice(BINARY)}({a[0]}, {b[0]})")
+        if r < 0.75:
+            v = self.f32(self.pick(full))
+            dims = [i for i, x in enumerate(v[2]) if x != "1b"]
+            if not dims:
+                return v
+            k = rng.randint(1, len(dims))
+            red = sorted(rng.sample(dims, k))
+            shape = ["1b" if i in red else x for i, x in enumerate(v[2])]
+            if rng.random() < 0.25:
+                names = [self.fresh() for _ in range(3)]
+                n_shape = self.ty("i64", shape)
+                self.lines.append(f"  {names[0]}: {self.ty('f32', shape)}, {names[1]}: {self.ty('f32', shape)}, "
+                                  f"{names[2]}: {n_shape} = var_mean({v[0]}, dims={red}, correction={rng.choice([0, 1])}, "
+                                  f"keepdim=true)")
+                self.values.append((names[0], "f32", shape))
+                self.values.append((names[1], "f32", shape))
+                return self.values[-1]
+            return self.emit("f32", shape, f"{rng.choice(REDUCE)}({v[0]}, dims={red}, keepdim=true)")
+        if r < 0.8 and "C" in full and len(full) >= 3:
+            return self.group(full)
+        if r < 0.85:
+            v = self.pick(full)
+            to = rng.choice(["f16", "bf16", "f32"])
+            return self.emit(to, v[2], f"cast({v[0]}, to={to})")
+        # A reduced value broadcast back explicitly: drop its size-1 dims, then broadcast.
+        reduced = [v for v in self.values if "1b" in v[2] and v[1] != "bool" and any(x != "1b" for x in v[2])]
+        if not reduced:
+            return self.step(full)
+        v = rng.choice(reduced)
+        keep = [i for i, x in enumerate(v[2]) if x != "1b"]
+        drop = [i for i, x in enumerate(v[2]) if x == "1b"]
+        sq = self.emit(v[1], [v[2][i] for i in keep], f"squeeze({v[0]}, dims={drop})")
+        new = ["true" if x == "1b" else "false" for x in v[2]]
+        return self.emit(v[1], v[2], f"broadcast({sq[0]}, new=[{', '.join(new)}])")
+
+
+    def group(self, full):
+        # Group norm's shape: C split into 4 groups of C/4, statistics over some of the split
+        # dims, applied to the split value, and the result reshaped back.
+        rng = self.rng
+        v = self.f32(self.pick(full))
+        if v[2] != full:
+            return v
+        c = full.index("C")
+        split = full[:c] + ["4", "C/4"] + full[c + 1:]
+        sv = self.emit("f32", split, f"reshape({v[0]}, shape=[{', '.join(split)}])")
+        red = sorted(rng.sample(range(len(split)), rng.randint(1, len(split) - 1)))
+        rshape = ["1b" if i in red else x for i, x in enumerate(split)]
+        m = self.emit("f32", rshape, f"{rng.choice(['mean', 'amax', 'sum'])}({sv[0]}, dims={red}, keepdim=true)")
+        d = self.emit("f32", split, f"{rng.choice(['sub', 'mul', 'div'])}({sv[0]}, {m[0]})")
+        return self.emit("f32", full, f"reshape({d[0]}, shape=[{', '.join(full)}])")
+
+
+def random_fusion(rng, idx):
+    g = Gen(rng)
+    rank = rng.randint(1, 4)
+    full = SYMS[4 - rank:] if rank < 4 else SYMS[:]
+    ins = []
+    for i in range(rng.randint(1, 3)):
+        dt = rng.choice(["f16", "bf16", "f32"])
+        if i == 0 or rng.random() < 0.6:
+            shape = list(full)
+        else:  # a per-channel weight: one of the full shape's dims
+            shape = [rng.choice(full)]
+        name = f"x{i}"
+        ins.append(f"  in {name}: {g.ty(dt, shape)}")
+        g.values.append((name, dt, shape))
+        if len(shape) == 1 and len(full) > 1:
+            new = ["false" if s == shape[0] else "true" for s in full]
+            if new.count("false") == 1:
+                v = g.emit(dt, [s if s == shape[0] else "1b" for s in full], f"broadcast({name}, new=[{', '.join(new)}])")
+    for _ in range(rng.randint(2, 10)):
+        g.step(full)
+    if rng.random() < 0.2 and rank >= 2:
+        v = g.pick(full)
+        if "1b" not in v[2]:
+            order = list(range(rank))
+            rng.shuffle(order)
+            g.emit(v[1], [v[2][i] for i in order], f"permute({v[0]}, order={order})")
+    # Outputs: the last value, and sometimes another one.
+    outs = [g.values[-1]]
+    if rng.random() < 0.5:
+        outs.append(rng.choice(g.values[len(ins):] or g.values))
+    out_lines, seen = [], set()
+    for k, v in enumerate(outs):
+        if v[0] in seen or v[0].startswith("x"):
+            continue
+        seen.add(v[0])
+        out_lines.append(f"  out y{k} = {v[0]}")
+    if not out_lines:
+        v = g.emit("f32", g.values[0][2], f"cast({g.values[0][0]}, to=f32)")
+        out_lines.append(f"  out y0 = {v[0]}")
+    text = "\n".join([f"fusion fz{idx} {{", *ins, *g.lines, *out_lines, "}"]) + "\n"
+    sizes = {s: rng.choice([1, 2, 3, 5, 8, 16, 31, 64, 127, 256]) for s in full}
+    if "C" in sizes:  # 4 groups of C/4 channels
+        sizes["C"] = rng.choice([4, 8, 12, 32, 64, 128, 256])
+    while True:  # the reference evaluator holds every value in float64: at most 2^22 elements
+        total = 1
+        for v in sizes.values():
+            total *= v
+        if total <= 1 << 22:
+            break
+        big = max(sizes, key=sizes.get)
+        sizes[big] = max(4 if big == "C" else 1, sizes[big] // 4)
+    layout = None
+    if rank >= 2 and rng.random() < 0.4:
+        order = list(range(rank))
+        rng.shuffle(order)
+        layout = ",".join(map(str, order))
+    return text, sizes, layout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--loom", default="build/bin/loom")
+    ap.add_argument("--ptxas", default="/usr/local/cuda/bin/ptxas")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cases", type=int, default=300)
+    ap.add_argument("--budget-s", type=float, default=600.0)
+    ap.add_argument("--keep", help="directory for the cases' files (default: a temporary one, kept on failure)")
+    ap.add_argument("--run", action="store_true",
+                    help="on the GPU machine: `loom run --iters 0` (checked against the reference) instead of eval")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    work = args.keep or tempfile.mkdtemp(prefix="loom-fuzz-fusions-")
+    os.makedirs(work, exist_ok=True)
+    failures, refused, ok, skipped = [], {}, 0, 0
+    t0 = time.time()
+    for i in range(args.cases):
+        if time.time() - t0 > args.budget_s:
+            skipped = args.cases - i
+            break
+        text, sizes, layout = random_fusion(rng, i)
+        path = os.path.join(work, f"case{i}.loom")
+        with open(path, "w") as fh:
+            fh.write(text)
+        common = [a for s, v in sorted(sizes.items()) for a in ("--dim", f"{s}={v}")]
+        if layout:
+            common += ["--layout", f"x0={layout}"]
+        status, why = "ok", ""
+        last = ["run", path, "--iters", "0", "--seed", str(i)] if args.run else ["eval", path]
+        for cmd in (["segment", path], ["dump", path, "--stage", "ptx"], last):
+            line = " ".join(["loom", *cmd, *common])
+            p = subprocess.run([args.loom, *cmd, *common], capture_output=True, text=True, timeout=300)
+            err = p.stderr.strip()
+            if p.returncode == 1 and "loom: error:" in err and "internal" not in err:
+                status, why = "refused", err.splitlines()[0]
+                break
+            if p.returncode != 0 or "MISMATCH" in p.stdout:
+                status, why = "FAIL", f"{line}\n  exit {p.returncode}: {(p.stdout + err)[-500:]}"
+                break
+            if cmd[0] == "dump":
+                modules = [m for m in re.split(r"(?m)^(?=//\s*\n// Generated by LLVM NVPTX)", p.stdout) if ".entry" in m]
+                for m in modules:
+                    ptx = os.path.join(work, f"case{i}.ptx")
+                    with open(ptx, "w") as fh:
+                        fh.write(m[m.index("//"):])
+                    q = subprocess.run([args.ptxas, "-arch=sm_90", ptx, "-o", os.devnull], capture_output=True, text=True,
+                                       timeout=300)
+                    if q.returncode != 0:
+                        status, why = "FAIL", f"{line}\n  ptxas: {q.stderr.strip()[-400:]}"
+                        break
+                if status != "ok":
+                    break
+        if status == "ok":
+            ok += 1
+        elif status == "refused":
+            key = re.sub(r"[0-9]+", "#", why)[:120]
+            refused[key] = refused.get(key, 0) + 1
+        else:
+            failures.append((path, why))
+        print(f"{i:4d} {status:8s} {path} {why.splitlines()[0] if why else ''}"[:220], flush=True)
+    print(f"\n{ok} ok, {sum(refused.values())} refused, {len(failures)} failed, {skipped} not run (budget) of "
+          f"{args.cases} cases in {time.time() - t0:.0f} s (seed {args.seed}; files in {work})")
+    for key, n in sorted(refused.items(), key=lambda kv: -kv[1]):
+        print(f"refused x{n}: {key}")
+    for path, why in failures:
+        print(f"FAILED: {path}\n  {why}\n")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
