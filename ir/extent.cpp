@@ -140,7 +140,7 @@ std::string Extent::str() const {
     numer = std::to_string(num_);
   for (const auto& [s, p] : syms_)
     for (int i = 0; i < p; ++i) numer += (numer.empty() ? "" : "*") + s;
-  if (den_ != 1) denom += "/" + std::to_string(den_);
+  if (den_ != 1) denom.append("/").append(std::to_string(den_));
   for (const auto& [s, p] : syms_)
     for (int i = 0; i < -p; ++i) denom += "/" + s;
   return numer + denom;

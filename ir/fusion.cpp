@@ -43,7 +43,7 @@ const Value* Fusion::newValue(std::string name, DType t, std::vector<Axis> axes,
 
 std::string Fusion::freshName() {
   for (;;) {
-    std::string n = "t" + std::to_string(next_temp_++);
+    std::string n = std::string("t").append(std::to_string(next_temp_++));
     if (!findValue(n)) return n;
   }
 }

@@ -28,7 +28,7 @@ EPtr AtomExprBuilder::build(const ir::Value* v) {
     int idx = 0;
     while (f_.inputs()[static_cast<size_t>(idx)] != v) ++idx;
     const TensorDesc& d = inputs_[static_cast<size_t>(idx)];
-    ENode n{ENode::Kind::Load, v->dtype()};
+    ENode n{.kind = ENode::Kind::Load, .dtype = v->dtype()};
     n.leaf = Leaf{idx, 0, da_.atomStrides(v, d.strides, sizes_)};
     for (size_t a = 0; a < n.leaf.strides.size(); ++a)
       if (extents_[a] == 1) n.leaf.strides[a] = 0;
@@ -37,7 +37,7 @@ EPtr AtomExprBuilder::build(const ir::Value* v) {
   const ir::Op* op = v->definition();
   auto operand = [&](size_t i) { return exprOf(op->input(i)); };
   if (ir::isPointwise(op->kind())) {
-    ENode n{ENode::Kind::Op, v->dtype(), op->kind()};
+    ENode n{.kind = ENode::Kind::Op, .dtype = v->dtype(), .op = op->kind()};
     n.origin = op;
     for (size_t i = 0; i < op->inputs().size(); ++i) n.args.push_back(operand(i));
     return node(std::move(n));
@@ -46,7 +46,7 @@ EPtr AtomExprBuilder::build(const ir::Value* v) {
     case ir::OpFamily::Constant:
     case ir::OpFamily::Full: {
       const auto& a = op->attr<ir::ScalarAttrs>();
-      ENode n{ENode::Kind::Const, a.dtype};
+      ENode n{.kind = ENode::Kind::Const, .dtype = a.dtype};
       n.value = roundTo(a.dtype, a.value);
       return node(std::move(n));
     }
@@ -92,7 +92,7 @@ EPtr AtomExprBuilder::build(const ir::Value* v) {
         c.value = static_cast<double>(n);
         return node(std::move(c));
       }
-      ENode n{ENode::Kind::Reduce, v->dtype(), op->kind()};
+      ENode n{.kind = ENode::Kind::Reduce, .dtype = v->dtype(), .op = op->kind()};
       n.origin = op;
       n.args.push_back(operand(0));
       n.out_index = v == op->output(0) ? 0 : 1;

@@ -140,7 +140,7 @@ EPtr StridedExprBuilder::build(const ir::Value* v) {
     for (int a = 0; a < rank; ++a)
       if (v->axis(static_cast<size_t>(a)).broadcast || d.shape[static_cast<size_t>(a)] == 1)
         l.strides[static_cast<size_t>(a)] = 0;
-    ENode n{ENode::Kind::Load, v->dtype()};
+    ENode n{.kind = ENode::Kind::Load, .dtype = v->dtype()};
     n.leaf = l;
     return node(std::move(n));
   }
@@ -148,7 +148,7 @@ EPtr StridedExprBuilder::build(const ir::Value* v) {
   auto family = op->family();
   auto operand = [&](size_t i) { return exprOf(op->input(i)); };
   if (ir::isPointwise(op->kind())) {
-    ENode n{ENode::Kind::Op, v->dtype(), op->kind()};
+    ENode n{.kind = ENode::Kind::Op, .dtype = v->dtype(), .op = op->kind()};
     n.origin = op;
     for (size_t i = 0; i < op->inputs().size(); ++i) {
       EPtr a = operand(i);
@@ -164,7 +164,7 @@ EPtr StridedExprBuilder::build(const ir::Value* v) {
     case OpFamily::Constant:
     case OpFamily::Full: {
       const auto& a = op->attr<ir::ScalarAttrs>();
-      ENode n{ENode::Kind::Const, a.dtype};
+      ENode n{.kind = ENode::Kind::Const, .dtype = a.dtype};
       n.value = roundTo(a.dtype, a.value);
       return node(std::move(n));
     }

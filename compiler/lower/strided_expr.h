@@ -35,8 +35,8 @@ struct ENode {
   enum class Kind { Load, Const, Op, Reduce } kind;
   DType dtype;
   ir::OpKind op = ir::OpKind::Add;  // Op
-  std::vector<EPtr> args;           // Op
-  Leaf leaf;                        // Load
+  std::vector<EPtr> args{};         // Op
+  Leaf leaf{};                      // Load
   double value = 0;                 // Const
   const ir::Op* origin = nullptr;   // the fusion op it computes (Op), for dumps
   int out_index = 0;                // Reduce of VarMean
