@@ -23,37 +23,7 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
-
-constexpr int kGroups = 32;
-constexpr int kCpg = 4;  // channels per group: C = 128 (checked in main)
-
-struct Shape {
-  int n, hw, c;
-};
-
-struct Stats {
-  float n, mean, m2;
-};
-
-__device__ __forceinline__ Stats chan(Stats a, Stats b) {
-  float n = a.n + b.n;
-  if (n == 0.f) return a;
-  float d = b.mean - a.mean;
-  float fb = __fdividef(b.n, n);
-  return Stats{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
-}
-
-__device__ __forceinline__ Stats shflStats(Stats s, int off) {
-  return Stats{__shfl_xor_sync(~0u, s.n, off), __shfl_xor_sync(~0u, s.mean, off), __shfl_xor_sync(~0u, s.m2, off)};
-}
+#include "gn_common.cuh"
 
 template <int PIECE>
 __device__ __forceinline__ void cpAsync(void* smem, const void* g) {
@@ -538,62 +508,6 @@ __global__ void __launch_bounds__(THREADS, MINB) gnTma(const __half* __restrict_
       counter[16] = 0;
     }
   }
-}
-
-// Reference: one block per (n, g), double sums; then normalize.
-__global__ void refStats(const __half* x, Shape s, double* mean, double* rstd) {
-  const int n = blockIdx.x / kGroups, g = blockIdx.x % kGroups, cpg = s.c / kGroups;
-  double sum = 0, sq = 0;
-  for (size_t k = threadIdx.x; k < size_t(s.hw) * cpg; k += blockDim.x) {
-    const size_t h = k / cpg, e = k % cpg;
-    const double v = __half2float(x[(size_t(n) * s.hw + h) * s.c + g * cpg + e]);
-    sum += v;
-    sq += v * v;
-  }
-  __shared__ double a[1024], q[1024];
-  a[threadIdx.x] = sum;
-  q[threadIdx.x] = sq;
-  __syncthreads();
-  for (int o = blockDim.x / 2; o > 0; o /= 2) {
-    if (threadIdx.x < o) {
-      a[threadIdx.x] += a[threadIdx.x + o];
-      q[threadIdx.x] += q[threadIdx.x + o];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    const double cnt = double(s.hw) * cpg, m = a[0] / cnt;
-    mean[blockIdx.x] = m;
-    rstd[blockIdx.x] = 1.0 / sqrt(q[0] / cnt - m * m + 1e-5);
-  }
-}
-
-__global__ void refCheck(const __half* x, const __half* y, const float* w, const float* b, Shape s, const double* mean,
-                         const double* rstd, float* maxerr) {
-  const size_t total = size_t(s.n) * s.hw * s.c;
-  float m = 0.f;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
-    const int ch = int(i % s.c);
-    const size_t n = i / (size_t(s.hw) * s.c);
-    const int g = ch / (s.c / kGroups);
-    const double r = (__half2float(x[i]) - mean[n * kGroups + g]) * rstd[n * kGroups + g] * w[ch] + b[ch];
-    m = fmaxf(m, fabsf(float(r) - __half2float(y[i])));
-  }
-  atomicMax(reinterpret_cast<int*>(maxerr), __float_as_int(m));
-}
-
-__global__ void fillRandom(__half* x, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 13;
-    h *= 0x5bd1e995u;
-    h ^= h >> 15;
-    x[i] = __float2half(float(h & 0xffff) / 65536.f * 2.f - 1.f + 0.25f * float((i >> 7) % 7));
-  }
-}
-
-__global__ void copyKernel(const uint4* a, uint4* b, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) b[i] = a[i];
 }
 
 // Copies the first `frac` of every 256-byte line (channels of the first R groups at each
