@@ -20,6 +20,7 @@ import argparse
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -253,6 +254,8 @@ def main():
         print(f"refused x{n}: {key}")
     for path, why in failures:
         print(f"FAILED: {path}\n  {why}\n")
+    if not failures and not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
     return 1 if failures else 0
 
 

@@ -13,6 +13,7 @@ import argparse
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -107,9 +108,11 @@ def main():
         if status == "FAIL":
             print(f"{i:4d} FAIL {path}", flush=True)
     print(f"{ok} accepted, {refused} refused with a user error, {len(failures)} failed of {args.cases} cases in "
-          f"{time.time() - t0:.0f} s (seed {args.seed}; files in {work})")
+          f"{time.time() - t0:.0f} s (seed {args.seed}" + (f"; files in {work})" if failures else ")"))
     for path, line, why in failures:
         print(f"FAILED: {line}\n  {why}\n")
+    if not failures:
+        shutil.rmtree(work, ignore_errors=True)
     return 1 if failures else 0
 
 
