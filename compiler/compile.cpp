@@ -24,6 +24,15 @@ void record(StageText* stages, DumpStage s, const std::string& title, const std:
 bool wanted(StageText* stages, DumpStage s) { return stages || dumpEnabled(s); }
 }  // namespace
 
+const std::vector<std::string_view>& tuningOverrides() {
+  static const std::vector<std::string_view> names = {
+#define LOOM_TUNING(name, what) #name,
+#include "compiler/tuning.def"
+#undef LOOM_TUNING
+  };
+  return names;
+}
+
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                        const CompileOptions& opts) {
   std::string key = ir::printFusion(f);
@@ -31,14 +40,9 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
   key += fmt::format("sm_{} sms {}\n", opts.sm, opts.sm_count);
   // The compiler that wrote it: kernels from another build of loom are never reused.
   key += fmt::format("loom build {}\n", LOOM_BUILD_ID);
-  // The scheduler's tuning overrides change the code: part of the key.
-  for (const char* env : {"LOOM_TUNE_THREADS_PER_ROW", "LOOM_TUNE_BLOCK_SMEM_KB", "LOOM_NO_CLUSTER", "LOOM_NO_GRID",
-                          "LOOM_NO_SMEM_ROWS", "LOOM_NO_GRID_GROUPS",
-                          "LOOM_TUNE_GRID_GROUPS", "LOOM_TUNE_MIN_BLOCKS", "LOOM_NO_ROW_VECTORS",
-                          "LOOM_TUNE_ROWS_PER_BLOCK", "LOOM_TUNE_THREAD_FILL", "LOOM_TUNE_FILL_BLOCK", "LOOM_NO_THREAD_FILL",
-                          "LOOM_TUNE_CHUNK_UNROLL", "LOOM_TUNE_ROWS_TOGETHER", "LOOM_TUNE_CLUSTER",
-                          "LOOM_TUNE_PW_UNROLL", "LOOM_TUNE_PW_BLOCKS_PER_SM", "LOOM_TUNE_PW_VEC", "LOOM_TUNE_PW_BLOCK", "LOOM_TUNE_GRID_PREFETCH", "LOOM_NO_SUBGRID", "LOOM_TUNE_ROWVEC_STATS", "LOOM_TUNE_STORE_UNROLL"})
-    if (const char* v = std::getenv(env)) key += fmt::format("env {}={}\n", env, v);
+  // The schedulers' tuning overrides change the code: part of the key.
+  for (std::string_view env : tuningOverrides())
+    if (const char* v = std::getenv(std::string(env).c_str())) key += fmt::format("env {}={}\n", env, v);
   return key;
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/schedule/pointwise.h"
@@ -43,6 +44,9 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
                              StageText* stages = nullptr);
 
 // A stable text key of everything that changes the generated code.
+// The environment overrides of the schedulers and emitters (compiler/tuning.def), in order.
+const std::vector<std::string_view>& tuningOverrides();
+
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                        const CompileOptions& opts);
 
