@@ -3,6 +3,8 @@
 // outputs as contiguous host tensors.
 #include "runtime/reference.h"
 
+#include <algorithm>
+#include <fstream>
 #include <optional>
 
 #include "ir/error.h"
@@ -66,11 +68,67 @@ Dense create(const ir::Op& op, const std::vector<int64_t>& shape) {
 
 }  // namespace reference
 
+double referencePeakBytes(const ir::Fusion& f, const Bindings& sizes, bool host_inputs) {
+  const auto values = f.values();
+  const auto ops = f.ops();
+  // In double: sizes too large for memory must not overflow the sum that says so.
+  auto numel = [&](const ir::Value* v) {
+    double n = 1;
+    for (int64_t e : evalShape(v, sizes)) n *= static_cast<double>(e);
+    return n;
+  };
+  std::vector<int> last_use(values.size(), -1);
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const ir::Value* v : ops[i]->inputs()) last_use[static_cast<size_t>(v->id())] = static_cast<int>(i);
+  for (const auto& o : f.outputs()) last_use[static_cast<size_t>(o.value->id())] = static_cast<int>(ops.size());
+  double live = 0;
+  for (const ir::Value* v : f.inputs()) {
+    live += 8 * numel(v);
+    if (host_inputs) live += dtypeBytes(v->dtype()) * numel(v);
+  }
+  double peak = live;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const ir::Value* out : ops[i]->outputs()) live += 8 * numel(out);
+    peak = std::max(peak, live);
+    for (const ir::Value* out : ops[i]->outputs())
+      if (last_use[static_cast<size_t>(out->id())] < 0) live -= 8 * numel(out);
+    for (const ir::Value* v : ops[i]->inputs())
+      if (last_use[static_cast<size_t>(v->id())] == static_cast<int>(i)) live -= 8 * numel(v);
+  }
+  for (const auto& o : f.outputs()) live += dtypeBytes(o.value->dtype()) * numel(o.value);
+  return std::max(peak, live);
+}
+
+namespace {
+// Linux's estimate of the memory that can be allocated without swapping, or -1.
+int64_t availableBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return -1;
+}
+}  // namespace
+
+void checkReferenceFits(const ir::Fusion& f, const Bindings& sizes, bool host_inputs, const std::string& hint) {
+  const int64_t avail = availableBytes();
+  if (avail < 0) return;
+  const double need = referencePeakBytes(f, sizes, host_inputs);
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  LOOM_USER_CHECK(need <= static_cast<double>(avail),
+                  "the CPU reference for `{}` at these sizes would hold about {:.1f} GiB at once (a float64 "
+                  "copy of each live value), more than the {:.1f} GiB this machine has available; {}",
+                  f.name(), need / kGiB, static_cast<double>(avail) / kGiB, hint);
+}
+
 std::vector<HostTensor> evaluateReference(const ir::Fusion& f,
                                           const std::vector<HostTensor>& inputs,
                                           const Bindings& given) {
   using reference::Dense;
   const Bindings b = bindSizes(f, inputs, given);
+  checkReferenceFits(f, b, /*host_inputs=*/false, "evaluate smaller inputs");
   const auto values = f.values();
   const auto ops = f.ops();
 

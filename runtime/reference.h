@@ -10,6 +10,8 @@
 // amax/amin throw loom::Error. Int values are exact up to 2^53 (the double's integer range).
 // Large ops run by ranges on several threads (reductions by ranges of outputs, each output's
 // inputs in row-major order): the results are the same bits on any number of threads.
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ir/fusion.h"
@@ -23,5 +25,17 @@ namespace loom {
 std::vector<HostTensor> evaluateReference(const ir::Fusion& fusion,
                                           const std::vector<HostTensor>& inputs,
                                           const Bindings& given = {});
+
+// The most host memory evaluateReference holds at once for `fusion` at these sizes: the float64
+// copy of every live value (an input's until its last use, an intermediate's from its op to
+// its last use), the outputs as host tensors, and, with `host_inputs`, the inputs themselves
+// in their dtypes (what a caller allocates before it calls the evaluator).
+double referencePeakBytes(const ir::Fusion& fusion, const Bindings& sizes, bool host_inputs);
+
+// Throws loom::Error, saying how much the evaluation would need and how much memory is
+// available (Linux's MemAvailable), where referencePeakBytes is more than that: an evaluation
+// that large would be killed for want of memory rather than fail. `hint` ends the message
+// (what the user can do instead). Does nothing where the available memory is not known.
+void checkReferenceFits(const ir::Fusion& fusion, const Bindings& sizes, bool host_inputs, const std::string& hint);
 
 }  // namespace loom

@@ -10,6 +10,7 @@
 
 #include "frontend/builder.h"
 #include "frontend/composites.h"
+#include "ir/error.h"
 #include "runtime/host_tensor.h"
 #include "runtime/reference.h"
 
@@ -504,5 +505,30 @@ TEST_CASE("reference composites: no cancellation at a large offset", "[reference
       if (!(std::fabs(std_naive - 1) < 1e-3)) ++failing_rows;  // NaN counts as failing
     }
     CHECK(failing_rows == 4);
+  }
+}
+
+TEST_CASE("the reference refuses sizes whose float64 copies would not fit memory, saying how much", "[reference]") {
+  // Found by scripts/fuzz_fusions.py: an evaluation of 2^31 elements was killed by the kernel
+  // for want of memory instead of failing with a message.
+  FusionBuilder fb("ln");
+  auto x = fb.input("x", DType::F16, {"N", "D"});
+  fb.output("y", layer_norm(x, {"D"}));
+  auto f = fb.finish();
+  const Bindings small{{"N", 4}, {"D", 8}};
+  // At least the float64 copy of x and of its f32 cast at once, plus the output; the caller's
+  // f16 inputs on top with host_inputs.
+  const double n = 32;
+  CHECK(referencePeakBytes(*f, small, false) >= 8 * n * 2 + 2 * n);
+  CHECK(referencePeakBytes(*f, small, true) == referencePeakBytes(*f, small, false) + 2 * n);
+  CHECK_NOTHROW(checkReferenceFits(*f, small, true, "smaller"));
+  const Bindings huge{{"N", int64_t{1} << 30}, {"D", int64_t{1} << 20}};  // 2^50 elements: petabytes
+  CHECK(referencePeakBytes(*f, huge, false) > 1e16);
+  try {
+    checkReferenceFits(*f, huge, true, "give smaller sizes");
+    SUCCEED("no /proc/meminfo here: nothing to check against");
+  } catch (const loom::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("the CPU reference for `ln`") && Catch::Contains("GiB at once") &&
+                             Catch::EndsWith("give smaller sizes"));
   }
 }

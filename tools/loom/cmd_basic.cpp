@@ -55,6 +55,7 @@ int runEval(const Args& a) {
   auto l = loadFromArgs(a, "eval");
   auto layouts = layoutsFromArgs(a, *l.fusion);
   uint64_t seed = a.get("seed") ? std::stoull(*a.get("seed")) : 0;
+  checkReferenceFits(*l.fusion, l.sizes, /*host_inputs=*/true, "give smaller sizes (--dim)");
   auto inputs = randomInputs(*l.fusion, l.sizes, layouts, seed);
   auto outs = evaluateReference(*l.fusion, inputs, l.sizes);
   std::string sizes;

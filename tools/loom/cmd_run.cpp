@@ -18,6 +18,10 @@ int runRun(const Args& a) {
   std::string why;
   LOOM_USER_CHECK(runtime::gpuAvailable(&why), "{}", why);
   auto& dev = runtime::Device::get();
+  const bool check = a.flag("check") || !a.flag("no-check");
+  if (check)
+    checkReferenceFits(*l.fusion, l.sizes, /*host_inputs=*/true,
+                       "give smaller sizes (--dim), or run without the check (--no-check)");
   auto host_in = randomInputs(*l.fusion, l.sizes, layouts, seed);
   std::vector<DeviceTensor> dev_in;
   for (const auto& h : host_in) dev_in.push_back(DeviceTensor::fromHost(h));
@@ -34,7 +38,7 @@ int runRun(const Args& a) {
   ex.runInto(dev_in, outs, l.sizes);
   dev.synchronize();
   bool ok = true;
-  if (a.flag("check") || !a.flag("no-check")) {
+  if (check) {
     auto ref = evaluateReference(*l.fusion, host_in, l.sizes);
     for (size_t i = 0; i < outs.size(); ++i) {
       auto c = compareToReference(outs[i].toHost(), ref[i], elementTolerance(*l.fusion, ref[i].dtype()));
