@@ -99,3 +99,27 @@ TEST_CASE("run without a GPU fails with one clear line", "[cli]") {
   CHECK(r.out.find("no NVIDIA GPU found") != std::string::npos);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
 }
+
+TEST_CASE("numeric options out of range or malformed name the option and the range", "[cli]") {
+  // Before: `--sms 0` compiled for no SMs, `--seed -1` wrapped around, `--seed x` said only
+  // "stoull", `--arch sm_90x` passed as sm_90, `--iters 5x` as 5.
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  for (const Case& c : {Case{"dump layer_norm --stage ptx --sms 0", "--sms `0` must be a whole number from 1 to 1024"},
+                        Case{"dump layer_norm --stage ptx --sms 99999999999", "--sms `99999999999` must be a whole number"},
+                        Case{"dump layer_norm --stage ptx --arch sm_90x", "--arch `sm_90x` must look like sm_90"},
+                        Case{"eval layer_norm --seed -1", "--seed `-1` must be a whole number from 0"},
+                        Case{"eval layer_norm --seed x", "--seed `x` must be a whole number"},
+                        Case{"bench layer_norm --iters 5x", "--iters `5x` must be a whole number from 1 to 1000000"},
+                        Case{"run layer_norm --iters x", "--iters `x` must be a whole number from 0 to 1000000"},
+                        Case{"eval layer_norm --dtype f8", "try f16, bf16, f32 or f64"}}) {
+    INFO(c.args);
+    auto r = runLoom(c.args);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::StartsWith("loom: error: ") && Catch::Contains(c.says));
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  }
+  CHECK(runLoom("dump layer_norm --stage schedule --sms 7").status == 0);
+}

@@ -48,6 +48,9 @@ struct Loaded {
 Loaded loadFromArgs(const Args& a, const std::string& cmd);
 // `--layout x=nhwc` (or nchw, or a permutation like 0,2,3,1): memory order per input name.
 std::map<std::string, std::vector<int>> layoutsFromArgs(const Args& a, const ir::Fusion& f);
+// `--NAME V` as a whole number in [lo, hi], or `fallback` where it is not given; anything else
+// is a user error that names the option and the range.
+int64_t intOption(const Args& a, const std::string& name, int64_t fallback, int64_t lo, int64_t hi);
 // Seeded random inputs with the given sizes and layouts.
 std::vector<HostTensor> randomInputs(const ir::Fusion& f, const Bindings& sizes,
                                      const std::map<std::string, std::vector<int>>& layouts,

@@ -61,6 +61,21 @@ static int64_t parseInt(const std::string& s, const std::string& what) {
   return v;
 }
 
+int64_t intOption(const Args& a, const std::string& name, int64_t fallback, int64_t lo, int64_t hi) {
+  auto v = a.get(name);
+  if (!v) return fallback;
+  size_t pos = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(*v, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  LOOM_USER_CHECK(pos == v->size() && !v->empty() && x >= lo && x <= hi,
+                  "--{} `{}` must be a whole number from {} to {}", name, *v, lo, hi);
+  return x;
+}
+
 Loaded loadFromArgs(const Args& a, const std::string& cmd) {
   LOOM_USER_CHECK(!a.positionals().empty(), "`loom {}` needs a FUSION (a built-in name from "
                   "`loom examples`, or a file)", cmd);
@@ -70,7 +85,7 @@ Loaded loadFromArgs(const Args& a, const std::string& cmd) {
   std::optional<DType> dtype;
   if (auto d = a.get("dtype")) {
     dtype = parseDType(*d);
-    LOOM_USER_CHECK(dtype.has_value(), "--dtype `{}` is not a dtype; try f16, bf16 or f32", *d);
+    LOOM_USER_CHECK(dtype.has_value(), "--dtype `{}` is not a dtype; try f16, bf16, f32 or f64", *d);
   }
   l.fusion = loadFusion(a.positionals()[0], &l.sizes, dtype);
   auto syms = l.fusion->symbols();

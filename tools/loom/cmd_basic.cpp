@@ -1,6 +1,7 @@
 // `loom examples`, `loom print`, `loom eval`.
 #include <cmath>
 #include <iostream>
+#include <limits>
 
 #include "tools/loom/cli.h"
 
@@ -54,7 +55,7 @@ std::string summarize(const HostTensor& t, int max_values) {
 int runEval(const Args& a) {
   auto l = loadFromArgs(a, "eval");
   auto layouts = layoutsFromArgs(a, *l.fusion);
-  uint64_t seed = a.get("seed") ? std::stoull(*a.get("seed")) : 0;
+  const auto seed = static_cast<uint64_t>(intOption(a, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
   checkReferenceFits(*l.fusion, l.sizes, /*host_inputs=*/true, "give smaller sizes (--dim)");
   auto inputs = randomInputs(*l.fusion, l.sizes, layouts, seed);
   auto outs = evaluateReference(*l.fusion, inputs, l.sizes);

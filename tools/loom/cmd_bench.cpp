@@ -232,11 +232,7 @@ int benchImpl(const Args& a, BenchResult& r) {
   auto l = loadFromArgs(a, "bench");
   auto layouts = layoutsFromArgs(a, *l.fusion);
   r.fusion = l.fusion->name();
-  int fixed_reps = 0;
-  if (auto it = a.get("iters")) {
-    fixed_reps = std::atoi(it->c_str());
-    LOOM_USER_CHECK(fixed_reps > 0, "--iters `{}` must be a positive whole number", *it);
-  }
+  const int fixed_reps = static_cast<int>(intOption(a, "iters", 0, 1, 1000000));
   std::string why;
   LOOM_USER_CHECK(runtime::gpuAvailable(&why), "{}", why);
   auto& dev = runtime::Device::get();

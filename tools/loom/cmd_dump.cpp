@@ -13,12 +13,10 @@ namespace loom::cli {
 int parseArch(const Args& a) {
   auto arch = a.get("arch").value_or("sm_90");
   LOOM_USER_CHECK(arch.rfind("sm_", 0) == 0 && arch.size() > 3, "--arch `{}` must look like sm_90", arch);
-  int sm = 0;
-  try {
-    sm = std::stoi(arch.substr(3));
-  } catch (...) {
-    fail("--arch `{}` must look like sm_90", arch);
-  }
+  const std::string digits = arch.substr(3);
+  LOOM_USER_CHECK(digits.size() <= 3 && digits.find_first_not_of("0123456789") == std::string::npos,
+                  "--arch `{}` must look like sm_90", arch);
+  const int sm = std::stoi(digits);
   auto ok = codegen::supportedSms();
   LOOM_USER_CHECK(std::find(ok.begin(), ok.end(), sm) != ok.end(), "--arch {}: loom emits PTX for "
                   "sm_{}", arch, fmt::join(ok, ", sm_"));
@@ -63,7 +61,7 @@ int runDump(const Args& a) {
   LOOM_USER_CHECK(stage != DumpStage::Launch, "stage `launch` happens only while running; use "
                   "LOOM_DUMP=launch with `loom run`");
   CompileOptions opts{parseArch(a), 132};
-  if (auto sms = a.get("sms")) opts.sm_count = std::stoi(*sms);
+  opts.sm_count = static_cast<int>(intOption(a, "sms", opts.sm_count, 1, 1024));
   auto descs = describeInputs(*l.fusion, l.sizes, layouts);
   StageText text;
   // Binding checks sizes against the fusion the same way a run would.

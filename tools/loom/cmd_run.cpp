@@ -2,6 +2,7 @@
 // reference, time the kernel.
 #include <algorithm>
 #include <iostream>
+#include <limits>
 
 #include "runtime/compare.h"
 #include "runtime/cuda_driver.h"
@@ -14,7 +15,8 @@ namespace loom::cli {
 int runRun(const Args& a) {
   auto l = loadFromArgs(a, "run");
   auto layouts = layoutsFromArgs(a, *l.fusion);
-  uint64_t seed = a.get("seed") ? std::stoull(*a.get("seed")) : 0;
+  const auto seed = static_cast<uint64_t>(intOption(a, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
+  const int iters = static_cast<int>(intOption(a, "iters", 20, 0, 1000000));
   std::string why;
   LOOM_USER_CHECK(runtime::gpuAvailable(&why), "{}", why);
   auto& dev = runtime::Device::get();
@@ -46,7 +48,6 @@ int runRun(const Args& a) {
       std::cout << fmt::format("  {:<18} {}\n", l.fusion->outputs()[i].name, c.str());
     }
   }
-  int iters = a.get("iters") ? std::stoi(*a.get("iters")) : 20;
   if (iters > 0) {
     // Aliased outputs are updated in place: re-upload inputs is unnecessary for timing.
     std::vector<float> times;
