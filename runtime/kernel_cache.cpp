@@ -59,8 +59,8 @@ std::string serializeKernel(const std::string& key, const CompiledKernel& k) {
   return body + fmt::format("\nchecksum {:016x}\n", fnv1a(body));
 }
 
-std::optional<CompiledKernel> deserializeKernel(const std::string& text, const std::string& key,
-                                                std::string* why) {
+namespace {
+std::optional<CompiledKernel> parseEntry(const std::string& text, const std::string& key, std::string* why) {
   auto bad = [&](std::string w) -> std::optional<CompiledKernel> {
     if (why) *why = std::move(w);
     return std::nullopt;
@@ -107,10 +107,24 @@ std::optional<CompiledKernel> deserializeKernel(const std::string& text, const s
   }
   size_t plen = 0;
   if (!(is >> tag >> plen) || tag != "ptx") return bad("malformed ptx line");
+  if (plen > body.size()) return bad("a PTX length longer than the file");
   is.get();
   k.ptx.resize(plen);
   if (!is.read(k.ptx.data(), static_cast<std::streamsize>(plen))) return bad("truncated PTX");
   return k;
+}
+}  // namespace
+
+std::optional<CompiledKernel> deserializeKernel(const std::string& text, const std::string& key,
+                                                std::string* why) {
+  // A well-formed checksum over malformed numbers (a file written by hand, or by a broken
+  // writer) is refused like any other bad entry, never thrown past the cache.
+  try {
+    return parseEntry(text, key, why);
+  } catch (const std::exception& e) {
+    if (why) *why = fmt::format("malformed entry ({})", e.what());
+    return std::nullopt;
+  }
 }
 
 static std::string entryPath(const std::string& key) {

@@ -64,6 +64,27 @@ TEST_CASE("corrupt, truncated or foreign cache entries are refused with a reason
   CHECK_FALSE(runtime::deserializeKernel(good, "key-2", &why));
   CHECK(why.find("another kernel") != std::string::npos);
   CHECK_FALSE(runtime::deserializeKernel("", "key-1", &why));
+  // Malformed numbers under a valid checksum (a hand-written or broken writer's file): refused
+  // with a reason, not thrown.
+  auto resealed = [](std::string body) {
+    body = body.substr(0, body.rfind("\nchecksum "));
+    return body + fmt::format("\nchecksum {:016x}\n", runtime::fnv1a(body));
+  };
+  std::string nokey = good;
+  nokey.replace(nokey.find("key 5"), 5, "key x");
+  CHECK_FALSE(runtime::deserializeKernel(resealed(nokey), "key-1", &why));
+  CHECK_THAT(why, Catch::StartsWith("malformed"));
+  std::string badshape = resealed(runtime::serializeKernel("key-1", sample()));
+  CHECK(runtime::deserializeKernel(badshape, "key-1", &why));  // resealing alone changes nothing
+  const auto out = badshape.find("\nout ");
+  REQUIRE(out != std::string::npos);
+  badshape.replace(badshape.find(' ', out + 5) + 1, 1, "z");
+  CHECK_FALSE(runtime::deserializeKernel(resealed(badshape), "key-1", &why));
+  CHECK_THAT(why, Catch::StartsWith("malformed"));
+  std::string longptx = good;
+  longptx.replace(longptx.find("\nptx ") + 5, 2, "999999999");
+  CHECK_FALSE(runtime::deserializeKernel(resealed(longptx), "key-1", &why));
+  CHECK(why == "a PTX length longer than the file");
 }
 
 TEST_CASE("the disk cache stores atomically and drops a corrupt file", "[cache]") {
