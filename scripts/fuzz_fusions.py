@@ -6,9 +6,11 @@ order) built from random pointwise ops, casts, reductions over random dims (kept
 dims and used again, as normalizations do), broadcasts, permutes, and outputs of any of those.
 It then runs `loom segment`, `loom dump --stage ptx` (every kernel through ptxas) and `loom
 eval` (the float64 reference) on small sizes, and fails on a crash, an internal error or PTX that
-ptxas rejects. With --run (on the GPU machine) `loom run` replaces eval, and a mismatch against
+ptxas rejects, or on a kernel that iterates more elements than any value holds (rows
+repeated for nothing). With --run (on the GPU machine) `loom run` replaces eval, and a mismatch against
 the reference fails too. Group norm's shape is among the steps: C split into 4 x C/4 by a
-reshape, statistics over some split dims, applied, and reshaped back. A fusion loom refuses with a user error (say, a reduction over atoms another
+reshape, statistics over some split dims, applied, and reshaped back. Some fusions read gate
+matrices as slices, as the LSTM and GRU cells do. A fusion loom refuses with a user error (say, a reduction over atoms another
 reduction splits) is counted as refused, with the first line of its message.
 
     python3 scripts/fuzz_fusions.py [--seed S] [--cases N] [--budget-s T] [--keep DIR]
@@ -132,7 +134,38 @@ class Gen:
         return self.emit("f32", full, f"reshape({d[0]}, shape=[{', '.join(full)}])")
 
 
+def gate_fusion(rng, idx):
+    # LSTM/GRU-style: one gate matrix [N, k*W] (and sometimes a second) read as k slices
+    # [N, W], combined pointwise, sometimes reduced over W, the result cast back.
+    g = Gen(rng)
+    k = rng.randint(2, 4)
+    full = ["N", "W"]
+    ins = []
+    parts = []
+    for i in range(rng.randint(1, 2)):
+        dt = rng.choice(["f16", "bf16", "f32"])
+        name = f"x{i}"
+        ins.append(f"  in {name}: {dt}[N, {k}*W]")
+        for j in range(k):
+            lo = "0" if j == 0 else ("W" if j == 1 else f"{j}*W")
+            hi = "W" if j == 0 else f"{j + 1}*W"
+            parts.append(g.emit(dt, full, f"slice({name}, starts=[0, {lo}], stops=[N, {hi}])"))
+    for _ in range(rng.randint(2, 8)):
+        g.step(full)
+    outs = [g.values[-1]] + ([rng.choice(parts)] if rng.random() < 0.3 else [])
+    out_lines, seen = [], set()
+    for n_, v in enumerate(outs):
+        if v[0] not in seen:
+            seen.add(v[0])
+            out_lines.append(f"  out y{n_} = {v[0]}")
+    text = "\n".join([f"fusion fz{idx} {{", *ins, *g.lines, *out_lines, "}"]) + "\n"
+    sizes = {"N": rng.choice([1, 3, 64, 255, 1024]), "W": rng.choice([1, 7, 64, 256, 1000])}
+    return text, sizes, None
+
+
 def random_fusion(rng, idx):
+    if rng.random() < 0.15:
+        return gate_fusion(rng, idx)
     g = Gen(rng)
     rank = rng.randint(1, 4)
     full = SYMS[4 - rank:] if rank < 4 else SYMS[:]
@@ -230,6 +263,22 @@ def main():
             if p.returncode != 0 or "MISMATCH" in p.stdout:
                 status, why = "FAIL", f"{line}\n  exit {p.returncode}: {(p.stdout + err)[-500:]}"
                 break
+            if cmd[0] == "segment":
+                # No kernel iterates more than the largest value holds (4x the sizes' product
+                # covers the gate matrices): more means rows repeated for nothing.
+                most = 4
+                for v in sizes.values():
+                    most *= v
+                for rows, elems in re.findall(r"(\d+) rows? over \{[^}]*\} x (\d+) elements", p.stdout):
+                    if int(rows) * int(elems) > most:
+                        status, why = "FAIL", f"{line}\n  {rows} rows x {elems} elements: more than any value holds"
+                        break
+                for n_el in re.findall(r"params:  (\d+) elements as", p.stdout):
+                    if int(n_el) > most:
+                        status, why = "FAIL", f"{line}\n  {n_el} elements: more than any value holds"
+                        break
+                if status != "ok":
+                    break
             if cmd[0] == "dump":
                 errors, _ = fuzz_compile.ptxas_all(args.ptxas, "sm_90", p.stdout, os.path.join(work, f"case{i}.ptx"))
                 if errors:

@@ -62,8 +62,14 @@ TEST_CASE("two reductions over different atoms feeding one output", "[segment]")
   fb.output("y", rows + cols);
   auto f = fb.finish();
   auto p = plan(*f, {{"N", 33}, {"D", 70}});
-  CHECK(p.segments.size() == 2);
+  // The row sums, the column sums, then the add: fusing the add with the column sums would
+  // sum each column again for every row (N x D x N elements iterated; this used to be 2 kernels).
+  REQUIRE(p.segments.size() == 3);
   CHECK_FALSE(p.whole_rejections.empty());
+  CHECK(p.segments[2].scheduler == "pointwise");
+  bool said = false;
+  for (const auto& r : p.segments[1].rejections) said = said || r.find("share no iteration space") != std::string::npos;
+  CHECK(said);
 }
 
 TEST_CASE("conflicting splits of one domain cannot share a kernel", "[segment]") {
@@ -143,4 +149,48 @@ TEST_CASE("broadcasts and casts never force a cut by themselves", "[segment]") {
   INFO(p.str(*f));
   REQUIRE(p.segments.size() == 2);
   CHECK(p.segments[0].ops.size() == 9);
+}
+
+TEST_CASE("a normalization of a slice iterates the slice's rows, not the whole matrix's", "[segment][norm]") {
+  // Layer norm of the middle third of a [N, 3*D] matrix (a q of a packed qkv): the matrix's
+  // 3*D axis is an atom no access moves along. It used to be iterated too: N * 3D rows, each
+  // normalizing the same row again (scripts/fuzz_fusions.py found it).
+  FusionBuilder fb("ln_q");
+  auto x = fb.input("x", DType::F16, {"N", Dim(Extent::symbol("D") * 3)});
+  auto q = slice(x, 1, "D", Dim(Extent::symbol("D") * 2));
+  fb.output("y", layer_norm(q, {"D"}));
+  auto f = fb.finish();
+  const Bindings sizes{{"N", 4096}, {"D", 1024}};
+  auto p = plan(*f, sizes);
+  REQUIRE(p.segments.size() == 1);
+  INFO(p.segments[0].params);
+  CHECK_THAT(p.segments[0].params, Catch::StartsWith("4096 rows over {N} x 1024 elements over {D}"));
+  // A whole reduction of a slice is one row.
+  FusionBuilder fb2("amax_q");
+  auto x2 = fb2.input("x", DType::F32, {"N", Dim(Extent::symbol("D") * 3)});
+  fb2.output("m", amax(slice(x2, 1, "D", Dim(Extent::symbol("D") * 2)), {0, 1}));
+  auto f2 = fb2.finish();
+  auto p2 = plan(*f2, {{"N", 64}, {"D", 256}});
+  REQUIRE(p2.segments.size() == 1);
+  CHECK_THAT(p2.segments[0].params, Catch::StartsWith("1 rows over {}"));
+}
+
+TEST_CASE("ops no output needs are in no kernel, and the plan says so", "[segment]") {
+  FusionBuilder fb("dead");
+  auto x = fb.input("x", DType::F32, {"N", Dim(Extent::symbol("D") * 2)});
+  auto a = slice(x, 1, 0, "D");
+  auto b = slice(x, 1, "D", Dim(Extent::symbol("D") * 2));
+  auto unused = exp(a) * 2.0;  // read by nothing
+  (void)unused;
+  fb.output("y", amax(b, {1}, true));
+  auto f = fb.finish();
+  auto p = plan(*f, {{"N", 64}, {"D", 256}});
+  REQUIRE(p.segments.size() == 1);
+  CHECK(p.unused.size() == 3);  // the slice a, exp, mul
+  for (const ir::Op* op : p.unused)
+    CHECK(std::find(p.segments[0].ops.begin(), p.segments[0].ops.end(), op) == p.segments[0].ops.end());
+  const std::string text = p.str(*f);
+  CHECK(text.find("not computed, as no output needs them: slice") != std::string::npos);
+  CHECK_THAT(p.segments[0].params, Catch::StartsWith("64 rows over {N} x 256 elements over {D}"));
+  CHECK(p.json(*f).find("\"unused\": [") != std::string::npos);
 }

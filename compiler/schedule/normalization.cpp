@@ -416,6 +416,13 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     }
     return groups;
   };
+  // An iterated atom that no load and no store moves along (the whole axis of a sliced input,
+  // which only the input has) would repeat every row for nothing: layer norm of a [N, D] slice
+  // of a [N, 3*D] matrix ran N * 3D rows. Not iterated.
+  outer_order.erase(std::remove_if(outer_order.begin(), outer_order.end(), [&](int a) {
+    return std::all_of(all.begin(), all.end(), [&](const auto& s) { return s[static_cast<size_t>(a)] == 0; });
+  }), outer_order.end());
+  k.outer_atoms = da.atomSetStr(outer_order);
   auto outer_groups = collapse(outer_order), red_groups = collapse(red_order);
   // Reducing only size-1 dims: a row of one element (atom -1 stands for "no atom").
   if (red_groups.empty()) red_groups.push_back({-1});
@@ -426,6 +433,21 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   };
   for (const auto& g : outer_groups) k.outer_shape.push_back(extentOf(g));
   for (const auto& g : red_groups) k.red_shape.push_back(extentOf(g));
+  // Parts of a fusion that share no value (say one output from one input, another from another)
+  // would iterate the product of their atoms, each part repeated across the other's: refused,
+  // so that the segmenter gives each part its own kernel. (In double: no overflow.)
+  double iterated = 1, largest = 1;
+  for (int64_t e : k.outer_shape) iterated *= static_cast<double>(e);
+  for (int64_t e : k.red_shape) iterated *= static_cast<double>(e);
+  for (const ir::Value* v : f.values()) {
+    double n = 1;
+    for (const auto& a : v->axes()) n *= a.broadcast ? 1.0 : static_cast<double>(a.extent.evaluate(sizes));
+    largest = std::max(largest, n);
+  }
+  if (iterated > largest)
+    return reject(fmt::format("its parts share no iteration space: one kernel would iterate {:.0f} elements "
+                              "over {} and {}, more than its largest value holds ({:.0f})",
+                              iterated, k.outer_atoms.empty() ? "{}" : k.outer_atoms, k.red_atoms, largest));
   std::vector<std::vector<int>> groups = outer_groups;
   groups.insert(groups.end(), red_groups.begin(), red_groups.end());
   auto remap = [&](const std::vector<int64_t>& atom_strides) {

@@ -82,8 +82,23 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     plan.segments.push_back(std::move(seg));
   };
 
+  // Only ops some output needs: a value nothing reads would otherwise join a kernel's
+  // iteration space (an unused slice of a gate matrix gave a reduction 2.5e15 rows).
+  std::set<const ir::Op*> live;
+  std::vector<const ir::Value*> todo;
+  for (const auto& o : f.outputs()) todo.push_back(o.value);
+  while (!todo.empty()) {
+    const ir::Value* v = todo.back();
+    todo.pop_back();
+    if (v->isInput() || !live.insert(v->definition()).second) continue;
+    for (const ir::Value* in : v->definition()->inputs()) todo.push_back(in);
+  }
   std::vector<const ir::Op*> all;
   for (const ir::Op* op : f.ops()) {
+    if (!live.count(op)) {
+      if (!op->inputs().empty()) plan.unused.push_back(op);
+      continue;
+    }
     bool is_output = std::any_of(f.outputs().begin(), f.outputs().end(),
                                  [&](const auto& o) { return o.value->definition() == op; });
     if (!op->inputs().empty() || is_output) all.push_back(op);  // constants travel with their users
@@ -148,6 +163,11 @@ std::string SegmentPlan::str(const ir::Fusion& f) const {
     s += "not one kernel, because:\n";
     for (const auto& r : whole_rejections) s += "  - " + r + "\n";
   }
+  if (!unused.empty()) {
+    std::vector<std::string> ops;
+    for (const ir::Op* op : unused) ops.push_back(opLabel(op));
+    s += fmt::format("not computed, as no output needs them: {}\n", fmt::join(ops, ", "));
+  }
   for (size_t i = 0; i < segments.size(); ++i) {
     const Segment& g = segments[i];
     std::vector<std::string> ops;
@@ -183,8 +203,11 @@ std::string SegmentPlan::json(const ir::Fusion& f) const {
         "\"rejections\": {}}}", jsonStr(g.scheduler), fmt::join(ops, ", "), names(g.sub.inputs),
         names(g.sub.outputs), jsonStr(g.params), strs(g.rejections)));
   }
-  return fmt::format("{{\"fusion\": {}, \"kernels\": {}, \"rejections\": {}, \"segments\": [{}]}}\n",
-                     jsonStr(f.name()), segments.size(), strs(whole_rejections), fmt::join(segs, ", "));
+  std::vector<std::string> unused_ops;
+  for (const ir::Op* op : unused) unused_ops.push_back(jsonStr(opLabel(op)));
+  return fmt::format("{{\"fusion\": {}, \"kernels\": {}, \"rejections\": {}, \"unused\": [{}], \"segments\": [{}]}}\n",
+                     jsonStr(f.name()), segments.size(), strs(whole_rejections), fmt::join(unused_ops, ", "),
+                     fmt::join(segs, ", "));
 }
 
 std::string SegmentPlan::dot(const ir::Fusion& f) const {

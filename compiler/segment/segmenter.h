@@ -25,6 +25,7 @@ struct Segment {
 struct SegmentPlan {
   std::vector<Segment> segments;
   std::vector<std::string> whole_rejections;  // why the whole fusion is not one kernel
+  std::vector<const ir::Op*> unused;          // ops no output needs: in no segment, never run
   std::string str(const ir::Fusion& f) const;
   std::string json(const ir::Fusion& f) const;
   std::string dot(const ir::Fusion& f) const;
