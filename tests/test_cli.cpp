@@ -123,3 +123,19 @@ TEST_CASE("numeric options out of range or malformed name the option and the ran
   }
   CHECK(runLoom("dump layer_norm --stage schedule --sms 7").status == 0);
 }
+
+TEST_CASE("a fusion with no outputs, or whose output is an input, is a user error everywhere", "[cli]") {
+  // `loom segment` crashed on both (scripts/fuzz_text.py); `loom dump` and `run` refused them.
+  const std::string none = tmpFile("no_outputs.loom", "fusion f {\n  in x: f16[N]\n  t0: f16[N] = neg(x)\n}\n");
+  const std::string same = tmpFile("identity.loom", "fusion g {\n  in x: f16[N]\n  out y = x\n}\n");
+  for (const char* cmd : {"segment", "dump"}) {
+    INFO(cmd);
+    const std::string stage = std::string(cmd) == "dump" ? " --stage ptx" : "";
+    auto a = runLoom(std::string(cmd) + " " + none + " --dim N=8" + stage);
+    CHECK(a.status == 1);
+    CHECK(a.out.find("has no outputs") != std::string::npos);
+    auto b = runLoom(std::string(cmd) + " " + same + " --dim N=8" + stage);
+    CHECK(b.status == 1);
+    CHECK(b.out.find("output `y` is input `x` itself") != std::string::npos);
+  }
+}

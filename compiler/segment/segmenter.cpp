@@ -54,6 +54,10 @@ std::string jsonStr(const std::string& s) {
 
 SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+  f.verify();  // at least one output, and the rest a plan needs
+  for (const auto& o : f.outputs())
+    LOOM_USER_CHECK(!o.value->isInput(), "output `{}` is input `{}` itself; loom computes outputs, "
+                    "it does not copy inputs", o.name, o.value->name());
   SegmentPlan plan;
   std::map<const ir::Value*, TensorDesc> known;
   for (size_t i = 0; i < inputs.size(); ++i) known[f.inputs()[i]] = inputs[i];
