@@ -11,8 +11,7 @@ CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                          StageText* stages,
                          const std::function<std::optional<CompiledKernel>(const std::string&)>& lookup) {
-  f.verify();
-  segment::SegmentPlan sp = segment::segmentFusion(f, sizes, inputs, opts);
+  segment::SegmentPlan sp = segment::segmentFusion(f, sizes, inputs, opts);  // verifies f first
   CompiledPlan plan;
   plan.segments = sp.str(f);
   dumpIfEnabled(DumpStage::Segments, f.name(), plan.segments);

@@ -68,8 +68,20 @@ Dense create(const ir::Op& op, const std::vector<int64_t>& shape) {
 
 }  // namespace reference
 
+namespace {
+// The index of the last op that reads each value (by value id), -1 for none; outputs are read
+// after the last op.
+std::vector<int> lastUses(const ir::Fusion& f) {
+  const auto ops = f.ops();
+  std::vector<int> last_use(f.values().size(), -1);
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const ir::Value* v : ops[i]->inputs()) last_use[static_cast<size_t>(v->id())] = static_cast<int>(i);
+  for (const auto& o : f.outputs()) last_use[static_cast<size_t>(o.value->id())] = static_cast<int>(ops.size());
+  return last_use;
+}
+}  // namespace
+
 double referencePeakBytes(const ir::Fusion& f, const Bindings& sizes, bool host_inputs) {
-  const auto values = f.values();
   const auto ops = f.ops();
   // In double: sizes too large for memory must not overflow the sum that says so.
   auto numel = [&](const ir::Value* v) {
@@ -77,10 +89,7 @@ double referencePeakBytes(const ir::Fusion& f, const Bindings& sizes, bool host_
     for (int64_t e : evalShape(v, sizes)) n *= static_cast<double>(e);
     return n;
   };
-  std::vector<int> last_use(values.size(), -1);
-  for (size_t i = 0; i < ops.size(); ++i)
-    for (const ir::Value* v : ops[i]->inputs()) last_use[static_cast<size_t>(v->id())] = static_cast<int>(i);
-  for (const auto& o : f.outputs()) last_use[static_cast<size_t>(o.value->id())] = static_cast<int>(ops.size());
+  const std::vector<int> last_use = lastUses(f);
   double live = 0;
   for (const ir::Value* v : f.inputs()) {
     live += 8 * numel(v);
@@ -133,10 +142,7 @@ std::vector<HostTensor> evaluateReference(const ir::Fusion& f,
   const auto ops = f.ops();
 
   // Free each intermediate after its last use; outputs are kept.
-  std::vector<int> last_use(values.size(), -1);
-  for (size_t i = 0; i < ops.size(); ++i)
-    for (const ir::Value* v : ops[i]->inputs()) last_use[static_cast<size_t>(v->id())] = static_cast<int>(i);
-  for (const auto& o : f.outputs()) last_use[static_cast<size_t>(o.value->id())] = static_cast<int>(ops.size());
+  const std::vector<int> last_use = lastUses(f);
 
   std::vector<std::optional<Dense>> env(values.size());
   for (size_t i = 0; i < inputs.size(); ++i)

@@ -119,12 +119,7 @@ TEST_CASE("the disk cache stores atomically and drops a corrupt file", "[cache]"
 
 TEST_CASE("the cache key names the compiler build, so a rebuilt loom never reuses old kernels", "[cache]") {
   auto f = findExample("add")->buildDefault();
-  std::vector<TensorDesc> in;
-  for (const ir::Value* v : f->inputs()) {
-    std::vector<int64_t> shape;
-    for (const auto& a : v->axes()) shape.push_back(a.extent.evaluate(findExample("add")->default_sizes));
-    in.push_back(TensorDesc{v->dtype(), shape, rowMajorStrides(shape), 16});
-  }
+  const std::vector<TensorDesc> in = loom::test::descsFor(*f, findExample("add")->default_sizes);
   const std::string key = compileKey(*f, in, CompileOptions{90, 132});
   const auto at = key.find("loom build ");
   REQUIRE(at != std::string::npos);
@@ -157,12 +152,7 @@ TEST_CASE("every tuning override the compiler reads is in the cache key and the 
   std::ifstream readme(fs::path(LOOM_SOURCE_DIR) / "README.md");
   const std::string text((std::istreambuf_iterator<char>(readme)), std::istreambuf_iterator<char>());
   auto f = findExample("add")->buildDefault();
-  std::vector<TensorDesc> in;
-  for (const ir::Value* v : f->inputs()) {
-    std::vector<int64_t> shape;
-    for (const auto& a : v->axes()) shape.push_back(a.extent.evaluate(findExample("add")->default_sizes));
-    in.push_back(TensorDesc{v->dtype(), shape, rowMajorStrides(shape), 16});
-  }
+  const std::vector<TensorDesc> in = loom::test::descsFor(*f, findExample("add")->default_sizes);
   const std::string plain = compileKey(*f, in, CompileOptions{90, 132});
   for (std::string_view n : tuningOverrides()) {
     INFO(n);

@@ -365,7 +365,6 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
 
   NormKernel k;
   k.num_inputs = static_cast<int>(f.inputs().size());
-  k.outer_atoms = da.atomSetStr(outer_order);
   k.red_atoms = da.atomSetStr(red_order);
   // Outputs: allocated with their axes in the kernel's atom order (NHWC in, NHWC out), or the
   // aliased input. Their strides over atoms follow from the axis strides.

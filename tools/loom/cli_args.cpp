@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <optional>
 
 #include "tools/loom/cli.h"
 
@@ -49,31 +50,31 @@ void Args::checkKnown(const std::vector<std::string>& known, const std::string& 
     LOOM_USER_CHECK(ok(k), "`loom {}` has no option --{}; see `loom {} --help`", cmd, k, cmd);
 }
 
-static int64_t parseInt(const std::string& s, const std::string& what) {
+// `s` whole as a whole number, or nothing.
+static std::optional<int64_t> wholeNumber(const std::string& s) {
   size_t pos = 0;
   long long v = 0;
   try {
     v = std::stoll(s, &pos);
   } catch (...) {
-    pos = 0;
+    return std::nullopt;
   }
-  LOOM_USER_CHECK(pos == s.size() && !s.empty(), "{}: `{}` is not a whole number", what, s);
+  if (pos != s.size() || s.empty()) return std::nullopt;
   return v;
+}
+
+static int64_t parseInt(const std::string& s, const std::string& what) {
+  const auto v = wholeNumber(s);
+  LOOM_USER_CHECK(v.has_value(), "{}: `{}` is not a whole number", what, s);
+  return *v;
 }
 
 int64_t intOption(const Args& a, const std::string& name, int64_t fallback, int64_t lo, int64_t hi) {
   auto v = a.get(name);
   if (!v) return fallback;
-  size_t pos = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(*v, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  LOOM_USER_CHECK(pos == v->size() && !v->empty() && x >= lo && x <= hi,
-                  "--{} `{}` must be a whole number from {} to {}", name, *v, lo, hi);
-  return x;
+  const auto x = wholeNumber(*v);
+  LOOM_USER_CHECK(x && *x >= lo && *x <= hi, "--{} `{}` must be a whole number from {} to {}", name, *v, lo, hi);
+  return *x;
 }
 
 Loaded loadFromArgs(const Args& a, const std::string& cmd) {
