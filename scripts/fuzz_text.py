@@ -24,10 +24,6 @@ JUNK = ["", "(", ")", "[", "]", "{", "}", ",", "=", ":", "0", "-1", "1b", "99999
         "C/0", "0*N", "\"", "#", "\t", "é", "in", "out", "fusion", "t0", "x"]
 
 
-def tokens(text):
-    return re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?(?:e[-+]?\d+)?|\S", text)
-
-
 def mutate(rng, text):
     for _ in range(rng.randint(1, 3)):
         kind = rng.randrange(8)
