@@ -7,6 +7,7 @@
 #include "ir/error.h"
 #include "ir/fusion.h"
 #include "runtime/parallel.h"
+#include "runtime/reference.h"
 
 namespace loom {
 
@@ -22,7 +23,9 @@ double toleranceFor(DType t) {
 
 std::string Comparison::str() const {
   const std::string at = worst_index >= 0 ? fmt::format("at {}, ", worst_index) : "";
-  return fmt::format("rel err {:.3g} (tol {:.3g}), max abs err {:.3g}, worst element {:.3g} tol ({}limit {:g}){} -> {}",
+  // With bounds, rel err and worst element count only error beyond the bounds.
+  return fmt::format("{}rel err {:.3g} (tol {:.3g}), max abs err {:.3g}, worst element {:.3g} tol ({}limit {:g}){} -> {}",
+                     bounded ? fmt::format("ill conditioned: beyond {:g}x its error bounds, ", kBoundFactor) : "",
                      rel_l2, tolerance, max_abs, worst, at, kElementFactor,
                      bad_nonfinite ? fmt::format(", {} misplaced NaN/inf", bad_nonfinite) : "", ok ? "OK" : "MISMATCH");
 }
@@ -44,10 +47,14 @@ static double subnormalStep(DType t) {
   }
 }
 
-Comparison compareToReference(const HostTensor& got, const HostTensor& ref, double element_tolerance) {
+Comparison compareToReference(const HostTensor& got, const HostTensor& ref, double element_tolerance,
+                              const HostTensor* bound) {
   LOOM_USER_CHECK(got.shape() == ref.shape() && got.dtype() == ref.dtype(),
                   "comparing {} with reference {}", got.describe(), ref.describe());
+  LOOM_ASSERT(!bound || (bound->shape() == ref.shape() && bound->dtype() == DType::F64),
+              "error bounds {} for reference {}", bound ? bound->describe() : "", ref.describe());
   Comparison c;
+  c.bounded = bound != nullptr;
   c.tolerance = toleranceFor(ref.dtype());
   // Ranges of elements on several threads, each range's partial results kept apart and
   // combined in range order: the same answer on any number of threads.
@@ -59,24 +66,28 @@ Comparison compareToReference(const HostTensor& got, const HostTensor& ref, doub
     int64_t finite = 0, bad_nonfinite = 0, worst_index = -1;
   };
   std::vector<Part> parts(ranges);
-  // fn(part of the element's range, element index, got, reference) for every element.
+  // fn(part of the element's range, element index, got, reference, the slack its bound gives)
+  // for every element.
   auto forEachElement = [&](auto fn) {
     runtime::parallelForRanges(n, kRange, [&](int64_t ri, int64_t begin, int64_t end) {
-      std::vector<double> gv(static_cast<size_t>(end - begin)), rv(gv.size());
+      std::vector<double> gv(static_cast<size_t>(end - begin)), rv(gv.size()), bv(gv.size(), 0.0);
       got.readLinear(begin, end, gv.data());
       ref.readLinear(begin, end, rv.data());
+      if (bound) bound->readLinear(begin, end, bv.data());
       Part p = parts[static_cast<size_t>(ri)];  // a local copy: no stores to a line other threads share
-      for (size_t k = 0; k < gv.size(); ++k) fn(p, begin + static_cast<int64_t>(k), gv[k], rv[k]);
+      for (size_t k = 0; k < gv.size(); ++k) fn(p, begin + static_cast<int64_t>(k), gv[k], rv[k], kBoundFactor * bv[k]);
       parts[static_cast<size_t>(ri)] = p;
     });
   };
-  forEachElement([](Part& p, int64_t, double g, double r) {
+  forEachElement([](Part& p, int64_t, double g, double r, double slack) {
     if (!std::isfinite(g) || !std::isfinite(r)) {
-      bool same = (std::isnan(g) && std::isnan(r)) || g == r;
+      // An unbounded element (a pole within its operands' error) may land anywhere.
+      bool same = (std::isnan(g) && std::isnan(r)) || g == r || std::isinf(slack);
       if (!same) ++p.bad_nonfinite;
       return;
     }
-    p.num += (g - r) * (g - r);
+    const double beyond = std::max(0.0, std::abs(g - r) - slack);
+    p.num += beyond * beyond;
     p.den += r * r;
     ++p.finite;
     p.max_abs = std::max(p.max_abs, std::abs(g - r));
@@ -97,9 +108,9 @@ Comparison compareToReference(const HostTensor& got, const HostTensor& ref, doub
   const bool exact = c.tolerance == 0;
   const double etol = std::max(element_tolerance, c.tolerance);
   const double step = subnormalStep(ref.dtype());
-  forEachElement([&](Part& p, int64_t i, double g, double r) {
+  forEachElement([&](Part& p, int64_t i, double g, double r, double slack) {
     if (!std::isfinite(g) || !std::isfinite(r)) return;
-    const double err = std::max(0.0, std::abs(g - r) - step);
+    const double err = std::max(0.0, std::abs(g - r) - step - slack);
     const double scale = rms + std::abs(r);  // 0 only where the whole reference is: then absolute
     const double w = exact ? err : err / (etol * (scale > 0 ? scale : 1.0));
     if (w > p.worst) {
@@ -114,6 +125,27 @@ Comparison compareToReference(const HostTensor& got, const HostTensor& ref, doub
     }
   c.ok = c.bad_nonfinite == 0 && c.rel_l2 <= c.tolerance && (exact ? c.worst == 0 : c.worst <= kElementFactor);
   return c;
+}
+
+std::vector<Comparison> compareOutputs(const ir::Fusion& f, const std::vector<HostTensor>& inputs,
+                                       const Bindings& sizes, const std::vector<HostTensor>& got,
+                                       const std::vector<HostTensor>& ref) {
+  LOOM_ASSERT(got.size() == f.outputs().size() && ref.size() == got.size(),
+              "{} results and {} references for the {} outputs of `{}`", got.size(), ref.size(),
+              f.outputs().size(), f.name());
+  std::vector<Comparison> cs;
+  for (size_t i = 0; i < got.size(); ++i)
+    cs.push_back(compareToReference(got[i], ref[i], elementTolerance(f, ref[i].dtype())));
+  if (std::all_of(cs.begin(), cs.end(), [](const Comparison& c) { return c.ok; })) return cs;
+  ReferenceWithBounds rb;
+  try {
+    rb = evaluateReferenceBounds(f, inputs, sizes);
+  } catch (const Error&) {  // the bounds do not fit in memory: the plain comparisons stand
+    return cs;
+  }
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!cs[i].ok) cs[i] = compareToReference(got[i], rb.values[i], elementTolerance(f, ref[i].dtype()), &rb.bounds[i]);
+  return cs;
 }
 
 }  // namespace loom

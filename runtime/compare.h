@@ -6,9 +6,15 @@
 //   so that a few wrong rows of a large output (which the L2 norm dilutes) are still caught.
 //   The unit is the tolerance of the least precise float the value was rounded to on its way
 //   (an f16 intermediate of an f32 output can land one f16 step off, as it may).
+// With error bounds (evaluateReferenceBounds), each element may also be off by
+// kBoundFactor times its bound, in both checks: the slack an ill-conditioned result needs
+// (a mean of values that cancel) and only where it needs it. compareOutputs asks for the
+// bounds only where an output fails without them.
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "ir/extent.h"
 #include "runtime/host_tensor.h"
 
 namespace loom::ir {
@@ -24,6 +30,7 @@ struct Comparison {
   int64_t worst_index = -1;   // its linear (row-major) index
   int64_t bad_nonfinite = 0;  // NaN/inf where the reference has none, or the reverse
   double tolerance = 0;
+  bool bounded = false;       // compared with the reference's error bounds
   bool ok = false;
   std::string str() const;
 };
@@ -36,7 +43,18 @@ inline constexpr double kElementFactor = 8.0;
 // The element check's tolerance for output `out` of `f`: the coarsest among the float dtypes of
 // its computed values (inputs are exact) and the output's own.
 double elementTolerance(const ir::Fusion& f, DType out);
-// `element_tolerance` 0 means the output dtype's.
-Comparison compareToReference(const HostTensor& got, const HostTensor& ref, double element_tolerance = 0);
+// How many of its error bounds an element may be off, beyond the tolerances above.
+inline constexpr double kBoundFactor = 2.0;
+// `element_tolerance` 0 means the output dtype's; `bound`, where given, is the reference's
+// float64 error bound for each element (evaluateReferenceBounds).
+Comparison compareToReference(const HostTensor& got, const HostTensor& ref, double element_tolerance = 0,
+                              const HostTensor* bound = nullptr);
+// Compares each output of `f` computed on `inputs` (`got`, host copies, in output order) with
+// the reference `ref` (evaluateReference on the same inputs and sizes). Where one fails, the
+// reference is evaluated again with error bounds and that output compared with them: a
+// result is wrong only where its error is more than its conditioning explains.
+std::vector<Comparison> compareOutputs(const ir::Fusion& f, const std::vector<HostTensor>& inputs,
+                                       const Bindings& sizes, const std::vector<HostTensor>& got,
+                                       const std::vector<HostTensor>& ref);
 
 }  // namespace loom

@@ -81,7 +81,8 @@ std::vector<int> lastUses(const ir::Fusion& f) {
 }
 }  // namespace
 
-double referencePeakBytes(const ir::Fusion& f, const Bindings& sizes, bool host_inputs) {
+double referencePeakBytes(const ir::Fusion& f, const Bindings& sizes, bool host_inputs, bool with_bounds) {
+  const double copy = with_bounds ? 16 : 8;  // bytes an element of a live value holds
   const auto ops = f.ops();
   // In double: sizes too large for memory must not overflow the sum that says so.
   auto numel = [&](const ir::Value* v) {
@@ -92,19 +93,20 @@ double referencePeakBytes(const ir::Fusion& f, const Bindings& sizes, bool host_
   const std::vector<int> last_use = lastUses(f);
   double live = 0;
   for (const ir::Value* v : f.inputs()) {
-    live += 8 * numel(v);
+    live += copy * numel(v);
     if (host_inputs) live += dtypeBytes(v->dtype()) * numel(v);
   }
   double peak = live;
   for (size_t i = 0; i < ops.size(); ++i) {
-    for (const ir::Value* out : ops[i]->outputs()) live += 8 * numel(out);
+    for (const ir::Value* out : ops[i]->outputs()) live += copy * numel(out);
     peak = std::max(peak, live);
     for (const ir::Value* out : ops[i]->outputs())
-      if (last_use[static_cast<size_t>(out->id())] < 0) live -= 8 * numel(out);
+      if (last_use[static_cast<size_t>(out->id())] < 0) live -= copy * numel(out);
     for (const ir::Value* v : ops[i]->inputs())
-      if (last_use[static_cast<size_t>(v->id())] == static_cast<int>(i)) live -= 8 * numel(v);
+      if (last_use[static_cast<size_t>(v->id())] == static_cast<int>(i)) live -= copy * numel(v);
   }
-  for (const auto& o : f.outputs()) live += dtypeBytes(o.value->dtype()) * numel(o.value);
+  for (const auto& o : f.outputs())
+    live += (dtypeBytes(o.value->dtype()) + (with_bounds ? 8 : 0)) * numel(o.value);
   return std::max(peak, live);
 }
 
@@ -121,10 +123,11 @@ int64_t availableBytes() {
 }
 }  // namespace
 
-void checkReferenceFits(const ir::Fusion& f, const Bindings& sizes, bool host_inputs, const std::string& hint) {
+void checkReferenceFits(const ir::Fusion& f, const Bindings& sizes, bool host_inputs, const std::string& hint,
+                        bool with_bounds) {
   const int64_t avail = availableBytes();
   if (avail < 0) return;
-  const double need = referencePeakBytes(f, sizes, host_inputs);
+  const double need = referencePeakBytes(f, sizes, host_inputs, with_bounds);
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   LOOM_USER_CHECK(need <= static_cast<double>(avail),
                   "the CPU reference for `{}` at these sizes would hold about {:.1f} GiB at once (a float64 "
@@ -132,47 +135,63 @@ void checkReferenceFits(const ir::Fusion& f, const Bindings& sizes, bool host_in
                   f.name(), need / kGiB, static_cast<double>(avail) / kGiB, hint);
 }
 
-std::vector<HostTensor> evaluateReference(const ir::Fusion& f,
-                                          const std::vector<HostTensor>& inputs,
-                                          const Bindings& given) {
+namespace {
+
+// The evaluation, with each value's error bounds beside it where `bounds` is given (one float64
+// tensor per output, in output order).
+std::vector<HostTensor> evaluate(const ir::Fusion& f, const std::vector<HostTensor>& inputs,
+                                 const Bindings& given, std::vector<HostTensor>* bounds) {
   using reference::Dense;
   const Bindings b = bindSizes(f, inputs, given);
-  checkReferenceFits(f, b, /*host_inputs=*/false, "evaluate smaller inputs");
+  checkReferenceFits(f, b, /*host_inputs=*/false, "evaluate smaller inputs", bounds != nullptr);
   const auto values = f.values();
   const auto ops = f.ops();
 
   // Free each intermediate after its last use; outputs are kept.
   const std::vector<int> last_use = lastUses(f);
 
-  std::vector<std::optional<Dense>> env(values.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    env[static_cast<size_t>(f.inputs()[i]->id())] = reference::load(inputs[i]);
+  std::vector<std::optional<Dense>> env(values.size()), benv(values.size());
+  auto slotOf = [&](std::vector<std::optional<Dense>>& e, const ir::Value* v) -> std::optional<Dense>& {
+    return e[static_cast<size_t>(v->id())];
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Dense d = reference::load(inputs[i]);
+    if (bounds)  // inputs are exact
+      slotOf(benv, f.inputs()[i]) = Dense{d.shape, reference::Values(d.data.size(), 0.0)};
+    slotOf(env, f.inputs()[i]) = std::move(d);
+  }
 
   for (size_t i = 0; i < ops.size(); ++i) {
     const ir::Op& op = *ops[i];
-    std::vector<const Dense*> in;
+    std::vector<const Dense*> in, in_bound;
     for (const ir::Value* v : op.inputs()) {
-      const auto& slot = env[static_cast<size_t>(v->id())];
+      const auto& slot = slotOf(env, v);
       LOOM_ASSERT(slot.has_value(), "`{}` is used by `{}` before it is computed", v->name(), op.name());
       in.push_back(&*slot);
+      if (bounds) in_bound.push_back(&*slotOf(benv, v));
     }
     const std::vector<int64_t> shape = evalShape(op.output(), b);
-    std::vector<Dense> results;
+    // A view of `e`'s slot for op input 0: its data moved where nothing reads it again.
+    auto view = [&](std::vector<std::optional<Dense>>& e) {
+      auto& slot = slotOf(e, op.input(0));
+      const bool same_data = op.family() != ir::OpFamily::Permute && op.family() != ir::OpFamily::Slice;
+      if (same_data && last_use[static_cast<size_t>(op.input(0)->id())] == static_cast<int>(i))
+        return Dense{shape, std::move(slot->data)};
+      return reference::evalView(op, *slot, shape, b);
+    };
+    std::vector<Dense> results, result_bounds;
     if (ir::isPointwise(op.kind())) {
       results.push_back(reference::evalPointwise(op, in, shape));
     } else if (ir::isReduction(op.kind())) {
       results = reference::evalReduction(op, *in[0], shape);
     } else if (ir::isView(op.kind())) {
-      auto& slot = env[static_cast<size_t>(op.input(0)->id())];
-      const bool same_data = op.family() != ir::OpFamily::Permute && op.family() != ir::OpFamily::Slice;
-      if (same_data && last_use[static_cast<size_t>(op.input(0)->id())] == static_cast<int>(i))
-        results.push_back(Dense{shape, std::move(slot->data)});  // nothing reads the input again
-      else
-        results.push_back(reference::evalView(op, *in[0], shape, b));
+      if (bounds) result_bounds.push_back(view(benv));
+      results.push_back(view(env));
     } else {
       LOOM_ASSERT(op.family() == ir::OpFamily::Constant || op.family() == ir::OpFamily::Full,
                   "the reference has no rule for `{}`", op.name());
       results.push_back(reference::create(op, shape));
+      if (bounds) result_bounds.push_back(Dense{shape, reference::Values(results[0].data.size(), 0.0)});
     }
     LOOM_ASSERT(results.size() == op.outputs().size(), "`{}` gave {} results for {} outputs",
                 op.name(), results.size(), op.outputs().size());
@@ -182,21 +201,49 @@ std::vector<HostTensor> evaluateReference(const ir::Fusion& f,
                       static_cast<int64_t>(results[k].data.size()) == reference::numelOf(results[k].shape),
                   "`{}` produced a result of the wrong shape for `{}`", op.name(), out->name());
       reference::roundResult(results[k], out->dtype());
-      if (last_use[static_cast<size_t>(out->id())] >= 0)  // else nothing reads it
-        env[static_cast<size_t>(out->id())] = std::move(results[k]);
+    }
+    if (bounds && ir::isPointwise(op.kind()))
+      result_bounds.push_back(reference::boundPointwise(op, in, in_bound, results[0]));
+    else if (bounds && ir::isReduction(op.kind()))
+      result_bounds = reference::boundReduction(op, *in[0], *in_bound[0], results);
+    for (size_t k = 0; k < results.size(); ++k) {
+      const ir::Value* out = op.output(k);
+      if (last_use[static_cast<size_t>(out->id())] < 0) continue;  // nothing reads it
+      slotOf(env, out) = std::move(results[k]);
+      if (bounds) slotOf(benv, out) = std::move(result_bounds[k]);
     }
     for (const ir::Value* v : op.inputs())
-      if (last_use[static_cast<size_t>(v->id())] == static_cast<int>(i))
-        env[static_cast<size_t>(v->id())].reset();
+      if (last_use[static_cast<size_t>(v->id())] == static_cast<int>(i)) {
+        slotOf(env, v).reset();
+        slotOf(benv, v).reset();
+      }
   }
 
   std::vector<HostTensor> outs;
   for (const auto& o : f.outputs()) {
-    const auto& d = env[static_cast<size_t>(o.value->id())];
+    const auto& d = slotOf(env, o.value);
     LOOM_ASSERT(d.has_value(), "output `{}` was never computed", o.name);
     outs.push_back(HostTensor::fromValues(o.value->dtype(), d->shape, d->data.data(), static_cast<int64_t>(d->data.size())));
+    if (bounds) {
+      const auto& e = slotOf(benv, o.value);
+      bounds->push_back(HostTensor::fromValues(DType::F64, e->shape, e->data.data(), static_cast<int64_t>(e->data.size())));
+    }
   }
   return outs;
+}
+
+}  // namespace
+
+std::vector<HostTensor> evaluateReference(const ir::Fusion& f, const std::vector<HostTensor>& inputs,
+                                          const Bindings& given) {
+  return evaluate(f, inputs, given, nullptr);
+}
+
+ReferenceWithBounds evaluateReferenceBounds(const ir::Fusion& f, const std::vector<HostTensor>& inputs,
+                                            const Bindings& given) {
+  ReferenceWithBounds r;
+  r.values = evaluate(f, inputs, given, &r.bounds);
+  return r;
 }
 
 }  // namespace loom

@@ -26,16 +26,32 @@ std::vector<HostTensor> evaluateReference(const ir::Fusion& fusion,
                                           const std::vector<HostTensor>& inputs,
                                           const Bindings& given = {});
 
+// evaluateReference's results and, for each output, a float64 tensor of its shape: each
+// element's error bound, how far a correct GPU evaluation (f32 inside, results rounded to their
+// dtypes, sums in any order) may land from the reference, by a first-order running error
+// analysis (runtime/reference_bounds.cpp says the rules). Large where the result is ill
+// conditioned: a mean of values that cancel, a division by a sum near zero. About twice the
+// memory and several times the time of evaluateReference, so callers compare first and ask
+// for bounds only where an output fails (compareOutputs in runtime/compare.h).
+struct ReferenceWithBounds {
+  std::vector<HostTensor> values, bounds;
+};
+ReferenceWithBounds evaluateReferenceBounds(const ir::Fusion& fusion, const std::vector<HostTensor>& inputs,
+                                            const Bindings& given = {});
+
 // The most host memory evaluateReference holds at once for `fusion` at these sizes: the float64
 // copy of every live value (an input's until its last use, an intermediate's from its op to
 // its last use), the outputs as host tensors, and, with `host_inputs`, the inputs themselves
-// in their dtypes (what a caller allocates before it calls the evaluator).
-double referencePeakBytes(const ir::Fusion& fusion, const Bindings& sizes, bool host_inputs);
+// in their dtypes (what a caller allocates before it calls the evaluator); `with_bounds`, that
+// of evaluateReferenceBounds.
+double referencePeakBytes(const ir::Fusion& fusion, const Bindings& sizes, bool host_inputs,
+                          bool with_bounds = false);
 
 // Throws loom::Error, saying how much the evaluation would need and how much memory is
 // available (Linux's MemAvailable), where referencePeakBytes is more than that: an evaluation
 // that large would be killed for want of memory rather than fail. `hint` ends the message
 // (what the user can do instead). Does nothing where the available memory is not known.
-void checkReferenceFits(const ir::Fusion& fusion, const Bindings& sizes, bool host_inputs, const std::string& hint);
+void checkReferenceFits(const ir::Fusion& fusion, const Bindings& sizes, bool host_inputs, const std::string& hint,
+                        bool with_bounds = false);
 
 }  // namespace loom

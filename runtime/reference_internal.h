@@ -63,6 +63,39 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t>& shape,
 // Rounds every element to `t` where `t` is f16, bf16, an int or bool; f32/f64 stay in double.
 void roundResult(Dense& d, DType t);
 
+// Which of its input's `rank` dims a Reduce or VarMean op reduces.
+inline std::vector<bool> reducedDims(const ir::Op& op, size_t rank) {
+  std::vector<bool> reduced(rank, false);
+  for (int d : op.attr<ir::ReduceAttrs>().dims) reduced[static_cast<size_t>(d)] = true;
+  return reduced;
+}
+
+// Each output's inputs, in row-major order of the reduced dims: the order in which a row-major
+// walk of the whole input meets them, so that every sum adds in that order whatever the
+// threads. `per_output(j, visit)` runs for every output j (row-major over the kept dims), on
+// several threads by ranges of outputs; visit(g) calls g(k) for the flat index k into `in`
+// of each of output j's inputs.
+template <typename PerOutput>
+void forEachOutput(const Dense& in, const std::vector<bool>& reduced, PerOutput per_output) {
+  const std::vector<int64_t> strides = broadcastStrides(in.shape, in.shape);  // row-major
+  std::vector<int64_t> kept_shape, kept_strides, red_shape, red_strides;
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    (reduced[d] ? red_shape : kept_shape).push_back(in.shape[d]);
+    (reduced[d] ? red_strides : kept_strides).push_back(strides[d]);
+  }
+  const std::vector<std::vector<int64_t>> kept = {kept_strides}, red = {red_strides};
+  // Fewer outputs per range where each reduces many elements.
+  const int64_t per_range = std::max<int64_t>(1, kParallelRange / std::max<int64_t>(1, numelOf(red_shape)));
+  runtime::parallelForRanges(numelOf(kept_shape), per_range, [&](int64_t, int64_t begin, int64_t end) {
+    forEachIndexIn(kept_shape, kept, begin, end, [&](int64_t j, const int64_t* base) {
+      const int64_t b = base[0];
+      per_output(j, [&](auto g) {
+        forEachIndex(red_shape, red, [&](int64_t, const int64_t* off) { g(b + off[0]); });
+      });
+    });
+  });
+}
+
 // Elementwise families (unary, binary, where, cast); `out_shape` is the output's shape.
 Dense evalPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
                     const std::vector<int64_t>& out_shape);
@@ -72,5 +105,14 @@ std::vector<Dense> evalReduction(const ir::Op& op, const Dense& in,
 // Broadcast, reshape, permute, squeeze, unsqueeze, slice.
 Dense evalView(const ir::Op& op, const Dense& in, const std::vector<int64_t>& out_shape,
                const Bindings& b);
+
+// Error bounds (reference_bounds.cpp): for each element of a value, how far a correct GPU
+// evaluation in loom's precisions (f32 inside, results rounded to their dtypes, reductions in
+// any order) may land from the float64 reference, to first order. `in_bound` are the operands'
+// bounds (same shapes as `in`), `out` the op's reference results.
+Dense boundPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
+                     const std::vector<const Dense*>& in_bound, const Dense& out);
+std::vector<Dense> boundReduction(const ir::Op& op, const Dense& in, const Dense& in_bound,
+                                  const std::vector<Dense>& out);
 
 }  // namespace loom::reference

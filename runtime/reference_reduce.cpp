@@ -26,45 +26,19 @@ struct Acc {
   double value() const { return std::isfinite(sum) ? sum + comp : sum; }
 };
 
-// Each output's inputs, in row-major order of the reduced dims: the order in which a row-major
-// walk of the whole input meets them, so that every sum adds in that order whatever the
-// threads. `per_output(j, visit)` runs for every output j (row-major over the kept dims), on
-// several threads by ranges of outputs; visit(g) calls g(x) for each of output j's inputs.
-template <typename PerOutput>
-void forEachOutput(const Dense& in, const std::vector<bool>& reduced, PerOutput per_output) {
-  const std::vector<int64_t> strides = broadcastStrides(in.shape, in.shape);  // row-major
-  std::vector<int64_t> kept_shape, kept_strides, red_shape, red_strides;
-  for (size_t d = 0; d < in.shape.size(); ++d) {
-    (reduced[d] ? red_shape : kept_shape).push_back(in.shape[d]);
-    (reduced[d] ? red_strides : kept_strides).push_back(strides[d]);
-  }
-  const double* x = in.data.data();
-  const std::vector<std::vector<int64_t>> kept = {kept_strides}, red = {red_strides};
-  // Fewer outputs per range where each reduces many elements.
-  const int64_t per_range = std::max<int64_t>(1, kParallelRange / std::max<int64_t>(1, numelOf(red_shape)));
-  runtime::parallelForRanges(numelOf(kept_shape), per_range, [&](int64_t, int64_t begin, int64_t end) {
-    forEachIndexIn(kept_shape, kept, begin, end, [&](int64_t j, const int64_t* base) {
-      const int64_t b = base[0];
-      per_output(j, [&](auto g) {
-        forEachIndex(red_shape, red, [&](int64_t, const int64_t* off) { g(x[b + off[0]]); });
-      });
-    });
-  });
-}
-
 }  // namespace
 
 std::vector<Dense> evalReduction(const ir::Op& op, const Dense& in,
                                  const std::vector<int64_t>& out_shape) {
   const auto& a = op.attr<ir::ReduceAttrs>();
   const int rank = static_cast<int>(in.shape.size());
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int d : a.dims) reduced[static_cast<size_t>(d)] = true;
+  const std::vector<bool> reduced = reducedDims(op, static_cast<size_t>(rank));
   int64_t n_out = 1, n = 1;
   for (int d = 0; d < rank; ++d) (reduced[static_cast<size_t>(d)] ? n : n_out) *= in.shape[static_cast<size_t>(d)];
   LOOM_ASSERT(n_out == numelOf(out_shape), "`{}` output has {} elements, expected {}", op.name(),
               numelOf(out_shape), n_out);
   const DType t = op.input(0)->dtype();
+  const double* x = in.data.data();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto result = [&]() { return Dense{out_shape, Values(static_cast<size_t>(n_out))}; };
 
@@ -74,7 +48,7 @@ std::vector<Dense> evalReduction(const ir::Op& op, const Dense& in,
       Dense r = result();
       forEachOutput(in, reduced, [&](int64_t j, auto visit) {
         Acc acc;
-        visit([&](double v) { acc.add(v); });
+        visit([&](int64_t k) { acc.add(x[k]); });
         double s = acc.value();
         if (op.kind() == ir::OpKind::Mean) s = n ? s / static_cast<double>(n) : nan;
         else if (isInt(t)) s = ir::evalCast(s, DType::I64, t);  // wraps like the GPU's adds
@@ -92,7 +66,8 @@ std::vector<Dense> evalReduction(const ir::Op& op, const Dense& in,
       forEachOutput(in, reduced, [&](int64_t j, auto visit) {
         bool seen = false;
         double m = 0;
-        visit([&](double v) {
+        visit([&](int64_t k) {
+          const double v = x[k];
           m = seen ? ir::evalBinary(pick, m, v, t) : v;  // NaN propagates, as torch.amax
           seen = true;
         });
@@ -107,10 +82,10 @@ std::vector<Dense> evalReduction(const ir::Op& op, const Dense& in,
       Dense var = result(), mean = result(), count = result();
       forEachOutput(in, reduced, [&](int64_t j, auto visit) {
         Acc acc;
-        visit([&](double v) { acc.add(v); });
+        visit([&](int64_t k) { acc.add(x[k]); });
         const double mu = n ? acc.value() / static_cast<double>(n) : nan;
         Acc m2;
-        visit([&](double v) { m2.add((v - mu) * (v - mu)); });
+        visit([&](int64_t k) { m2.add((x[k] - mu) * (x[k] - mu)); });
         var.data[static_cast<size_t>(j)] = m2.value() / divisor;
         mean.data[static_cast<size_t>(j)] = mu;
         count.data[static_cast<size_t>(j)] = static_cast<double>(n);

@@ -42,10 +42,12 @@ int runRun(const Args& a) {
   bool ok = true;
   if (check) {
     auto ref = evaluateReference(*l.fusion, host_in, l.sizes);
-    for (size_t i = 0; i < outs.size(); ++i) {
-      auto c = compareToReference(outs[i].toHost(), ref[i], elementTolerance(*l.fusion, ref[i].dtype()));
-      ok = ok && c.ok;
-      std::cout << fmt::format("  {:<18} {}\n", l.fusion->outputs()[i].name, c.str());
+    std::vector<HostTensor> got;
+    for (const auto& o : outs) got.push_back(o.toHost());
+    const auto cs = compareOutputs(*l.fusion, host_in, l.sizes, got, ref);
+    for (size_t i = 0; i < cs.size(); ++i) {
+      ok = ok && cs[i].ok;
+      std::cout << fmt::format("  {:<18} {}\n", l.fusion->outputs()[i].name, cs[i].str());
     }
   }
   if (iters > 0) {

@@ -1,0 +1,232 @@
+// Error bounds beside the CPU reference: a running error analysis (Wilkinson's) that carries,
+// for each element of each value, how far a correct GPU evaluation may land from the float64
+// reference. The reference is exact to double precision; the GPU computes in f32, rounds
+// results to their dtypes and sums in whatever order its schedule has. Where a result is
+// well conditioned those differences stay within the dtype's tolerance, and the bounds are not
+// needed. Where it is not, such as the mean of values that cancel or x / sum(x) where the sum
+// is near zero, rounding errors that every correct evaluation makes are amplified far past any
+// fixed tolerance; the bounds say by how much, element by element.
+//
+// The rules, to first order:
+// - inputs are exact; every op that computes a float adds its own rounding (a few f32 units
+//   of its result) and, for an f16 or bf16 result, one step of that dtype (the GPU's f32 value
+//   and the reference's exact one can round to neighbouring steps);
+// - an elementwise op carries its operands' bounds through its own function: the largest
+//   change of the result over the corners of the operands' intervals, and no bound at all
+//   (infinity) where an interval holds a pole or leaves the function's domain;
+// - a sum carries the sum of its inputs' bounds, plus (2 + sqrt n) f32 units of the sum of
+//   their magnitudes: the typical rounding of a serial run of n adds (a tree's is smaller;
+//   the worst case, n units, is far from what rounding does); mean divides both by n; amax
+//   and amin carry the largest bound of their inputs; var_mean's variance carries
+//   2 |x - mean| (bound(x) + one unit of the mean) per element (Welford's running mean is
+//   rounded at every step) and the same rounding of the sum of squares.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/error.h"
+#include "ir/op_math.h"
+#include "runtime/reference_internal.h"
+
+namespace loom::reference {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Units of the computing precision an op's own result may be off by (libdevice's functions are
+// within a few units).
+constexpr double kOpUnits = 4.0;
+
+// The unit roundoff of `t`: half the distance from 1 to the next value.
+double unitRoundoff(DType t) {
+  switch (t) {
+    case DType::F16: return std::ldexp(1.0, -11);
+    case DType::BF16: return std::ldexp(1.0, -8);
+    case DType::F32: return std::ldexp(1.0, -24);
+    case DType::F64: return std::ldexp(1.0, -53);
+    default: return 0.0;
+  }
+}
+
+// The unit of the precision loom computes a value of dtype `t` in: f32, or f64 for f64.
+double computeUnit(DType t) {
+  if (!isFloat(t)) return 0.0;
+  return unitRoundoff(t == DType::F64 ? DType::F64 : DType::F32);
+}
+
+// An op's own rounding of its result y of dtype t.
+double ownRounding(double y, DType t) {
+  if (!isFloat(t) || !std::isfinite(y)) return 0.0;
+  const double store = t == DType::F16 || t == DType::BF16 ? 2.0 * unitRoundoff(t) : 0.0;
+  return (kOpUnits * computeUnit(t) + store) * std::fabs(y);
+}
+
+// A bound that is not a number (from NaN data) excuses nothing.
+double tidy(double e) { return std::isnan(e) ? 0.0 : e; }
+
+// Whether [x - e, x + e] holds 0, where a pole or the edge of a domain is.
+bool straddlesZero(double x, double e) { return e > 0 && x - e <= 0.0 && x + e >= 0.0; }
+
+// How far f may move over [x - ex, x + ex] from y = f(x), judged at the ends.
+template <typename F>
+double spread1(F f, double x, double ex, double y) {
+  if (ex == 0.0 || !std::isfinite(y)) return 0.0;
+  double d = 0;
+  for (double s : {-1.0, 1.0}) {
+    const double v = f(x + s * ex);
+    if (!std::isfinite(v)) return kInf;
+    d = std::max(d, std::fabs(v - y));
+  }
+  return d;
+}
+
+// The same over the corners of [a - ea, a + ea] x [b - eb, b + eb].
+template <typename F>
+double spread2(F f, double a, double ea, double b, double eb, double y) {
+  if ((ea == 0.0 && eb == 0.0) || !std::isfinite(y)) return 0.0;
+  double d = 0;
+  for (double sa : {-1.0, 1.0})
+    for (double sb : {-1.0, 1.0}) {
+      const double v = f(a + sa * ea, b + sb * eb);
+      if (!std::isfinite(v)) return kInf;
+      d = std::max(d, std::fabs(v - y));
+    }
+  return d;
+}
+
+bool poleAtZero(ir::OpKind k) {
+  return k == ir::OpKind::Reciprocal || k == ir::OpKind::Rsqrt || k == ir::OpKind::Log ||
+         k == ir::OpKind::Log2;
+}
+
+Dense zeros(const std::vector<int64_t>& shape) {
+  return Dense{shape, Values(static_cast<size_t>(numelOf(shape)), 0.0)};
+}
+
+}  // namespace
+
+Dense boundPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
+                     const std::vector<const Dense*>& in_bound, const Dense& out) {
+  Dense e = zeros(out.shape);
+  std::vector<std::vector<int64_t>> strides;
+  for (const Dense* d : in) strides.push_back(broadcastStrides(d->shape, out.shape));
+  for (const Dense* d : in_bound) strides.push_back(broadcastStrides(d->shape, out.shape));
+  const size_t nin = in.size();
+  const double* y = out.data.data();
+  double* o = e.data.data();
+  const ir::OpKind k = op.kind();
+  const DType t = op.input(0)->dtype(), out_t = op.output()->dtype();
+  auto x = [&](size_t operand, const int64_t* off) { return in[operand]->data[static_cast<size_t>(off[operand])]; };
+  auto ex = [&](size_t operand, const int64_t* off) {
+    return in_bound[operand]->data[static_cast<size_t>(off[nin + operand])];
+  };
+  parallelForEachIndex(out.shape, strides, [&](int64_t i, const int64_t* off) {
+    double d = 0;
+    switch (op.family()) {
+      case ir::OpFamily::Unary:
+      case ir::OpFamily::UnaryAny:
+      case ir::OpFamily::Predicate:
+      case ir::OpFamily::LogicalNot: {
+        const double a = x(0, off), ea = ex(0, off);
+        d = poleAtZero(k) && straddlesZero(a, ea)
+                ? kInf
+                : spread1([&](double v) { return ir::evalUnary(k, v, t); }, a, ea, y[i]);
+        break;
+      }
+      case ir::OpFamily::Binary:
+      case ir::OpFamily::BinaryFloat:
+      case ir::OpFamily::Compare:
+      case ir::OpFamily::Logical: {
+        const double a = x(0, off), ea = ex(0, off), b = x(1, off), eb = ex(1, off);
+        const bool pole = (k == ir::OpKind::Div || k == ir::OpKind::Remainder) && straddlesZero(b, eb);
+        d = pole ? kInf
+                 : spread2([&](double p, double q) { return ir::evalBinary(k, p, q, t); }, a, ea, b, eb, y[i]);
+        break;
+      }
+      case ir::OpFamily::Where: {
+        // A condition that may flip picks either branch.
+        const double c = x(0, off), a = x(1, off), b = x(2, off);
+        const double ea = ex(1, off), eb = ex(2, off);
+        if (ex(0, off) > 0) d = std::max({ea, eb, std::fabs(a - b)});
+        else d = c != 0.0 ? ea : eb;
+        break;
+      }
+      case ir::OpFamily::Cast: {
+        const double a = x(0, off), ea = ex(0, off);
+        if (isFloat(out_t)) d = ea;  // the rounding is added below
+        else d = spread1([&](double v) { return ir::evalCast(v, t, out_t); }, a, ea, y[i]);
+        break;
+      }
+      default: LOOM_ASSERT(false, "`{}` is not elementwise", op.name());
+    }
+    o[i] = tidy(d + ownRounding(y[i], out_t));
+  });
+  return e;
+}
+
+std::vector<Dense> boundReduction(const ir::Op& op, const Dense& in, const Dense& in_bound,
+                                  const std::vector<Dense>& out) {
+  const std::vector<bool> reduced = reducedDims(op, in.shape.size());
+  int64_t n = 1;
+  for (size_t d = 0; d < in.shape.size(); ++d)
+    if (reduced[d]) n *= in.shape[d];
+  std::vector<Dense> bounds;
+  for (const Dense& r : out) bounds.push_back(zeros(r.shape));
+  const DType t = op.input(0)->dtype();
+  if (!isFloat(t)) return bounds;  // integer sums and extremes are exact
+  const double* x = in.data.data();
+  const double* ex = in_bound.data.data();
+  const double unit = computeUnit(t);
+  const double gamma = unit * (2.0 + std::sqrt(static_cast<double>(n)));
+  const double count = static_cast<double>(std::max<int64_t>(n, 1));
+  const DType out_t = op.output(0)->dtype();
+  switch (op.kind()) {
+    case ir::OpKind::Sum:
+    case ir::OpKind::Mean: {
+      const double scale = op.kind() == ir::OpKind::Mean ? 1.0 / count : 1.0;
+      forEachOutput(in, reduced, [&](int64_t j, auto visit) {
+        double carried = 0, magnitude = 0;
+        visit([&](int64_t k) {
+          carried += ex[k];
+          magnitude += std::fabs(x[k]);
+        });
+        const size_t uj = static_cast<size_t>(j);
+        bounds[0].data[uj] = tidy((carried + gamma * magnitude) * scale + ownRounding(out[0].data[uj], out_t));
+      });
+      break;
+    }
+    case ir::OpKind::ReduceMax:
+    case ir::OpKind::ReduceMin:
+      forEachOutput(in, reduced, [&](int64_t j, auto visit) {
+        double most = 0;
+        visit([&](int64_t k) { most = std::max(most, ex[k]); });
+        bounds[0].data[static_cast<size_t>(j)] = tidy(most);
+      });
+      break;
+    case ir::OpKind::VarMean: {
+      const double correction = op.attr<ir::ReduceAttrs>().correction;
+      const double divisor = count > correction ? count - correction : 0.0;
+      const DType mean_t = op.output(1)->dtype();
+      forEachOutput(in, reduced, [&](int64_t j, auto visit) {
+        const size_t uj = static_cast<size_t>(j);
+        const double mu = out[1].data[uj];
+        double carried = 0, magnitude = 0, deviation = 0, squares = 0;
+        visit([&](int64_t k) {
+          const double dev = std::fabs(x[k] - mu);
+          carried += ex[k];
+          magnitude += std::fabs(x[k]);
+          deviation += 2.0 * dev * (ex[k] + unit * std::fabs(mu));
+          squares += dev * dev;
+        });
+        const double var_bound = divisor > 0 ? (deviation + gamma * squares) / divisor : kInf;
+        bounds[0].data[uj] = tidy(var_bound + ownRounding(out[0].data[uj], out_t));
+        bounds[1].data[uj] = tidy((carried + gamma * magnitude) / count + ownRounding(mu, mean_t));
+      });
+      break;
+    }
+    default: LOOM_ASSERT(false, "`{}` is not a reduction", op.name());
+  }
+  return bounds;
+}
+
+}  // namespace loom::reference

@@ -1,0 +1,191 @@
+// The reference's error bounds (runtime/reference_bounds.cpp) and compareOutputs: an
+// ill-conditioned result computed correctly in f32 passes, a wrong one still fails. The "GPU"
+// results here are computed on the CPU in float, in blocks then a tree, as a kernel would.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "include/loom/loom.h"
+#include "runtime/compare.h"
+
+using namespace loom;
+
+namespace {
+
+// A float sum in blocks of 256 summed serially, then the blocks' sums pairwise: a kernel's order.
+float blockedSum(const std::vector<float>& v) {
+  std::vector<float> part;
+  for (size_t b = 0; b < v.size(); b += 256) {
+    float s = 0;
+    for (size_t i = b; i < std::min(v.size(), b + 256); ++i) s += v[i];
+    part.push_back(s);
+  }
+  while (part.size() > 1) {
+    std::vector<float> next;
+    for (size_t i = 0; i < part.size(); i += 2) next.push_back(i + 1 < part.size() ? part[i] + part[i + 1] : part[i]);
+    part = next;
+  }
+  return part.empty() ? 0.0f : part[0];
+}
+
+// n values in pairs v, -v (1 + delta) with v in [0.5, 1.5]: their sum is about delta / 2 of
+// their magnitude.
+std::vector<double> cancelling(int64_t n, double delta) {
+  std::vector<double> xv(static_cast<size_t>(n));
+  auto v = HostTensor::random(DType::F32, {n / 2}, 17, 0.5, 1.5).toVector();
+  for (int64_t k = 0; k < n / 2; ++k) {
+    xv[static_cast<size_t>(2 * k)] = v[static_cast<size_t>(k)];
+    xv[static_cast<size_t>(2 * k + 1)] = static_cast<float>(-v[static_cast<size_t>(k)] * (1 + delta));
+  }
+  return xv;
+}
+
+std::vector<float> floats(const HostTensor& t) {
+  std::vector<float> v;
+  for (double d : t.toVector()) v.push_back(static_cast<float>(d));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("reference bounds: each rule on small fusions", "[reference][bounds]") {
+  FusionBuilder fb("rules");
+  auto x = fb.input("x", DType::F32, {"N"});
+  auto y = fb.input("y", DType::F32, {"N"});
+  auto i = fb.input("i", DType::I32, {"N"});
+  fb.output("sum_xy", x + y);
+  auto m = mean(x, {0}, /*keepdim=*/true);
+  fb.output("m", m);
+  fb.output("inv", reciprocal(x - m));  // x - mean near zero: a pole within the bound
+  fb.output("top", amax(x * 3.0, {0}));
+  fb.output("isum", sum(i, {0}));
+  fb.output("h", cast(x, DType::F16));
+  auto f = fb.finish();
+  std::vector<double> xv = {1.0, 2.0, 3.0, -6.0 + 1e-9};
+  auto xt = HostTensor::fromValues(DType::F32, {4}, xv);
+  auto yt = HostTensor::fromValues(DType::F32, {4}, {0.5, 0.25, -3.0, 8.0});
+  auto it = HostTensor::fromValues(DType::I32, {4}, {1, 2, 3, 4});
+  auto rb = evaluateReferenceBounds(*f, {xt, yt, it});
+  const double u = std::ldexp(1.0, -24);
+  REQUIRE(rb.bounds.size() == 6);
+  // The values are evaluateReference's.
+  auto plain = evaluateReference(*f, {xt, yt, it});
+  for (size_t k = 0; k < plain.size(); ++k) CHECK(rb.values[k].toVector() == plain[k].toVector());
+  // Exact inputs: an add's bound is its own rounding, 4 f32 units of the result.
+  CHECK(rb.bounds[0].getLinear(0) == Approx(4 * u * 1.5));
+  CHECK(rb.bounds[0].getLinear(2) == Approx(4 * u * 0.0).margin(1e-300));
+  // A mean of 4 values that nearly cancel: (2 + sqrt 4) units of the sum of their magnitudes,
+  // over 4, and its own rounding: far more than one unit of the tiny mean.
+  const double mu = rb.values[1].getLinear(0);
+  CHECK(std::fabs(mu) < 1e-9);
+  CHECK(rb.bounds[1].getLinear(0) == Approx(4 * u * 12.0 / 4 + 4 * u * std::fabs(mu)));
+  // 1 / (x - mean) is finite where x is far from the mean; no bound holds it where the
+  // operand's interval would hold 0 (none here), and it grows with 1 / (x - mean)^2.
+  CHECK(std::isfinite(rb.bounds[2].getLinear(0)));
+  CHECK(rb.bounds[2].getLinear(0) > 0);
+  // amax carries the largest bound of what it reduces; integer sums are exact.
+  CHECK(rb.bounds[3].getLinear(0) == Approx(4 * u * 18.0 - 4 * u * 1e-9 * 3).epsilon(1e-6));
+  CHECK(rb.bounds[4].getLinear(0) == 0.0);
+  // A cast to f16 adds one f16 step (2 units of 2^-11) of the result.
+  CHECK(rb.bounds[5].getLinear(1) == Approx(4 * u * 2.0 + 2 * std::ldexp(1.0, -11) * 2.0));
+}
+
+TEST_CASE("reference bounds: a pole within an operand's bound is unbounded", "[reference][bounds]") {
+  FusionBuilder fb("pole");
+  auto x = fb.input("x", DType::F32, {"N"});
+  fb.output("r", reciprocal(sum(x, {0})));
+  auto f = fb.finish();
+  // The sum is 2^-30: less than its bound (a few units of the magnitudes, about 1e-7).
+  auto xt = HostTensor::fromValues(DType::F32, {3}, {1.0, -1.0, std::ldexp(1.0, -30)});
+  auto rb = evaluateReferenceBounds(*f, {xt});
+  CHECK(std::isinf(rb.bounds[0].getLinear(0)));
+  // So any answer passes, a NaN or inf included.
+  auto got = HostTensor::fromValues(DType::F32, {}, {-std::numeric_limits<double>::infinity()});
+  CHECK(compareOutputs(*f, {xt}, {}, {got}, rb.values)[0].ok);
+}
+
+TEST_CASE("compareOutputs: ill-conditioned results pass only within their bounds", "[reference][bounds][compare]") {
+  const int64_t n = 1 << 18;
+  SECTION("the mean of all of them") {
+    FusionBuilder fb("cancel_mean");
+    auto x = fb.input("x", DType::F32, {"N"});
+    fb.output("m", mean(x, {0}));
+    auto f = fb.finish();
+    // Values that cancel, leaving 1e-7 of their magnitude.
+    auto xt = HostTensor::fromValues(DType::F32, {n}, cancelling(n, 1e-7));
+    auto ref = evaluateReference(*f, {xt});
+    const float gpu = blockedSum(floats(xt)) / static_cast<float>(n);
+    auto got = HostTensor::fromValues(DType::F32, {}, {gpu});
+    // The plain comparison fails: the float sum's rounding is large against the tiny mean.
+    auto plain = compareToReference(got, ref[0], elementTolerance(*f, DType::F32));
+    REQUIRE_FALSE(plain.ok);
+    auto c = compareOutputs(*f, {xt}, {}, {got}, ref)[0];
+    INFO(c.str());
+    CHECK(c.ok);
+    CHECK(c.bounded);
+    // A mean that is off by a thousandth of the values' magnitude is still wrong.
+    auto wrong = HostTensor::fromValues(DType::F32, {}, {gpu + 1e-3f});
+    auto w = compareOutputs(*f, {xt}, {}, {wrong}, ref)[0];
+    INFO(w.str());
+    CHECK_FALSE(w.ok);
+  }
+
+  SECTION("x divided by the sum of its column") {
+    FusionBuilder fb("over_sum");
+    auto x = fb.input("x", DType::F32, {"R", "C"});
+    fb.output("y", x / sum(x, {0}, /*keepdim=*/true));
+    auto f = fb.finish();
+    const int64_t rows = 512, cols = n / rows;
+    // Each column's values cancel to 1e-4 of their magnitude: its sums are good to about
+    // 1e-2 of their value, not to f32's tolerance.
+    const std::vector<double> xv = cancelling(n, 2e-4);
+    std::vector<double> cv(static_cast<size_t>(n));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {  // the positive halves of the pairs first
+        const int64_t k = r < rows / 2 ? 2 * r : 2 * (r - rows / 2) + 1;
+        cv[static_cast<size_t>(r * cols + c)] = xv[static_cast<size_t>(c * rows + k)];
+      }
+    auto ct = HostTensor::fromValues(DType::F32, {rows, cols}, cv);
+    auto ref = evaluateReference(*f, {ct});
+    std::vector<double> out(static_cast<size_t>(n));
+    for (int64_t c = 0; c < cols; ++c) {
+      std::vector<float> col;
+      for (int64_t r = 0; r < rows; ++r) col.push_back(static_cast<float>(cv[static_cast<size_t>(r * cols + c)]));
+      const float s = blockedSum(col);
+      for (int64_t r = 0; r < rows; ++r) out[static_cast<size_t>(r * cols + c)] = col[static_cast<size_t>(r)] / s;
+    }
+    auto got = HostTensor::fromValues(DType::F32, {rows, cols}, out);
+    REQUIRE_FALSE(compareToReference(got, ref[0], elementTolerance(*f, DType::F32)).ok);
+    auto c = compareOutputs(*f, {ct}, {}, {got}, ref)[0];
+    INFO(c.str());
+    CHECK(c.ok);
+    // One element off by 20% of its value fails, bounds or not.
+    got.setLinear(12345, out[12345] * 1.2);
+    auto w = compareOutputs(*f, {ct}, {}, {got}, ref)[0];
+    INFO(w.str());
+    CHECK_FALSE(w.ok);
+  }
+}
+
+TEST_CASE("compareOutputs: well-conditioned results gain no slack", "[reference][bounds][compare]") {
+  // Layer norm of ordinary data: one element wrong by half the output's scale fails, as it
+  // did before bounds, and a correct result never evaluates them (it passes on its own).
+  auto f = findExample("layer_norm")->buildDefault();
+  const Bindings sizes{{"N", 64}, {"D", 1000}};
+  std::vector<HostTensor> in;
+  uint64_t seed = 3;
+  for (const ir::Value* v : f->inputs()) in.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++));
+  auto ref = evaluateReference(*f, in, sizes);
+  auto got = HostTensor::empty(ref[0].dtype(), ref[0].shape());
+  for (int64_t k = 0; k < ref[0].numel(); ++k) got.setLinear(k, ref[0].getLinear(k));
+  auto ok = compareOutputs(*f, in, sizes, {got}, ref)[0];
+  CHECK(ok.ok);
+  CHECK_FALSE(ok.bounded);
+  got.setLinear(777, ref[0].getLinear(777) + 0.5);
+  auto w = compareOutputs(*f, in, sizes, {got}, ref)[0];
+  INFO(w.str());
+  CHECK_FALSE(w.ok);
+  CHECK(w.bounded);
+}
