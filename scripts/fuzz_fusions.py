@@ -31,8 +31,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_compile  # noqa: E402  (ptxas over every kernel a dump prints)
 
-UNARY = ["neg", "abs", "relu", "exp", "tanh", "sigmoid", "silu", "sqrt", "rsqrt", "log", "gelu", "erf"]
+UNARY = ["neg", "abs", "relu", "exp", "tanh", "sigmoid", "silu", "sqrt", "rsqrt", "log", "gelu", "erf",
+         "exp2", "log2", "reciprocal", "sin", "cos", "gelu_tanh", "floor", "ceil", "round"]
 BINARY = ["add", "sub", "mul", "div", "max", "min"]
+# With a constant second operand (rank 0, stretched over the first).
+SCALAR = [("mul", "0.5"), ("add", "-3"), ("div", "7"), ("sub", "1e-05"), ("pow", "2"), ("pow", "0.5"),
+          ("remainder", "0.75"), ("max", "0"), ("min", "1.5")]
+COMPARE = ["lt", "le", "gt", "ge", "eq", "ne"]
 REDUCE = ["sum", "amax", "amin", "mean"]
 SYMS = ["N", "C", "H", "W"]
 
@@ -105,6 +110,18 @@ class Gen:
             v = self.pick(full)
             to = rng.choice(["f16", "bf16", "f32"])
             return self.emit(to, v[2], f"cast({v[0]}, to={to})")
+        if r < 0.9:
+            v = self.f32(self.pick(full))
+            op, c = rng.choice(SCALAR)
+            k = self.emit("f32", [], f"const({c}, dtype=f32)")
+            return self.emit("f32", v[2], f"{op}({v[0]}, {k[0]})")
+        if r < 0.95:
+            # where(a cmp b, a, b) over two values of the same shape.
+            a = self.f32(self.pick(full))
+            same = [v for v in self.values if v[1] != "bool" and v[2] == a[2]]
+            b = self.f32(rng.choice(same))
+            cond = self.emit("bool", a[2], f"{rng.choice(COMPARE)}({a[0]}, {b[0]})")
+            return self.emit("f32", a[2], f"where({cond[0]}, {a[0]}, {b[0]})")
         # A reduced value broadcast back explicitly: drop its size-1 dims, then broadcast.
         reduced = [v for v in self.values if "1b" in v[2] and v[1] != "bool" and any(x != "1b" for x in v[2])]
         if not reduced:
