@@ -170,6 +170,43 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
   }
 }
 
+TEST_CASE("vectors of rows past 40 KiB where the grid cannot split them and the blocks fill the SMs", "[norm][ptx]") {
+  struct Case {
+    const char* fusion;
+    DType t;
+    Bindings sizes;
+    std::vector<int> order;  // x's memory order, outer to inner
+    bool big;                // blocks past 40 KiB of shared memory; else not this tier
+  };
+  const Case cases[] = {
+      // 3520 and 2200 rows: no multiple of 16 rows a set, rows of 2304 and 4096 elements
+      // (72 KiB and 128 KiB for 16 rows), 220 and 138 blocks of 16 rows
+      {"instance_norm", DType::F16, {{"N", 40}, {"C", 88}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, true},
+      {"softmax", DType::BF16, {{"N", 2200}, {"D", 4096}}, {1, 0}, true},
+      // 120 and 1000 rows: 8 and 63 blocks would leave SMs idle; a row a block instead
+      {"instance_norm", DType::F16, {{"N", 3}, {"C", 40}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, false},
+      {"softmax", DType::BF16, {{"N", 1000}, {"D", 4096}}, {1, 0}, false},
+  };
+  for (const Case& c : cases) {
+    auto f = findExample(c.fusion)->build(c.t);
+    for (int sm : {80, 90}) {
+      StageText text;
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", c.order}}), CompileOptions{sm, 132}, &text);
+      const std::string& sched = text[DumpStage::Schedule];
+      INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << sched);
+      CHECK((sched.find("rows side by side in memory") != std::string::npos) == c.big);
+      if (c.big) {
+        CHECK(sched.find("16 rows per block of 256") != std::string::npos);
+        CHECK(k.shared_bytes > 40u * 1024);
+        CHECK(k.ptx.find("cp.async") != std::string::npos);
+      }
+      std::string err = codegen::ptxasCheck(k.ptx, sm);
+      INFO(err);
+      CHECK(err.empty());
+    }
+  }
+}
+
 TEST_CASE("short rows that fit registers are held in shared memory by their own threads", "[norm][ptx]") {
   struct Case {
     std::unique_ptr<ir::Fusion> f;

@@ -180,6 +180,19 @@ TEST_CASE("rows strided along their reduction: read and written in vectors of ro
       test::checkOnGpu(*findExample(c.fusion)->build(t), c.sizes, {{"x", {0, 2, 3, 1}}});
     }
   }
+  // Rows too long for 40 KiB whose count is no multiple of a grid set's (3520 and 2200 rows,
+  // 16 a set): blocks past 48 KiB of shared memory, one an SM. (f32's sets of 8 divide them:
+  // the grid tier.)
+  const Case big_cases[] = {{"instance_norm", {{"N", 40}, {"C", 88}, {"H", 48}, {"W", 48}}, true}};
+  for (const Case& c : big_cases)
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      INFO(c.fusion << " " << dtypeName(t) << " N=40 C=88 H=48 W=48 NHWC, blocks past 48 KiB");
+      test::checkOnGpu(*findExample(c.fusion)->build(t), c.sizes, {{"x", {0, 2, 3, 1}}});
+    }
+  for (DType t : {DType::F16, DType::BF16}) {
+    INFO("softmax " << dtypeName(t) << " 2200 x 4096, rows strided (D outer), blocks past 48 KiB");
+    test::checkOnGpu(*findExample("softmax")->build(t), {{"N", 2200}, {"D", 4096}}, {{"x", {1, 0}}});
+  }
   // An f32 residual read and an f32 output written in vectors of rows, and a per-pixel mean.
   auto f = test::layerNorm2dResidual();
   for (Bindings sizes : {Bindings{{"N", 8}, {"C", 64}, {"H", 56}, {"W", 56}}, Bindings{{"N", 3}, {"C", 5}, {"H", 6}, {"W", 10}}}) {

@@ -79,6 +79,12 @@ int gridFillBuffers() { return std::getenv("LOOM_TUNE_GRID_PREFETCH") ? 2 : 1; }
 // Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
 int64_t smemPerSm(const DeviceInfo& dev) { return int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024; }
 
+// Opt-in shared memory per block: 227 KiB on sm_90, 163 KiB on sm_80, 99 KiB on sm_86/89;
+// 4 KiB stay for the reductions' scratch.
+int64_t blockSmemLimit(const DeviceInfo& dev) {
+  return int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
+}
+
 // The grid tier's shape: each set of rows split over `split` blocks, `groups` groups of them
 // walking the sets in turn.
 struct GridShape {
@@ -204,14 +210,14 @@ std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::se
 }
 
 // Places the row-vector tier for rows of `n` elements read from the `held` loads: rows per
-// block (as many as 40 KiB of shared memory hold, up to 64, each element's
+// block (as many as `max_bytes` of shared memory hold, up to 64, each element's
 // rows at least a 32-byte sector, fewer while the blocks would not fill the SMs twice), threads
 // per row, and a pitch padded against bank conflicts. Nothing where even the fewest rows do not
 // fit.
 std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::set<Leaf>& held,
-                                            const std::vector<TensorDesc>& inputs, int row_vec, const DeviceInfo& dev) {
+                                            const std::vector<TensorDesc>& inputs, int row_vec, const DeviceInfo& dev,
+                                            int64_t max_bytes) {
   const int min_bytes = heldByteRange(held, inputs).first;
-  const int64_t kMaxBytes = 40 * 1024;  // with the scratch, under the 48 KiB of no opt-in
   const int min_rows = std::max(row_vec, 32 / min_bytes);
   int R = 64;
   if (const char* r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK")) R = std::max(min_rows, nextPow2(std::atoi(r)));
@@ -223,7 +229,7 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
     if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) T = std::min(32, nextPow2(std::atoi(t)));
     while (T > 1 && (T > n || R * T > 1024)) T /= 2;
     const int64_t chunks = (n + T - 1) / T;
-    auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, kMaxBytes);
+    auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, max_bytes);
     if (pitch == 0) continue;
     return RowPlacement{R, T, chunks, pitch, bytes};
   }
@@ -460,10 +466,18 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev);
   std::optional<RowPlacement> row_place;
   int row_groups = 0, row_split = 0;  // the row-vector tier split over the grid: its groups of blocks
-  if (row_vec > 1) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev);
+  // 40 KiB with the scratch, under the 48 KiB of no opt-in: several blocks an SM.
+  if (row_vec > 1) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, 40 * 1024);
   if (row_vec > 1 && !row_place)
     row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
                                     &row_groups, &row_split);
+  // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
+  // the opt-in limit, one or two an SM, rather than a row a block reading one element of
+  // each 32-byte sector; where they are enough to give every SM one.
+  if (row_vec > 1 && !row_place) {
+    row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, blockSmemLimit(dev));
+    if (row_place && (k.rows() + row_place->rows - 1) / row_place->rows < dev.sm_count) row_place.reset();
+  }
   if (!row_place) row_vec = 1;
 
   // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read
@@ -572,9 +586,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       const int piece = vec * bytes;
       if (k.load_access[l] != Access::Vector || (piece != 4 && piece != 8 && piece != 16)) async_ok = false;
     }
-    // Opt-in shared memory per block: 227 KiB on sm_90, 163 KiB on sm_80, 99 KiB on sm_86/89;
-    // 4 KiB stay for the reductions' scratch.
-    const int64_t smem_limit = int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
+    const int64_t smem_limit = blockSmemLimit(dev);
     const bool no_smem = std::getenv("LOOM_NO_SMEM_ROWS") != nullptr;
     // Neighbouring rows side by side in memory (group norm's groups in channels-last: each
     // pixel holds C/G channels of one group, then the next group's): a block takes `rows`
