@@ -170,22 +170,31 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
   }
 }
 
-TEST_CASE("vectors of rows past 40 KiB where the grid cannot split them and the blocks fill the SMs", "[norm][ptx]") {
+TEST_CASE("vectors of rows past 40 KiB where the grid cannot split them and the blocks fill the SMs; else the dump says why", "[norm][ptx]") {
   struct Case {
     const char* fusion;
     DType t;
     Bindings sizes;
     std::vector<int> order;  // x's memory order, outer to inner
     bool big;                // blocks past 40 KiB of shared memory; else not this tier
+    const char* why;         // else: why the schedule dump says each element is a load of its own
   };
   const Case cases[] = {
       // 3520 and 2200 rows: no multiple of 16 rows a set, rows of 2304 and 4096 elements
       // (72 KiB and 128 KiB for 16 rows), 220 and 138 blocks of 16 rows
-      {"instance_norm", DType::F16, {{"N", 40}, {"C", 88}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, true},
-      {"softmax", DType::BF16, {{"N", 2200}, {"D", 4096}}, {1, 0}, true},
+      {"instance_norm", DType::F16, {{"N", 40}, {"C", 88}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, true, ""},
+      {"softmax", DType::BF16, {{"N", 2200}, {"D", 4096}}, {1, 0}, true, ""},
       // 120 and 1000 rows: 8 and 63 blocks would leave SMs idle; a row a block instead
-      {"instance_norm", DType::F16, {{"N", 3}, {"C", 40}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, false},
-      {"softmax", DType::BF16, {{"N", 1000}, {"D", 4096}}, {1, 0}, false},
+      {"instance_norm", DType::F16, {{"N", 3}, {"C", 40}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, false,
+       "blocks of 16 rows would be 8, fewer than the 132 SMs, and the grid's sets of 16 rows or more do not divide 40"},
+      {"softmax", DType::BF16, {{"N", 1000}, {"D", 4096}}, {1, 0}, false,
+       "blocks of 16 rows would be 63, fewer than the 132 SMs"},
+      // 16 rows of 65536 elements fit no block; 33000 rows divide by no set of 16
+      {"softmax", DType::BF16, {{"N", 33000}, {"D", 65536}}, {1, 0}, false,
+       "do not fit a block's shared memory, and the grid's sets of 16 rows or more do not divide 33000"},
+      // LayerNorm2d over the 49 pixels of 7 x 7: no vectors of rows
+      {"layer_norm_2d", DType::BF16, {{"N", 4}, {"C", 768}, {"H", 7}, {"W", 7}}, {0, 1, 2, 3}, false,
+       "an innermost row axis whose extent divides by 2 (here 49)"},
   };
   for (const Case& c : cases) {
     auto f = findExample(c.fusion)->build(c.t);
@@ -195,6 +204,8 @@ TEST_CASE("vectors of rows past 40 KiB where the grid cannot split them and the 
       const std::string& sched = text[DumpStage::Schedule];
       INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << sched);
       CHECK((sched.find("rows side by side in memory") != std::string::npos) == c.big);
+      CHECK((sched.find("so each element is a load of its own") != std::string::npos) == !c.big);
+      if (!c.big) CHECK(sched.find(c.why) != std::string::npos);
       if (c.big) {
         CHECK(sched.find("16 rows per block of 256") != std::string::npos);
         CHECK(k.shared_bytes > 40u * 1024);

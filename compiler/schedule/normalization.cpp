@@ -464,6 +464,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   const size_t nout = k.outer_shape.size();
   const std::set<Leaf> held_leaves = heldLoads(roots, remap);
   int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev);
+  const int row_vec_fits = row_vec;
   std::optional<RowPlacement> row_place;
   int row_groups = 0, row_split = 0;  // the row-vector tier split over the grid: its groups of blocks
   // 40 KiB with the scratch, under the 48 KiB of no opt-in: several blocks an SM.
@@ -474,11 +475,38 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
   // the opt-in limit, one or two an SM, rather than a row a block reading one element of
   // each 32-byte sector; where they are enough to give every SM one.
+  std::optional<RowPlacement> too_few;  // large blocks refused: fewer than the SMs
   if (row_vec > 1 && !row_place) {
     row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, blockSmemLimit(dev));
-    if (row_place && (k.rows() + row_place->rows - 1) / row_place->rows < dev.sm_count) row_place.reset();
+    if (row_place && (k.rows() + row_place->rows - 1) / row_place->rows < dev.sm_count) too_few.swap(row_place);
   }
   if (!row_place) row_vec = 1;
+  // Rows strided along their reduction that no row-vector tier takes: each element is a load of
+  // its own, and the schedule dump says why (a performance cliff the user may avoid).
+  std::string strided_note;
+  for (const Leaf& l : held_leaves) {
+    if (row_place || nout == 0 || l.strides.back() == 1) continue;
+    const bool adjacent = l.strides[nout - 1] == 1;
+    // The fewest rows a set takes (a 32-byte sector of each element), as the placements have it.
+    const int sector_rows = std::max(row_vec_fits, 32 / heldByteRange(held_leaves, inputs).first);
+    const std::string grid_text =
+        k.outer_shape.back() % sector_rows != 0
+            ? fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back())
+            : std::string("the grid tier does not place them");
+    strided_note = fmt::format(
+        "; the rows are strided along their reduction ({} elements apart), so each element is a load of its "
+        "own: {}", std::abs(l.strides.back()),
+        !adjacent ? "neighbouring rows are not next to each other in memory"
+        : row_vec_fits == 1
+            ? fmt::format("vectors of neighbouring rows need sm_80 or later, 16-byte-aligned rows, and an "
+                          "innermost row axis whose extent divides by 2 (here {})", k.outer_shape.back())
+        : too_few
+            ? fmt::format("blocks of {} rows would be {}, fewer than the {} SMs, and {}", too_few->rows,
+                          (k.rows() + too_few->rows - 1) / too_few->rows, dev.sm_count, grid_text)
+            : fmt::format("the fewest neighbouring rows that fill a 32-byte sector do not fit a block's shared "
+                          "memory, and {}", grid_text));
+    break;
+  }
 
   // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read
   // (f16 rows: 8 lanes). Other loads (an f32 per-channel weight beside them) take two vectors
@@ -823,6 +851,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                                    "registers or shared memory: statistics in one Welford pass, "
                                    "then a second read (from L2 where it fits) to normalize",
                                    held, budget));
+  k.reason += strided_note;
   return k;
 }
 
