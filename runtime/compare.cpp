@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <vector>
 
 #include "ir/error.h"
@@ -25,7 +26,7 @@ std::string Comparison::str() const {
   const std::string at = worst_index >= 0 ? fmt::format("at {}, ", worst_index) : "";
   // With bounds, rel err and worst element count only error beyond the bounds.
   return fmt::format("{}rel err {:.3g} (tol {:.3g}), max abs err {:.3g}, worst element {:.3g} tol ({}limit {:g}){} -> {}",
-                     bounded ? fmt::format("ill conditioned: beyond {:g}x its error bounds, ", kBoundFactor) : "",
+                     bounded ? fmt::format("with error bounds, counting error beyond {:g}x each element's: ", kBoundFactor) : "",
                      rel_l2, tolerance, max_abs, worst, at, kElementFactor,
                      bad_nonfinite ? fmt::format(", {} misplaced NaN/inf", bad_nonfinite) : "", ok ? "OK" : "MISMATCH");
 }
@@ -141,6 +142,8 @@ std::vector<Comparison> compareOutputs(const ir::Fusion& f, const std::vector<Ho
   try {
     rb = evaluateReferenceBounds(f, inputs, sizes);
   } catch (const Error&) {  // the bounds do not fit in memory: the plain comparisons stand
+    return cs;
+  } catch (const std::bad_alloc&) {
     return cs;
   }
   for (size_t i = 0; i < got.size(); ++i)

@@ -10,16 +10,23 @@
 // The rules, to first order:
 // - inputs are exact; every op that computes a float adds its own rounding (a few f32 units
 //   of its result) and, for an f16 or bf16 result, one step of that dtype (the GPU's f32 value
-//   and the reference's exact one can round to neighbouring steps);
+//   and the reference's exact one can round to neighbouring steps); a cast of an exact value
+//   adds nothing (both sides round it to nearest even);
 // - an elementwise op carries its operands' bounds through its own function: the largest
-//   change of the result over the corners of the operands' intervals, and no bound at all
-//   (infinity) where an interval holds a pole or leaves the function's domain;
-// - a sum carries the sum of its inputs' bounds, plus (2 + sqrt n) f32 units of the sum of
-//   their magnitudes: the typical rounding of a serial run of n adds (a tree's is smaller;
-//   the worst case, n units, is far from what rounding does); mean divides both by n; amax
-//   and amin carry the largest bound of their inputs; var_mean's variance carries
+//   change of the result over the corners of the operands' intervals (a function that turns
+//   within an interval, such as sin over a wide one, may change more: first order only), and
+//   no bound at all (infinity) where an interval holds a pole or leaves the function's domain;
+// - a sum carries the sum of its inputs' bounds, plus (2 + log2 n + sqrt(min(n, 1024))) f32
+//   units of the sum of their magnitudes: a tree's depth, and the typical rounding of a
+//   thread's serial run of up to 1024 adds. A well-conditioned sum so gains less slack than
+//   f32's tolerance at any n (2^24 values: twice the bound is 7e-6 of the sum). Mean divides both by n;
+//   amax and amin are bounded by how far the extreme can move: the inputs' intervals' largest
+//   upper end, or largest lower end, against the reference's maximum (for amax; amin
+//   likewise), so an element far from the extreme adds nothing; var_mean's variance carries
 //   2 |x - mean| (bound(x) + one unit of the mean) per element (Welford's running mean is
-//   rounded at every step) and the same rounding of the sum of squares.
+//   rounded at every step) and the same rounding of the sum of squares;
+// - a result that is not finite in the reference (inf, NaN; a variance over n <= correction)
+//   has no slack: the GPU must give the same.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -61,8 +68,9 @@ double ownRounding(double y, DType t) {
   return (kOpUnits * computeUnit(t) + store) * std::fabs(y);
 }
 
-// A bound that is not a number (from NaN data) excuses nothing.
-double tidy(double e) { return std::isnan(e) ? 0.0 : e; }
+// The bound kept for reference value y: none where y is not finite (the GPU must match it),
+// and none where the bound is not a number (from NaN data).
+double tidy(double e, double y) { return !std::isfinite(y) || std::isnan(e) ? 0.0 : e; }
 
 // Whether [x - e, x + e] holds 0, where a pole or the edge of a domain is.
 bool straddlesZero(double x, double e) { return e > 0 && x - e <= 0.0 && x + e >= 0.0; }
@@ -121,7 +129,7 @@ Dense boundPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
     return in_bound[operand]->data[static_cast<size_t>(off[nin + operand])];
   };
   parallelForEachIndex(out.shape, strides, [&](int64_t i, const int64_t* off) {
-    double d = 0;
+    double d = 0, own = ownRounding(y[i], out_t);
     switch (op.family()) {
       case ir::OpFamily::Unary:
       case ir::OpFamily::UnaryAny:
@@ -152,14 +160,16 @@ Dense boundPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
         break;
       }
       case ir::OpFamily::Cast: {
+        // An exact operand converts the same on both sides (round to nearest even).
         const double a = x(0, off), ea = ex(0, off);
-        if (isFloat(out_t)) d = ea;  // the rounding is added below
+        if (ea == 0) own = 0;
+        else if (isFloat(out_t)) d = ea;
         else d = spread1([&](double v) { return ir::evalCast(v, t, out_t); }, a, ea, y[i]);
         break;
       }
       default: LOOM_ASSERT(false, "`{}` is not elementwise", op.name());
     }
-    o[i] = tidy(d + ownRounding(y[i], out_t));
+    o[i] = tidy(d + own, y[i]);
   });
   return e;
 }
@@ -172,12 +182,12 @@ std::vector<Dense> boundReduction(const ir::Op& op, const Dense& in, const Dense
     if (reduced[d]) n *= in.shape[d];
   std::vector<Dense> bounds;
   for (const Dense& r : out) bounds.push_back(zeros(r.shape));
-  const DType t = op.input(0)->dtype();
-  if (!isFloat(t)) return bounds;  // integer sums and extremes are exact
+  const DType t = op.input(0)->dtype();  // integer sums and extremes add no rounding (unit 0)
   const double* x = in.data.data();
   const double* ex = in_bound.data.data();
   const double unit = computeUnit(t);
-  const double gamma = unit * (2.0 + std::sqrt(static_cast<double>(n)));
+  const double nd = static_cast<double>(std::max<int64_t>(n, 1));
+  const double gamma = unit * (2.0 + std::log2(nd) + std::sqrt(std::min(nd, 1024.0)));
   const double count = static_cast<double>(std::max<int64_t>(n, 1));
   const DType out_t = op.output(0)->dtype();
   switch (op.kind()) {
@@ -191,18 +201,27 @@ std::vector<Dense> boundReduction(const ir::Op& op, const Dense& in, const Dense
           magnitude += std::fabs(x[k]);
         });
         const size_t uj = static_cast<size_t>(j);
-        bounds[0].data[uj] = tidy((carried + gamma * magnitude) * scale + ownRounding(out[0].data[uj], out_t));
+        const double y = out[0].data[uj];
+        bounds[0].data[uj] = tidy((carried + gamma * magnitude) * scale + ownRounding(y, out_t), y);
       });
       break;
     }
     case ir::OpKind::ReduceMax:
-    case ir::OpKind::ReduceMin:
+    case ir::OpKind::ReduceMin: {
+      // amin is amax of the negated values.
+      const double sign = op.kind() == ir::OpKind::ReduceMax ? 1.0 : -1.0;
       forEachOutput(in, reduced, [&](int64_t j, auto visit) {
-        double most = 0;
-        visit([&](int64_t k) { most = std::max(most, ex[k]); });
-        bounds[0].data[static_cast<size_t>(j)] = tidy(most);
+        const size_t uj = static_cast<size_t>(j);
+        const double m = sign * out[0].data[uj];
+        double hi = -kInf, lo = -kInf;  // the largest upper and lower ends of the intervals
+        visit([&](int64_t k) {
+          hi = std::max(hi, sign * x[k] + ex[k]);
+          lo = std::max(lo, sign * x[k] - ex[k]);
+        });
+        bounds[0].data[uj] = tidy(std::max({0.0, hi - m, m - lo}), out[0].data[uj]);
       });
       break;
+    }
     case ir::OpKind::VarMean: {
       const double correction = op.attr<ir::ReduceAttrs>().correction;
       const double divisor = count > correction ? count - correction : 0.0;
@@ -215,12 +234,14 @@ std::vector<Dense> boundReduction(const ir::Op& op, const Dense& in, const Dense
           const double dev = std::fabs(x[k] - mu);
           carried += ex[k];
           magnitude += std::fabs(x[k]);
-          deviation += 2.0 * dev * (ex[k] + unit * std::fabs(mu));
+          // An unbounded element leaves the variance unbounded, even where it sits at the mean.
+          deviation += std::isinf(ex[k]) ? kInf : 2.0 * dev * (ex[k] + unit * std::fabs(mu));
           squares += dev * dev;
         });
-        const double var_bound = divisor > 0 ? (deviation + gamma * squares) / divisor : kInf;
-        bounds[0].data[uj] = tidy(var_bound + ownRounding(out[0].data[uj], out_t));
-        bounds[1].data[uj] = tidy((carried + gamma * magnitude) / count + ownRounding(mu, mean_t));
+        const double var = out[0].data[uj];
+        const double var_bound = divisor > 0 ? (deviation + gamma * squares) / divisor : 0.0;
+        bounds[0].data[uj] = tidy(var_bound + ownRounding(var, out_t), var);
+        bounds[1].data[uj] = tidy((carried + gamma * magnitude) / count + ownRounding(mu, mean_t), mu);
       });
       break;
     }

@@ -87,6 +87,12 @@ TEST_CASE("eval, dump and segment work without a GPU", "[cli]") {
   auto s = runLoom("segment layer_norm --json");
   CHECK(s.status == 0);
   CHECK(s.out.find("\"segments\": [") != std::string::npos);
+  // --bounds: each output's error bounds; a mean of all of random data is ill conditioned.
+  auto text = tmpFile("mean_all.loom", "fusion m {\n  in x: f32[N]\n  t0: f32[] = mean(x, dims=[0])\n  out y = t0\n}\n");
+  auto b = runLoom("eval " + text + " --dim N=100000 --bounds");
+  INFO(b.out);
+  CHECK(b.status == 0);
+  CHECK(b.out.find("error bound: at most") != std::string::npos);
   auto bad = runLoom("eval layer_norm --dim Q=3");
   CHECK(bad.status != 0);
   CHECK(bad.out.find("has no size `Q`") != std::string::npos);

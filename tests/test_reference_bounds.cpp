@@ -62,6 +62,7 @@ TEST_CASE("reference bounds: each rule on small fusions", "[reference][bounds]")
   fb.output("top", amax(x * 3.0, {0}));
   fb.output("isum", sum(i, {0}));
   fb.output("h", cast(x, DType::F16));
+  fb.output("h3", cast(x * 3.0, DType::F16));
   auto f = fb.finish();
   std::vector<double> xv = {1.0, 2.0, 3.0, -6.0 + 1e-9};
   auto xt = HostTensor::fromValues(DType::F32, {4}, xv);
@@ -69,27 +70,78 @@ TEST_CASE("reference bounds: each rule on small fusions", "[reference][bounds]")
   auto it = HostTensor::fromValues(DType::I32, {4}, {1, 2, 3, 4});
   auto rb = evaluateReferenceBounds(*f, {xt, yt, it});
   const double u = std::ldexp(1.0, -24);
-  REQUIRE(rb.bounds.size() == 6);
+  REQUIRE(rb.bounds.size() == 7);
   // The values are evaluateReference's.
   auto plain = evaluateReference(*f, {xt, yt, it});
   for (size_t k = 0; k < plain.size(); ++k) CHECK(rb.values[k].toVector() == plain[k].toVector());
   // Exact inputs: an add's bound is its own rounding, 4 f32 units of the result.
   CHECK(rb.bounds[0].getLinear(0) == Approx(4 * u * 1.5));
   CHECK(rb.bounds[0].getLinear(2) == Approx(4 * u * 0.0).margin(1e-300));
-  // A mean of 4 values that nearly cancel: (2 + sqrt 4) units of the sum of their magnitudes,
-  // over 4, and its own rounding: far more than one unit of the tiny mean.
+  // A mean of 4 values that nearly cancel: (2 + log2 4 + sqrt 4) units of the sum of their
+  // magnitudes, over 4, and its own rounding: far more than one unit of the tiny mean.
   const double mu = rb.values[1].getLinear(0);
   CHECK(std::fabs(mu) < 1e-9);
-  CHECK(rb.bounds[1].getLinear(0) == Approx(4 * u * 12.0 / 4 + 4 * u * std::fabs(mu)));
+  CHECK(rb.bounds[1].getLinear(0) == Approx(6 * u * 12.0 / 4 + 4 * u * std::fabs(mu)));
   // 1 / (x - mean) is finite where x is far from the mean; no bound holds it where the
   // operand's interval would hold 0 (none here), and it grows with 1 / (x - mean)^2.
   CHECK(std::isfinite(rb.bounds[2].getLinear(0)));
   CHECK(rb.bounds[2].getLinear(0) > 0);
-  // amax carries the largest bound of what it reduces; integer sums are exact.
-  CHECK(rb.bounds[3].getLinear(0) == Approx(4 * u * 18.0 - 4 * u * 1e-9 * 3).epsilon(1e-6));
+  // amax moves as far as the elements that could be the largest: 9 within its own rounding;
+  // -18, whose bound is larger, is far below and adds nothing. Integer sums are exact.
+  CHECK(rb.bounds[3].getLinear(0) == Approx(4 * u * 9.0));
   CHECK(rb.bounds[4].getLinear(0) == 0.0);
-  // A cast to f16 adds one f16 step (2 units of 2^-11) of the result.
-  CHECK(rb.bounds[5].getLinear(1) == Approx(4 * u * 2.0 + 2 * std::ldexp(1.0, -11) * 2.0));
+  // A cast of an exact value rounds the same on both sides; of a computed one (3x, itself
+  // within 4 units), it adds its own rounding and one f16 step (2 units of 2^-11).
+  CHECK(rb.bounds[5].getLinear(1) == 0.0);
+  CHECK(rb.bounds[6].getLinear(1) == Approx(4 * u * 6.0 + (4 * u + 2 * std::ldexp(1.0, -11)) * 6.0));
+}
+
+TEST_CASE("reference bounds: no slack where the reference is not finite, or far from an extreme",
+          "[reference][bounds]") {
+  FusionBuilder fb("edges");
+  auto x = fb.input("x", DType::F32, {"R", "N"});
+  auto m = fb.input("m", DType::F32, {"R", "N"});
+  fb.output("s", sum(x, {1}));
+  auto vm = var_mean(x, {1}, /*correction=*/1);
+  fb.output("var", vm.var);
+  auto masked = x + m;  // a mask of -3e38: its own rounding is about 7e31
+  fb.output("top", amax(masked, {1}));
+  fb.output("shifted", masked - amax(masked, {1}, /*keepdim=*/true));
+  auto f = fb.finish();
+  const double inf = std::numeric_limits<double>::infinity();
+  // Row 0 holds +inf; row 1 is finite, with its last element masked.
+  auto xt = HostTensor::fromValues(DType::F32, {2, 3}, {1.0, inf, 2.0, 0.5, 0.25, 0.75});
+  auto mt = HostTensor::fromValues(DType::F32, {2, 3}, {0.0, 0.0, 0.0, 0.0, 0.0, -3e38});
+  auto rb = evaluateReferenceBounds(*f, {xt, mt});
+  // A sum and a variance whose reference is inf or NaN: no slack at all.
+  CHECK(std::isinf(rb.values[0].getLinear(0)));
+  CHECK(rb.bounds[0].getLinear(0) == 0.0);
+  CHECK_FALSE(std::isfinite(rb.values[1].getLinear(0)));
+  CHECK(rb.bounds[1].getLinear(0) == 0.0);
+  auto got = HostTensor::fromValues(DType::F32, {2}, {0.0, rb.values[0].getLinear(1)});
+  auto c = compareOutputs(*f, {xt, mt}, {}, {got, rb.values[1], rb.values[2], rb.values[3]}, rb.values)[0];
+  INFO(c.str());
+  CHECK_FALSE(c.ok);
+  CHECK(c.bad_nonfinite == 1);
+  // Row 1's maximum (0.5) moves only by its own rounding: the masked element's huge bound
+  // is far below it, and the unmasked results after it stay tight.
+  const double u = std::ldexp(1.0, -24);
+  CHECK(rb.bounds[2].getLinear(1) == Approx(4 * u * 0.5));
+  CHECK(rb.bounds[3].getLinear(3) < 1e-6);
+  CHECK(rb.bounds[3].getLinear(4) < 1e-6);
+}
+
+TEST_CASE("reference bounds: a variance over n <= correction has no slack", "[reference][bounds]") {
+  FusionBuilder fb("one");
+  auto x = fb.input("x", DType::F32, {"R", "N"});
+  fb.output("var", var_mean(x, {1}, /*correction=*/1).var);
+  auto f = fb.finish();
+  auto xt = HostTensor::fromValues(DType::F32, {2, 1}, {1.0, 2.0});
+  auto rb = evaluateReferenceBounds(*f, {xt});
+  CHECK(std::isnan(rb.values[0].getLinear(0)));
+  CHECK(rb.bounds[0].getLinear(0) == 0.0);
+  auto zeros = HostTensor::fromValues(DType::F32, {2}, {0.0, 0.0});
+  CHECK_FALSE(compareOutputs(*f, {xt}, {}, {zeros}, rb.values)[0].ok);
 }
 
 TEST_CASE("reference bounds: a pole within an operand's bound is unbounded", "[reference][bounds]") {
@@ -167,6 +219,28 @@ TEST_CASE("compareOutputs: ill-conditioned results pass only within their bounds
     INFO(w.str());
     CHECK_FALSE(w.ok);
   }
+}
+
+TEST_CASE("compareOutputs: a well-conditioned large sum missing a block still fails", "[reference][bounds][compare]") {
+  // 2^20 values in [0.5, 1.5]: twice the sum's bound is about 6e-6 of it, less than f32's
+  // tolerance, so one block of 256 values left out (2.4e-4 of it) fails with bounds too.
+  FusionBuilder fb("big_sum");
+  auto x = fb.input("x", DType::F32, {"N"});
+  fb.output("s", sum(x, {0}));
+  auto f = fb.finish();
+  const int64_t n = int64_t{1} << 20;
+  auto xt = HostTensor::random(DType::F32, {n}, 5, 0.5, 1.5);
+  auto ref = evaluateReference(*f, {xt});
+  std::vector<float> v = floats(xt);
+  std::fill(v.begin(), v.begin() + 256, 0.0f);
+  auto got = HostTensor::fromValues(DType::F32, {}, {static_cast<double>(blockedSum(v))});
+  auto c = compareOutputs(*f, {xt}, {}, {got}, ref)[0];
+  INFO(c.str());
+  CHECK_FALSE(c.ok);
+  CHECK(c.bounded);
+  // The blocked float sum of all of them passes (without needing the bounds).
+  auto right = HostTensor::fromValues(DType::F32, {}, {static_cast<double>(blockedSum(floats(xt)))});
+  CHECK(compareOutputs(*f, {xt}, {}, {right}, ref)[0].ok);
 }
 
 TEST_CASE("compareOutputs: well-conditioned results gain no slack", "[reference][bounds][compare]") {

@@ -50,6 +50,31 @@ std::string summarize(const HostTensor& t, int max_values) {
   return fmt::format("{}{} mean {:.6g} std {:.6g}{}  values [{}]", dtypeName(t.dtype()), shape,
                      mean, sd, bad ? fmt::format(" non-finite {}", bad) : "", vals);
 }
+// How ill conditioned an output is: its error bounds (evaluateReferenceBounds) at their
+// largest, absolutely and against the value's own magnitude.
+std::string summarizeBounds(const HostTensor& value, const HostTensor& bound) {
+  double most = 0, most_rel = 0;
+  int64_t at = -1, at_rel = -1, unbounded = 0;
+  for (int64_t i = 0; i < value.numel(); ++i) {
+    const double e = bound.getLinear(i), v = value.getLinear(i);
+    if (std::isinf(e)) {
+      ++unbounded;
+      continue;
+    }
+    if (e > most) {
+      most = e;
+      at = i;
+    }
+    if (v != 0 && e / std::fabs(v) > most_rel) {
+      most_rel = e / std::fabs(v);
+      at_rel = i;
+    }
+  }
+  return fmt::format("error bound: at most {:.3g}{}; relative to the value at most {:.3g}{}{}", most,
+                     at >= 0 ? fmt::format(" (at {})", at) : "", most_rel,
+                     at_rel >= 0 ? fmt::format(" (at {})", at_rel) : "",
+                     unbounded ? fmt::format("; {} elements unbounded (a pole within their operands' bounds)", unbounded) : "");
+}
 }  // namespace
 
 int runEval(const Args& a) {
@@ -58,13 +83,20 @@ int runEval(const Args& a) {
   const auto seed = static_cast<uint64_t>(intOption(a, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
   checkReferenceFits(*l.fusion, l.sizes, /*host_inputs=*/true, "give smaller sizes (--dim)");
   auto inputs = randomInputs(*l.fusion, l.sizes, layouts, seed);
-  auto outs = evaluateReference(*l.fusion, inputs, l.sizes);
+  const bool bounds = a.flag("bounds");
+  if (bounds) checkReferenceFits(*l.fusion, l.sizes, /*host_inputs=*/true, "give smaller sizes (--dim)", true);
+  ReferenceWithBounds rb;
+  if (bounds) rb = evaluateReferenceBounds(*l.fusion, inputs, l.sizes);
+  else rb.values = evaluateReference(*l.fusion, inputs, l.sizes);
+  const auto& outs = rb.values;
   std::string sizes;
   for (const auto& [k, v] : bindSizes(*l.fusion, inputs, l.sizes))
     sizes += fmt::format("{}{}={}", sizes.empty() ? "" : " ", k, v);
   std::cout << fmt::format("fusion {} ({}), CPU reference, seed {}\n", l.fusion->name(), sizes, seed);
-  for (size_t i = 0; i < outs.size(); ++i)
+  for (size_t i = 0; i < outs.size(); ++i) {
     std::cout << fmt::format("  {:<18} {}\n", l.fusion->outputs()[i].name, summarize(outs[i], 4));
+    if (bounds) std::cout << fmt::format("  {:<18} {}\n", "", summarizeBounds(outs[i], rb.bounds[i]));
+  }
   return 0;
 }
 

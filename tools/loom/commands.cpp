@@ -29,8 +29,11 @@ const std::vector<Command>& commands() {
        "  --dim K=V        size of symbol K (default: the example's sizes)\n"
        "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner (0,2,3,1)\n"
        "  --seed S         random seed (default 0)\n"
-       "  --dtype DT       a built-in's main dtype: f16, bf16, f32 or f64\n",
-       {}, {"dim", "layout", "seed", "dtype"}, runEval},
+       "  --dtype DT       a built-in's main dtype: f16, bf16, f32 or f64\n"
+       "  --bounds         also each output's error bounds: how far a correct f32 evaluation may\n"
+       "                   land from the reference (large where the result is ill conditioned;\n"
+       "                   `loom run` allows twice them where an output fails its tolerance)\n",
+       {"bounds"}, {"dim", "layout", "seed", "dtype"}, runEval},
       {"segment", "show the kernels a fusion becomes, and why",
        "usage: loom segment FUSION [--dim K=V]... [--layout IN=L]... [--json] [--dot FILE]\n\n"
        "Prints the segments (kernels) FUSION runs as, in launch order: each one's ops, scheduler,\n"
