@@ -157,7 +157,7 @@ std::vector<HostTensor> evaluate(const ir::Fusion& f, const std::vector<HostTens
   for (size_t i = 0; i < inputs.size(); ++i) {
     Dense d = reference::load(inputs[i]);
     if (bounds)  // inputs are exact
-      slotOf(benv, f.inputs()[i]) = Dense{d.shape, reference::Values(d.data.size(), 0.0)};
+      slotOf(benv, f.inputs()[i]) = reference::zeros(d.shape);
     slotOf(env, f.inputs()[i]) = std::move(d);
   }
 
@@ -191,7 +191,7 @@ std::vector<HostTensor> evaluate(const ir::Fusion& f, const std::vector<HostTens
       LOOM_ASSERT(op.family() == ir::OpFamily::Constant || op.family() == ir::OpFamily::Full,
                   "the reference has no rule for `{}`", op.name());
       results.push_back(reference::create(op, shape));
-      if (bounds) result_bounds.push_back(Dense{shape, reference::Values(results[0].data.size(), 0.0)});
+      if (bounds) result_bounds.push_back(reference::zeros(shape));
     }
     LOOM_ASSERT(results.size() == op.outputs().size(), "`{}` gave {} results for {} outputs",
                 op.name(), results.size(), op.outputs().size());

@@ -107,10 +107,6 @@ bool poleAtZero(ir::OpKind k) {
          k == ir::OpKind::Log2;
 }
 
-Dense zeros(const std::vector<int64_t>& shape) {
-  return Dense{shape, Values(static_cast<size_t>(numelOf(shape)), 0.0)};
-}
-
 }  // namespace
 
 Dense boundPointwise(const ir::Op& op, const std::vector<const Dense*>& in,

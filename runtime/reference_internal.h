@@ -40,6 +40,11 @@ struct Dense {
 
 int64_t numelOf(const std::vector<int64_t>& shape);
 
+// A value of `shape` holding zeros (the error bound of an exact value).
+inline Dense zeros(const std::vector<int64_t>& shape) {
+  return Dense{shape, Values(static_cast<size_t>(numelOf(shape)), 0.0)};
+}
+
 // Elements per range where the evaluator spreads an op over threads.
 constexpr int64_t kParallelRange = int64_t{1} << 16;
 

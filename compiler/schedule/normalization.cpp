@@ -68,6 +68,12 @@ std::pair<int, int> heldByteRange(const std::set<Leaf>& held, const std::vector<
   return {min_bytes, max_bytes};
 }
 
+// The fewest rows a block or grid set of the row-vector tiers takes: whole vectors of
+// `row_vec` rows, and at least a 32-byte sector of each element's rows.
+int minSetRows(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs, int row_vec) {
+  return std::max(row_vec, 32 / heldByteRange(held, inputs).first);
+}
+
 // The grid tier's fill buffers: 2 fills the next set's shared memory while the block works on
 // the current one, at half the shared memory per set. For tuning sweeps only: on an H100 it
 // measured faster for batch_norm f32 64x256x28x28 NHWC (1710 -> 1783 GB/s with two groups) and
@@ -217,8 +223,7 @@ std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::se
 std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::set<Leaf>& held,
                                             const std::vector<TensorDesc>& inputs, int row_vec, const DeviceInfo& dev,
                                             int64_t max_bytes) {
-  const int min_bytes = heldByteRange(held, inputs).first;
-  const int min_rows = std::max(row_vec, 32 / min_bytes);
+  const int min_rows = minSetRows(held, inputs, row_vec);
   int R = 64;
   if (const char* r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK")) R = std::max(min_rows, nextPow2(std::atoi(r)));
   while (R > min_rows && (rows + R - 1) / R < 2 * int64_t{dev.sm_count}) R /= 2;
@@ -246,7 +251,7 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
                                                 const DeviceInfo& dev, int* groups, int* split) {
   // A grid of one SM has no blocks to split a set over.
   if (dev.sm < 80 || dev.sm_count < 2 || std::getenv("LOOM_NO_GRID")) return std::nullopt;
-  const int min_rows = std::max(row_vec, 32 / heldByteRange(held, inputs).first);
+  const int min_rows = minSetRows(held, inputs, row_vec);
   const int64_t P = dev.sm_count;
   // For tuning sweeps only: LOOM_TUNE_ROWS_PER_BLOCK (R), LOOM_TUNE_GRID_GROUPS (G),
   // LOOM_TUNE_THREADS_PER_ROW (T, rows of R * T <= 1024 threads).
@@ -484,11 +489,12 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   // Rows strided along their reduction that no row-vector tier takes: each element is a load of
   // its own, and the schedule dump says why (a performance cliff the user may avoid).
   std::string strided_note;
-  for (const Leaf& l : held_leaves) {
-    if (row_place || nout == 0 || l.strides.back() == 1) continue;
+  const auto strided = std::find_if(held_leaves.begin(), held_leaves.end(),
+                                    [](const Leaf& l) { return l.strides.back() != 1; });
+  if (!row_place && nout > 0 && strided != held_leaves.end()) {
+    const Leaf& l = *strided;
     const bool adjacent = l.strides[nout - 1] == 1;
-    // The fewest rows a set takes (a 32-byte sector of each element), as the placements have it.
-    const int sector_rows = std::max(row_vec_fits, 32 / heldByteRange(held_leaves, inputs).first);
+    const int sector_rows = minSetRows(held_leaves, inputs, row_vec_fits);
     const std::string grid_text =
         k.outer_shape.back() % sector_rows != 0
             ? fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back())
@@ -505,7 +511,6 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                           (k.rows() + too_few->rows - 1) / too_few->rows, dev.sm_count, grid_text)
             : fmt::format("the fewest neighbouring rows that fill a 32-byte sector do not fit a block's shared "
                           "memory, and {}", grid_text));
-    break;
   }
 
   // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read

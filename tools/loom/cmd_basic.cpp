@@ -81,10 +81,9 @@ int runEval(const Args& a) {
   auto l = loadFromArgs(a, "eval");
   auto layouts = layoutsFromArgs(a, *l.fusion);
   const auto seed = static_cast<uint64_t>(intOption(a, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
-  checkReferenceFits(*l.fusion, l.sizes, /*host_inputs=*/true, "give smaller sizes (--dim)");
-  auto inputs = randomInputs(*l.fusion, l.sizes, layouts, seed);
   const bool bounds = a.flag("bounds");
-  if (bounds) checkReferenceFits(*l.fusion, l.sizes, /*host_inputs=*/true, "give smaller sizes (--dim)", true);
+  checkReferenceFits(*l.fusion, l.sizes, /*host_inputs=*/true, "give smaller sizes (--dim)", bounds);
+  auto inputs = randomInputs(*l.fusion, l.sizes, layouts, seed);
   ReferenceWithBounds rb;
   if (bounds) rb = evaluateReferenceBounds(*l.fusion, inputs, l.sizes);
   else rb.values = evaluateReference(*l.fusion, inputs, l.sizes);
