@@ -126,6 +126,7 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
     bool nhwc;
     int row_vec;       // 0: not this tier
     const char* rows;  // rows per block, threads per row
+    int align = 16;    // the inputs' alignment in bytes
   };
   const Case cases[] = {
       // LayerNorm2d NCHW: a pixel's channels are H*W apart, neighbouring pixels' rows adjacent
@@ -137,7 +138,13 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
       {"layer_norm_2d", DType::BF16, {{"N", 2}, {"C", 1000}, {"H", 4}, {"W", 6}}, false, 8, "16 threads per row"},
       // channels-last instance norm: a channel's pixels are C apart, channels adjacent
       {"instance_norm", DType::F16, {{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}}, true, 8, "16 rows per block"},
-      // 63 pixels in a row of 7 x 9: no vectors of rows
+      // 63 pixels of 7 x 9: no vector of rows fits, so a row's element a piece (f16: by loads
+      // and stores; f32: with cp.async of 4 bytes), where 504 blocks fill the SMs ...
+      {"layer_norm_2d", DType::F16, {{"N", 64}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 1, "16 rows per block of 256"},
+      {"layer_norm_2d", DType::F32, {{"N", 64}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 1, "8 rows per block of 256"},
+      // ... and rows aligned to 4 bytes only, 4 x 4096 pixels: 512 blocks of 32 rows
+      {"layer_norm_2d", DType::F32, {{"N", 4}, {"C", 64}, {"H", 64}, {"W", 64}}, false, 1, "32 rows per block of 256", 4},
+      // ... but not where 8 blocks would leave most SMs idle
       {"layer_norm_2d", DType::F16, {{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 0, ""},
       // rows contiguous along the reduction: never
       {"layer_norm_2d", DType::F16, {{"N", 64}, {"C", 128}, {"H", 56}, {"W", 56}}, true, 0, ""},
@@ -152,15 +159,25 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
     if (c.nhwc) lay["x"] = {0, 2, 3, 1};
     for (int sm : {80, 90}) {
       StageText text;
-      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, lay), CompileOptions{sm, 132}, &text);
+      auto descs = descsFor(*f, c.sizes, lay);
+      for (auto& d : descs) d.align_bytes = std::min(d.align_bytes, c.align);
+      auto k = compileFusion(*f, c.sizes, descs, CompileOptions{sm, 132}, &text);
       INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << text[DumpStage::Schedule]);
       const std::string& sched = text[DumpStage::Schedule];
       CHECK((sched.find("rows side by side in memory") != std::string::npos) == (c.row_vec > 0));
-      if (c.row_vec > 0) {
+      if (c.row_vec > 1) {
         CHECK(sched.find(fmt::format("in vectors of {} rows", c.row_vec)) != std::string::npos);
-        CHECK(sched.find(c.rows) != std::string::npos);
         CHECK(text[DumpStage::Kernel].find("over rows vector") != std::string::npos);
         CHECK(k.ptx.find("cp.async") != std::string::npos);
+      }
+      if (c.row_vec == 1) {
+        CHECK(sched.find("a row's element at a time") != std::string::npos);
+        // cp.async copies 4 bytes or more: 2-byte pieces are loaded and stored
+        CHECK((k.ptx.find("cp.async.ca.shared.global") != std::string::npos) == (c.t == DType::F32));
+        CHECK((k.ptx.find("st.shared.b16") != std::string::npos) == (c.t != DType::F32));
+      }
+      if (c.row_vec > 0) {
+        CHECK(sched.find(c.rows) != std::string::npos);
         CHECK(k.shared_bytes <= 40u * 1024);
       }
       std::string err = codegen::ptxasCheck(k.ptx, sm);
@@ -192,9 +209,9 @@ TEST_CASE("vectors of rows past 40 KiB where the grid cannot split them and the 
       // 16 rows of 65536 elements fit no block; 33000 rows divide by no set of 16
       {"softmax", DType::BF16, {{"N", 33000}, {"D", 65536}}, {1, 0}, false,
        "do not fit a block's shared memory, and the grid's sets of 16 rows or more do not divide 33000"},
-      // LayerNorm2d over the 49 pixels of 7 x 7: no vectors of rows
+      // LayerNorm2d over the 49 pixels of 7 x 7, a row's element a piece: 13 blocks of 16 rows
       {"layer_norm_2d", DType::BF16, {{"N", 4}, {"C", 768}, {"H", 7}, {"W", 7}}, {0, 1, 2, 3}, false,
-       "an innermost row axis whose extent divides by 2 (here 49)"},
+       "blocks of 16 rows would be 13, fewer than a quarter of the 132 SMs"},
   };
   for (const Case& c : cases) {
     auto f = findExample(c.fusion)->build(c.t);

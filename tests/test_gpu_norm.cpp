@@ -193,9 +193,30 @@ TEST_CASE("rows strided along their reduction: read and written in vectors of ro
     INFO("softmax " << dtypeName(t) << " 2200 x 4096, rows strided (D outer), blocks past 48 KiB");
     test::checkOnGpu(*findExample("softmax")->build(t), {{"N", 2200}, {"D", 4096}}, {{"x", {1, 0}}});
   }
-  // An f32 residual read and an f32 output written in vectors of rows, and a per-pixel mean.
+  // No vector of rows fits (an odd row axis): a row's element a piece, 2-byte pieces loaded and
+  // stored, 4-byte ones copied with cp.async. LayerNorm2d over 7 x 9 and 7 x 7 pixels (the last
+  // block's rows past the end), channels-last instance norm of 33 channels, and softmax of 2201
+  // rows with D outer (blocks past 48 KiB).
+  const Case piece_cases[] = {{"layer_norm_2d", {{"N", 64}, {"C", 64}, {"H", 7}, {"W", 9}}, false},
+                              {"layer_norm_2d", {{"N", 16}, {"C", 768}, {"H", 7}, {"W", 7}}, false},
+                              {"instance_norm", {{"N", 40}, {"C", 33}, {"H", 12}, {"W", 12}}, true}};
+  for (const Case& c : piece_cases)
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      INFO(c.fusion << " " << dtypeName(t) << " N=" << c.sizes.at("N") << " C=" << c.sizes.at("C") << " H="
+                    << c.sizes.at("H") << " W=" << c.sizes.at("W") << (c.nhwc ? " NHWC" : " NCHW") << ", pieces");
+      std::map<std::string, std::vector<int>> lay;
+      if (c.nhwc) lay["x"] = {0, 2, 3, 1};
+      test::checkOnGpu(*findExample(c.fusion)->build(t), c.sizes, lay);
+    }
+  for (DType t : {DType::F16, DType::BF16}) {
+    INFO("softmax " << dtypeName(t) << " 2201 x 4096, rows strided (D outer), pieces, blocks past 48 KiB");
+    test::checkOnGpu(*findExample("softmax")->build(t), {{"N", 2201}, {"D", 4096}}, {{"x", {1, 0}}});
+  }
+  // An f32 residual read and an f32 output written in vectors of rows (or, over 7 x 7 pixels,
+  // pieces: the f16 input's loaded and stored, the f32 residual's copied), and a per-pixel mean.
   auto f = test::layerNorm2dResidual();
-  for (Bindings sizes : {Bindings{{"N", 8}, {"C", 64}, {"H", 56}, {"W", 56}}, Bindings{{"N", 3}, {"C", 5}, {"H", 6}, {"W", 10}}}) {
+  for (Bindings sizes : {Bindings{{"N", 8}, {"C", 64}, {"H", 56}, {"W", 56}}, Bindings{{"N", 3}, {"C", 5}, {"H", 6}, {"W", 10}},
+                         Bindings{{"N", 16}, {"C", 64}, {"H", 7}, {"W", 7}}}) {
     INFO("layer_norm_2d_residual N=" << sizes["N"] << " C=" << sizes["C"] << " H=" << sizes["H"] << " W=" << sizes["W"]);
     test::checkOnGpu(*f, sizes);
   }

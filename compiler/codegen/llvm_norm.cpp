@@ -57,7 +57,7 @@ void NormEmitter::emit() {
   // 256 2052-2153 -> 1814-1863; its registers 32 -> 56 halve the blocks per SM).
   // LOOM_TUNE_CHUNK_UNROLL=N sets the count for sweeps (1: plain loops).
   chunk_unroll_ = 1;
-  if (!k_.grid_sync && k_.cluster == 1 && !k_.thread_fill && k_.row_vec == 1 && !k_.smem_leaves.empty()) {
+  if (!k_.grid_sync && k_.cluster == 1 && !k_.thread_fill && !k_.rowTier() && !k_.smem_leaves.empty()) {
     chunk_unroll_ = 4;
     const auto& held = k_.smem_leaves;
     int streamed = 0;
@@ -77,7 +77,7 @@ void NormEmitter::emit() {
       smem_offset_[l] = off;
       // The whole row, or (filled with cp.async) the block's chunks of each of its rows
       // (the row-vector tier: each chunk's rows at a padded pitch).
-      int64_t elems = k_.row_vec > 1 ? int64_t{k_.chunks} * k_.threads_per_row * k_.row_pitch
+      int64_t elems = k_.rowTier() ? int64_t{k_.chunks} * k_.threads_per_row * k_.row_pitch
                       : k_.async_fill ? int64_t{k_.rows_per_block} * k_.chunks * k_.threads_per_row * k_.vec
                                       : k_.rowElems();
       int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
@@ -235,7 +235,7 @@ llvm::Value* NormEmitter::smemAddr(const Leaf& l, DType t, const Chunk& ch) {
 llvm::Value* NormEmitter::smemAddr(const Leaf& l, DType t, llvm::Value* slot, llvm::Value* row_in_block) {
   const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
   const int L = k_.rows_per_block;
-  if (k_.row_vec > 1) {  // element `slot` of the block's rows, row after row at a pitch
+  if (k_.rowTier()) {  // element `slot` of the block's rows, row after row at a pitch
     llvm::Value* at = b_.CreateAdd(b_.CreateMul(slot, c(k_.row_pitch)), b_.CreateZExtOrTrunc(row_in_block, idx_ty_));
     return b_.CreateInBoundsGEP(b_.getInt8Ty(), row_smem_,
                                 withBuffer(b_.CreateAdd(c(smem_offset_.at(l)), b_.CreateMul(at, c(dtypeBytes(t))))));
@@ -264,7 +264,11 @@ void NormEmitter::asyncFill() {
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(1)});
   } else {
     issueFill(first_row_);
-    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+    // (Pieces of 2 bytes are loaded and stored: no copy to wait for.)
+    const bool copies = std::any_of(k_.smem_leaves.begin(), k_.smem_leaves.end(), [&](const Leaf& l) {
+      return fillPieceBytes(l) >= 4;
+    });
+    if (copies) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
   }
   if (k_.rows_per_block > 1 && !k_.thread_fill) barrier();
 }
@@ -272,25 +276,65 @@ void NormEmitter::asyncFill() {
 void NormEmitter::issueFill(llvm::Value* first_row) {
   for (const auto& l : k_.smem_leaves) {
     const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
-    const int piece = std::max(k_.vec, k_.row_vec) * dtypeBytes(t);
+    const int piece = fillPieceBytes(l);
+    if (piece < 4) {  // one 2-byte element of one row: below cp.async's 4 bytes
+      copyFill(l, t, first_row);
+      filled_.insert(l);
+      continue;
+    }
     const auto id = piece == 16 ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16
                     : piece == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8
                                  : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
     LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
     loop(unitTrips(), {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
-      Chunk ch = k_.row_vec > 1 ? rowUnitChunk(m, first_row) : unitChunk(m, first_row);
+      Chunk ch = k_.rowTier() ? rowUnitChunk(m, first_row) : unitChunk(m, first_row);
       auto copy = [&] {
         llvm::Value* g = b_.CreateInBoundsGEP(memType(b_.getContext(), t), km_.param(l.input),
                                               offset(l.offset, l.strides, ch.idx));
         b_.CreateIntrinsic(id, {}, {smemAddr(l, t, ch), g});
       };
       // Row vectors past the row's last element have no slot.
-      if (k_.row_vec > 1) ifThen(ch.valid, "fill", copy);
+      if (k_.rowTier()) ifThen(ch.valid, "fill", copy);
       else copy();
       return carried;
     });
     filled_.insert(l);
   }
+}
+
+int NormEmitter::fillPieceBytes(const Leaf& l) const {
+  return std::max(k_.vec, k_.row_vec) * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
+}
+
+void NormEmitter::copyFill(const Leaf& l, DType t, llvm::Value* first_row) {
+  LOOM_ASSERT(k_.rowTier(), "a fill by loads and stores outside the row-vector tier");
+  llvm::Type* ety = memType(b_.getContext(), t);
+  const auto align = llvm::Align(static_cast<uint64_t>(dtypeBytes(t)));
+  // Batches of 32 units: all 32 loads are issued before the first store waits for its own.
+  // Measured on an H100 (GB/s, batches of 8, 16, 32): LayerNorm2d NCHW f16 32x256x27x27 949,
+  // 1003, 1116; bf16 64x128x55x55 1621, 1650, 1669; softmax bf16 33001 x 4096 with D outer
+  // 698, 813, 888; LayerNorm2d bf16 64x768x7x7 (batches of 8, 16, 24, 48) 568, 612, 604, 571.
+  // Units past the block's last are invalid (the pieces past its rows), and every unit's
+  // element and row are clamped into the tensor, so the loads need no guard.
+  int64_t U = 32;
+  if (const char* fb = std::getenv("LOOM_TUNE_FILL_BATCH")) U = std::max(1, std::atoi(fb));
+  U = std::min<int64_t>(U, unitTrips());
+  loop((unitTrips() + U - 1) / U, {}, [&](llvm::Value* i, const std::vector<llvm::Value*>& carried) {
+    std::vector<Chunk> units;
+    std::vector<llvm::Value*> vals;
+    for (int64_t j = 0; j < U; ++j) {
+      units.push_back(rowUnitChunk(b_.CreateAdd(b_.CreateMul(i, c(U)), c(j)), first_row));
+      llvm::Value* g = b_.CreateInBoundsGEP(ety, km_.param(l.input), offset(l.offset, l.strides, units.back().idx));
+      auto* ld = b_.CreateAlignedLoad(ety, g, align);
+      km_.markInvariant(ld);
+      vals.push_back(ld);
+    }
+    for (int64_t j = 0; j < U; ++j)
+      ifThen(units[static_cast<size_t>(j)].valid, "fill", [&] {
+        b_.CreateAlignedStore(vals[static_cast<size_t>(j)], smemAddr(l, t, units[static_cast<size_t>(j)]), align);
+      });
+    return carried;
+  });
 }
 
 Chunk NormEmitter::unitChunk(llvm::Value* m, llvm::Value* first_row) {
@@ -352,7 +396,7 @@ Chunk NormEmitter::rowPiece(llvm::Value* p, llvm::Value* first_row) {
 }
 
 int64_t NormEmitter::unitTrips() const {
-  return k_.row_vec > 1 ? (k_.rowVectorUnits() + k_.block - 1) / k_.block : k_.chunks;
+  return k_.rowTier() ? (k_.rowVectorUnits() + k_.block - 1) / k_.block : k_.chunks;
 }
 
 Lanes NormEmitter::load(const Leaf& l, DType t, const Chunk& ch) {
@@ -500,7 +544,7 @@ void NormEmitter::storeAll() {
     // depends on nothing else (the row's statistics, a per-channel weight) is evaluated
     // once, before the loop: a unit past the row's end at m = 0 stays past it.
     // (The row-vector tier's units share their rows and nothing else.)
-    auto unit = [&](llvm::Value* m) { return k_.row_vec > 1 ? rowUnitChunk(m) : unitChunk(m); };
+    auto unit = [&](llvm::Value* m) { return k_.rowTier() ? rowUnitChunk(m) : unitChunk(m); };
     Chunk first = unit(c(0));
     for (const auto& s : k_.stores)
       if (!s.row_only) hoistInvariant(*s.value, first);
@@ -512,7 +556,7 @@ void NormEmitter::storeAll() {
     // channels-last 1951 -> 1637 on the H200), nor over a cluster (group_norm f16
     // 16x512x64x64 channels-last 2032-2049 -> 2023-2030 on the H100).
     // LOOM_TUNE_STORE_UNROLL overrides it.
-    int unroll = (k_.row_vec > 1 && k_.grid_sync) || k_.cluster > 1 ? 1 : 4;
+    int unroll = (k_.rowTier() && k_.grid_sync) || k_.cluster > 1 ? 1 : 4;
     if (const char* u = std::getenv("LOOM_TUNE_STORE_UNROLL")) unroll = std::max(1, std::atoi(u));
     loop(unitTrips(), {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
       Chunk ch = unit(m);
@@ -538,7 +582,7 @@ bool NormEmitter::hoistInvariant(const ENode& n, Chunk& ch) {
     case ENode::Kind::Reduce:
       break;
     case ENode::Kind::Load:
-      for (size_t d = k_.outer_shape.size(); d + (k_.row_vec > 1 ? 0 : 1) < n.leaf.strides.size(); ++d)
+      for (size_t d = k_.outer_shape.size(); d + (k_.rowTier() ? 0 : 1) < n.leaf.strides.size(); ++d)
         inv = inv && n.leaf.strides[d] == 0;
       inv = inv && !smem_offset_.count(n.leaf);
       break;

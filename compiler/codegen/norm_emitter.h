@@ -91,6 +91,12 @@ class NormEmitter {
   // The cp.async copies of the block's chunks of the rows from `first_row` on.
   void issueFill(llvm::Value* first_row);
 
+  // The row-vector tier's fill of `l` where a piece (one row's 2-byte element) is below
+  // cp.async's 4 bytes: loads into registers, stores into shared memory.
+  void copyFill(const Leaf& l, DType t, llvm::Value* first_row);
+  // Bytes of one piece of `l`'s fill: cp.async where 4, 8 or 16, copyFill where fewer.
+  int fillPieceBytes(const Leaf& l) const;
+
   // The m-th of the thread's units of the block's part of its rows, for whole-line accesses:
   // unit u = tid + m * block is chunk c_in of row r_sub at position `rest`, whose slot in that
   // row is rest * q + c_in (q: a row's chunks at one outer position), which is chunk k of the

@@ -319,7 +319,7 @@ bool NormEmitter::statsByRowVectors() const {
   // Rows a thread keeps in registers between passes read shared memory once: they keep
   // the thread-per-row passes (batch_norm bf16 16x96x40x40 channels-last, 19 elements a
   // thread, measured 601 GB/s by vectors against 639-647).
-  if (k_.row_vec < 2 || k_.split < 2 || registers_) return false;
+  if (!k_.rowTier() || k_.split < 2 || registers_) return false;
   if (const char* e = std::getenv("LOOM_TUNE_ROWVEC_STATS"); e && std::atoi(e) == 0) return false;
   const int W = k_.threads_per_row * k_.row_vec, S = std::min(W, 32);
   return k_.row_vec * (W / S) <= 32 && int64_t{k_.block} / S * k_.row_vec * 8 <= 2048;

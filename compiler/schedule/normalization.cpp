@@ -137,18 +137,20 @@ void setGrid(NormKernel& k, int groups, int rows, int reductions) {
   k.workspace_bytes = int64_t{groups} * (128 + int64_t{reductions} * 2 * k.split * rows * 24);
 }
 
-// The row-vector tier's lanes (see NormKernel::row_vec), or 1 where it does not apply: every
-// held load has stride 1 along the innermost row axis and is not contiguous along the row's
-// own innermost axis; the lanes are 16 bytes of rows (fewer where the rows along that axis,
-// the alignment or a cp.async piece of 4, 8 or 16 bytes say so).
+// The row-vector tier's lanes (see NormKernel::row_vec), or 0 where the tier does not apply:
+// every held load has stride 1 along the innermost row axis and is not contiguous along the
+// row's own innermost axis. The lanes are 16 bytes of rows, fewer where the rows along that
+// axis, the alignment or a cp.async piece of 4, 8 or 16 bytes say so; 1 (a row's element a
+// piece) where no vector fits: an odd innermost row axis (LayerNorm2d NCHW over 7 x 7 pixels)
+// or rows one element off 16 bytes.
 int rowVectorWidth(const std::set<Leaf>& held, size_t nout, const std::vector<TensorDesc>& inputs,
                    const std::vector<int64_t>& outer_shape, const DeviceInfo& dev) {
   if (nout == 0 || held.empty() || dev.sm < 80 || std::getenv("LOOM_NO_ROW_VECTORS") ||
       std::getenv("LOOM_NO_SMEM_ROWS"))
-    return 1;
+    return 0;
   int max_bytes = 1;
   for (const Leaf& l : held) {
-    if (l.strides[nout - 1] != 1 || l.strides.back() == 1) return 1;
+    if (l.strides[nout - 1] != 1 || l.strides.back() == 1) return 0;
     max_bytes = std::max(max_bytes, heldBytes(l, inputs));
   }
   auto fits = [&](int v) {
@@ -312,6 +314,20 @@ void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const st
   }
 }
 
+// How the row-vector tier fills shared memory (for the schedule dump).
+std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs) {
+  if (k.row_vec > 1) return fmt::format("with cp.async in vectors of {} rows", k.row_vec);
+  const bool copies = std::any_of(k.smem_leaves.begin(), k.smem_leaves.end(), [&](const Leaf& l) {
+    return dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype) < 4;
+  });
+  return fmt::format("a row's element at a time, {} (no vector of rows fits: {}{})",
+                     copies ? "by loads and stores" : "with cp.async",
+                     k.outer_shape.back() % 2 != 0
+                         ? fmt::format("the innermost row axis has {} rows, an odd number", k.outer_shape.back())
+                         : std::string("the rows are not aligned for one"),
+                     copies ? "; cp.async copies 4 bytes or more" : "");
+}
+
 }  // namespace
 
 int64_t NormKernel::rowVectorUnits() const {
@@ -473,19 +489,25 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   std::optional<RowPlacement> row_place;
   int row_groups = 0, row_split = 0;  // the row-vector tier split over the grid: its groups of blocks
   // 40 KiB with the scratch, under the 48 KiB of no opt-in: several blocks an SM.
-  if (row_vec > 1) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, 40 * 1024);
-  if (row_vec > 1 && !row_place)
+  if (row_vec > 0) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, 40 * 1024);
+  auto blocksOf = [&](const RowPlacement& p) { return (k.rows() + p.rows - 1) / p.rows; };
+  std::optional<RowPlacement> too_few;  // refused: too few blocks for the SMs
+  // A row's element a piece (no vector of rows fits) where the blocks would leave most SMs idle:
+  // a row a block instead. Measured on an H100 (GB/s, NCHW over 7 x 7 pixels, pieces against a
+  // row a block): LayerNorm2d bf16 x 768 channels, 25 blocks 71 against 97, 49 blocks 156
+  // against 129, 196 blocks 566 against 163; f32 13 blocks 60 against 86, 49 blocks 216 both.
+  if (row_place && row_vec == 1 && blocksOf(*row_place) * 4 < dev.sm_count) too_few.swap(row_place);
+  if (row_vec > 0 && !row_place && !too_few)
     row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
                                     &row_groups, &row_split);
   // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
   // the opt-in limit, one or two an SM, rather than a row a block reading one element of
   // each 32-byte sector; where they are enough to give every SM one.
-  std::optional<RowPlacement> too_few;  // large blocks refused: fewer than the SMs
-  if (row_vec > 1 && !row_place) {
+  if (row_vec > 0 && !row_place && !too_few) {
     row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, blockSmemLimit(dev));
-    if (row_place && (k.rows() + row_place->rows - 1) / row_place->rows < dev.sm_count) too_few.swap(row_place);
+    if (row_place && blocksOf(*row_place) * (row_vec == 1 ? 4 : 1) < dev.sm_count) too_few.swap(row_place);
   }
-  if (!row_place) row_vec = 1;
+  if (!row_place) row_vec = 0;
   // Rows strided along their reduction that no row-vector tier takes: each element is a load of
   // its own, and the schedule dump says why (a performance cliff the user may avoid).
   std::string strided_note;
@@ -503,12 +525,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
         "; the rows are strided along their reduction ({} elements apart), so each element is a load of its "
         "own: {}", std::abs(l.strides.back()),
         !adjacent ? "neighbouring rows are not next to each other in memory"
-        : row_vec_fits == 1
-            ? fmt::format("vectors of neighbouring rows need sm_80 or later, 16-byte-aligned rows, and an "
-                          "innermost row axis whose extent divides by 2 (here {})", k.outer_shape.back())
+        : row_vec_fits == 0
+            ? dev.sm < 80 ? fmt::format("copying neighbouring rows to shared memory needs sm_80 or later (here sm_{})",
+                                        dev.sm)
+                          : std::string("copying neighbouring rows to shared memory is turned off "
+                                        "(LOOM_NO_ROW_VECTORS or LOOM_NO_SMEM_ROWS)")
         : too_few
-            ? fmt::format("blocks of {} rows would be {}, fewer than the {} SMs, and {}", too_few->rows,
-                          (k.rows() + too_few->rows - 1) / too_few->rows, dev.sm_count, grid_text)
+            ? fmt::format("blocks of {} rows would be {}, fewer than {} {} SMs, and {}", too_few->rows,
+                          blocksOf(*too_few), row_vec_fits == 1 ? "a quarter of the" : "the", dev.sm_count, grid_text)
             : fmt::format("the fewest neighbouring rows that fill a 32-byte sector do not fit a block's shared "
                           "memory, and {}", grid_text));
   }
@@ -524,7 +548,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   for (const Leaf& l : held_leaves) row_bytes = std::max(row_bytes, heldBytes(l, inputs));
   if (row_bytes > 0) max_bytes = row_bytes;
   else for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
-  int vec = row_vec > 1 ? 1 : std::min(8, 16 / max_bytes);
+  int vec = row_place ? 1 : std::min(8, 16 / max_bytes);
   while (vec > 1 && k.red_shape.back() % vec != 0) vec /= 2;
   k.vec = vec;
   auto accessFor = [&](DType t, int64_t offset, const std::vector<int64_t>& s, int align) {
@@ -816,10 +840,10 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       k.rows_per_block == 1 ? "" : "s", k.block, k.grid,
       row_tier
         ? fmt::format("rows side by side in memory, strided along their reduction: the block's rows are "
-                      "copied into {} KiB of shared memory with cp.async in vectors of {} rows (each element "
-                      "of them {} elements after the last), exact two-pass statistics from there{}, the "
-                      "outputs stored in the same vectors of rows{}", (k.smem_bytes + 1023) / 1024, k.row_vec,
-                      k.row_pitch, k.registers ? " (each thread's elements kept in registers between passes)" : "",
+                      "copied into {} KiB of shared memory {}, each element of them {} elements after the "
+                      "last; exact two-pass statistics from there{}, the outputs stored in the same {}{}",
+                      (k.smem_bytes + 1023) / 1024, rowFillText(k, inputs), k.row_pitch, k.registers ? " (each thread's elements kept in registers between passes)" : "",
+                      k.row_vec > 1 ? "vectors of rows" : "pieces",
                       k.grid_sync ? fmt::format("; {} set{} of {} rows, each split over {} blocks of a cooperative grid "
                                                 "({} per SM) whose partial statistics meet in a global workspace at "
                                                 "a grid-wide barrier (Chan){}", k.row_sets, k.row_sets == 1 ? "" : "s", k.rows_per_block, k.split,
@@ -901,7 +925,7 @@ std::string printNormKernel(const ir::Fusion& f, const NormKernel& k) {
     s += fmt::format("  store.{} {}[i.[{}]] = {}  ({}{}{})\n", dtypeName(st.dtype),
                      f.outputs()[static_cast<size_t>(st.output)].name, fmt::join(st.strides, ", "),
                      names[st.value.get()], accessName(st.access),
-                     k.row_vec > 1 && !st.row_only ? fmt::format("; over rows {}", accessName(st.row_access)) : "",
+                     k.rowTier() && !st.row_only ? fmt::format("; over rows {}", accessName(st.row_access)) : "",
                      st.row_only ? ", once per row" : "");
   return s;
 }

@@ -61,16 +61,18 @@ struct NormKernel {
   int fill_buffers = 1;
   // Blocks per SM the register allocation must allow (0: the backend's choice).
   int min_blocks_per_sm = 0;
-  // The row-vector tier (`row_vec` > 1, with `vec` 1): rows strided along their reduction
+  // The row-vector tier (`row_pitch` > 0, with `vec` 1): rows strided along their reduction
   // but side by side in memory (LayerNorm2d over C of NCHW: a row is one pixel's channels,
   // H*W apart; the next pixel's row starts one element further). A block takes
-  // `rows_per_block` neighbouring rows and copies them into shared memory with cp.async in
-  // vectors of `row_vec` rows (element e of those rows: one contiguous piece), each element
-  // of the rows `row_pitch` elements after the previous one (padded against bank conflicts);
+  // `rows_per_block` neighbouring rows and copies them into shared memory in vectors of
+  // `row_vec` rows (element e of those rows: one contiguous piece; cp.async where a piece is
+  // 4, 8 or 16 bytes, a load and a store where it is one 2-byte element), each element of the
+  // rows `row_pitch` elements after the previous one (padded against bank conflicts);
   // `threads_per_row` threads per row reduce from there, and the outputs are written in the
   // same vectors of rows. `row_access`: each load's and store's access over those lanes.
   int row_vec = 1;
   int64_t row_pitch = 0;
+  bool rowTier() const { return row_pitch > 0; }
   std::map<lower::Leaf, Access> row_load_access;
   int64_t rowVectorUnits() const;  // per block: pieces of `row_vec` rows of one element
   int64_t workspace_bytes = 0;
