@@ -27,4 +27,14 @@ inline std::unique_ptr<ir::Fusion> layerNorm2dResidual() {
   return fb.finish();
 }
 
+// LayerNorm2d of an f16 image plus an f32 one, both held on chip per pixel: over 7 x 7 pixels
+// (no vector of rows), the f16 pieces loaded and stored, the f32 ones copied with cp.async.
+inline std::unique_ptr<ir::Fusion> layerNorm2dOfSum() {
+  FusionBuilder fb("layer_norm_2d_of_sum");
+  auto x = fb.input("x", DType::F16, {"N", "C", "H", "W"});
+  auto r = fb.input("r", DType::F32, {"N", "C", "H", "W"});
+  fb.output("y", cast(layer_norm_2d(add(cast(x, DType::F32), r)), DType::F16));
+  return fb.finish();
+}
+
 }  // namespace loom::test

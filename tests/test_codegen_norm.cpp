@@ -139,11 +139,13 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
       // channels-last instance norm: a channel's pixels are C apart, channels adjacent
       {"instance_norm", DType::F16, {{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}}, true, 8, "16 rows per block"},
       // 63 pixels of 7 x 9: no vector of rows fits, so a row's element a piece (f16: by loads
-      // and stores; f32: with cp.async of 4 bytes), where 504 blocks fill the SMs ...
+      // and stores; f32: with cp.async of 4 bytes), where 252 blocks of 16 rows (f32: 504 of 8)
+      // fill the SMs ...
       {"layer_norm_2d", DType::F16, {{"N", 64}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 1, "16 rows per block of 256"},
       {"layer_norm_2d", DType::F32, {{"N", 64}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 1, "8 rows per block of 256"},
-      // ... and rows aligned to 4 bytes only, 4 x 4096 pixels: 512 blocks of 32 rows
+      // ... and rows aligned to one element only, 4 x 4096 pixels: 512 blocks of 32 rows each
       {"layer_norm_2d", DType::F32, {{"N", 4}, {"C", 64}, {"H", 64}, {"W", 64}}, false, 1, "32 rows per block of 256", 4},
+      {"layer_norm_2d", DType::F16, {{"N", 4}, {"C", 64}, {"H", 64}, {"W", 64}}, false, 1, "32 rows per block of 256", 2},
       // ... but not where 8 blocks would leave most SMs idle
       {"layer_norm_2d", DType::F16, {{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 0, ""},
       // rows contiguous along the reduction: never
@@ -173,7 +175,7 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
       if (c.row_vec == 1) {
         CHECK(sched.find("a row's element at a time") != std::string::npos);
         // cp.async copies 4 bytes or more: 2-byte pieces are loaded and stored
-        CHECK((k.ptx.find("cp.async.ca.shared.global") != std::string::npos) == (c.t == DType::F32));
+        CHECK((k.ptx.find("cp.async") != std::string::npos) == (c.t == DType::F32));
         CHECK((k.ptx.find("st.shared.b16") != std::string::npos) == (c.t != DType::F32));
       }
       if (c.row_vec > 0) {
@@ -187,47 +189,75 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
   }
 }
 
-TEST_CASE("vectors of rows past 40 KiB where the grid cannot split them and the blocks fill the SMs; else the dump says why", "[norm][ptx]") {
+TEST_CASE("pieces of rows from an f16 and an f32 input: one loaded and stored, one copied", "[norm][ptx]") {
+  auto f = loom::test::layerNorm2dOfSum();
+  const Bindings sizes{{"N", 15}, {"C", 96}, {"H", 7}, {"W", 7}};
+  for (int sm : {80, 90}) {
+    StageText text;
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{sm, 132}, &text);
+    const std::string& sched = text[DumpStage::Schedule];
+    INFO("sm_" << sm << "\n" << sched);
+    CHECK(sched.find("a row's element at a time, by loads and stores below 4 bytes, with cp.async from 4") !=
+          std::string::npos);
+    CHECK(k.ptx.find("st.shared.b16") != std::string::npos);
+    CHECK(k.ptx.find("cp.async.ca.shared.global") != std::string::npos);
+    CHECK(k.ptx.find("cp.async.wait_all") != std::string::npos);
+    std::string err = codegen::ptxasCheck(k.ptx, sm);
+    INFO(err);
+    CHECK(err.empty());
+  }
+}
+
+TEST_CASE("rows the grid's whole sets cannot take: large blocks, sets cut short, or a row a block and the dump says why", "[norm][ptx]") {
+  enum class Tier { Big, CutShort, RowABlock };
   struct Case {
     const char* fusion;
     DType t;
     Bindings sizes;
     std::vector<int> order;  // x's memory order, outer to inner
-    bool big;                // blocks past 40 KiB of shared memory; else not this tier
-    const char* why;         // else: why the schedule dump says each element is a load of its own
+    Tier tier;
+    const char* expect;  // in the schedule dump: the grid's sets, or why each element is a load of its own
+    bool whole_sets_only = false;  // LOOM_NO_PARTIAL_SETS
   };
   const Case cases[] = {
       // 3520 and 2200 rows: no multiple of 16 rows a set, rows of 2304 and 4096 elements
-      // (72 KiB and 128 KiB for 16 rows), 220 and 138 blocks of 16 rows
-      {"instance_norm", DType::F16, {{"N", 40}, {"C", 88}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, true, ""},
-      {"softmax", DType::BF16, {{"N", 2200}, {"D", 4096}}, {1, 0}, true, ""},
-      // 120 and 1000 rows: 8 and 63 blocks would leave SMs idle; a row a block instead
-      {"instance_norm", DType::F16, {{"N", 3}, {"C", 40}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, false,
-       "blocks of 16 rows would be 8, fewer than the 132 SMs, and the grid's sets of 16 rows or more do not divide 40"},
-      {"softmax", DType::BF16, {{"N", 1000}, {"D", 4096}}, {1, 0}, false,
-       "blocks of 16 rows would be 63, fewer than the 132 SMs"},
-      // 16 rows of 65536 elements fit no block; 33000 rows divide by no set of 16
-      {"softmax", DType::BF16, {{"N", 33000}, {"D", 65536}}, {1, 0}, false,
-       "do not fit a block's shared memory, and the grid's sets of 16 rows or more do not divide 33000"},
+      // (72 KiB and 128 KiB for 16 rows), 220 and 138 blocks of 16 rows past 40 KiB
+      {"instance_norm", DType::F16, {{"N", 40}, {"C", 88}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, Tier::Big, ""},
+      {"softmax", DType::BF16, {{"N", 2200}, {"D", 4096}}, {1, 0}, Tier::Big, ""},
+      // 120 and 1000 rows: 8 and 63 such blocks would leave SMs idle; sets of 64 rows over the
+      // grid, the last cut short
+      {"instance_norm", DType::F16, {{"N", 3}, {"C", 40}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, Tier::CutShort,
+       "2 sets of 64 rows, each split over 132 blocks"},
+      {"softmax", DType::BF16, {{"N", 1000}, {"D", 4096}}, {1, 0}, Tier::CutShort, "16 sets of 64 rows, each split over 16 blocks"},
+      {"softmax", DType::BF16, {{"N", 1000}, {"D", 4096}}, {1, 0}, Tier::RowABlock,
+       "blocks of 16 rows would be 63, fewer than the 132 SMs, and the grid's sets of 16 rows or more do not divide "
+       "1000 (and LOOM_NO_PARTIAL_SETS is set)", true},
+      // 16 rows of 65536 elements fit no block, and 33000 rows divide by no set of 16
+      {"softmax", DType::BF16, {{"N", 33000}, {"D", 65536}}, {1, 0}, Tier::CutShort, "516 sets of 64 rows, each split over"},
+      // channels-last batch norm of 100 channels, 160 000 elements: too few for sets cut short
+      {"batch_norm", DType::BF16, {{"N", 4}, {"C", 100}, {"H", 20}, {"W", 20}}, {0, 2, 3, 1}, Tier::RowABlock,
+       "blocks of 16 rows would be 7, fewer than the 132 SMs, and the grid's sets of 16 rows or more do not divide "
+       "100, and so few elements take no sets cut short"},
       // LayerNorm2d over the 49 pixels of 7 x 7, a row's element a piece: 13 blocks of 16 rows
-      {"layer_norm_2d", DType::BF16, {{"N", 4}, {"C", 768}, {"H", 7}, {"W", 7}}, {0, 1, 2, 3}, false,
+      {"layer_norm_2d", DType::BF16, {{"N", 4}, {"C", 768}, {"H", 7}, {"W", 7}}, {0, 1, 2, 3}, Tier::RowABlock,
        "blocks of 16 rows would be 13, fewer than a quarter of the 132 SMs"},
   };
   for (const Case& c : cases) {
     auto f = findExample(c.fusion)->build(c.t);
+    loom::test::ScopedEnv env("LOOM_NO_PARTIAL_SETS", c.whole_sets_only ? std::optional<std::string>("1") : std::nullopt);
     for (int sm : {80, 90}) {
       StageText text;
       auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", c.order}}), CompileOptions{sm, 132}, &text);
       const std::string& sched = text[DumpStage::Schedule];
       INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << sched);
-      CHECK((sched.find("rows side by side in memory") != std::string::npos) == c.big);
-      CHECK((sched.find("so each element is a load of its own") != std::string::npos) == !c.big);
-      if (!c.big) CHECK(sched.find(c.why) != std::string::npos);
-      if (c.big) {
+      CHECK((sched.find("rows side by side in memory") != std::string::npos) == (c.tier != Tier::RowABlock));
+      CHECK((sched.find("so each element is a load of its own") != std::string::npos) == (c.tier == Tier::RowABlock));
+      CHECK(sched.find(c.expect) != std::string::npos);
+      if (c.tier == Tier::Big) {
         CHECK(sched.find("16 rows per block of 256") != std::string::npos);
         CHECK(k.shared_bytes > 40u * 1024);
-        CHECK(k.ptx.find("cp.async") != std::string::npos);
       }
+      if (c.tier != Tier::RowABlock) CHECK(k.ptx.find("cp.async") != std::string::npos);
       std::string err = codegen::ptxasCheck(k.ptx, sm);
       INFO(err);
       CHECK(err.empty());

@@ -194,12 +194,14 @@ TEST_CASE("rows strided along their reduction: read and written in vectors of ro
     test::checkOnGpu(*findExample("softmax")->build(t), {{"N", 2200}, {"D", 4096}}, {{"x", {1, 0}}});
   }
   // No vector of rows fits (an odd row axis): a row's element a piece, 2-byte pieces loaded and
-  // stored, 4-byte ones copied with cp.async. LayerNorm2d over 7 x 9 and 7 x 7 pixels (the last
-  // block's rows past the end), channels-last instance norm of 33 channels, and softmax of 2201
-  // rows with D outer (blocks past 48 KiB).
+  // stored, 4-byte ones copied with cp.async. LayerNorm2d over 7 x 9 and 7 x 7 pixels (735
+  // rows: the last block's past the end), channels-last instance norm of 33 channels (1320
+  // rows; and 264 rows of 9216 pixels: sets of the grid, the last cut short), and softmax of
+  // 2201 rows with D outer (blocks past 48 KiB).
   const Case piece_cases[] = {{"layer_norm_2d", {{"N", 64}, {"C", 64}, {"H", 7}, {"W", 9}}, false},
-                              {"layer_norm_2d", {{"N", 16}, {"C", 768}, {"H", 7}, {"W", 7}}, false},
-                              {"instance_norm", {{"N", 40}, {"C", 33}, {"H", 12}, {"W", 12}}, true}};
+                              {"layer_norm_2d", {{"N", 15}, {"C", 768}, {"H", 7}, {"W", 7}}, false},
+                              {"instance_norm", {{"N", 40}, {"C", 33}, {"H", 12}, {"W", 12}}, true},
+                              {"instance_norm", {{"N", 8}, {"C", 33}, {"H", 96}, {"W", 96}}, true}};
   for (const Case& c : piece_cases)
     for (DType t : {DType::F16, DType::BF16, DType::F32}) {
       INFO(c.fusion << " " << dtypeName(t) << " N=" << c.sizes.at("N") << " C=" << c.sizes.at("C") << " H="
@@ -211,6 +213,20 @@ TEST_CASE("rows strided along their reduction: read and written in vectors of ro
   for (DType t : {DType::F16, DType::BF16}) {
     INFO("softmax " << dtypeName(t) << " 2201 x 4096, rows strided (D outer), pieces, blocks past 48 KiB");
     test::checkOnGpu(*findExample("softmax")->build(t), {{"N", 2201}, {"D", 4096}}, {{"x", {1, 0}}});
+  }
+  {
+    INFO("layer_norm_2d_of_sum N=15 C=96 H=7 W=7: f16 pieces loaded and stored, f32 ones copied");
+    test::checkOnGpu(*test::layerNorm2dOfSum(), {{"N", 15}, {"C", 96}, {"H", 7}, {"W", 7}});
+  }
+  // Vectors of rows whose grid sets do not divide the row axis, the last set cut short:
+  // softmax of 1000 rows with D outer (16 sets of 64), channels-last batch norm of 100 channels
+  // (running statistics in place, 2 sets of 64).
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    INFO("softmax " << dtypeName(t) << " 1000 x 4096 D outer, grid sets cut short");
+    test::checkOnGpu(*findExample("softmax")->build(t), {{"N", 1000}, {"D", 4096}}, {{"x", {1, 0}}});
+    INFO("batch_norm " << dtypeName(t) << " 4x100x28x28 NHWC, grid sets cut short");
+    test::checkOnGpu(*findExample("batch_norm")->build(t), {{"N", 4}, {"C", 100}, {"H", 28}, {"W", 28}},
+                     {{"x", {0, 2, 3, 1}}});
   }
   // An f32 residual read and an f32 output written in vectors of rows (or, over 7 x 7 pixels,
   // pieces: the f16 input's loaded and stored, the f32 residual's copied), and a per-pixel mean.

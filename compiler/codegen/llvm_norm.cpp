@@ -277,7 +277,7 @@ void NormEmitter::issueFill(llvm::Value* first_row) {
   for (const auto& l : k_.smem_leaves) {
     const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
     const int piece = fillPieceBytes(l);
-    if (piece < 4) {  // one 2-byte element of one row: below cp.async's 4 bytes
+    if (piece < 4) {  // one row's 2-byte (or 1-byte) element: below cp.async's 4 bytes
       copyFill(l, t, first_row);
       filled_.insert(l);
       continue;

@@ -91,7 +91,7 @@ class NormEmitter {
   // The cp.async copies of the block's chunks of the rows from `first_row` on.
   void issueFill(llvm::Value* first_row);
 
-  // The row-vector tier's fill of `l` where a piece (one row's 2-byte element) is below
+  // The row-vector tier's fill of `l` where a piece (one row's 2- or 1-byte element) is below
   // cp.async's 4 bytes: loads into registers, stores into shared memory.
   void copyFill(const Leaf& l, DType t, llvm::Value* first_row);
   // Bytes of one piece of `l`'s fill: cp.async where 4, 8 or 16, copyFill where fewer.

@@ -133,7 +133,7 @@ void setGrid(NormKernel& k, int groups, int rows, int reductions) {
   k.grid_sync = true;
   k.grid_groups = groups;
   k.cluster = 1;  // over an earlier placement's cluster
-  k.row_sets = k.rows() / rows;
+  k.row_sets = (k.rows() + rows - 1) / rows;  // the last set may be cut short
   k.workspace_bytes = int64_t{groups} * (128 + int64_t{reductions} * 2 * k.split * rows * 24);
 }
 
@@ -143,15 +143,29 @@ void setGrid(NormKernel& k, int groups, int rows, int reductions) {
 // axis, the alignment or a cp.async piece of 4, 8 or 16 bytes say so; 1 (a row's element a
 // piece) where no vector fits: an odd innermost row axis (LayerNorm2d NCHW over 7 x 7 pixels)
 // or rows one element off 16 bytes.
+// `why` says why not, where that is 0.
 int rowVectorWidth(const std::set<Leaf>& held, size_t nout, const std::vector<TensorDesc>& inputs,
-                   const std::vector<int64_t>& outer_shape, const DeviceInfo& dev) {
-  if (nout == 0 || held.empty() || dev.sm < 80 || std::getenv("LOOM_NO_ROW_VECTORS") ||
-      std::getenv("LOOM_NO_SMEM_ROWS"))
-    return 0;
+                   const std::vector<int64_t>& outer_shape, const DeviceInfo& dev, std::string* why) {
+  if (nout == 0 || held.empty()) return 0;
   int max_bytes = 1;
   for (const Leaf& l : held) {
-    if (l.strides[nout - 1] != 1 || l.strides.back() == 1) return 0;
+    if (l.strides[nout - 1] != 1) {
+      *why = "neighbouring rows are not next to each other in memory";
+      return 0;
+    }
+    if (l.strides.back() == 1) {
+      *why = "some of the loads held on chip are contiguous along the reduction, others strided";
+      return 0;
+    }
     max_bytes = std::max(max_bytes, heldBytes(l, inputs));
+  }
+  if (dev.sm < 80) {
+    *why = fmt::format("copying neighbouring rows to shared memory needs sm_80 or later (here sm_{})", dev.sm);
+    return 0;
+  }
+  if (std::getenv("LOOM_NO_ROW_VECTORS") || std::getenv("LOOM_NO_SMEM_ROWS")) {
+    *why = "copying neighbouring rows to shared memory is turned off (LOOM_NO_ROW_VECTORS or LOOM_NO_SMEM_ROWS)";
+    return 0;
   }
   auto fits = [&](int v) {
     if (outer_shape.back() % v != 0) return false;
@@ -245,12 +259,13 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
 
 // Rows too long for that: the row-vector tier split over a cooperative grid (one block of
 // each group per SM). Sets of R neighbouring rows (as many as fit, up to 64, dividing the row
-// axis), each set's elements dealt to the grid's blocks in runs of T (blocks of 512 threads),
-// and up to 2 groups of blocks taking turns by set (each group walking two sets or more).
-// Channels-last instance norm and batch norm of large images.
+// axis; or, not `whole_sets`, the last set cut short), each set's elements dealt to the grid's
+// blocks in runs of T (blocks of 512 threads), and up to 2 groups of blocks taking turns by set
+// (each group walking two sets or more). Channels-last instance norm and batch norm of large
+// images.
 std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t row_axis, const std::set<Leaf>& held,
                                                 const std::vector<TensorDesc>& inputs, int row_vec,
-                                                const DeviceInfo& dev, int* groups, int* split) {
+                                                const DeviceInfo& dev, bool whole_sets, int* groups, int* split) {
   // A grid of one SM has no blocks to split a set over.
   if (dev.sm < 80 || dev.sm_count < 2 || std::getenv("LOOM_NO_GRID")) return std::nullopt;
   const int min_rows = minSetRows(held, inputs, row_vec);
@@ -261,7 +276,8 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
   const char* tune_g = std::getenv("LOOM_TUNE_GRID_GROUPS");
   const char* tune_t = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
   for (int R = 64; R >= min_rows; R /= 2) {
-    if (row_axis % R != 0 || (tune_r && R != std::atoi(tune_r))) continue;
+    if ((whole_sets && row_axis % R != 0) || (tune_r && R != std::atoi(tune_r))) continue;
+    const int64_t sets = (rows + R - 1) / R;
     int T = 512 / R;
     if (tune_t) T = std::min(1024 / R, nextPow2(std::max(1, std::atoi(tune_t))));
     // A block's chunks of a set split over S blocks.
@@ -271,11 +287,11 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
     // Each block beside the others: 1 KiB the driver reserves and up to 4 KiB of scratch.
     auto budget = [&](int per_sm) { return (smemPerSm(dev) / per_sm - 5 * 1024) / gridFillBuffers(); };
     for (int G = tune_g ? 3 : 2; G >= 1; --G) {
-      if (G > 1 && rows / R < 2 * G) continue;
+      if (G > 1 && sets < 2 * G) continue;
       if ((tune_g && G != std::atoi(tune_g)) || G * R * T > 2048) continue;
       if (rowPitch(R, T, chunksAt(P), held, inputs, budget(G)).first == 0) continue;
       // More sets at once over fewer blocks each, two blocks an SM, where that fits (see gridShape).
-      const GridShape gs = gridShape(rows / R, 2, G, dev, [&](int S) {
+      const GridShape gs = gridShape(sets, 2, G, dev, [&](int S) {
         return rowPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
       });
       *groups = gs.groups;
@@ -314,18 +330,21 @@ void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const st
   }
 }
 
-// How the row-vector tier fills shared memory (for the schedule dump).
+// How the row-vector tier fills shared memory (for the schedule dump): pieces of 4 bytes or
+// more with cp.async, smaller ones by loads and stores.
 std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs) {
   if (k.row_vec > 1) return fmt::format("with cp.async in vectors of {} rows", k.row_vec);
-  const bool copies = std::any_of(k.smem_leaves.begin(), k.smem_leaves.end(), [&](const Leaf& l) {
-    return dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype) < 4;
-  });
+  int small = 0;
+  for (const Leaf& l : k.smem_leaves) small += dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype) < 4;
+  const int copied = static_cast<int>(k.smem_leaves.size()) - small;
   return fmt::format("a row's element at a time, {} (no vector of rows fits: {}{})",
-                     copies ? "by loads and stores" : "with cp.async",
+                     small == 0    ? "with cp.async"
+                     : copied == 0 ? "by loads and stores"
+                                   : "by loads and stores below 4 bytes, with cp.async from 4",
                      k.outer_shape.back() % 2 != 0
                          ? fmt::format("the innermost row axis has {} rows, an odd number", k.outer_shape.back())
-                         : std::string("the rows are not aligned for one"),
-                     copies ? "; cp.async copies 4 bytes or more" : "");
+                         : std::string("the rows' alignment or size allows none"),
+                     small > 0 ? "; cp.async copies 4 bytes or more" : "");
 }
 
 }  // namespace
@@ -484,7 +503,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
 
   const size_t nout = k.outer_shape.size();
   const std::set<Leaf> held_leaves = heldLoads(roots, remap);
-  int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev);
+  std::string no_tier;  // why the row-vector tier does not apply
+  int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev, &no_tier);
   const int row_vec_fits = row_vec;
   std::optional<RowPlacement> row_place;
   int row_groups = 0, row_split = 0;  // the row-vector tier split over the grid: its groups of blocks
@@ -493,19 +513,38 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   auto blocksOf = [&](const RowPlacement& p) { return (k.rows() + p.rows - 1) / p.rows; };
   std::optional<RowPlacement> too_few;  // refused: too few blocks for the SMs
   // A row's element a piece (no vector of rows fits) where the blocks would leave most SMs idle:
-  // a row a block instead. Measured on an H100 (GB/s, NCHW over 7 x 7 pixels, pieces against a
-  // row a block): LayerNorm2d bf16 x 768 channels, 25 blocks 71 against 97, 49 blocks 156
-  // against 129, 196 blocks 566 against 163; f32 13 blocks 60 against 86, 49 blocks 216 both.
-  if (row_place && row_vec == 1 && blocksOf(*row_place) * 4 < dev.sm_count) too_few.swap(row_place);
-  if (row_vec > 0 && !row_place && !too_few)
+  // a row a block instead, and no tier below (each takes more rows, or the whole GPU).
+  // Measured on an H100 (GB/s, NCHW over 7 x 7 pixels, pieces against a row a block):
+  // LayerNorm2d bf16 x 768 channels, 25 blocks 71 against 97, 49 blocks 156 against 129, 196
+  // blocks 566 against 163; f32 13 blocks 60 against 86, 49 blocks 216 both.
+  const bool few_pieces = row_place && row_vec == 1 && blocksOf(*row_place) * 4 < dev.sm_count;
+  if (few_pieces) too_few.swap(row_place);
+  const bool more_tiers = row_vec > 0 && !few_pieces;
+  if (more_tiers && !row_place)
     row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
-                                    &row_groups, &row_split);
+                                    true, &row_groups, &row_split);
   // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
   // the opt-in limit, one or two an SM, rather than a row a block reading one element of
   // each 32-byte sector; where they are enough to give every SM one.
-  if (row_vec > 0 && !row_place && !too_few) {
+  if (more_tiers && !row_place) {
     row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, blockSmemLimit(dev));
-    if (row_place && blocksOf(*row_place) * (row_vec == 1 ? 4 : 1) < dev.sm_count) too_few.swap(row_place);
+    if (row_place && blocksOf(*row_place) < dev.sm_count) too_few.swap(row_place);
+  }
+  // Still nothing (rows too long for a block, or too few blocks of them): sets of the grid
+  // tier that do not divide the row axis, the last one cut short (its missing rows fill and
+  // store nothing), where the rows hold 2048 elements an SM or more. Measured on an H100 (GB/s,
+  // against a row a block): channels-last instance_norm f16 40x33x96x96 995 against 174,
+  // 8x33x96x96 632 against 155, batch_norm f32 64x255x28x28 1202 against 246, bf16
+  // 64x100x28x28 810 against 129, softmax bf16 with D outer 1000 x 4096 788 against 162,
+  // 33000 x 16384 958 against 170; small ones level or slower: instance_norm f16 3x40x48x48
+  // (276 480 elements) 85 both, batch_norm bf16 4x100x20x20 (160 000) 50 against 65.
+  const bool whole_sets_only = std::getenv("LOOM_NO_PARTIAL_SETS") != nullptr;
+  const bool partial_sets = more_tiers && !row_place && !whole_sets_only &&
+                            k.rows() * k.rowElems() >= int64_t{2048} * dev.sm_count;
+  if (partial_sets) {
+    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
+                                    false, &row_groups, &row_split);
+    if (row_place) too_few.reset();
   }
   if (!row_place) row_vec = 0;
   // Rows strided along their reduction that no row-vector tier takes: each element is a load of
@@ -514,25 +553,20 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   const auto strided = std::find_if(held_leaves.begin(), held_leaves.end(),
                                     [](const Leaf& l) { return l.strides.back() != 1; });
   if (!row_place && nout > 0 && strided != held_leaves.end()) {
-    const Leaf& l = *strided;
-    const bool adjacent = l.strides[nout - 1] == 1;
     const int sector_rows = minSetRows(held_leaves, inputs, row_vec_fits);
+    const std::string no_division =
+        fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back());
     const std::string grid_text =
-        k.outer_shape.back() % sector_rows != 0
-            ? fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back())
-            : std::string("the grid tier does not place them");
+        k.outer_shape.back() % sector_rows == 0 || partial_sets ? std::string("the grid tier does not place them")
+        : whole_sets_only ? no_division + " (and LOOM_NO_PARTIAL_SETS is set)"
+                          : no_division + ", and so few elements take no sets cut short";
     strided_note = fmt::format(
         "; the rows are strided along their reduction ({} elements apart), so each element is a load of its "
-        "own: {}", std::abs(l.strides.back()),
-        !adjacent ? "neighbouring rows are not next to each other in memory"
-        : row_vec_fits == 0
-            ? dev.sm < 80 ? fmt::format("copying neighbouring rows to shared memory needs sm_80 or later (here sm_{})",
-                                        dev.sm)
-                          : std::string("copying neighbouring rows to shared memory is turned off "
-                                        "(LOOM_NO_ROW_VECTORS or LOOM_NO_SMEM_ROWS)")
+        "own: {}", std::abs(strided->strides.back()),
+        row_vec_fits == 0 ? no_tier
         : too_few
             ? fmt::format("blocks of {} rows would be {}, fewer than {} {} SMs, and {}", too_few->rows,
-                          blocksOf(*too_few), row_vec_fits == 1 ? "a quarter of the" : "the", dev.sm_count, grid_text)
+                          blocksOf(*too_few), few_pieces ? "a quarter of the" : "the", dev.sm_count, grid_text)
             : fmt::format("the fewest neighbouring rows that fill a 32-byte sector do not fit a block's shared "
                           "memory, and {}", grid_text));
   }

@@ -66,7 +66,7 @@ struct NormKernel {
   // H*W apart; the next pixel's row starts one element further). A block takes
   // `rows_per_block` neighbouring rows and copies them into shared memory in vectors of
   // `row_vec` rows (element e of those rows: one contiguous piece; cp.async where a piece is
-  // 4, 8 or 16 bytes, a load and a store where it is one 2-byte element), each element of the
+  // 4, 8 or 16 bytes, a load and a store where it is one element of 2 bytes or 1), each element of the
   // rows `row_pitch` elements after the previous one (padded against bank conflicts);
   // `threads_per_row` threads per row reduce from there, and the outputs are written in the
   // same vectors of rows. `row_access`: each load's and store's access over those lanes.
