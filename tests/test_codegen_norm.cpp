@@ -208,6 +208,18 @@ TEST_CASE("pieces of rows from an f16 and an f32 input: one loaded and stored, o
   }
 }
 
+TEST_CASE("held loads contiguous along the reduction beside strided ones: the dump says so", "[norm][ptx]") {
+  // x in NCHW (a pixel's channels H*W apart), r channels-last (contiguous): no tier of rows
+  // side by side fits both.
+  auto f = loom::test::layerNorm2dOfSum();
+  const Bindings sizes{{"N", 4}, {"C", 96}, {"H", 14}, {"W", 14}};
+  StageText text;
+  compileFusion(*f, sizes, descsFor(*f, sizes, {{"r", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+  INFO(text[DumpStage::Schedule]);
+  CHECK(text[DumpStage::Schedule].find("so each element is a load of its own: some of the loads held on chip are "
+                                       "contiguous along the reduction, others strided") != std::string::npos);
+}
+
 TEST_CASE("rows the grid's whole sets cannot take: large blocks, sets cut short, or a row a block and the dump says why", "[norm][ptx]") {
   enum class Tier { Big, CutShort, RowABlock };
   struct Case {
@@ -227,20 +239,25 @@ TEST_CASE("rows the grid's whole sets cannot take: large blocks, sets cut short,
       // 120 and 1000 rows: 8 and 63 such blocks would leave SMs idle; sets of 64 rows over the
       // grid, the last cut short
       {"instance_norm", DType::F16, {{"N", 3}, {"C", 40}, {"H", 48}, {"W", 48}}, {0, 2, 3, 1}, Tier::CutShort,
-       "2 sets of 64 rows, each split over 132 blocks"},
-      {"softmax", DType::BF16, {{"N", 1000}, {"D", 4096}}, {1, 0}, Tier::CutShort, "16 sets of 64 rows, each split over 16 blocks"},
+       "2 sets of 64 rows (the last cut short to 56), each split over 132 blocks"},
+      {"softmax", DType::BF16, {{"N", 1000}, {"D", 4096}}, {1, 0}, Tier::CutShort, "16 sets of 64 rows (the last cut short to 40), each split over 16 blocks"},
       {"softmax", DType::BF16, {{"N", 1000}, {"D", 4096}}, {1, 0}, Tier::RowABlock,
        "blocks of 16 rows would be 63, fewer than the 132 SMs, and the grid's sets of 16 rows or more do not divide "
        "1000 (and LOOM_NO_PARTIAL_SETS is set)", true},
       // 16 rows of 65536 elements fit no block, and 33000 rows divide by no set of 16
-      {"softmax", DType::BF16, {{"N", 33000}, {"D", 65536}}, {1, 0}, Tier::CutShort, "516 sets of 64 rows, each split over"},
+      {"softmax", DType::BF16, {{"N", 33000}, {"D", 65536}}, {1, 0}, Tier::CutShort, "516 sets of 64 rows (the last cut short to 40), each split over"},
       // channels-last batch norm of 100 channels, 160 000 elements: too few for sets cut short
       {"batch_norm", DType::BF16, {{"N", 4}, {"C", 100}, {"H", 20}, {"W", 20}}, {0, 2, 3, 1}, Tier::RowABlock,
        "blocks of 16 rows would be 7, fewer than the 132 SMs, and the grid's sets of 16 rows or more do not divide "
        "100, and so few elements take no sets cut short"},
       // LayerNorm2d over the 49 pixels of 7 x 7, a row's element a piece: 13 blocks of 16 rows
       {"layer_norm_2d", DType::BF16, {{"N", 4}, {"C", 768}, {"H", 7}, {"W", 7}}, {0, 1, 2, 3}, Tier::RowABlock,
-       "blocks of 16 rows would be 13, fewer than a quarter of the 132 SMs"},
+       "blocks of 16 rows would be 13, fewer than a quarter of the 132 SMs, and so few rows' pieces are not split "
+       "over the grid"},
+      // 490 rows of 768 (376 320 elements, past 2048 an SM): still pieces too few for the grid
+      {"layer_norm_2d", DType::BF16, {{"N", 10}, {"C", 768}, {"H", 7}, {"W", 7}}, {0, 1, 2, 3}, Tier::RowABlock,
+       "blocks of 16 rows would be 31, fewer than a quarter of the 132 SMs, and so few rows' pieces are not split "
+       "over the grid"},
   };
   for (const Case& c : cases) {
     auto f = findExample(c.fusion)->build(c.t);

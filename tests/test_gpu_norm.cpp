@@ -219,13 +219,19 @@ TEST_CASE("rows strided along their reduction: read and written in vectors of ro
     test::checkOnGpu(*test::layerNorm2dOfSum(), {{"N", 15}, {"C", 96}, {"H", 7}, {"W", 7}});
   }
   // Vectors of rows whose grid sets do not divide the row axis, the last set cut short:
-  // softmax of 1000 rows with D outer (16 sets of 64), channels-last batch norm of 100 channels
-  // (running statistics in place, 2 sets of 64).
+  // softmax of 1000 rows with D outer (16 sets of 64; f32's sets of 8 divide it), channels-last
+  // batch norm of 100 channels (running statistics in place, 2 sets of 64; and 64x100x28x28 in
+  // bf16, whose 48 chunks a thread take the statistics by vectors of rows).
   for (DType t : {DType::F16, DType::BF16, DType::F32}) {
     INFO("softmax " << dtypeName(t) << " 1000 x 4096 D outer, grid sets cut short");
     test::checkOnGpu(*findExample("softmax")->build(t), {{"N", 1000}, {"D", 4096}}, {{"x", {1, 0}}});
     INFO("batch_norm " << dtypeName(t) << " 4x100x28x28 NHWC, grid sets cut short");
     test::checkOnGpu(*findExample("batch_norm")->build(t), {{"N", 4}, {"C", 100}, {"H", 28}, {"W", 28}},
+                     {{"x", {0, 2, 3, 1}}});
+  }
+  {
+    INFO("batch_norm bf16 64x100x28x28 NHWC, grid sets cut short, statistics by vectors of rows");
+    test::checkOnGpu(*findExample("batch_norm")->build(DType::BF16), {{"N", 64}, {"C", 100}, {"H", 28}, {"W", 28}},
                      {{"x", {0, 2, 3, 1}}});
   }
   // An f32 residual read and an f32 output written in vectors of rows (or, over 7 x 7 pixels,

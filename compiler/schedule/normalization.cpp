@@ -148,13 +148,13 @@ int rowVectorWidth(const std::set<Leaf>& held, size_t nout, const std::vector<Te
                    const std::vector<int64_t>& outer_shape, const DeviceInfo& dev, std::string* why) {
   if (nout == 0 || held.empty()) return 0;
   int max_bytes = 1;
+  if (std::any_of(held.begin(), held.end(), [](const Leaf& l) { return l.strides.back() == 1; })) {
+    *why = "some of the loads held on chip are contiguous along the reduction, others strided";
+    return 0;
+  }
   for (const Leaf& l : held) {
     if (l.strides[nout - 1] != 1) {
       *why = "neighbouring rows are not next to each other in memory";
-      return 0;
-    }
-    if (l.strides.back() == 1) {
-      *why = "some of the loads held on chip are contiguous along the reduction, others strided";
       return 0;
     }
     max_bytes = std::max(max_bytes, heldBytes(l, inputs));
@@ -557,7 +557,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     const std::string no_division =
         fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back());
     const std::string grid_text =
-        k.outer_shape.back() % sector_rows == 0 || partial_sets ? std::string("the grid tier does not place them")
+        few_pieces ? std::string("so few rows' pieces are not split over the grid")
+        : k.outer_shape.back() % sector_rows == 0 || partial_sets ? std::string("the grid tier does not place them")
         : whole_sets_only ? no_division + " (and LOOM_NO_PARTIAL_SETS is set)"
                           : no_division + ", and so few elements take no sets cut short";
     strided_note = fmt::format(
@@ -878,10 +879,12 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                       "last; exact two-pass statistics from there{}, the outputs stored in the same {}{}",
                       (k.smem_bytes + 1023) / 1024, rowFillText(k, inputs), k.row_pitch, k.registers ? " (each thread's elements kept in registers between passes)" : "",
                       k.row_vec > 1 ? "vectors of rows" : "pieces",
-                      k.grid_sync ? fmt::format("; {} set{} of {} rows, each split over {} blocks of a cooperative grid "
+                      k.grid_sync ? fmt::format("; {} set{} of {} rows{}, each split over {} blocks of a cooperative grid "
                                                 "({} per SM) whose partial statistics meet in a global workspace at "
-                                                "a grid-wide barrier (Chan){}", k.row_sets, k.row_sets == 1 ? "" : "s", k.rows_per_block, k.split,
-                                                grid_per_sm, groupsText())
+                                                "a grid-wide barrier (Chan){}", k.row_sets, k.row_sets == 1 ? "" : "s", k.rows_per_block,
+                                                k.rows() % k.rows_per_block == 0 ? std::string()
+                                                    : fmt::format(" (the last cut short to {})", k.rows() % k.rows_per_block),
+                                                k.split, grid_per_sm, groupsText())
                                       + prefetch
                                   : "")
       : k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)

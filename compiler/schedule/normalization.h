@@ -45,7 +45,8 @@ struct NormKernel {
   // Blocks sharing each row: the cluster's, or (grid tier) every block of the grid.
   int split = 1;
   // The grid tier, for row sets one cluster cannot hold: a cooperative launch of `grid`
-  // blocks (one per SM) that walks `row_sets` sets of `rows_per_block` neighbouring rows; each
+  // blocks (one per SM) that walks `row_sets` sets of `rows_per_block` neighbouring rows (the
+  // last cut short where they do not divide the rows: its missing rows fill and store nothing); each
   // block keeps its slice of the set in shared memory, publishes its partial reductions in a
   // global workspace (`workspace_bytes`, zero when first allocated, its barrier counters left
   // at zero by every launch), meets the others at a grid-wide barrier and combines every
