@@ -8,6 +8,8 @@
 
 #include "compiler/analysis/domains.h"
 #include "compiler/lower/atom_expr.h"
+#include "compiler/schedule/norm_common.h"
+#include "compiler/schedule/norm_row_tier.h"
 #include "ir/error.h"
 
 namespace loom::schedule {
@@ -15,6 +17,7 @@ namespace loom::schedule {
 using lower::ENode;
 using lower::EPtr;
 using lower::Leaf;
+using namespace norm_detail;
 
 int64_t NormKernel::rows() const {
   return std::accumulate(outer_shape.begin(), outer_shape.end(), int64_t{1}, std::multiplies<>());
@@ -24,19 +27,6 @@ int64_t NormKernel::rowElems() const {
 }
 
 namespace {
-
-int nextPow2(int64_t v) {
-  int p = 1;
-  while (p < v && p < (1 << 20)) p *= 2;
-  return p;
-}
-
-// Strides over the kernel's axes with the innermost row axis moved last: the axis the
-// row-vector tier's lanes run along.
-std::vector<int64_t> rowsLast(std::vector<int64_t> s, size_t nout) {
-  std::swap(s[nout - 1], s.back());
-  return s;
-}
 
 // The row a kernel holds on chip: the loads under a reduction that vary along the row's
 // innermost axis (they are read again by the next pass or by the outputs; loads used only by
@@ -52,299 +42,6 @@ std::set<Leaf> heldLoads(const std::vector<EPtr>& roots, Remap remap) {
     });
   });
   return held;
-}
-
-int heldBytes(const Leaf& l, const std::vector<TensorDesc>& inputs) {
-  return dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-}
-
-// The narrowest and widest element of the held loads, in bytes.
-std::pair<int, int> heldByteRange(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {
-  int min_bytes = 16, max_bytes = 1;
-  for (const Leaf& l : held) {
-    min_bytes = std::min(min_bytes, heldBytes(l, inputs));
-    max_bytes = std::max(max_bytes, heldBytes(l, inputs));
-  }
-  return {min_bytes, max_bytes};
-}
-
-// The fewest rows a block or grid set of the row-vector tiers takes: whole vectors of
-// `row_vec` rows, and at least a 32-byte sector of each element's rows.
-int minSetRows(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs, int row_vec) {
-  return std::max(row_vec, 32 / heldByteRange(held, inputs).first);
-}
-
-// The grid tier's fill buffers: 2 fills the next set's shared memory while the block works on
-// the current one, at half the shared memory per set. For tuning sweeps only: on an H100 it
-// measured faster for batch_norm f32 64x256x28x28 NHWC (1710 -> 1783 GB/s with two groups) and
-// group_norm f16 4x128x128x128 NHWC (1105 -> 1200), slower for group_norm 32x128x256x256 NHWC
-// (2069 -> 1817 at best), instance_norm NHWC, and long rows (rms_norm bf16 64 x 2^20 2114 ->
-// 1640).
-int gridFillBuffers() { return std::getenv("LOOM_TUNE_GRID_PREFETCH") ? 2 : 1; }
-
-// Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
-int64_t smemPerSm(const DeviceInfo& dev) { return int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024; }
-
-// Opt-in shared memory per block: 227 KiB on sm_90, 163 KiB on sm_80, 99 KiB on sm_86/89;
-// 4 KiB stay for the reductions' scratch.
-int64_t blockSmemLimit(const DeviceInfo& dev) {
-  return int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
-}
-
-// The grid tier's shape: each set of rows split over `split` blocks, `groups` groups of them
-// walking the sets in turn.
-struct GridShape {
-  int split = 0, groups = 0;
-};
-
-// Every SM's block takes a slice of each set (split = the SM count, `groups` groups) unless
-// more sets fit at once: then each set goes over the fewest blocks that hold it (`fits(split)`:
-// a block's slice of a set fits, `per_sm` blocks to an SM) and as many sets run at once as
-// `per_sm` blocks an SM allow, so that the fixed cost of a set (its barrier, the partials'
-// merge, filling and draining the pipeline) is paid for bigger slices and fewer times, and
-// more groups overlap. Measured on an H100 (GB/s, channels-last, split over 132
-// against this): instance_norm bf16 16x32x128x128 (16 sets of 1 MiB: 16 groups of 16 blocks)
-// 593-600 -> 1362-1394; group_norm f16 4x128x128x128 (8 groups of 49) 1120-1128 -> 1613-1618;
-// batch_norm bf16 16x96x40x40 (3 groups of 88) 420-422 -> 632-664; with many sets, in turns:
-// group_norm f16 64x128x128x128 (128 sets, 12 groups of 33) 1646-1650 -> 2251-2254,
-// instance_norm bf16 128x32x128x128 (128 sets, 26 groups of 10) 671 -> 1387-1390; and with
-// blocks already over half full, instance_norm f16 8x64x256x256 (3 groups of 88 blocks of
-// 106 KiB, two an SM, not 2 of 132 of 71 KiB) 1429-1435 -> 1554-1568.
-GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev, const std::function<bool(int)>& fits) {
-  const int P = dev.sm_count;
-  if (P < 2 || std::getenv("LOOM_NO_SUBGRID") || std::getenv("LOOM_TUNE_GRID_GROUPS")) return {P, groups};
-  // Two blocks a set at least: a set that one block holds alone needs no grid (instance norm
-  // bf16 16x128x28x56 channels-last on 108 SMs got 128 sets of one block each, a grid group
-  // without ranks, and the emitter crashed).
-  int least = 2;
-  while (least < P && !fits(least)) ++least;
-  const int g = static_cast<int>(std::min<int64_t>(sets, int64_t{per_sm} * P / least));
-  const int split = std::min(P, per_sm * P / std::max(1, g));
-  if (g <= groups || !fits(split)) return {P, groups};
-  return {split, g};
-}
-
-// The grid tier's bookkeeping once a block is placed (`k.split` blocks share each set):
-// `groups` groups of blocks walking sets of `rows` rows, each group's part of the workspace a
-// barrier counter and an exit counter (at bytes 0 and 64 of its own 128), then per reduction
-// and iteration parity one (count, mean, M2) slot of 8 bytes each per block and row.
-void setGrid(NormKernel& k, int groups, int rows, int reductions) {
-  LOOM_ASSERT(k.split >= 2, "the grid tier with {} block{} a set", k.split, k.split == 1 ? "" : "s");
-  k.grid_sync = true;
-  k.grid_groups = groups;
-  k.cluster = 1;  // over an earlier placement's cluster
-  k.row_sets = (k.rows() + rows - 1) / rows;  // the last set may be cut short
-  k.workspace_bytes = int64_t{groups} * (128 + int64_t{reductions} * 2 * k.split * rows * 24);
-}
-
-// The row-vector tier's lanes (see NormKernel::row_vec), or 0 where the tier does not apply:
-// every held load has stride 1 along the innermost row axis and is not contiguous along the
-// row's own innermost axis. The lanes are 16 bytes of rows, fewer where the rows along that
-// axis, the alignment or a cp.async piece of 4, 8 or 16 bytes say so; 1 (a row's element a
-// piece) where no vector fits: an odd innermost row axis (LayerNorm2d NCHW over 7 x 7 pixels)
-// or rows one element off 16 bytes.
-// `why` says why not, where that is 0.
-int rowVectorWidth(const std::set<Leaf>& held, size_t nout, const std::vector<TensorDesc>& inputs,
-                   const std::vector<int64_t>& outer_shape, const DeviceInfo& dev, std::string* why) {
-  if (nout == 0 || held.empty()) return 0;
-  int max_bytes = 1;
-  if (std::any_of(held.begin(), held.end(), [](const Leaf& l) { return l.strides.back() == 1; })) {
-    *why = "some of the loads held on chip are contiguous along the reduction, others strided";
-    return 0;
-  }
-  for (const Leaf& l : held) {
-    if (l.strides[nout - 1] != 1) {
-      *why = "neighbouring rows are not next to each other in memory";
-      return 0;
-    }
-    max_bytes = std::max(max_bytes, heldBytes(l, inputs));
-  }
-  if (dev.sm < 80) {
-    *why = fmt::format("copying neighbouring rows to shared memory needs sm_80 or later (here sm_{})", dev.sm);
-    return 0;
-  }
-  if (std::getenv("LOOM_NO_ROW_VECTORS") || std::getenv("LOOM_NO_SMEM_ROWS")) {
-    *why = "copying neighbouring rows to shared memory is turned off (LOOM_NO_ROW_VECTORS or LOOM_NO_SMEM_ROWS)";
-    return 0;
-  }
-  auto fits = [&](int v) {
-    if (outer_shape.back() % v != 0) return false;
-    for (const Leaf& l : held) {
-      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
-      const int piece = v * dtypeBytes(d.dtype);
-      if (piece != 4 && piece != 8 && piece != 16) return false;
-      if (chooseAccess(d.dtype, l.offset, rowsLast(l.strides, nout), d.align_bytes, v) != Access::Vector) return false;
-    }
-    return true;
-  };
-  int v = std::min(8, 16 / max_bytes);
-  while (v > 1 && !fits(v)) v /= 2;
-  return v;
-}
-
-// The most distinct 4-byte words one bank serves when a warp's lanes (row l / T, element
-// l % T) read `bytes`-wide elements at `pitch` elements per element index.
-int bankWays(int64_t pitch, int T, int bytes) {
-  std::map<int, std::set<int64_t>> words;
-  for (int l = 0; l < 32; ++l) {
-    const int64_t word = ((l % T) * pitch * bytes + (l / T) * bytes) / 4;
-    words[static_cast<int>(word % 32)].insert(word);
-  }
-  size_t ways = 0;
-  for (const auto& [bank, w] : words) ways = std::max(ways, w.size());
-  return static_cast<int>(ways);
-}
-
-// Where the row-vector tier puts a block: `rows` neighbouring rows, `threads` per row, each
-// holding `chunks` elements, each element's rows `pitch` elements apart in `bytes` of shared
-// memory.
-struct RowPlacement {
-  int rows = 0, threads = 0;
-  int64_t chunks = 0, pitch = 0, bytes = 0;
-};
-
-// A pitch (elements between one element's rows and the next's) for R rows of `chunks` * T
-// slots, and the bytes it takes: a multiple of 16 bytes for every held load (cp.async
-// destinations), padded so that a warp's lanes (32 / T rows, T neighbouring elements of each)
-// meet the fewest times on one bank, within `max_total` bytes of shared memory; {0, 0} where
-// even the least does not fit.
-std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::set<Leaf>& held,
-                                     const std::vector<TensorDesc>& inputs, int64_t max_total) {
-  const auto [min_bytes, max_bytes] = heldByteRange(held, inputs);
-  auto bytesAt = [&](int64_t pitch) {
-    int64_t b = 0;
-    for (const Leaf& l : held) b += (chunks * T * pitch * heldBytes(l, inputs) + 15) / 16 * 16;
-    return b;
-  };
-  const int64_t step = 16 / min_bytes;
-  const int64_t least = (R + step - 1) / step * step;
-  if (bytesAt(least) > max_total) return {0, 0};
-  int64_t pitch = least;
-  int best = bankWays(least, T, max_bytes);
-  for (int64_t p = least + step; p < least + 32 * step && bytesAt(p) <= max_total; p += step) {
-    const int ways = bankWays(p, T, max_bytes);
-    if (ways < best) {
-      best = ways;
-      pitch = p;
-    }
-  }
-  return {pitch, bytesAt(pitch)};
-}
-
-// Places the row-vector tier for rows of `n` elements read from the `held` loads: rows per
-// block (as many as `max_bytes` of shared memory hold, up to 64, each element's
-// rows at least a 32-byte sector, fewer while the blocks would not fill the SMs twice), threads
-// per row, and a pitch padded against bank conflicts. Nothing where even the fewest rows do not
-// fit.
-std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::set<Leaf>& held,
-                                            const std::vector<TensorDesc>& inputs, int row_vec, const DeviceInfo& dev,
-                                            int64_t max_bytes) {
-  const int min_rows = minSetRows(held, inputs, row_vec);
-  int R = 64;
-  if (const char* r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK")) R = std::max(min_rows, nextPow2(std::atoi(r)));
-  while (R > min_rows && (rows + R - 1) / R < 2 * int64_t{dev.sm_count}) R /= 2;
-  for (; R >= min_rows; R /= 2) {
-    // Threads per row: a block of 256 (tuning sweeps: LOOM_TUNE_THREADS_PER_ROW), no more
-    // than the row has elements.
-    int T = std::max(1, 256 / R);
-    if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) T = std::min(32, nextPow2(std::atoi(t)));
-    while (T > 1 && (T > n || R * T > 1024)) T /= 2;
-    const int64_t chunks = (n + T - 1) / T;
-    auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, max_bytes);
-    if (pitch == 0) continue;
-    return RowPlacement{R, T, chunks, pitch, bytes};
-  }
-  return std::nullopt;
-}
-
-// Rows too long for that: the row-vector tier split over a cooperative grid (one block of
-// each group per SM). Sets of R neighbouring rows (as many as fit, up to 64, dividing the row
-// axis; or, not `whole_sets`, the last set cut short), each set's elements dealt to the grid's
-// blocks in runs of T (blocks of 512 threads), and up to 2 groups of blocks taking turns by set
-// (each group walking two sets or more). Channels-last instance norm and batch norm of large
-// images.
-std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t row_axis, const std::set<Leaf>& held,
-                                                const std::vector<TensorDesc>& inputs, int row_vec,
-                                                const DeviceInfo& dev, bool whole_sets, int* groups, int* split) {
-  // A grid of one SM has no blocks to split a set over.
-  if (dev.sm < 80 || dev.sm_count < 2 || std::getenv("LOOM_NO_GRID")) return std::nullopt;
-  const int min_rows = minSetRows(held, inputs, row_vec);
-  const int64_t P = dev.sm_count;
-  // For tuning sweeps only: LOOM_TUNE_ROWS_PER_BLOCK (R), LOOM_TUNE_GRID_GROUPS (G),
-  // LOOM_TUNE_THREADS_PER_ROW (T, rows of R * T <= 1024 threads).
-  const char* tune_r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK");
-  const char* tune_g = std::getenv("LOOM_TUNE_GRID_GROUPS");
-  const char* tune_t = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
-  for (int R = 64; R >= min_rows; R /= 2) {
-    if ((whole_sets && row_axis % R != 0) || (tune_r && R != std::atoi(tune_r))) continue;
-    const int64_t sets = (rows + R - 1) / R;
-    int T = 512 / R;
-    if (tune_t) T = std::min(1024 / R, nextPow2(std::max(1, std::atoi(tune_t))));
-    // A block's chunks of a set split over S blocks.
-    auto chunksAt = [&](int64_t S) { return (n + int64_t{T} * S - 1) / (int64_t{T} * S); };
-    // Two groups at most: three (40 registers a thread) spilled and measured slower on an H100
-    // (instance_norm f16 8x64x256x256 channels-last: 1398 GB/s with 2, 1055 with 3, 1070 with 1).
-    // Each block beside the others: 1 KiB the driver reserves and up to 4 KiB of scratch.
-    auto budget = [&](int per_sm) { return (smemPerSm(dev) / per_sm - 5 * 1024) / gridFillBuffers(); };
-    for (int G = tune_g ? 3 : 2; G >= 1; --G) {
-      if (G > 1 && sets < 2 * G) continue;
-      if ((tune_g && G != std::atoi(tune_g)) || G * R * T > 2048) continue;
-      if (rowPitch(R, T, chunksAt(P), held, inputs, budget(G)).first == 0) continue;
-      // More sets at once over fewer blocks each, two blocks an SM, where that fits (see gridShape).
-      const GridShape gs = gridShape(sets, 2, G, dev, [&](int S) {
-        return rowPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
-      });
-      *groups = gs.groups;
-      *split = gs.split;
-      const int64_t chunks = chunksAt(gs.split);
-      auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, budget(gs.split == P ? G : 2));
-      return RowPlacement{R, T, chunks, pitch, bytes};
-    }
-  }
-  return std::nullopt;
-}
-
-// The row-vector tier as placed: the kernel's block, its shared memory, and each access over
-// vectors of rows.
-void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const std::vector<TensorDesc>& inputs) {
-  const size_t nout = k.outer_shape.size();
-  k.row_vec = row_vec;
-  k.row_pitch = p.pitch;
-  k.rows_per_block = p.rows;
-  k.threads_per_row = p.threads;
-  k.block = p.rows * p.threads;
-  k.chunks = static_cast<int>(p.chunks);
-  // Few enough elements per thread: its loads from shared memory are kept in registers for
-  // the second pass (a load and a conversion per element instead of two).
-  k.registers = p.chunks * static_cast<int64_t>(k.smem_leaves.size()) <= 32;
-  k.async_fill = true;
-  k.smem_bytes = static_cast<int>(p.bytes);
-  for (auto& [l, a] : k.load_access) {
-    const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
-    k.row_load_access[l] = chooseAccess(d.dtype, l.offset, rowsLast(l.strides, nout), d.align_bytes, row_vec);
-  }
-  for (auto& st : k.stores) {
-    const TensorDesc& d = k.outputs[static_cast<size_t>(st.output)];
-    st.row_access = chooseAccess(st.dtype, st.offset, rowsLast(st.strides, nout), d.align_bytes, row_vec);
-    if (st.row_access == Access::Splat) st.row_access = Access::Gather;
-  }
-}
-
-// How the row-vector tier fills shared memory (for the schedule dump): pieces of 4 bytes or
-// more with cp.async, smaller ones by loads and stores.
-std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs) {
-  if (k.row_vec > 1) return fmt::format("with cp.async in vectors of {} rows", k.row_vec);
-  int small = 0;
-  for (const Leaf& l : k.smem_leaves) small += dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype) < 4;
-  const int copied = static_cast<int>(k.smem_leaves.size()) - small;
-  return fmt::format("a row's element at a time, {} (no vector of rows fits: {}{})",
-                     small == 0    ? "with cp.async"
-                     : copied == 0 ? "by loads and stores"
-                                   : "by loads and stores below 4 bytes, with cp.async from 4",
-                     k.outer_shape.back() % 2 != 0
-                         ? fmt::format("the innermost row axis has {} rows, an odd number", k.outer_shape.back())
-                         : std::string("the rows' alignment or size allows none"),
-                     small > 0 ? "; cp.async copies 4 bytes or more" : "");
 }
 
 }  // namespace
@@ -503,74 +200,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
 
   const size_t nout = k.outer_shape.size();
   const std::set<Leaf> held_leaves = heldLoads(roots, remap);
-  std::string no_tier;  // why the row-vector tier does not apply
-  int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev, &no_tier);
-  const int row_vec_fits = row_vec;
-  std::optional<RowPlacement> row_place;
-  int row_groups = 0, row_split = 0;  // the row-vector tier split over the grid: its groups of blocks
-  // 40 KiB with the scratch, under the 48 KiB of no opt-in: several blocks an SM.
-  if (row_vec > 0) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, 40 * 1024);
-  auto blocksOf = [&](const RowPlacement& p) { return (k.rows() + p.rows - 1) / p.rows; };
-  std::optional<RowPlacement> too_few;  // refused: too few blocks for the SMs
-  // A row's element a piece (no vector of rows fits) where the blocks would leave most SMs idle:
-  // a row a block instead, and no tier below (each takes more rows, or the whole GPU).
-  // Measured on an H100 (GB/s, NCHW over 7 x 7 pixels, pieces against a row a block):
-  // LayerNorm2d bf16 x 768 channels, 25 blocks 71 against 97, 49 blocks 156 against 129, 196
-  // blocks 566 against 163; f32 13 blocks 60 against 86, 49 blocks 216 both.
-  const bool few_pieces = row_place && row_vec == 1 && blocksOf(*row_place) * 4 < dev.sm_count;
-  if (few_pieces) too_few.swap(row_place);
-  const bool more_tiers = row_vec > 0 && !few_pieces;
-  if (more_tiers && !row_place)
-    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
-                                    true, &row_groups, &row_split);
-  // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
-  // the opt-in limit, one or two an SM, rather than a row a block reading one element of
-  // each 32-byte sector; where they are enough to give every SM one.
-  if (more_tiers && !row_place) {
-    row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, blockSmemLimit(dev));
-    if (row_place && blocksOf(*row_place) < dev.sm_count) too_few.swap(row_place);
-  }
-  // Still nothing (rows too long for a block, or too few blocks of them): sets of the grid
-  // tier that do not divide the row axis, the last one cut short (its missing rows fill and
-  // store nothing), where the rows hold 2048 elements an SM or more. Measured on an H100 (GB/s,
-  // against a row a block): channels-last instance_norm f16 40x33x96x96 995 against 174,
-  // 8x33x96x96 632 against 155, batch_norm f32 64x255x28x28 1202 against 246, bf16
-  // 64x100x28x28 810 against 129, softmax bf16 with D outer 1000 x 4096 788 against 162,
-  // 33000 x 16384 958 against 170; small ones level or slower: instance_norm f16 3x40x48x48
-  // (276 480 elements) 85 both, batch_norm bf16 4x100x20x20 (160 000) 50 against 65.
-  const bool whole_sets_only = std::getenv("LOOM_NO_PARTIAL_SETS") != nullptr;
-  const bool partial_sets = more_tiers && !row_place && !whole_sets_only &&
-                            k.rows() * k.rowElems() >= int64_t{2048} * dev.sm_count;
-  if (partial_sets) {
-    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
-                                    false, &row_groups, &row_split);
-    if (row_place) too_few.reset();
-  }
-  if (!row_place) row_vec = 0;
-  // Rows strided along their reduction that no row-vector tier takes: each element is a load of
-  // its own, and the schedule dump says why (a performance cliff the user may avoid).
-  std::string strided_note;
-  const auto strided = std::find_if(held_leaves.begin(), held_leaves.end(),
-                                    [](const Leaf& l) { return l.strides.back() != 1; });
-  if (!row_place && nout > 0 && strided != held_leaves.end()) {
-    const int sector_rows = minSetRows(held_leaves, inputs, row_vec_fits);
-    const std::string no_division =
-        fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back());
-    const std::string grid_text =
-        few_pieces ? std::string("so few rows' pieces are not split over the grid")
-        : k.outer_shape.back() % sector_rows == 0 || partial_sets ? std::string("the grid tier does not place them")
-        : whole_sets_only ? no_division + " (and LOOM_NO_PARTIAL_SETS is set)"
-                          : no_division + ", and so few elements take no sets cut short";
-    strided_note = fmt::format(
-        "; the rows are strided along their reduction ({} elements apart), so each element is a load of its "
-        "own: {}", std::abs(strided->strides.back()),
-        row_vec_fits == 0 ? no_tier
-        : too_few
-            ? fmt::format("blocks of {} rows would be {}, fewer than {} {} SMs, and {}", too_few->rows,
-                          blocksOf(*too_few), few_pieces ? "a quarter of the" : "the", dev.sm_count, grid_text)
-            : fmt::format("the fewest neighbouring rows that fill a 32-byte sector do not fit a block's shared "
-                          "memory, and {}", grid_text));
-  }
+  const RowTierChoice row_choice = chooseRowTier(k, held_leaves, inputs, dev);
+  const std::optional<RowPlacement>& row_place = row_choice.place;
+  const int row_vec = row_choice.row_vec;
 
   // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read
   // (f16 rows: 8 lanes). Other loads (an f32 per-channel weight beside them) take two vectors
@@ -633,9 +265,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   const bool row_tier = row_place.has_value();
   if (row_tier) {
     applyRowVectors(k, *row_place, row_vec, inputs);
-    if (row_groups > 0) {
-      k.split = row_split;
-      setGrid(k, row_groups, k.rows_per_block, reductions);
+    if (row_choice.groups > 0) {
+      k.split = row_choice.split;
+      setGrid(k, row_choice.groups, k.rows_per_block, reductions);
       k.fill_buffers = gridFillBuffers();
       k.smem_bytes *= k.fill_buffers;
     }
@@ -917,7 +549,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                                    "registers or shared memory: statistics in one Welford pass, "
                                    "then a second read (from L2 where it fits) to normalize",
                                    held, budget));
-  k.reason += strided_note;
+  k.reason += row_choice.strided_note;
   return k;
 }
 

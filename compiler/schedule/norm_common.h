@@ -1,0 +1,79 @@
+#pragma once
+// What the normalization scheduler's tiers share (normalization.cpp, norm_row_tier.cpp): the
+// held loads' bytes, the GPU's shared memory, and the grid tier's shape and bookkeeping.
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "compiler/schedule/normalization.h"
+
+namespace loom::schedule::norm_detail {
+
+using lower::Leaf;
+
+// The least power of two at least v (at most 2^20).
+inline int nextPow2(int64_t v) {
+  int p = 1;
+  while (p < v && p < (1 << 20)) p *= 2;
+  return p;
+}
+
+// Strides over the kernel's axes with the innermost row axis moved last: the axis the
+// row-vector tier's lanes run along.
+std::vector<int64_t> rowsLast(std::vector<int64_t> s, size_t nout);
+
+// Bytes of one element of the held load `l`.
+int heldBytes(const Leaf& l, const std::vector<TensorDesc>& inputs);
+
+// The narrowest and widest element of the held loads, in bytes.
+std::pair<int, int> heldByteRange(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);
+
+// The fewest rows a block or grid set of the row-vector tiers takes: whole vectors of
+// `row_vec` rows, and at least a 32-byte sector of each element's rows.
+int minSetRows(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs, int row_vec);
+
+// The grid tier's fill buffers: 2 fills the next set's shared memory while the block works on
+// the current one, at half the shared memory per set. For tuning sweeps only: on an H100 it
+// measured faster for batch_norm f32 64x256x28x28 NHWC (1710 -> 1783 GB/s with two groups) and
+// group_norm f16 4x128x128x128 NHWC (1105 -> 1200), slower for group_norm 32x128x256x256 NHWC
+// (2069 -> 1817 at best), instance_norm NHWC, and long rows (rms_norm bf16 64 x 2^20 2114 ->
+// 1640).
+int gridFillBuffers();
+
+// Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
+int64_t smemPerSm(const DeviceInfo& dev);
+
+// Opt-in shared memory per block: 227 KiB on sm_90, 163 KiB on sm_80, 99 KiB on sm_86/89;
+// 4 KiB stay for the reductions' scratch.
+int64_t blockSmemLimit(const DeviceInfo& dev);
+
+// The grid tier's shape: each set of rows split over `split` blocks, `groups` groups of them
+// walking the sets in turn.
+struct GridShape {
+  int split = 0, groups = 0;
+};
+
+// Every SM's block takes a slice of each set (split = the SM count, `groups` groups) unless
+// more sets fit at once: then each set goes over the fewest blocks that hold it (`fits(split)`:
+// a block's slice of a set fits, `per_sm` blocks to an SM) and as many sets run at once as
+// `per_sm` blocks an SM allow, so that the fixed cost of a set (its barrier, the partials'
+// merge, filling and draining the pipeline) is paid for bigger slices and fewer times, and
+// more groups overlap. Measured on an H100 (GB/s, channels-last, split over 132
+// against this): instance_norm bf16 16x32x128x128 (16 sets of 1 MiB: 16 groups of 16 blocks)
+// 593-600 -> 1362-1394; group_norm f16 4x128x128x128 (8 groups of 49) 1120-1128 -> 1613-1618;
+// batch_norm bf16 16x96x40x40 (3 groups of 88) 420-422 -> 632-664; with many sets, in turns:
+// group_norm f16 64x128x128x128 (128 sets, 12 groups of 33) 1646-1650 -> 2251-2254,
+// instance_norm bf16 128x32x128x128 (128 sets, 26 groups of 10) 671 -> 1387-1390; and with
+// blocks already over half full, instance_norm f16 8x64x256x256 (3 groups of 88 blocks of
+// 106 KiB, two an SM, not 2 of 132 of 71 KiB) 1429-1435 -> 1554-1568.
+GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev, const std::function<bool(int)>& fits);
+
+// The grid tier's bookkeeping once a block is placed (`k.split` blocks share each set):
+// `groups` groups of blocks walking sets of `rows` rows, each group's part of the workspace a
+// barrier counter and an exit counter (at bytes 0 and 64 of its own 128), then per reduction
+// and iteration parity one (count, mean, M2) slot of 8 bytes each per block and row.
+void setGrid(NormKernel& k, int groups, int rows, int reductions);
+
+}  // namespace loom::schedule::norm_detail

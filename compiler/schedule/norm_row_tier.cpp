@@ -1,0 +1,286 @@
+#include "compiler/schedule/norm_row_tier.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace loom::schedule::norm_detail {
+
+namespace {
+
+// The row-vector tier's lanes (see NormKernel::row_vec), or 0 where the tier does not apply:
+// every held load has stride 1 along the innermost row axis and is not contiguous along the
+// row's own innermost axis. The lanes are 16 bytes of rows, fewer where the rows along that
+// axis, the alignment or a cp.async piece of 4, 8 or 16 bytes say so; 1 (a row's element a
+// piece) where no vector fits: an odd innermost row axis (LayerNorm2d NCHW over 7 x 7 pixels)
+// or rows one element off 16 bytes.
+// `why` says why not, where that is 0.
+int rowVectorWidth(const std::set<Leaf>& held, size_t nout, const std::vector<TensorDesc>& inputs,
+                   const std::vector<int64_t>& outer_shape, const DeviceInfo& dev, std::string* why) {
+  if (nout == 0 || held.empty()) return 0;
+  int max_bytes = 1;
+  if (std::any_of(held.begin(), held.end(), [](const Leaf& l) { return l.strides.back() == 1; })) {
+    *why = "some of the loads held on chip are contiguous along the reduction, others strided";
+    return 0;
+  }
+  for (const Leaf& l : held) {
+    if (l.strides[nout - 1] != 1) {
+      *why = "neighbouring rows are not next to each other in memory";
+      return 0;
+    }
+    max_bytes = std::max(max_bytes, heldBytes(l, inputs));
+  }
+  if (dev.sm < 80) {
+    *why = fmt::format("copying neighbouring rows to shared memory needs sm_80 or later (here sm_{})", dev.sm);
+    return 0;
+  }
+  if (std::getenv("LOOM_NO_ROW_VECTORS") || std::getenv("LOOM_NO_SMEM_ROWS")) {
+    *why = "copying neighbouring rows to shared memory is turned off (LOOM_NO_ROW_VECTORS or LOOM_NO_SMEM_ROWS)";
+    return 0;
+  }
+  auto fits = [&](int v) {
+    if (outer_shape.back() % v != 0) return false;
+    for (const Leaf& l : held) {
+      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+      const int piece = v * dtypeBytes(d.dtype);
+      if (piece != 4 && piece != 8 && piece != 16) return false;
+      if (chooseAccess(d.dtype, l.offset, rowsLast(l.strides, nout), d.align_bytes, v) != Access::Vector) return false;
+    }
+    return true;
+  };
+  int v = std::min(8, 16 / max_bytes);
+  while (v > 1 && !fits(v)) v /= 2;
+  return v;
+}
+
+// The most distinct 4-byte words one bank serves when a warp's lanes (row l / T, element
+// l % T) read `bytes`-wide elements at `pitch` elements per element index.
+int bankWays(int64_t pitch, int T, int bytes) {
+  std::map<int, std::set<int64_t>> words;
+  for (int l = 0; l < 32; ++l) {
+    const int64_t word = ((l % T) * pitch * bytes + (l / T) * bytes) / 4;
+    words[static_cast<int>(word % 32)].insert(word);
+  }
+  size_t ways = 0;
+  for (const auto& [bank, w] : words) ways = std::max(ways, w.size());
+  return static_cast<int>(ways);
+}
+
+// A pitch (elements between one element's rows and the next's) for R rows of `chunks` * T
+// slots, and the bytes it takes: a multiple of 16 bytes for every held load (cp.async
+// destinations), padded so that a warp's lanes (32 / T rows, T neighbouring elements of each)
+// meet the fewest times on one bank, within `max_total` bytes of shared memory; {0, 0} where
+// even the least does not fit.
+std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::set<Leaf>& held,
+                                     const std::vector<TensorDesc>& inputs, int64_t max_total) {
+  const auto [min_bytes, max_bytes] = heldByteRange(held, inputs);
+  auto bytesAt = [&](int64_t pitch) {
+    int64_t b = 0;
+    for (const Leaf& l : held) b += (chunks * T * pitch * heldBytes(l, inputs) + 15) / 16 * 16;
+    return b;
+  };
+  const int64_t step = 16 / min_bytes;
+  const int64_t least = (R + step - 1) / step * step;
+  if (bytesAt(least) > max_total) return {0, 0};
+  int64_t pitch = least;
+  int best = bankWays(least, T, max_bytes);
+  for (int64_t p = least + step; p < least + 32 * step && bytesAt(p) <= max_total; p += step) {
+    const int ways = bankWays(p, T, max_bytes);
+    if (ways < best) {
+      best = ways;
+      pitch = p;
+    }
+  }
+  return {pitch, bytesAt(pitch)};
+}
+
+// Places the row-vector tier for rows of `n` elements read from the `held` loads: rows per
+// block (as many as `max_bytes` of shared memory hold, up to 64, each element's
+// rows at least a 32-byte sector, fewer while the blocks would not fill the SMs twice), threads
+// per row, and a pitch padded against bank conflicts. Nothing where even the fewest rows do not
+// fit.
+std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::set<Leaf>& held,
+                                            const std::vector<TensorDesc>& inputs, int row_vec, const DeviceInfo& dev,
+                                            int64_t max_bytes) {
+  const int min_rows = minSetRows(held, inputs, row_vec);
+  int R = 64;
+  if (const char* r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK")) R = std::max(min_rows, nextPow2(std::atoi(r)));
+  while (R > min_rows && (rows + R - 1) / R < 2 * int64_t{dev.sm_count}) R /= 2;
+  for (; R >= min_rows; R /= 2) {
+    // Threads per row: a block of 256 (tuning sweeps: LOOM_TUNE_THREADS_PER_ROW), no more
+    // than the row has elements.
+    int T = std::max(1, 256 / R);
+    if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) T = std::min(32, nextPow2(std::atoi(t)));
+    while (T > 1 && (T > n || R * T > 1024)) T /= 2;
+    const int64_t chunks = (n + T - 1) / T;
+    auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, max_bytes);
+    if (pitch == 0) continue;
+    return RowPlacement{R, T, chunks, pitch, bytes};
+  }
+  return std::nullopt;
+}
+
+// Rows too long for that: the row-vector tier split over a cooperative grid (one block of
+// each group per SM). Sets of R neighbouring rows (as many as fit, up to 64, dividing the row
+// axis; or, not `whole_sets`, the last set cut short), each set's elements dealt to the grid's
+// blocks in runs of T (blocks of 512 threads), and up to 2 groups of blocks taking turns by set
+// (each group walking two sets or more). Channels-last instance norm and batch norm of large
+// images.
+std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t row_axis, const std::set<Leaf>& held,
+                                                const std::vector<TensorDesc>& inputs, int row_vec,
+                                                const DeviceInfo& dev, bool whole_sets, int* groups, int* split) {
+  // A grid of one SM has no blocks to split a set over.
+  if (dev.sm < 80 || dev.sm_count < 2 || std::getenv("LOOM_NO_GRID")) return std::nullopt;
+  const int min_rows = minSetRows(held, inputs, row_vec);
+  const int64_t P = dev.sm_count;
+  // For tuning sweeps only: LOOM_TUNE_ROWS_PER_BLOCK (R), LOOM_TUNE_GRID_GROUPS (G),
+  // LOOM_TUNE_THREADS_PER_ROW (T, rows of R * T <= 1024 threads).
+  const char* tune_r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK");
+  const char* tune_g = std::getenv("LOOM_TUNE_GRID_GROUPS");
+  const char* tune_t = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
+  for (int R = 64; R >= min_rows; R /= 2) {
+    if ((whole_sets && row_axis % R != 0) || (tune_r && R != std::atoi(tune_r))) continue;
+    const int64_t sets = (rows + R - 1) / R;
+    int T = 512 / R;
+    if (tune_t) T = std::min(1024 / R, nextPow2(std::max(1, std::atoi(tune_t))));
+    // A block's chunks of a set split over S blocks.
+    auto chunksAt = [&](int64_t S) { return (n + int64_t{T} * S - 1) / (int64_t{T} * S); };
+    // Two groups at most: three (40 registers a thread) spilled and measured slower on an H100
+    // (instance_norm f16 8x64x256x256 channels-last: 1398 GB/s with 2, 1055 with 3, 1070 with 1).
+    // Each block beside the others: 1 KiB the driver reserves and up to 4 KiB of scratch.
+    auto budget = [&](int per_sm) { return (smemPerSm(dev) / per_sm - 5 * 1024) / gridFillBuffers(); };
+    for (int G = tune_g ? 3 : 2; G >= 1; --G) {
+      if (G > 1 && sets < 2 * G) continue;
+      if ((tune_g && G != std::atoi(tune_g)) || G * R * T > 2048) continue;
+      if (rowPitch(R, T, chunksAt(P), held, inputs, budget(G)).first == 0) continue;
+      // More sets at once over fewer blocks each, two blocks an SM, where that fits (see gridShape).
+      const GridShape gs = gridShape(sets, 2, G, dev, [&](int S) {
+        return rowPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
+      });
+      *groups = gs.groups;
+      *split = gs.split;
+      const int64_t chunks = chunksAt(gs.split);
+      auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, budget(gs.split == P ? G : 2));
+      return RowPlacement{R, T, chunks, pitch, bytes};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leaves,
+                            const std::vector<TensorDesc>& inputs, const DeviceInfo& dev) {
+  const size_t nout = k.outer_shape.size();
+  RowTierChoice out;
+  std::string no_tier;  // why the row-vector tier does not apply
+  int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev, &no_tier);
+  const int row_vec_fits = row_vec;
+  std::optional<RowPlacement>& row_place = out.place;
+  // 40 KiB with the scratch, under the 48 KiB of no opt-in: several blocks an SM.
+  if (row_vec > 0) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, 40 * 1024);
+  auto blocksOf = [&](const RowPlacement& p) { return (k.rows() + p.rows - 1) / p.rows; };
+  std::optional<RowPlacement> too_few;  // refused: too few blocks for the SMs
+  // A row's element a piece (no vector of rows fits) where the blocks would leave most SMs idle:
+  // a row a block instead, and no tier below (each takes more rows, or the whole GPU).
+  // Measured on an H100 (GB/s, NCHW over 7 x 7 pixels, pieces against a row a block):
+  // LayerNorm2d bf16 x 768 channels, 25 blocks 71 against 97, 49 blocks 156 against 129, 196
+  // blocks 566 against 163; f32 13 blocks 60 against 86, 49 blocks 216 both.
+  const bool few_pieces = row_place && row_vec == 1 && blocksOf(*row_place) * 4 < dev.sm_count;
+  if (few_pieces) too_few.swap(row_place);
+  const bool more_tiers = row_vec > 0 && !few_pieces;
+  if (more_tiers && !row_place)
+    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
+                                    true, &out.groups, &out.split);
+  // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
+  // the opt-in limit, one or two an SM, rather than a row a block reading one element of
+  // each 32-byte sector; where they are enough to give every SM one.
+  if (more_tiers && !row_place) {
+    row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, blockSmemLimit(dev));
+    if (row_place && blocksOf(*row_place) < dev.sm_count) too_few.swap(row_place);
+  }
+  // Still nothing (rows too long for a block, or too few blocks of them): sets of the grid
+  // tier that do not divide the row axis, the last one cut short (its missing rows fill and
+  // store nothing), where the rows hold 2048 elements an SM or more. Measured on an H100 (GB/s,
+  // against a row a block): channels-last instance_norm f16 40x33x96x96 995 against 174,
+  // 8x33x96x96 632 against 155, batch_norm f32 64x255x28x28 1202 against 246, bf16
+  // 64x100x28x28 810 against 129, softmax bf16 with D outer 1000 x 4096 788 against 162,
+  // 33000 x 16384 958 against 170; small ones level or slower: instance_norm f16 3x40x48x48
+  // (276 480 elements) 85 both, batch_norm bf16 4x100x20x20 (160 000) 50 against 65.
+  const bool whole_sets_only = std::getenv("LOOM_NO_PARTIAL_SETS") != nullptr;
+  const bool partial_sets = more_tiers && !row_place && !whole_sets_only &&
+                            k.rows() * k.rowElems() >= int64_t{2048} * dev.sm_count;
+  if (partial_sets) {
+    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
+                                    false, &out.groups, &out.split);
+    if (row_place) too_few.reset();
+  }
+  out.row_vec = row_place ? row_vec : 0;
+  // Rows strided along their reduction that no row-vector tier takes: each element is a load of
+  // its own, and the schedule dump says why (a performance cliff the user may avoid).
+  const auto strided = std::find_if(held_leaves.begin(), held_leaves.end(),
+                                    [](const Leaf& l) { return l.strides.back() != 1; });
+  if (!row_place && nout > 0 && strided != held_leaves.end()) {
+    const int sector_rows = minSetRows(held_leaves, inputs, row_vec_fits);
+    const std::string no_division =
+        fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back());
+    const std::string grid_text =
+        few_pieces ? std::string("so few rows' pieces are not split over the grid")
+        : k.outer_shape.back() % sector_rows == 0 || partial_sets ? std::string("the grid tier does not place them")
+        : whole_sets_only ? no_division + " (and LOOM_NO_PARTIAL_SETS is set)"
+                          : no_division + ", and so few elements take no sets cut short";
+    out.strided_note = fmt::format(
+        "; the rows are strided along their reduction ({} elements apart), so each element is a load of its "
+        "own: {}", std::abs(strided->strides.back()),
+        row_vec_fits == 0 ? no_tier
+        : too_few
+            ? fmt::format("blocks of {} rows would be {}, fewer than {} {} SMs, and {}", too_few->rows,
+                          blocksOf(*too_few), few_pieces ? "a quarter of the" : "the", dev.sm_count, grid_text)
+            : fmt::format("the fewest neighbouring rows that fill a 32-byte sector do not fit a block's shared "
+                          "memory, and {}", grid_text));
+  }
+  return out;
+}
+
+void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const std::vector<TensorDesc>& inputs) {
+  const size_t nout = k.outer_shape.size();
+  k.row_vec = row_vec;
+  k.row_pitch = p.pitch;
+  k.rows_per_block = p.rows;
+  k.threads_per_row = p.threads;
+  k.block = p.rows * p.threads;
+  k.chunks = static_cast<int>(p.chunks);
+  // Few enough elements per thread: its loads from shared memory are kept in registers for
+  // the second pass (a load and a conversion per element instead of two).
+  k.registers = p.chunks * static_cast<int64_t>(k.smem_leaves.size()) <= 32;
+  k.async_fill = true;
+  k.smem_bytes = static_cast<int>(p.bytes);
+  for (auto& [l, a] : k.load_access) {
+    const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+    k.row_load_access[l] = chooseAccess(d.dtype, l.offset, rowsLast(l.strides, nout), d.align_bytes, row_vec);
+  }
+  for (auto& st : k.stores) {
+    const TensorDesc& d = k.outputs[static_cast<size_t>(st.output)];
+    st.row_access = chooseAccess(st.dtype, st.offset, rowsLast(st.strides, nout), d.align_bytes, row_vec);
+    if (st.row_access == Access::Splat) st.row_access = Access::Gather;
+  }
+}
+
+std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs) {
+  if (k.row_vec > 1) return fmt::format("with cp.async in vectors of {} rows", k.row_vec);
+  int small = 0;
+  for (const Leaf& l : k.smem_leaves) small += dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype) < 4;
+  const int copied = static_cast<int>(k.smem_leaves.size()) - small;
+  return fmt::format("a row's element at a time, {} (no vector of rows fits: {}{})",
+                     small == 0    ? "with cp.async"
+                     : copied == 0 ? "by loads and stores"
+                                   : "by loads and stores below 4 bytes, with cp.async from 4",
+                     k.outer_shape.back() % 2 != 0
+                         ? fmt::format("the innermost row axis has {} rows, an odd number", k.outer_shape.back())
+                         : std::string("the rows' alignment or size allows none"),
+                     small > 0 ? "; cp.async copies 4 bytes or more" : "");
+}
+
+}  // namespace loom::schedule::norm_detail

@@ -1,0 +1,44 @@
+#pragma once
+// The normalization scheduler's row-vector tier: rows strided along their reduction but side
+// by side in memory (LayerNorm2d over C of NCHW, channels-last instance norm and batch norm,
+// softmax over an outer dim), held in shared memory in vectors of neighbouring rows (or a
+// row's element a piece), in a block, a large block, or split over a cooperative grid.
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/schedule/norm_common.h"
+
+namespace loom::schedule::norm_detail {
+
+// Where the row-vector tier puts a block: `rows` neighbouring rows, `threads` per row, each
+// holding `chunks` elements, each element's rows `pitch` elements apart in `bytes` of shared
+// memory.
+struct RowPlacement {
+  int rows = 0, threads = 0;
+  int64_t chunks = 0, pitch = 0, bytes = 0;
+};
+
+// The row-vector tier's choice for a kernel's rows (its shapes set) and the loads held on chip
+// (`held`): the lanes of a vector of rows (0: no tier), the placement, the grid's groups and
+// split where it goes over the grid (else 0), and, where rows strided along their reduction
+// take no tier, the schedule dump's note on why each element is a load of its own.
+struct RowTierChoice {
+  int row_vec = 0;
+  std::optional<RowPlacement> place;
+  int groups = 0, split = 0;
+  std::string strided_note;
+};
+RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leaves,
+                            const std::vector<TensorDesc>& inputs, const DeviceInfo& dev);
+
+// The row-vector tier as placed: the kernel's block, its shared memory, and each access over
+// vectors of rows.
+void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const std::vector<TensorDesc>& inputs);
+
+// How the row-vector tier fills shared memory (for the schedule dump): pieces of 4 bytes or
+// more with cp.async, smaller ones by loads and stores.
+std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs);
+
+}  // namespace loom::schedule::norm_detail
