@@ -25,12 +25,13 @@ ROW_N = [1, 2, 3, 7, 127, 1000, 4097, 9001, 33000]
 ROW_D = [1, 3, 8, 127, 256, 384, 512, 768, 1000, 1024, 1531, 2048, 4095, 8192, 12289, 16384,
          65536, 65537, 131072, 262147]
 IMG_N = [1, 2, 3, 5, 8, 16, 32]
-IMG_C = [1, 3, 8, 32, 64, 96, 128, 160, 256, 512]
+IMG_C = [1, 3, 8, 32, 33, 64, 96, 100, 128, 160, 256, 512]
 IMG_HW = [1, 3, 7, 14, 28, 31, 56, 61, 64, 128, 256]
 
 # Shapes that reach each tier of the normalization scheduler on an H100 (registers, thread
 # fill, shared memory, cluster, grid with one to three groups, vectors of rows in a block and
-# over the grid), perturbed to sizes that do not divide evenly.
+# over the grid, pieces of rows, grid sets cut short), perturbed to sizes that do not divide
+# evenly.
 FIXED = [
     ("layer_norm", "bf16", {"N": 9001, "D": 256}, None),
     ("rms_norm", "f16", {"N": 8447, "D": 1024}, None),
@@ -48,6 +49,15 @@ FIXED = [
     ("batch_norm", "f16", {"N": 32, "C": 64, "H": 31, "W": 33}, "nhwc"),
     ("batch_norm", "bf16", {"N": 1, "C": 7, "H": 1, "W": 1}, None),
     ("layer_norm_2d", "f16", {"N": 3, "C": 96, "H": 57, "W": 55}, None),
+    # pieces of rows (an odd row axis): in a block, f32 by cp.async, in blocks past 48 KiB,
+    # and over the grid with the last set cut short
+    ("layer_norm_2d", "bf16", {"N": 64, "C": 768, "H": 7, "W": 7}, None),
+    ("layer_norm_2d", "f32", {"N": 15, "C": 96, "H": 7, "W": 7}, None),
+    ("softmax", "f16", {"N": 2201, "D": 4096}, "1,0"),
+    ("instance_norm", "f16", {"N": 8, "C": 33, "H": 96, "W": 96}, "nhwc"),
+    # vectors of rows over the grid, the last set cut short
+    ("batch_norm", "bf16", {"N": 64, "C": 100, "H": 28, "W": 28}, "nhwc"),
+    ("softmax", "bf16", {"N": 1000, "D": 4096}, "1,0"),
     ("layer_norm_2d", "bf16", {"N": 2, "C": 160, "H": 31, "W": 29}, "nhwc"),
 ]
 
@@ -87,15 +97,17 @@ def args_for(f, dt, dims, layout):
     return a
 
 
-TIERS = [("grid-wide barrier", "grid"), ("cluster", "cluster"), ("reads back only those", "thread fill"),
-         ("vectors of", "row vectors"), ("shared memory", "shared memory"), ("stays in registers", "registers")]
+TIERS = [("grid-wide barrier", "grid"), ("cut short", "cut short"), ("cluster", "cluster"),
+         ("reads back only those", "thread fill"), ("vectors of", "row vectors"),
+         ("a row's element at a time", "pieces"), ("shared memory", "shared memory"),
+         ("stays in registers", "registers")]
 
 
 def tier(loom, a):
     p = subprocess.run([loom, "dump", *a, "--stage", "schedule"], capture_output=True, text=True, timeout=120)
     text = p.stdout
     names = [t for key, t in TIERS if key in text]
-    if "row vectors" in names and "shared memory" in names:
+    if ("row vectors" in names or "pieces" in names) and "shared memory" in names:
         names.remove("shared memory")
     return "+".join(names) or ("pointwise" if p.returncode == 0 else "?")
 
