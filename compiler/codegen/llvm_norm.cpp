@@ -303,7 +303,7 @@ void NormEmitter::issueFill(llvm::Value* first_row) {
 }
 
 int NormEmitter::fillPieceBytes(const Leaf& l) const {
-  return std::max(k_.vec, k_.row_vec) * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
+  return k_.fillPieceBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
 }
 
 void NormEmitter::copyFill(const Leaf& l, DType t, llvm::Value* first_row) {

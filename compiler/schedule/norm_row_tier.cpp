@@ -176,8 +176,7 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   const size_t nout = k.outer_shape.size();
   RowTierChoice out;
   std::string no_tier;  // why the row-vector tier does not apply
-  int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev, &no_tier);
-  const int row_vec_fits = row_vec;
+  const int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev, &no_tier);
   std::optional<RowPlacement>& row_place = out.place;
   // 40 KiB with the scratch, under the 48 KiB of no opt-in: several blocks an SM.
   if (row_vec > 0) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, 40 * 1024);
@@ -223,7 +222,7 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   const auto strided = std::find_if(held_leaves.begin(), held_leaves.end(),
                                     [](const Leaf& l) { return l.strides.back() != 1; });
   if (!row_place && nout > 0 && strided != held_leaves.end()) {
-    const int sector_rows = minSetRows(held_leaves, inputs, row_vec_fits);
+    const int sector_rows = minSetRows(held_leaves, inputs, row_vec);
     const std::string no_division =
         fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back());
     const std::string grid_text =
@@ -234,7 +233,7 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
     out.strided_note = fmt::format(
         "; the rows are strided along their reduction ({} elements apart), so each element is a load of its "
         "own: {}", std::abs(strided->strides.back()),
-        row_vec_fits == 0 ? no_tier
+        row_vec == 0 ? no_tier
         : too_few
             ? fmt::format("blocks of {} rows would be {}, fewer than {} {} SMs, and {}", too_few->rows,
                           blocksOf(*too_few), few_pieces ? "a quarter of the" : "the", dev.sm_count, grid_text)
@@ -271,7 +270,7 @@ void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const st
 std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs) {
   if (k.row_vec > 1) return fmt::format("with cp.async in vectors of {} rows", k.row_vec);
   int small = 0;
-  for (const Leaf& l : k.smem_leaves) small += dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype) < 4;
+  for (const Leaf& l : k.smem_leaves) small += k.fillPieceBytes(inputs[static_cast<size_t>(l.input)].dtype) < 4;
   const int copied = static_cast<int>(k.smem_leaves.size()) - small;
   return fmt::format("a row's element at a time, {} (no vector of rows fits: {}{})",
                      small == 0    ? "with cp.async"

@@ -7,6 +7,7 @@
 // (max then sum for softmax, mean then variance for two-pass statistics), and write the
 // normalized outputs from the registers. Rows too long for registers re-read their inputs
 // in each pass (from L2 where it fits), and the schedule says so.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -74,6 +75,10 @@ struct NormKernel {
   int row_vec = 1;
   int64_t row_pitch = 0;
   bool rowTier() const { return row_pitch > 0; }
+  // Bytes of one piece of a held load of dtype `t` copied to shared memory: `vec` elements of
+  // a row, or `row_vec` rows of an element; cp.async copies 4, 8 or 16, fewer are loaded and
+  // stored.
+  int fillPieceBytes(DType t) const { return std::max(vec, row_vec) * dtypeBytes(t); }
   std::map<lower::Leaf, Access> row_load_access;
   int64_t rowVectorUnits() const;  // per block: pieces of `row_vec` rows of one element
   int64_t workspace_bytes = 0;
