@@ -517,6 +517,38 @@ TEST_CASE("exp is ex2.approx only where every output is 16-bit", "[norm][ptx]") 
   }
 }
 
+TEST_CASE("f64 math: blocks of at most 512 threads, two registers a held value, no spills", "[norm][ptx]") {
+  struct Case {
+    const char* example;
+    Bindings sizes;
+  };
+  // Each spilled 68 to 180 bytes at sm_90 in blocks of 1024 threads (64 registers a thread).
+  for (const Case& c : {Case{"group_norm", {{"N", 4}, {"C", 64}, {"H", 32}, {"W", 32}}},
+                        Case{"rms_norm", {{"N", 512}, {"D", 8192}}},
+                        Case{"layer_norm", {{"N", 1024}, {"D", 16384}}},
+                        Case{"softmax", {{"N", 64}, {"D", 3 * 4099}}},
+                        Case{"batch_norm", {{"N", 8}, {"C", 64}, {"H", 14}, {"W", 14}}}}) {
+    for (int sm : {80, 90}) {
+      auto f = findExample(c.example)->build(DType::F64);
+      StageText text;
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes), CompileOptions{sm, 132}, &text);
+      INFO(c.example << " sm_" << sm << ": " << text[DumpStage::Schedule]);
+      CHECK(k.block <= 512u);
+      // The dump counts a held f64 value as two registers.
+      CHECK(text[DumpStage::Schedule].find("f64 values per thread") != std::string::npos);
+      int spill = -1;
+      std::string err = codegen::ptxasCheck(k.ptx, sm, &spill);
+      INFO(err);
+      CHECK(err.empty());
+      CHECK(spill == 0);
+    }
+  }
+  // An f32 kernel keeps blocks of 1024 threads where it wants them.
+  auto f = findExample("rms_norm")->build(DType::F32);
+  Bindings sizes{{"N", 512}, {"D", 8192}};
+  CHECK(compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}).block == 1024u);
+}
+
 TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluster on sm_90", "[norm][ptx]") {
   struct Case {
     const char* what;

@@ -244,6 +244,28 @@ TEST_CASE("rows strided along their reduction: read and written in vectors of ro
   }
 }
 
+TEST_CASE("f64 normalizations: blocks of 512 threads in every tier", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  // Registers (rows of 1 to 8192), shared memory (16384 + 3), the grid tier (2^20 + 8), and the
+  // image normalizations in both layouts, where blocks of 1024 threads once spilled.
+  for (const char* name : {"layer_norm", "rms_norm", "softmax"}) {
+    auto f = findExample(name)->build(DType::F64);
+    for (auto [n, d] : {std::pair<int64_t, int64_t>{7, 1}, {300, 1531}, {64, 8192}, {33, 16384 + 3}, {3, (int64_t{1} << 20) + 8}}) {
+      INFO(name << " f64 N=" << n << " D=" << d);
+      test::checkOnGpu(*f, {{"N", n}, {"D", d}});
+    }
+  }
+  for (const char* name : {"group_norm", "instance_norm", "batch_norm", "layer_norm_2d"}) {
+    auto f = findExample(name)->build(DType::F64);
+    for (bool nhwc : {false, true}) {
+      INFO(name << " f64 " << (nhwc ? "NHWC" : "NCHW"));
+      test::checkOnGpu(*f, {{"N", 4}, {"C", 64}, {"H", 33}, {"W", 31}},
+                       nhwc ? std::map<std::string, std::vector<int>>{{"x", {0, 2, 3, 1}}}
+                            : std::map<std::string, std::vector<int>>{});
+    }
+  }
+}
+
 TEST_CASE("cancellation: 1e4 + U(0,1) in f32 normalizes to mean 0, std 1", "[gpu][norm]") {
   if (!test::haveGpu()) return;
   // layer_norm of 9001 x 256: held in shared memory by the rows' own threads.

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -59,7 +61,7 @@ std::string ptxasPath() {
 
 bool ptxasAvailable() { return access(ptxasPath().c_str(), X_OK) == 0; }
 
-std::string ptxasCheck(const std::string& ptx, int sm) {
+std::string ptxasCheck(const std::string& ptx, int sm, int* spill_bytes) {
   std::string ptxas = ptxasPath();
   TempFile in(".ptx"), log(".log");
   if (in.path.empty() || log.path.empty())
@@ -77,6 +79,10 @@ std::string ptxasCheck(const std::string& ptx, int sm) {
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   std::string arch = fmt::format("-arch=sm_{}", sm);
   std::vector<std::string> args = {ptxas, arch, "-o", "/dev/null", in.path};
+  if (spill_bytes) {
+    *spill_bytes = 0;
+    args.insert(args.begin() + 1, "-v");
+  }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -88,8 +94,17 @@ std::string ptxasCheck(const std::string& ptx, int sm) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   std::string text = readFile(log.path);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    // Verbose ptxas prints "N bytes stack frame, S bytes spill stores, L bytes spill loads" a kernel.
+    for (size_t at = text.find(" bytes spill stores"); spill_bytes && at != std::string::npos;
+         at = text.find(" bytes spill stores", at + 1)) {
+      size_t from = at;
+      while (from > 0 && std::isdigit(static_cast<unsigned char>(text[from - 1]))) --from;
+      if (from < at) *spill_bytes = std::max(*spill_bytes, std::atoi(text.substr(from, at - from).c_str()));
+    }
+    return "";
+  }
   if (text.empty())
     text = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                              : fmt::format("killed by signal {}", WTERMSIG(status));

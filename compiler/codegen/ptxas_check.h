@@ -12,7 +12,8 @@ std::string ptxasPath();
 bool ptxasAvailable();
 
 // Assembles `ptx` for sm_XX (`ptxas -arch=sm_XX -o /dev/null`). Returns "" when ptxas accepts
-// it, else ptxas's messages (or why ptxas could not be run). Never throws for bad PTX.
-std::string ptxasCheck(const std::string& ptx, int sm);
+// it, else ptxas's messages (or why ptxas could not be run). Never throws for bad PTX. With
+// `spill_bytes`, ptxas runs verbose and that gets the most bytes any kernel spills (0: none).
+std::string ptxasCheck(const std::string& ptx, int sm, int* spill_bytes = nullptr);
 
 }  // namespace loom::codegen

@@ -260,6 +260,18 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   }
   k.index64 = max_offset >= (int64_t{1} << 31);
 
+  // f64 math holds a value in two registers and divides and takes square roots in long
+  // sequences: its blocks stop at 512 threads, whose 128 registers a thread hold them (blocks
+  // of 1024, at 64 registers, spilled 68 to 180 bytes at sm_90: group_norm f64 4x64x32x32,
+  // rms_norm f64 512 x 8192, layer_norm f64 1024 x 16384). For tuning sweeps only:
+  // LOOM_TUNE_WIDE_BLOCK=T (0: scheduled as f32 math).
+  const char* tune_wide = std::getenv("LOOM_TUNE_WIDE_BLOCK");
+  const bool wide = (!tune_wide || std::atoi(tune_wide) > 0) &&
+                    (std::any_of(inputs.begin(), inputs.end(), [](const TensorDesc& d) { return d.dtype == DType::F64; }) ||
+                     std::any_of(f.outputs().begin(), f.outputs().end(), [](const auto& o) { return o.value->dtype() == DType::F64; }));
+  int max_block = wide ? 512 : 1024;
+  if (tune_wide && wide) max_block = std::clamp(nextPow2(std::atoi(tune_wide)), 128, 1024);
+  const int value_regs = wide ? 2 : 1;
   // Rows side by side in memory but strided along their reduction: the row-vector tier.
   int held = 0, budget = 0;
   const bool row_tier = row_place.has_value();
@@ -277,7 +289,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     // while the whole grid would not fill the GPU twice over (few, long rows).
     const int64_t row_chunks = k.rowElems() / vec;
     const int kMaxChunks = 8;
-    k.threads_per_row = std::min(1024, nextPow2((row_chunks + kMaxChunks - 1) / kMaxChunks));
+    k.threads_per_row = std::min(max_block, nextPow2((row_chunks + kMaxChunks - 1) / kMaxChunks));
     // Short rows read as contiguous vectors: a chunk per thread, for occupancy (LayerNorm2d
     // channels-last, 128 f16 channels: 2550 GB/s with 16 threads per row, 2265 with 2, on an
     // H100). Rows strided along their reduction (NCHW LayerNorm2d) keep few threads, whose
@@ -285,7 +297,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     const bool contiguous_rows = !k.smem_leaves.empty() && std::all_of(k.smem_leaves.begin(), k.smem_leaves.end(),
         [&](const Leaf& l) { return k.load_access[l] == Access::Vector; });
     if (contiguous_rows && row_chunks <= 16) k.threads_per_row = nextPow2(row_chunks);
-    while (k.threads_per_row < 1024 && k.threads_per_row < row_chunks &&
+    while (k.threads_per_row < max_block && k.threads_per_row < row_chunks &&
            k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
       k.threads_per_row *= 2;
     // For tuning sweeps only (part of the cache key, like every override here).
@@ -299,7 +311,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     // 64K registers per SM: a block of 1024 threads gets 64 each, so the row it may hold
     // shrinks as blocks grow (what is left covers addresses, statistics and the epilogue).
     budget = std::min(128, 65536 / k.block / 2 - 8);
-    k.registers = held <= budget && k.chunks <= 16;
+    k.registers = held * value_regs <= budget && k.chunks <= 16;
     // Next tiers: shared memory, one row per block (or per cluster), within the opt-in limit
     // (with room for the reductions' scratch).
     int64_t row_smem = 0;
@@ -425,7 +437,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
         if (const char* tc = std::getenv("LOOM_TUNE_CLUSTER"); tc && cs > 1) cs = std::clamp(nextPow2(std::atoi(tc)), 1, 8);
       }
       const int64_t block_chunks = (row_chunks + cs - 1) / cs;
-      int t = std::max(32, std::min(1024 / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
+      int t = std::max(32, std::min(max_block / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
       if (tune_threads) t = std::max(32, std::atoi(tune_threads) / 32 * 32);
       if (rows_together > 1 && t % q != 0) return false;
       if (!place(rows_together, t, cs)) return false;
@@ -436,8 +448,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     auto onGrid = [&](int rows, int groups) {
       const int P = dev.sm_count;
       if (P < 2) return false;  // one SM: no blocks to split a set over
-      int t = 1024 / groups / rows;
-      if (groups == 3 && t < 32 && 2048 / groups / rows >= 32) t = 32;  // 16-row sets: 512 threads
+      int t = max_block / groups / rows;
+      if (groups == 3 && t < 32 && 2 * max_block / groups / rows >= 32) t = 32;  // 16-row sets: 512 threads
       if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
       if (groups > 1 && k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
       // Sets of neighbouring rows: more at once over fewer blocks each where that fits (see
@@ -498,6 +510,10 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     return fmt::format("; {} independent groups of {} blocks, each with its own barrier, {}", k.grid_groups, k.split,
                        k.row_sets > k.grid_groups ? "take turns by set" : "a set each, all at once");
   };
+  auto heldText = [&](int values) {
+    return wide ? fmt::format("{} f64 values per thread, {} registers", values, values * value_regs)
+                : fmt::format("{} values per thread", values);
+  };
   const std::string prefetch =
       k.fill_buffers > 1 ? "; two fill buffers: the next set's slice is copied while the block works on this one" : "";
   k.reason = fmt::format(
@@ -519,16 +535,16 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                                                 k.split, grid_per_sm, groupsText())
                                       + prefetch
                                   : "")
-      : k.registers ? fmt::format("the row stays in registers ({} values per thread)", held)
+      : k.registers ? fmt::format("the row stays in registers ({})", heldText(held))
       : k.thread_fill
           ? fmt::format("the row would fit registers, but is held in {} KiB of shared memory per block: "
                         "each thread copies its {} chunks with cp.async and reads back only those (no "
                         "block barrier), so its bytes in flight cost no registers; exact two-pass "
                         "statistics and the outputs from there", (k.smem_bytes + 1023) / 1024, k.chunks)
       : k.async_fill
-          ? fmt::format("the row ({} values per thread, register budget {}) is copied into {} "
+          ? fmt::format("the row ({}, register budget {}) is copied into {} "
                         "KiB of shared memory per block with cp.async{}: read once, {} and the outputs "
-                        "from shared memory", k.chunks * vec * std::max(1, live_leaves), budget,
+                        "from shared memory", heldText(k.chunks * vec * std::max(1, live_leaves)), budget,
                         (k.smem_bytes + 1023) / 1024,
                         k.grid_sync ? fmt::format(", {} sets of {} neighbouring row{} each split over "
                                                   "{} blocks of a cooperative grid ({} per SM) "
@@ -541,14 +557,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                                                     "memory", k.cluster) : "",
                         k.grid_sync ? "statistics merged from exact per-thread ones (Chan)"
                                     : "exact two-pass statistics")
-      : k.smem_bytes ? fmt::format("the row ({} values per thread, register budget {}) stays in "
+      : k.smem_bytes ? fmt::format("the row ({}, register budget {}) stays in "
                                    "{} KiB of shared memory: read once, statistics in one "
-                                   "Welford pass, normalized from shared memory", held, budget,
+                                   "Welford pass, normalized from shared memory", heldText(held), budget,
                                    (k.smem_bytes + 1023) / 1024)
-                     : fmt::format("the row ({} values per thread, budget {}) does not fit in "
+                     : fmt::format("the row ({}, budget {}) does not fit in "
                                    "registers or shared memory: statistics in one Welford pass, "
                                    "then a second read (from L2 where it fits) to normalize",
-                                   held, budget));
+                                   heldText(held), budget));
   k.reason += row_choice.strided_note;
   return k;
 }
