@@ -140,8 +140,8 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
       {"instance_norm", DType::F16, {{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}}, true, 8, "16 rows per block"},
       // 63 pixels of 7 x 9: no vector of rows fits, so a row's element a piece (f16: by loads
       // and stores; f32: with cp.async of 4 bytes), where 252 blocks of 16 rows (f32: 504 of 8)
-      // fill the SMs ...
-      {"layer_norm_2d", DType::F16, {{"N", 64}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 1, "16 rows per block of 256"},
+      // fill the SMs (f16: under 2 blocks an SM, so 32 threads a row, blocks of 512) ...
+      {"layer_norm_2d", DType::F16, {{"N", 64}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 1, "32 threads per row, 2 chunks of 1 each, 16 rows per block of 512"},
       {"layer_norm_2d", DType::F32, {{"N", 64}, {"C", 64}, {"H", 7}, {"W", 9}}, false, 1, "8 rows per block of 256"},
       // ... and rows aligned to one element only, 4 x 4096 pixels: 512 blocks of 32 rows each
       {"layer_norm_2d", DType::F32, {{"N", 4}, {"C", 64}, {"H", 64}, {"W", 64}}, false, 1, "32 rows per block of 256", 4},
