@@ -5,8 +5,7 @@ Each case is a built-in with random sizes, dtype, memory order, target architect
 (sizes up to 2^31 elements and more, as nothing is allocated). It runs `loom dump --stage ptx`
 and then `ptxas` for that architecture on the PTX, and fails on a crash, an internal error or
 a PTX that ptxas rejects. Kernels that spill registers are listed apart (with --strict-spills
-they fail too): f64 rows at 1024 threads a block do (64 registers a thread, and f64 division
-and rsqrt take many). A case loom rejects with a user error is listed with its message.
+they fail too). A case loom rejects with a user error is listed with its message.
 
     python3 scripts/fuzz_compile.py [--seed S] [--cases N] [--budget-s T] [--loom build/bin/loom]
 
