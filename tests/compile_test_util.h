@@ -7,8 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/ptxas_check.h"
 #include "compiler/tensor_desc.h"
 #include "include/loom/loom.h"
+
+// ptxas accepts `ptx` (args as codegen::ptxasCheck's: PTX, sm, and optionally where to put the
+// bytes spilled); its complaint is the failure's message.
+#define LOOM_CHECK_PTXAS(...)                                         \
+  do {                                                                \
+    const std::string ptxas_err_ = ::loom::codegen::ptxasCheck(__VA_ARGS__); \
+    INFO(ptxas_err_);                                                 \
+    CHECK(ptxas_err_.empty());                                        \
+  } while (0)
 
 namespace loom::test {
 

@@ -23,9 +23,7 @@ TEST_CASE("every built-in compiles to one kernel that ptxas accepts", "[ptx][nor
         if (nhwc) lay["x"] = {0, 2, 3, 1};
         INFO(e.name << " sm_" << sm << (nhwc ? " nhwc" : ""));
         auto k = compileFusion(*f, e.default_sizes, descsFor(*f, e.default_sizes, lay), CompileOptions{sm, 132});
-        std::string err = codegen::ptxasCheck(k.ptx, sm);
-        INFO(err);
-        CHECK(err.empty());
+        LOOM_CHECK_PTXAS(k.ptx, sm);
       }
     }
   }
@@ -103,9 +101,7 @@ TEST_CASE("vectors of rows: a residual loaded and an output stored over rows, a 
   CHECK(kern.find("load.f32 r[0 + i.[200704, 1, 3136]]  (gather; over rows vector)") != std::string::npos);
   CHECK(kern.find("store.f32 y[i.[200704, 1, 3136]]") != std::string::npos);
   CHECK(kern.find("(gather, once per row)") != std::string::npos);
-  std::string err = codegen::ptxasCheck(k.ptx, 90);
-  INFO(err);
-  CHECK(err.empty());
+  LOOM_CHECK_PTXAS(k.ptx, 90);
 }
 
 TEST_CASE("short contiguous rows take a chunk per thread", "[norm]") {
@@ -182,9 +178,7 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
         CHECK(sched.find(c.rows) != std::string::npos);
         CHECK(k.shared_bytes <= 40u * 1024);
       }
-      std::string err = codegen::ptxasCheck(k.ptx, sm);
-      INFO(err);
-      CHECK(err.empty());
+      LOOM_CHECK_PTXAS(k.ptx, sm);
     }
   }
 }
@@ -202,9 +196,7 @@ TEST_CASE("pieces of rows from an f16 and an f32 input: one loaded and stored, o
     CHECK(k.ptx.find("st.shared.b16") != std::string::npos);
     CHECK(k.ptx.find("cp.async.ca.shared.global") != std::string::npos);
     CHECK(k.ptx.find("cp.async.wait_all") != std::string::npos);
-    std::string err = codegen::ptxasCheck(k.ptx, sm);
-    INFO(err);
-    CHECK(err.empty());
+    LOOM_CHECK_PTXAS(k.ptx, sm);
   }
 }
 
@@ -275,9 +267,7 @@ TEST_CASE("rows the grid's whole sets cannot take: large blocks, sets cut short,
         CHECK(k.shared_bytes > 40u * 1024);
       }
       if (c.tier != Tier::RowABlock) CHECK(k.ptx.find("cp.async") != std::string::npos);
-      std::string err = codegen::ptxasCheck(k.ptx, sm);
-      INFO(err);
-      CHECK(err.empty());
+      LOOM_CHECK_PTXAS(k.ptx, sm);
     }
   }
 }
@@ -321,9 +311,7 @@ TEST_CASE("short rows that fit registers are held in shared memory by their own 
       } else {
         CHECK(sched.find("the row stays in registers") != std::string::npos);
       }
-      std::string err = codegen::ptxasCheck(k.ptx, sm);
-      INFO(err);
-      CHECK(err.empty());
+      LOOM_CHECK_PTXAS(k.ptx, sm);
     }
   }
   // Turned off: the registers.
@@ -378,9 +366,7 @@ TEST_CASE("vectors of rows too long for a block: sets of rows split over the gri
       // The last block out zeroes the group's barrier counters: no memset before a launch.
       CHECK(k.ptx.find("atom.add.acq_rel.gpu.global.u32") != std::string::npos);
       CHECK(k.ptx.find("st.relaxed.gpu.global.u32") != std::string::npos);
-      std::string err = codegen::ptxasCheck(k.ptx, sm);
-      INFO(err);
-      CHECK(err.empty());
+      LOOM_CHECK_PTXAS(k.ptx, sm);
     }
   }
 }
@@ -408,9 +394,7 @@ TEST_CASE("vectors of rows over the grid: their statistics by vectors for any th
       INFO(dtypeName(c.t) << " T=" << t << "\n" << text[DumpStage::Schedule]);
       CHECK(k.cooperative);
       CHECK(k.ptx.find("rowvec_stats") != std::string::npos);
-      std::string err = codegen::ptxasCheck(k.ptx, 90);
-      INFO(err);
-      CHECK(err.empty());
+      LOOM_CHECK_PTXAS(k.ptx, 90);
     }
   }
   auto bn = f->build(DType::F16);
@@ -441,9 +425,7 @@ TEST_CASE("small sets of neighbouring rows go over fewer blocks each, more sets 
     CHECK(sched.find(fmt::format("{} independent groups of {} blocks", c.groups, c.split)) != std::string::npos);
     CHECK(sched.find(c.split < 132 ? "a set each, all at once" : "take turns by set") != std::string::npos);
     CHECK(k.ptx.find(fmt::format(".minnctapersm {}", c.per_sm)) != std::string::npos);
-    std::string err = codegen::ptxasCheck(k.ptx, 90);
-    INFO(err);
-    CHECK(err.empty());
+    LOOM_CHECK_PTXAS(k.ptx, 90);
   }
 }
 
@@ -470,9 +452,7 @@ TEST_CASE("GPUs of any SM count: a grid set takes two blocks or more, one SM non
           CHECK(text[DumpStage::Schedule].find("each split over 1 block") == std::string::npos);
           CHECK(k.grid >= 2u);
         }
-        std::string err = codegen::ptxasCheck(k.ptx, sm);
-        INFO(err);
-        CHECK(err.empty());
+        LOOM_CHECK_PTXAS(k.ptx, sm);
       }
     }
   }
@@ -537,9 +517,7 @@ TEST_CASE("f64 math: blocks of at most 512 threads, two registers a held value, 
       // The dump counts a held f64 value as two registers.
       CHECK(text[DumpStage::Schedule].find("f64 values per thread") != std::string::npos);
       int spill = -1;
-      std::string err = codegen::ptxasCheck(k.ptx, sm, &spill);
-      INFO(err);
-      CHECK(err.empty());
+      LOOM_CHECK_PTXAS(k.ptx, sm, &spill);
       CHECK(spill == 0);
     }
   }
@@ -595,9 +573,7 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
     }
     CHECK((k.ptx.find("mapa") != std::string::npos) == (c.cluster > 1));
     CHECK((k.ptx.find("barrier.cluster") != std::string::npos) == (c.cluster > 1));
-    std::string err = codegen::ptxasCheck(k.ptx, c.sm);
-    INFO(err);
-    CHECK(err.empty());
+    LOOM_CHECK_PTXAS(k.ptx, c.sm);
   }
 }
 
@@ -629,9 +605,7 @@ TEST_CASE("channels-last group norm: neighbouring groups share a block's whole-l
         CHECK(k.block == 512u);
       }
       CHECK(k.shared_bytes <= 227u * 1024);
-      std::string err = codegen::ptxasCheck(k.ptx, 90);
-      INFO(err);
-      CHECK(err.empty());
+      LOOM_CHECK_PTXAS(k.ptx, 90);
     }
   }
 }
@@ -677,9 +651,7 @@ TEST_CASE("chunk loops are unrolled where one block holds whole rows in shared m
       loop = compileFusion(*c.f, c.sizes, descs, CompileOptions{90, 132}).ptx;
     }
     CHECK((k.ptx != loop) == c.unrolled);
-    std::string err = codegen::ptxasCheck(k.ptx, 90);
-    INFO(err);
-    CHECK(err.empty());
+    LOOM_CHECK_PTXAS(k.ptx, 90);
   }
 }
 
@@ -706,8 +678,6 @@ TEST_CASE("the grid tier with two fill buffers copies the next set while it work
     CHECK(k.ptx.find("cp.async.commit_group") != std::string::npos);
     CHECK(k.ptx.find("cp.async.wait_group 1") != std::string::npos);
     CHECK(k.ptx.find("cp.async.wait_all") == std::string::npos);
-    std::string err = codegen::ptxasCheck(k.ptx, 90);
-    INFO(err);
-    CHECK(err.empty());
+    LOOM_CHECK_PTXAS(k.ptx, 90);
   }
 }
