@@ -182,9 +182,8 @@ std::vector<Dense> boundReduction(const ir::Op& op, const Dense& in, const Dense
   const double* x = in.data.data();
   const double* ex = in_bound.data.data();
   const double unit = computeUnit(t);
-  const double nd = static_cast<double>(std::max<int64_t>(n, 1));
-  const double gamma = unit * (2.0 + std::log2(nd) + std::sqrt(std::min(nd, 1024.0)));
   const double count = static_cast<double>(std::max<int64_t>(n, 1));
+  const double gamma = unit * (2.0 + std::log2(count) + std::sqrt(std::min(count, 1024.0)));
   const DType out_t = op.output(0)->dtype();
   switch (op.kind()) {
     case ir::OpKind::Sum:

@@ -263,17 +263,14 @@ void NormEmitter::asyncFill() {
   if (prefetch()) {  // issued one iteration earlier (or before the loop)
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(1)});
   } else {
-    issueFill(first_row_);
-    // (Pieces of 2 bytes are loaded and stored: no copy to wait for.)
-    const bool copies = std::any_of(k_.smem_leaves.begin(), k_.smem_leaves.end(), [&](const Leaf& l) {
-      return fillPieceBytes(l) >= 4;
-    });
-    if (copies) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+    // (Pieces below 4 bytes are loaded and stored: no copy to wait for.)
+    if (issueFill(first_row_)) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
   }
   if (k_.rows_per_block > 1 && !k_.thread_fill) barrier();
 }
 
-void NormEmitter::issueFill(llvm::Value* first_row) {
+bool NormEmitter::issueFill(llvm::Value* first_row) {
+  bool copied = false;
   for (const auto& l : k_.smem_leaves) {
     const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
     const int piece = fillPieceBytes(l);
@@ -299,7 +296,9 @@ void NormEmitter::issueFill(llvm::Value* first_row) {
       return carried;
     });
     filled_.insert(l);
+    copied = true;
   }
+  return copied;
 }
 
 int NormEmitter::fillPieceBytes(const Leaf& l) const {

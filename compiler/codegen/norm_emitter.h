@@ -88,8 +88,9 @@ class NormEmitter {
   // neighbouring pieces of all rows at one position (whole lines), then a barrier.
   void asyncFill();
 
-  // The cp.async copies of the block's chunks of the rows from `first_row` on.
-  void issueFill(llvm::Value* first_row);
+  // The cp.async copies of the block's chunks of the rows from `first_row` on (pieces below 4
+  // bytes: copyFill's loads and stores). Whether any cp.async was issued.
+  bool issueFill(llvm::Value* first_row);
 
   // The row-vector tier's fill of `l` where a piece (one row's 2- or 1-byte element) is below
   // cp.async's 4 bytes: loads into registers, stores into shared memory.

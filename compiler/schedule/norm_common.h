@@ -45,6 +45,13 @@ int gridFillBuffers();
 // Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
 int64_t smemPerSm(const DeviceInfo& dev);
 
+// Shared memory each block of several on an SM takes beyond its own: 1 KiB the driver
+// reserves and up to 4 KiB of the reductions' scratch.
+constexpr int64_t kBlockSmemExtra = 5 * 1024;
+
+// Blocks of `bytes` of shared memory each that one SM holds.
+inline int64_t smemBlocksPerSm(const DeviceInfo& dev, int64_t bytes) { return smemPerSm(dev) / (bytes + kBlockSmemExtra); }
+
 // Opt-in shared memory per block: 227 KiB on sm_90, 163 KiB on sm_80, 99 KiB on sm_86/89;
 // 4 KiB stay for the reductions' scratch.
 int64_t blockSmemLimit(const DeviceInfo& dev);

@@ -105,14 +105,15 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
                                             const std::vector<TensorDesc>& inputs, int row_vec, const DeviceInfo& dev,
                                             int64_t max_bytes) {
   const int min_rows = minSetRows(held, inputs, row_vec);
+  // For tuning sweeps only: LOOM_TUNE_ROWS_PER_BLOCK, LOOM_TUNE_THREADS_PER_ROW.
+  const char* tune_t = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
   int R = 64;
   if (const char* r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK")) R = std::max(min_rows, nextPow2(std::atoi(r)));
   while (R > min_rows && (rows + R - 1) / R < 2 * int64_t{dev.sm_count}) R /= 2;
   for (; R >= min_rows; R /= 2) {
-    // Threads per row: a block of 256 (tuning sweeps: LOOM_TUNE_THREADS_PER_ROW), no more
-    // than the row has elements.
+    // Threads per row: a block of 256, no more than the row has elements.
     int T = std::max(1, 256 / R);
-    if (const char* t = std::getenv("LOOM_TUNE_THREADS_PER_ROW")) T = std::min(32, nextPow2(std::atoi(t)));
+    if (tune_t) T = std::min(32, nextPow2(std::atoi(tune_t)));
     while (T > 1 && (T > n || R * T > 1024)) T /= 2;
     int64_t chunks = (n + T - 1) / T;
     auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, max_bytes);
@@ -125,9 +126,9 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
     // 1004, 4097 x 2048 919 -> 916.
     const double blocks_per_sm = static_cast<double>((rows + R - 1) / R) / dev.sm_count;
     auto threadsPerSm = [&](int t, int64_t b) {
-      return std::min(blocks_per_sm, static_cast<double>(smemPerSm(dev) / (b + 5 * 1024))) * R * t;
+      return std::min(blocks_per_sm, static_cast<double>(smemBlocksPerSm(dev, b))) * R * t;
     };
-    while (row_vec == 1 && !std::getenv("LOOM_TUNE_THREADS_PER_ROW") && T < 32 && R * T * 2 <= 1024 &&
+    while (row_vec == 1 && !tune_t && T < 32 && R * T * 2 <= 1024 &&
            T * 2 <= n && threadsPerSm(T, bytes) < 640) {
       const int64_t wider = (n + 2 * T - 1) / (2 * T);
       const auto [p, b] = rowPitch(R, 2 * T, wider, held, inputs, max_bytes);
@@ -169,8 +170,8 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
     auto chunksAt = [&](int64_t S) { return (n + int64_t{T} * S - 1) / (int64_t{T} * S); };
     // Two groups at most: three (40 registers a thread) spilled and measured slower on an H100
     // (instance_norm f16 8x64x256x256 channels-last: 1398 GB/s with 2, 1055 with 3, 1070 with 1).
-    // Each block beside the others: 1 KiB the driver reserves and up to 4 KiB of scratch.
-    auto budget = [&](int per_sm) { return (smemPerSm(dev) / per_sm - 5 * 1024) / gridFillBuffers(); };
+    // Each block beside the others takes kBlockSmemExtra.
+    auto budget = [&](int per_sm) { return (smemPerSm(dev) / per_sm - kBlockSmemExtra) / gridFillBuffers(); };
     for (int G = tune_g ? 3 : 2; G >= 1; --G) {
       if (G > 1 && sets < 2 * G) continue;
       if ((tune_g && G != std::atoi(tune_g)) || G * R * T > 2048) continue;

@@ -365,10 +365,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       }
       return bytes * buffers;
     };
-    // `per_sm` blocks sharing an SM: each also takes 1 KiB the driver reserves and up to 4 KiB
-    // of the reductions' scratch.
+    // `per_sm` blocks sharing an SM (each with its kBlockSmemExtra).
     auto fits = [&](int64_t bytes, int per_sm) {
-      return bytes <= smem_limit && (per_sm == 1 || per_sm * (bytes + 5 * 1024) <= smemPerSm(dev));
+      return bytes <= smem_limit && (per_sm == 1 || smemBlocksPerSm(dev, bytes) >= per_sm);
     };
     auto place = [&](int rows, int t, int split, int per_sm = 1, int buffers = 1) {
       const int chunks = chunksAt(t, split);
