@@ -17,8 +17,9 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result runLoom(const std::string& args) {
-  std::string cmd = std::string(LOOM_CLI) + " " + args + " 2>&1";
+// `env` (VAR=VALUE ...) is set for this one command.
+Result runLoom(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + " " + std::string(LOOM_CLI) + " " + args + " 2>&1";
   Result r{0, ""};
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -144,4 +145,31 @@ TEST_CASE("a fusion with no outputs, or whose output is an input, is a user erro
     CHECK(b.status == 1);
     CHECK(b.out.find("output `y` is input `x` itself") != std::string::npos);
   }
+}
+
+TEST_CASE("kernel replay lists a kernel whose PTX changed and fails", "[cli]") {
+  const std::string corpus = tmpFile("replay_corpus.txt",
+                                     "# two fusions\nln layer_norm f16 N=64,D=1024 -\nadd add f32 N=1000 -\n");
+  const std::string base = "/tmp/loom_cli_test_replay_base.txt";
+  const std::string common = corpus + " --target sm_90/132 --baseline " + base;
+  auto w = runLoom("replay " + common + " --update");
+  REQUIRE(w.status == 0);
+  auto same = runLoom("replay " + common);
+  CHECK(same.status == 0);
+  CHECK(same.out.find("2 kernels, 0 kernels changed") != std::string::npos);
+  // Other generated code for the layer norm (a tuning override), the baseline untouched.
+  auto other = runLoom("replay " + common, "LOOM_TUNE_THREADS_PER_ROW=64");
+  CHECK(other.status == 1);
+  CHECK(other.out.find("changed  sm_90/132 ln k0") != std::string::npos);
+  CHECK(other.out.find("add k0") == std::string::npos);
+  CHECK(other.out.find("2 kernels, 1 kernels changed") != std::string::npos);
+  // A kernel the baseline lacks, and one it has that the corpus no longer makes.
+  std::ofstream(corpus) << "ln layer_norm f16 N=64,D=1024 -\nsm softmax f16 - -\n";
+  auto moved = runLoom("replay " + common);
+  CHECK(moved.status == 1);
+  CHECK(moved.out.find("new      sm_90/132 sm k0") != std::string::npos);
+  CHECK(moved.out.find("gone     sm_90/132 add k0") != std::string::npos);
+  auto bad = runLoom("replay " + corpus + " --baseline " + base);
+  CHECK(bad.status == 1);
+  CHECK(bad.out.find("needs --target ARCH/SMS") != std::string::npos);
 }

@@ -10,6 +10,7 @@ int runDump(const Args& a);
 int runRun(const Args& a);
 int runSegment(const Args& a);
 int runBench(const Args& a);
+int runReplay(const Args& a);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
@@ -87,6 +88,18 @@ const std::vector<Command>& commands() {
        "  --save-outputs DIR write each output of one run as DIR/output.NAME.bin (row-major)\n"
        "                     and list them in DIR/outputs.txt\n",
        {"json"}, {"dim", "layout", "dtype", "iters", "inputs", "save-outputs"}, runBench},
+      {"replay", "kernel replay: compile a fixed corpus and compare every kernel's PTX with a baseline",
+       "usage: loom replay CORPUS... --target sm_90/132 --baseline FILE [--update] [--save DIR]\n\n"
+       "Compiles every line of each CORPUS (bench/workloads.txt's format: name fusion dtype dims\n"
+       "layouts [tags]; dtype and dims may be `-`) for one target, GPU architecture and SM\n"
+       "count, and compares each kernel's PTX hash and length with the baseline. Lists every\n"
+       "kernel that changed, is new or is gone, and exits 1 if any did. Needs no GPU.\n"
+       "scripts/replay.sh runs the stored corpus for every target.\n\n"
+       "  --target A/S     architecture and SM count, e.g. sm_80/108\n"
+       "  --baseline FILE  the reviewed baseline (tests/replay/*.txt)\n"
+       "  --update         write the baseline instead of comparing\n"
+       "  --save DIR       also write each kernel's PTX as DIR/NAME.kI.ptx (to diff two builds)\n",
+       {"update"}, {"target", "baseline", "save"}, runReplay},
   };
   return all;
 }
