@@ -8,7 +8,9 @@
 
 #include "compiler/analysis/domains.h"
 #include "compiler/codegen/llvm_norm.h"
-#include "compiler/codegen/llvm_pointwise.h"
+#include "compiler/codegen/kir_to_llvm.h"
+#include "compiler/kir/pipeline.h"
+#include "compiler/schedule/pointwise_lower.h"
 #include "compiler/codegen/ptx_backend.h"
 #include "ir/error.h"
 #include "ir/printer.h"
@@ -66,7 +68,15 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
                          k->vec, k->block, k->grid));
     if (wanted(stages, DumpStage::Kernel))
       record(stages, DumpStage::Kernel, f.name(), schedule::printKernel(f, *k));
-    m = codegen::emitPointwiseKernel(f, *k, ctx);
+    kir::PassDump dump;
+    if (wanted(stages, DumpStage::KIR))
+      dump = [&](const std::string& pass, const std::string& text) {
+        record(stages, DumpStage::KIR, fmt::format("{} after {}", f.name(), pass),
+               fmt::format("// after pass `{}`\n{}", pass, text));
+      };
+    kir::Kernel kk = kir::runPasses(schedule::lowerPointwise(f, *k, inputs), "pointwise-loop",
+                                    kir::standardPasses(), dump);
+    m = codegen::translateKernel(kk, ctx);
     out.block = static_cast<unsigned>(k->block);
     out.grid = static_cast<unsigned>(k->grid);
     out.outputs = k->outputs;

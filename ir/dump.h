@@ -1,5 +1,5 @@
 #pragma once
-// The one registry of debug dumps: LOOM_DUMP=ir,domains,segments,schedule,kernel,llvm,ptx,launch
+// The one registry of debug dumps: LOOM_DUMP=ir,domains,segments,schedule,kernel,kir,llvm,ptx,launch
 // (or `all`) prints those stages to stderr while any program runs; `loom dump --stage` prints
 // the same text to stdout.
 #include <string>
@@ -13,7 +13,8 @@ namespace loom {
   X(Domains, "domains", "iteration domains, atoms and which are reduced")  \
   X(Segments, "segments", "the kernels a fusion becomes and why")          \
   X(Schedule, "schedule", "each kernel's scheduler and parameters")        \
-  X(Kernel, "kernel", "the lowered kernel IR")                             \
+  X(Kernel, "kernel", "the scheduler's kernel: its parameters and expressions") \
+  X(KIR, "kir", "the kernel IR after each lowering pass")                  \
   X(LLVM, "llvm", "LLVM IR before optimization")                           \
   X(PTX, "ptx", "PTX from LLVM's NVPTX backend")                           \
   X(Launch, "launch", "each kernel launch: grid, block, time")

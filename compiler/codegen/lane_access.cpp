@@ -18,18 +18,18 @@ llvm::Align align(int64_t bytes) { return llvm::Align(static_cast<uint64_t>(byte
 }  // namespace
 
 Lanes loadLanes(KernelModule& km, llvm::Value* base, DType t, llvm::Value* off,
-                schedule::Access a, int vec, int64_t inner_stride) {
+                kir::Access a, int vec, int64_t inner_stride) {
   llvm::IRBuilder<>& b = km.builder();
   llvm::Type* ty = memType(b.getContext(), t);
   Lanes lanes;
-  if (a == schedule::Access::Vector) {
+  if (a == kir::Access::Vector) {
     auto* vt = llvm::FixedVectorType::get(ty, static_cast<unsigned>(vec));
     // Wider than 16 bytes (f32 weights beside f16 rows): 16-byte aligned, split by LLVM.
     auto* ld = b.CreateAlignedLoad(vt, gep(b, base, t, off), align(std::min<int64_t>(16, int64_t{vec} * dtypeBytes(t))));
     km.markInvariant(ld);
     for (int j = 0; j < vec; ++j)
       lanes.push_back(fromMemory(b, b.CreateExtractElement(ld, static_cast<uint64_t>(j)), t));
-  } else if (a == schedule::Access::Splat) {
+  } else if (a == kir::Access::Splat) {
     auto* ld = b.CreateAlignedLoad(ty, gep(b, base, t, off), align(dtypeBytes(t)));
     km.markInvariant(ld);
     lanes.assign(static_cast<size_t>(vec), fromMemory(b, ld, t));
@@ -44,11 +44,11 @@ Lanes loadLanes(KernelModule& km, llvm::Value* base, DType t, llvm::Value* off,
 }
 
 void storeLanes(KernelModule& km, llvm::Value* base, DType t, llvm::Value* off,
-                schedule::Access a, const Lanes& lanes, int64_t inner_stride) {
+                kir::Access a, const Lanes& lanes, int64_t inner_stride) {
   llvm::IRBuilder<>& b = km.builder();
   llvm::Type* ty = memType(b.getContext(), t);
   const int v = static_cast<int>(lanes.size());
-  if (a == schedule::Access::Vector && v > 1) {
+  if (a == kir::Access::Vector && v > 1) {
     llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, static_cast<unsigned>(v)));
     for (int j = 0; j < v; ++j)
       vec = b.CreateInsertElement(vec, toMemory(b, lanes[static_cast<size_t>(j)], t), static_cast<uint64_t>(j));

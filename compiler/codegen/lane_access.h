@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "compiler/codegen/kernel_module.h"
-#include "compiler/schedule/pointwise.h"
+#include "compiler/kir/kir.h"
 
 namespace loom::codegen {
 
@@ -13,8 +13,8 @@ using Lanes = std::vector<llvm::Value*>;
 
 // `off` is the element offset of lane 0 from `base`, of the kernel's index type.
 Lanes loadLanes(KernelModule& km, llvm::Value* base, DType t, llvm::Value* off,
-                schedule::Access a, int vec, int64_t inner_stride);
+                kir::Access a, int vec, int64_t inner_stride);
 void storeLanes(KernelModule& km, llvm::Value* base, DType t, llvm::Value* off,
-                schedule::Access a, const Lanes& lanes, int64_t inner_stride);
+                kir::Access a, const Lanes& lanes, int64_t inner_stride);
 
 }  // namespace loom::codegen

@@ -10,15 +10,6 @@
 
 namespace loom::schedule {
 
-std::string_view accessName(Access a) {
-  switch (a) {
-    case Access::Vector: return "vector";
-    case Access::Splat: return "splat";
-    case Access::Gather: return "gather";
-  }
-  return "?";
-}
-
 Access chooseAccess(DType t, int64_t offset, const std::vector<int64_t>& strides, int align_bytes,
                     int vec) {
   if (strides.back() == 0) return Access::Splat;

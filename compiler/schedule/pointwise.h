@@ -8,13 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "compiler/kir/kir.h"
 #include "compiler/lower/strided_expr.h"
 #include "compiler/tensor_desc.h"
 
 namespace loom::schedule {
 
-enum class Access { Vector, Splat, Gather };  // per load/store, over the `vec` lanes
-std::string_view accessName(Access a);
+// Per load/store, over the `vec` lanes: the kernel IR's access kinds.
+using kir::Access;
+using kir::accessName;
 // How `vec` neighbouring elements along the innermost kernel axis are read or written: one
 // aligned vector when that axis has stride 1 and every other stride, the offset and the base
 // keep vector alignment; one element for all lanes when the stride is 0; else one by one.

@@ -1,0 +1,105 @@
+#include "compiler/kir/printer.h"
+
+#include <fmt/format.h>
+
+namespace loom::kir {
+
+namespace {
+
+int precedence(const Expr& e) {
+  if (e.kind != Expr::Kind::Index) return 3;
+  switch (e.iop) {
+    case IndexOp::Lt: return 0;
+    case IndexOp::Add: return 1;
+    default: return 2;
+  }
+}
+
+std::string constText(double v) {
+  std::string s = fmt::format("{}", v);
+  return s;
+}
+
+std::string paramName(const Kernel& k, int p) {
+  return p >= 0 && p < static_cast<int>(k.params.size()) ? k.params[static_cast<size_t>(p)].name
+                                                         : fmt::format("param{}", p);
+}
+
+std::string memSuffix(Access a, int lanes, Cache c) {
+  std::string s = a == Access::Vector ? fmt::format(".v{}", lanes) : fmt::format(".{}", accessName(a));
+  if (a != Access::Vector && lanes > 1) s += fmt::format("x{}", lanes);
+  if (c != Cache::Default) s += fmt::format(".{}", cacheName(c));
+  return s;
+}
+
+void printBody(const Kernel& k, const Body& body, int depth, std::string& out);
+
+void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
+  const std::string pad(static_cast<size_t>(2 * depth), ' ');
+  switch (s.kind) {
+    case Stmt::Kind::Let:
+      out += fmt::format("{}let {}: {} = {}\n", pad, s.name, s.value->type.str(), printExpr(k, *s.value));
+      break;
+    case Stmt::Kind::Loop:
+      out += fmt::format("{}for {} = {}; {}; {} += {}  [{}{}]{}\n", pad, s.name, printExpr(k, *s.init),
+                         printExpr(k, *s.cond), s.name, printExpr(k, *s.step), mappingName(s.mapping),
+                         s.unroll > 1 ? fmt::format(", unroll {}", s.unroll) : "",
+                         s.exit.empty() ? "" : fmt::format("  (after: {})", s.exit));
+      printBody(k, s.body, depth + 1, out);
+      break;
+    case Stmt::Kind::Store: {
+      const Type& t = s.value->type;
+      out += fmt::format("{}store{}{} {}[{}] = {}\n", pad, memSuffix(s.access, t.lanes, Cache::Default),
+                         s.access == Access::Gather && t.lanes > 1 ? fmt::format(" (stride {})", s.inner_stride) : "",
+                         paramName(k, s.param), printExpr(k, *s.offset), printExpr(k, *s.value));
+      break;
+    }
+  }
+}
+
+void printBody(const Kernel& k, const Body& body, int depth, std::string& out) {
+  for (const auto& s : body) printStmt(k, *s, depth, out);
+}
+
+}  // namespace
+
+std::string printExpr(const Kernel& k, const Expr& e) {
+  switch (e.kind) {
+    case Expr::Kind::Int: return fmt::format("{}", e.ivalue);
+    case Expr::Kind::Var: return e.name;
+    case Expr::Kind::Special: return std::string(specialName(e.special));
+    case Expr::Kind::Index: {
+      auto side = [&](const Expr& a, bool right) {
+        std::string t = printExpr(k, a);
+        bool paren = precedence(a) < precedence(e) ||
+                     (right && precedence(a) == precedence(e) && e.iop != IndexOp::Add && e.iop != IndexOp::Mul);
+        return paren ? "(" + t + ")" : t;
+      };
+      return fmt::format("{} {} {}", side(*e.args[0], false), indexOpName(e.iop), side(*e.args[1], true));
+    }
+    case Expr::Kind::Const: return fmt::format("{}:{}", constText(e.fvalue), dtypeName(e.type.dtype));
+    case Expr::Kind::Math: {
+      std::vector<std::string> a;
+      for (const auto& x : e.args) a.push_back(printExpr(k, *x));
+      if (e.op == ir::OpKind::Cast) return fmt::format("cast<{}>({})", dtypeName(e.type.dtype), a[0]);
+      return fmt::format("{}({})", ir::opName(e.op), fmt::join(a, ", "));
+    }
+    case Expr::Kind::Load:
+      return fmt::format("load{}{} {}[{}]", memSuffix(e.access, e.type.lanes, e.cache),
+                         e.access == Access::Gather && e.type.lanes > 1 ? fmt::format(" (stride {})", e.inner_stride) : "",
+                         paramName(k, e.param), printExpr(k, *e.args[0]));
+  }
+  return "?";
+}
+
+std::string printKernel(const Kernel& k) {
+  std::string out = fmt::format("kernel {} ({}; {}-bit indices{})\n", k.name, k.scheduler, k.index_bits,
+                                k.noalias ? "" : "; an output aliases an input");
+  for (const auto& p : k.params)
+    out += fmt::format("  {} {}: {}[{}]\n", p.output ? "out" : "in ", p.name, dtypeName(p.dtype), p.extent);
+  out += fmt::format("  launch grid {}, block {}\n", k.launch.grid, k.launch.block);
+  printBody(k, k.body, 1, out);
+  return out;
+}
+
+}  // namespace loom::kir

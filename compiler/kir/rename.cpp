@@ -1,0 +1,74 @@
+#include "compiler/kir/rename.h"
+
+#include "ir/error.h"
+
+namespace loom::kir {
+
+ExprP rename(const ExprP& e, const Renames& r) {
+  if (e->kind == Expr::Kind::Var) {
+    auto it = r.find(e->name);
+    return it == r.end() ? e : var(it->second, e->type);
+  }
+  if (e->args.empty()) return e;
+  std::vector<ExprP> args;
+  bool changed = false;
+  for (const auto& a : e->args) {
+    args.push_back(rename(a, r));
+    changed = changed || args.back() != a;
+  }
+  if (!changed) return e;
+  switch (e->kind) {
+    case Expr::Kind::Index: return index(e->iop, args[0], args[1]);
+    case Expr::Kind::Math: return math(e->op, e->type.dtype, std::move(args));
+    case Expr::Kind::Load:
+      return load(e->param, e->type.dtype, args[0], e->type.lanes, e->access, e->inner_stride, e->cache);
+    default: LOOM_ASSERT(false, "kernel IR: operands on a leaf expression");
+  }
+  return e;
+}
+
+namespace {
+void collect(const Body& body, std::set<std::string>& out) {
+  for (const auto& s : body) {
+    if (s->kind == Stmt::Kind::Let) out.insert(s->name);
+    if (s->kind == Stmt::Kind::Loop) {
+      out.insert(s->name);
+      if (!s->exit.empty()) out.insert(s->exit);
+      collect(s->body, out);
+    }
+  }
+}
+
+StmtP renameStmt(const Stmt& s, const Renames& r) {
+  auto nm = [&](const std::string& n) {
+    auto it = r.find(n);
+    return it == r.end() ? n : it->second;
+  };
+  switch (s.kind) {
+    case Stmt::Kind::Let: return let(nm(s.name), rename(s.value, r));
+    case Stmt::Kind::Loop: {
+      Body b;
+      for (const auto& x : s.body) b.push_back(renameStmt(*x, r));
+      return loop(nm(s.name), rename(s.init, r), rename(s.cond, r), rename(s.step, r), s.mapping, std::move(b),
+                  s.unroll, s.exit.empty() ? "" : nm(s.exit));
+    }
+    case Stmt::Kind::Store: return store(s.param, rename(s.offset, r), rename(s.value, r), s.access, s.inner_stride);
+  }
+  return nullptr;
+}
+}  // namespace
+
+std::set<std::string> boundNames(const Body& body) {
+  std::set<std::string> out;
+  collect(body, out);
+  return out;
+}
+
+Body renameBody(const Body& body, const std::string& suffix, Renames r) {
+  for (const auto& n : boundNames(body)) r[n] = n + suffix;
+  Body out;
+  for (const auto& s : body) out.push_back(renameStmt(*s, r));
+  return out;
+}
+
+}  // namespace loom::kir

@@ -1,0 +1,213 @@
+#include "compiler/kir/verifier.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/kir/printer.h"
+#include "ir/error.h"
+
+namespace loom::kir {
+
+namespace {
+
+constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
+
+// A closed interval of values an index takes; `hi == kInf` when unbounded above.
+struct Range {
+  int64_t lo = 0, hi = kInf;
+};
+
+int64_t sat(__int128 v) {
+  if (v > kInf) return kInf;
+  if (v < -kInf) return -kInf;
+  return static_cast<int64_t>(v);
+}
+
+Range apply(IndexOp op, Range a, Range b) {
+  switch (op) {
+    case IndexOp::Add:
+      return {sat(__int128{a.lo} + b.lo), a.hi == kInf || b.hi == kInf ? kInf : sat(__int128{a.hi} + b.hi)};
+    case IndexOp::Mul: {
+      if (a.lo < 0 || b.lo < 0) return {-kInf, kInf};
+      return {sat(__int128{a.lo} * b.lo), a.hi == kInf || b.hi == kInf ? kInf : sat(__int128{a.hi} * b.hi)};
+    }
+    case IndexOp::Div:
+      if (a.lo < 0 || b.lo <= 0) return {-kInf, kInf};
+      return {b.hi == kInf ? 0 : a.lo / b.hi, a.hi == kInf ? kInf : a.hi / b.lo};
+    case IndexOp::Rem:
+      if (a.lo < 0 || b.lo <= 0) return {-kInf, kInf};
+      return {0, std::min(a.hi, b.hi == kInf ? kInf : b.hi - 1)};
+    case IndexOp::Lt: return {0, 1};
+  }
+  return {-kInf, kInf};
+}
+
+class Verifier {
+ public:
+  explicit Verifier(const Kernel& k) : k_(k) {
+    limit_ = k.index_bits == 64 ? kInf : (int64_t{1} << (k.index_bits - 1)) - 1;
+  }
+
+  std::vector<std::string> run() {
+    if (k_.index_bits != 32 && k_.index_bits != 64) problem(fmt::format("index type of {} bits", k_.index_bits));
+    if (k_.launch.block < 1 || k_.launch.grid < 1) problem("a launch of no threads");
+    body(k_.body);
+    return problems_;
+  }
+
+ private:
+  void problem(std::string s) { problems_.push_back(std::move(s)); }
+
+  void bind(const std::string& name, Type t, Range r) {
+    if (!ever_.insert(name).second) problem(fmt::format("`{}` is bound twice", name));
+    scope_.push_back(name);
+    types_[name] = t;
+    ranges_[name] = r;
+  }
+
+  Range expr(const Expr& e) {
+    switch (e.kind) {
+      case Expr::Kind::Int: return {e.ivalue, e.ivalue};
+      case Expr::Kind::Var: {
+        auto it = types_.find(e.name);
+        if (it == types_.end()) {
+          problem(fmt::format("`{}` is used before it is bound", e.name));
+          return {-kInf, kInf};
+        }
+        if (!(it->second == e.type))
+          problem(fmt::format("`{}` is used as {} but bound as {}", e.name, e.type.str(), it->second.str()));
+        return ranges_[e.name];
+      }
+      case Expr::Kind::Special:
+        switch (e.special) {
+          case Special::TidX: return {0, k_.launch.block - 1};
+          case Special::CtaidX: return {0, k_.launch.grid - 1};
+          case Special::NctaidX: return {k_.launch.grid, k_.launch.grid};
+        }
+        return {-kInf, kInf};
+      case Expr::Kind::Index: {
+        Range r = apply(e.iop, expr(*e.args[0]), expr(*e.args[1]));
+        if (r.lo < 0 || r.hi > limit_)
+          problem(fmt::format("`{}` may take values outside [0, {}] ({}-bit indices)",
+                              printExpr(k_, e), limit_, k_.index_bits));
+        return r;
+      }
+      case Expr::Kind::Const: return {};
+      case Expr::Kind::Math:
+        for (const auto& a : e.args) expr(*a);
+        return {};
+      case Expr::Kind::Load:
+        access("load", e.param, false, *e.args[0], e.access, e.type.lanes, e.inner_stride);
+        return {};
+    }
+    return {};
+  }
+
+  void access(std::string_view what, int p, bool write, const Expr& offset, Access a, int lanes,
+              int64_t inner_stride) {
+    Range r = expr(offset);
+    if (p < 0 || p >= static_cast<int>(k_.params.size())) {
+      problem(fmt::format("a {} of parameter {}, which the kernel does not have", what, p));
+      return;
+    }
+    const Param& prm = k_.params[static_cast<size_t>(p)];
+    if (prm.output != write)
+      problem(fmt::format("a {} of `{}`, an {}", what, prm.name, prm.output ? "output" : "input"));
+    int64_t span = a == Access::Splat ? 0 : a == Access::Vector ? lanes - 1 : (lanes - 1) * inner_stride;
+    if (inner_stride < 0 && a == Access::Gather) span = 0, r.lo = sat(__int128{r.lo} + (lanes - 1) * inner_stride);
+    if (r.lo < 0 || r.hi == kInf || sat(__int128{r.hi} + span) >= prm.extent)
+      problem(fmt::format("a {} of `{}`[{}] may reach elements [{}, {}], outside [0, {})", what, prm.name,
+                          printExpr(k_, offset), r.lo, r.hi == kInf ? "inf" : fmt::format("{}", r.hi + span),
+                          prm.extent));
+  }
+
+  // The values a loop's variable takes inside its body: from its start up to the last value
+  // for which `var < E` or `var + X < E` holds.
+  Range loopRange(const Stmt& s, Range init) {
+    const Expr& c = *s.cond;
+    const Expr& lhs = *c.args[0];
+    Range rhs = expr(*c.args[1]);
+    int64_t slack = 0;
+    bool bounded = false;
+    if (lhs.kind == Expr::Kind::Var && lhs.name == s.name) {
+      bounded = true;
+    } else if (lhs.kind == Expr::Kind::Index && lhs.iop == IndexOp::Add && lhs.args[0]->kind == Expr::Kind::Var &&
+               lhs.args[0]->name == s.name) {
+      bounded = true;
+      slack = expr(*lhs.args[1]).lo;
+    }
+    if (!bounded || rhs.hi == kInf) {
+      problem(fmt::format("loop `{}`: its condition `{}` does not bound it", s.name, printExpr(k_, c)));
+      return {init.lo, kInf};
+    }
+    return {init.lo, rhs.hi - 1 - slack};
+  }
+
+  void stmt(const Stmt& s) {
+    switch (s.kind) {
+      case Stmt::Kind::Let:
+        bind(s.name, s.value->type, expr(*s.value));
+        break;
+      case Stmt::Kind::Loop: {
+        Range init = expr(*s.init);
+        Range step = expr(*s.step);
+        if (step.lo <= 0) problem(fmt::format("loop `{}` has a step that may not be positive", s.name));
+        // The condition reads the variable: bind it (unbounded) to check the names, then with
+        // the range the condition allows.
+        types_[s.name] = Type::idx();
+        ranges_[s.name] = {init.lo, kInf};
+        Range inside = loopRange(s, init);
+        types_.erase(s.name);
+        const size_t outer = scope_.size();
+        bind(s.name, Type::idx(), inside);
+        // The variable steps once past the last trip: that value too must fit.
+        Range after = apply(IndexOp::Add, inside, step);
+        if (after.hi > limit_)
+          problem(fmt::format("loop `{}` steps to {}, past {}-bit indices", s.name, after.hi, k_.index_bits));
+        body(s.body);
+        // What the body bound, the variable too, is not visible after the loop.
+        for (size_t i = outer; i < scope_.size(); ++i) types_.erase(scope_[i]);
+        scope_.resize(outer);
+        if (!s.exit.empty()) bind(s.exit, Type::idx(), {init.lo, after.hi});
+        break;
+      }
+      case Stmt::Kind::Store:
+        expr(*s.value);
+        access("store", s.param, true, *s.offset, s.access, s.value->type.lanes, s.inner_stride);
+        if (s.param >= 0 && s.param < static_cast<int>(k_.params.size()) &&
+            k_.params[static_cast<size_t>(s.param)].dtype != s.value->type.dtype)
+          problem(fmt::format("a store of {} into `{}` of {}", s.value->type.str(),
+                              k_.params[static_cast<size_t>(s.param)].name,
+                              dtypeName(k_.params[static_cast<size_t>(s.param)].dtype)));
+        break;
+    }
+  }
+
+  void body(const Body& b) {
+    for (const auto& s : b) stmt(*s);
+  }
+
+  const Kernel& k_;
+  int64_t limit_;
+  std::map<std::string, Type> types_;
+  std::map<std::string, Range> ranges_;
+  std::set<std::string> ever_;       // names are bound once in a whole kernel
+  std::vector<std::string> scope_;   // names bound, innermost last
+  std::vector<std::string> problems_;
+};
+
+}  // namespace
+
+std::vector<std::string> verify(const Kernel& k) { return Verifier(k).run(); }
+
+void verifyOrFail(const Kernel& k, const std::string& after_pass) {
+  auto problems = verify(k);
+  LOOM_ASSERT(problems.empty(), "kernel IR after pass `{}` does not verify: {}\n{}", after_pass,
+              fmt::join(problems, "; "), printKernel(k));
+}
+
+}  // namespace loom::kir

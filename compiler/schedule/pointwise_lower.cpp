@@ -1,0 +1,143 @@
+#include "compiler/schedule/pointwise_lower.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace loom::schedule {
+
+namespace {
+
+using kir::ExprP;
+using kir::Type;
+using lower::ENode;
+using lower::Leaf;
+
+// Elements [0, extent) a tensor's strides reach from its base.
+int64_t extentOf(const TensorDesc& d) {
+  int64_t e = 1;
+  for (size_t i = 0; i < d.shape.size(); ++i) {
+    if (d.shape[i] == 0) return 0;
+    e += (d.shape[i] - 1) * std::abs(d.strides[i]);
+  }
+  return e;
+}
+
+ExprP iv(const std::string& name) { return kir::var(name, Type::idx()); }
+
+class PointwiseLowering {
+ public:
+  PointwiseLowering(const ir::Fusion& f, const PointwiseKernel& k) : f_(f), k_(k) {}
+
+  kir::Body body(const std::string& c) {
+    kir::Body b;
+    std::vector<ExprP> idx = coords(c, b);
+    std::vector<lower::EPtr> roots;
+    for (const auto& s : k_.stores) roots.push_back(s.value);
+    std::map<Leaf, std::string> loaded;
+    std::map<const ENode*, ExprP> val;
+    const kir::Cache cache = noalias() ? kir::Cache::Invariant : kir::Cache::Default;
+    lower::visitPostOrder(roots, [&](const ENode& n) {
+      if (n.kind != ENode::Kind::Load) return;
+      auto it = loaded.find(n.leaf);
+      if (it == loaded.end()) {
+        std::string name = fmt::format("v{}", next_++);
+        b.push_back(kir::let(name, kir::load(n.leaf.input, n.dtype, offset(n.leaf.offset, n.leaf.strides, idx),
+                                             k_.vec, k_.load_access.at(n.leaf), n.leaf.strides.back(), cache)));
+        it = loaded.emplace(n.leaf, name).first;
+      }
+      val[&n] = kir::var(it->second, Type::data(n.dtype, k_.vec));
+    });
+    lower::visitPostOrder(roots, [&](const ENode& n) {
+      if (n.kind == ENode::Kind::Load) return;
+      ExprP e;
+      if (n.kind == ENode::Kind::Const) {
+        e = kir::dataConst(n.dtype, n.value, k_.vec);
+      } else {
+        std::vector<ExprP> args;
+        for (const auto& a : n.args) args.push_back(val.at(a.get()));
+        e = kir::math(n.op, n.dtype, std::move(args));
+      }
+      std::string name = fmt::format("v{}", next_++);
+      b.push_back(kir::let(name, e));
+      val[&n] = kir::var(name, e->type);
+    });
+    for (const auto& s : k_.stores)
+      b.push_back(kir::store(k_.num_inputs + s.output, offset(s.offset, s.strides, idx), val.at(s.value.get()),
+                             s.access, s.strides.back()));
+    return b;
+  }
+
+  bool noalias() const {
+    return std::none_of(k_.output_alias.begin(), k_.output_alias.end(), [](int a) { return a >= 0; });
+  }
+
+ private:
+  // The chunk's coordinate along each collapsed axis (the innermost already times `vec`).
+  std::vector<ExprP> coords(const std::string& c, kir::Body& b) {
+    const auto& s = k_.iter_shape;
+    const int64_t vec = k_.vec;
+    std::vector<ExprP> idx(s.size());
+    auto bind = [&](const std::string& name, ExprP e) {
+      b.push_back(kir::let(name, std::move(e)));
+      return iv(name);
+    };
+    const size_t r = s.size();
+    if (r == 1) {
+      idx[0] = bind(fmt::format("i0_{}", c), kir::mul(iv(c), kir::intConst(vec)));
+      return idx;
+    }
+    idx[r - 1] = bind(fmt::format("i{}_{}", r - 1, c),
+                      kir::mul(kir::index(kir::IndexOp::Rem, iv(c), kir::intConst(s.back() / vec)), kir::intConst(vec)));
+    ExprP q = bind(fmt::format("q{}_{}", r - 1, c), kir::index(kir::IndexOp::Div, iv(c), kir::intConst(s.back() / vec)));
+    for (size_t d = r - 1; d-- > 1;) {
+      idx[d] = bind(fmt::format("i{}_{}", d, c), kir::index(kir::IndexOp::Rem, q, kir::intConst(s[d])));
+      q = bind(fmt::format("q{}_{}", d, c), kir::index(kir::IndexOp::Div, q, kir::intConst(s[d])));
+    }
+    idx[0] = q;
+    return idx;
+  }
+
+  static ExprP offset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx) {
+    ExprP o = kir::intConst(base);
+    for (size_t d = 0; d < strides.size(); ++d)
+      if (strides[d] != 0) o = kir::add(o, kir::mul(idx[d], kir::intConst(strides[d])));
+    return o;
+  }
+
+  const ir::Fusion& f_;
+  const PointwiseKernel& k_;
+  int next_ = 0;
+};
+
+}  // namespace
+
+kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
+                           const std::vector<TensorDesc>& inputs) {
+  kir::Kernel out;
+  out.name = k.name;
+  out.scheduler = "pointwise";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    out.params.push_back({f.inputs()[i]->name(), inputs[i].dtype, false, extentOf(inputs[i])});
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    out.params.push_back({f.outputs()[i].name, k.outputs[i].dtype, true, extentOf(k.outputs[i])});
+  PointwiseLowering low(f, k);
+  out.noalias = low.noalias();
+  out.index_bits = k.index64 ? 64 : 32;
+  out.launch = {k.grid, k.block};
+  // Chunk c of `chunks`: thread tid of block bid takes c = bid * block + tid, then every
+  // thread of the grid on.
+  const int64_t chunks = k.numel() / k.vec;
+  out.body = {kir::let("tid", kir::special(kir::Special::TidX)),
+              kir::let("bid", kir::special(kir::Special::CtaidX)),
+              kir::let("nblk", kir::special(kir::Special::NctaidX)),
+              kir::let("start", kir::add(kir::mul(iv("bid"), kir::intConst(k.block)), iv("tid"))),
+              kir::let("stride", kir::mul(iv("nblk"), kir::intConst(k.block))),
+              kir::loop("c", iv("start"), kir::index(kir::IndexOp::Lt, iv("c"), kir::intConst(chunks)),
+                        iv("stride"), kir::Mapping::GridStride, low.body("c"), k.unroll)};
+  return out;
+}
+
+}  // namespace loom::schedule
