@@ -10,6 +10,7 @@
 #include "compiler/codegen/llvm_norm.h"
 #include "compiler/codegen/kir_to_llvm.h"
 #include "compiler/kir/pipeline.h"
+#include "compiler/schedule/norm_lower.h"
 #include "compiler/schedule/pointwise_lower.h"
 #include "compiler/codegen/ptx_backend.h"
 #include "ir/error.h"
@@ -24,6 +25,14 @@ void record(StageText* stages, DumpStage s, const std::string& title, const std:
   if (stages) (*stages)[s] += text;
 }
 bool wanted(StageText* stages, DumpStage s) { return stages || dumpEnabled(s); }
+// The kernel IR after each pass, where it is wanted.
+kir::PassDump kirDump(StageText* stages, const ir::Fusion& f) {
+  if (!wanted(stages, DumpStage::KIR)) return {};
+  return [stages, &f](const std::string& pass, const std::string& text) {
+    record(stages, DumpStage::KIR, fmt::format("{} after {}", f.name(), pass),
+           fmt::format("// after pass `{}`\n{}", pass, text));
+  };
+}
 }  // namespace
 
 const std::vector<std::string_view>& tuningOverrides() {
@@ -68,15 +77,8 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
                          k->vec, k->block, k->grid));
     if (wanted(stages, DumpStage::Kernel))
       record(stages, DumpStage::Kernel, f.name(), schedule::printKernel(f, *k));
-    kir::PassDump dump;
-    if (wanted(stages, DumpStage::KIR))
-      dump = [&](const std::string& pass, const std::string& text) {
-        record(stages, DumpStage::KIR, fmt::format("{} after {}", f.name(), pass),
-               fmt::format("// after pass `{}`\n{}", pass, text));
-      };
-    kir::Kernel kk = kir::runPasses(schedule::lowerPointwise(f, *k, inputs), "pointwise-loop",
-                                    kir::standardPasses(), dump);
-    m = codegen::translateKernel(kk, ctx);
+    m = codegen::translateKernel(kir::runPasses(schedule::lowerPointwise(f, *k, inputs), "pointwise-loop",
+                                                kir::standardPasses(), kirDump(stages, f)), ctx);
     out.block = static_cast<unsigned>(k->block);
     out.grid = static_cast<unsigned>(k->grid);
     out.outputs = k->outputs;
@@ -88,7 +90,14 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
              fmt::format("normalization: {}\n  vector width {}\n", k->reason, k->vec));
     if (wanted(stages, DumpStage::Kernel))
       record(stages, DumpStage::Kernel, f.name(), schedule::printNormKernel(f, *k));
-    m = codegen::emitNormKernel(f, *k, ctx);
+    if (auto kk = schedule::lowerNormalization(f, *k, inputs)) {
+      m = codegen::translateKernel(kir::runPasses(*kk, "norm-rows", kir::standardPasses(), kirDump(stages, f)), ctx);
+    } else {
+      if (wanted(stages, DumpStage::KIR))
+        record(stages, DumpStage::KIR, f.name(), fmt::format("// kernel {}: not in kernel IR yet ({}); the "
+               "normalization emitter makes it\n", kernel_name, schedule::normKirGap(*k)));
+      m = codegen::emitNormKernel(f, *k, ctx);
+    }
     out.shared_bytes = static_cast<unsigned>(k->smem_bytes);
     out.cluster = static_cast<unsigned>(k->cluster);
     out.cooperative = k->grid_sync;

@@ -45,8 +45,9 @@ kir::Kernel copyKernel(int64_t n, int64_t out_extent, int64_t grid = 4, int bloc
   k.params = {{"a", DType::F32, false, n}, {"b", DType::F32, true, out_extent}};
   k.launch = {grid, block};
   auto i = var("i", Type::idx());
-  k.body = {let("start", add(mul(special(Special::CtaidX), intConst(block)), special(Special::TidX))),
-            let("stride", mul(special(Special::NctaidX), intConst(block))),
+  auto sp = [](Special s) { return convert(special(s), Type::idx()); };
+  k.body = {let("start", add(mul(sp(Special::CtaidX), intConst(block)), sp(Special::TidX))),
+            let("stride", mul(sp(Special::NctaidX), intConst(block))),
             loop("i", var("start", Type::idx()), index(IndexOp::Lt, i, intConst(n)), var("stride", Type::idx()),
                  Mapping::GridStride,
                  {let("x", load(0, DType::F32, i, 1, Access::Gather, 1, Cache::Invariant)),
@@ -123,4 +124,59 @@ TEST_CASE("kir: loom dump --stage kir prints the kernel after every pass", "[kir
   CHECK(has(t, "// after pass `pointwise-loop`"));
   CHECK(has(t, "// after pass `unroll`\n(unchanged)"));
   CHECK(has(t, "load.v2.nc hidden_gates[768 + "));
+}
+
+TEST_CASE("kir: a layer norm in registers is folds, combines across the row and stores", "[kir]") {
+  const Example* e = findExample("layer_norm");
+  REQUIRE(e != nullptr);
+  auto f = e->buildDefault();
+  StageText text;
+  compilePlan(*f, e->default_sizes, descsFor(*f, e->default_sizes), CompileOptions{90, 132}, &text);
+  const std::string& t = text[DumpStage::KIR];
+  INFO(t);
+  CHECK(has(t, "// after pass `norm-rows`"));
+  CHECK(has(t, "= combine.sum("));
+  CHECK(has(t, "over {D}: 128 threads a row"));
+  // lower-combines: the butterfly, the warps through shared memory between two barriers.
+  const size_t lowered = t.find("// after pass `lower-combines`");
+  REQUIRE(lowered != std::string::npos);
+  const std::string after = t.substr(lowered);
+  CHECK(has(after, "smem red_smem: f32[4]"));
+  CHECK(has(after, "shfl.bfly("));
+  CHECK(has(after, "barrier.block"));
+  CHECK(!has(after, "combine.sum("));
+  CHECK(has(after, "store.v8 y["));
+}
+
+TEST_CASE("kir: the verifier wants a barrier between a buffer's write and another thread's read", "[kir]") {
+  using namespace kir;
+  kir::Kernel k;
+  k.name = "share";
+  k.scheduler = "test";
+  k.params = {{"out", DType::F32, true, 32}};
+  k.launch = {1, 32};
+  k.buffers = {{"s", "s", Place::Smem, DType::F32, 32, 8}};
+  auto tid = var("tid", Type::i32());
+  auto mirror = index(IndexOp::Sub, i32Const(31), tid);
+  auto body = [&](bool with_barrier, bool under_if) {
+    Body b = {let("tid", special(Special::TidX)), bufStore("s", tid, dataConst(DType::F32, 1, 1))};
+    if (with_barrier) {
+      if (under_if) b.push_back(ifThen(index(IndexOp::Eq, tid, i32Const(0)), "one", {barrier(Barrier::Block)}));
+      else b.push_back(barrier(Barrier::Block));
+    }
+    b.push_back(let("v", bufLoad("s", DType::F32, mirror)));
+    b.push_back(store(0, convert(tid, Type::idx()), var("v", Type::data(DType::F32, 1)), Access::Gather, 1));
+    return b;
+  };
+  k.body = body(true, false);
+  CHECK(verify(k).empty());
+  LOOM_CHECK_PTXAS(codegen::translateToPtx(k, 80), 80);
+  k.body = body(false, false);
+  CHECK(has(joined(verify(k)), "buffer `s` is read after a write with no barrier between them"));
+  k.body = body(true, true);
+  CHECK(has(joined(verify(k)), "a block barrier under `if`"));
+  // A slot past the buffer's end.
+  k.buffers[0].count = 16;
+  k.body = body(true, false);
+  CHECK(has(joined(verify(k)), "`s`[tid] may reach slots [0, 31], outside [0, 16)"));
 }

@@ -1,6 +1,9 @@
 #include "compiler/codegen/kir_to_llvm.h"
 
+#include <cmath>
 #include <map>
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
@@ -25,6 +28,7 @@ class Translator {
   }
 
   void run() {
+    for (const auto& buf : k_.buffers) buffer(buf);
     body(k_.body);
     b_.CreateRetVoid();
   }
@@ -34,20 +38,114 @@ class Translator {
 
   llvm::Value* special(kir::Special s) {
     switch (s) {
-      case kir::Special::TidX: return b_.CreateZExtOrTrunc(km_.threadIdx(), idx_ty_);
-      case kir::Special::CtaidX: return b_.CreateZExtOrTrunc(km_.blockIdx(), idx_ty_);
-      case kir::Special::NctaidX: return b_.CreateZExtOrTrunc(km_.gridDim(), idx_ty_);
+      case kir::Special::TidX: return km_.threadIdx();
+      case kir::Special::CtaidX: return km_.blockIdx();
+      case kir::Special::NctaidX: return km_.gridDim();
     }
     return nullptr;
+  }
+
+  llvm::Type* intType(const kir::Type& t) {
+    if (t.dtype == DType::Bool) return b_.getInt1Ty();
+    return t.dtype == DType::I32 ? b_.getInt32Ty() : idx_ty_;
+  }
+  // The dtype an integer of the kernel has as data.
+  DType intDType(const kir::Type& t) { return t.dtype == DType::I32 || k_.index_bits == 32 ? DType::I32 : DType::I64; }
+
+  void buffer(const kir::Buffer& buf) {
+    llvm::Type* ty = regType(b_.getContext(), buf.elem);
+    auto* arr = llvm::ArrayType::get(ty, static_cast<uint64_t>(buf.count));
+    auto* gv = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false, llvm::GlobalValue::InternalLinkage,
+                                        llvm::UndefValue::get(arr), buf.name, nullptr,
+                                        llvm::GlobalValue::NotThreadLocal, 3);
+    gv->setAlignment(llvm::Align(static_cast<uint64_t>(buf.align)));
+    LOOM_ASSERT(gv->getName() == buf.name, "kir -> LLVM: buffer `{}` became `{}`", buf.name, gv->getName().str());
+    buffers_[buf.name] = gv;
+  }
+
+  llvm::Value* slot(const std::string& name, llvm::Value* i) {
+    llvm::GlobalVariable* gv = buffers_.at(name);
+    return b_.CreateInBoundsGEP(gv->getValueType(), gv, {llvm::ConstantInt::get(i->getType(), 0), i});
+  }
+
+  // A full-warp shuffle of a 32- or 64-bit value (64-bit values travel as two halves).
+  llvm::Value* shuffle(llvm::Intrinsic::ID id, llvm::Value* v, llvm::Value* lane_arg) {
+    llvm::Type* ty = v->getType();
+    unsigned bits = ty->getPrimitiveSizeInBits();
+    auto shfl = [&](llvm::Value* x) {
+      return b_.CreateIntrinsic(id, {}, {b_.getInt32(0xffffffffu), x, lane_arg, b_.getInt32(31)});
+    };
+    if (bits == 32) return b_.CreateBitCast(shfl(b_.CreateBitCast(v, b_.getInt32Ty())), ty);
+    LOOM_ASSERT(bits == 64, "kir -> LLVM: shuffle of a {}-bit value", bits);
+    auto* v2 = llvm::FixedVectorType::get(b_.getInt32Ty(), 2);
+    llvm::Value* p = b_.CreateBitCast(v, v2);
+    llvm::Value* lo = shfl(b_.CreateExtractElement(p, uint64_t{0}));
+    llvm::Value* hi = shfl(b_.CreateExtractElement(p, uint64_t{1}));
+    llvm::Value* r = b_.CreateInsertElement(llvm::PoisonValue::get(v2), lo, uint64_t{0});
+    r = b_.CreateInsertElement(r, hi, uint64_t{1});
+    return b_.CreateBitCast(r, ty);
+  }
+
+  Lanes intrinsic(const Expr& e) {
+    std::vector<Lanes> a;
+    for (const auto& x : e.args) a.push_back(expr(*x));
+    auto at = [&](size_t i, size_t j) { return a[i].size() == 1 ? a[i][0] : a[i][j]; };
+    Lanes out;
+    switch (e.intrinsic) {
+      case kir::Intrinsic::Splat: return Lanes(static_cast<size_t>(e.type.lanes), a[0][0]);
+      case kir::Intrinsic::First: return {a[0][0]};
+      case kir::Intrinsic::FoldSum:
+      case kir::Intrinsic::FoldMax:
+      case kir::Intrinsic::FoldMin: {
+        const ir::OpKind op = e.intrinsic == kir::Intrinsic::FoldSum ? ir::OpKind::Add
+                              : e.intrinsic == kir::Intrinsic::FoldMax ? ir::OpKind::Max : ir::OpKind::Min;
+        llvm::Value* r = a[1][0];
+        for (llvm::Value* x : a[0]) r = emitPointwise(b_, op, e.type.dtype, {r, x});
+        return {r};
+      }
+      default: break;
+    }
+    for (size_t j = 0; j < static_cast<size_t>(e.type.lanes); ++j) {
+      switch (e.intrinsic) {
+        case kir::Intrinsic::ShflXor: out.push_back(shuffle(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, at(0, j), at(1, 0))); break;
+        case kir::Intrinsic::ShflIdx: out.push_back(shuffle(llvm::Intrinsic::nvvm_shfl_sync_idx_i32, at(0, j), at(1, 0))); break;
+        case kir::Intrinsic::ExpApprox: {
+          llvm::Value* y = b_.CreateFMul(at(0, j), llvm::ConstantFP::get(at(0, j)->getType(), M_LOG2E));
+          out.push_back(b_.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {y}));
+          break;
+        }
+        case kir::Intrinsic::DivApprox:
+          out.push_back(b_.CreateIntrinsic(llvm::Intrinsic::nvvm_div_approx_f, {}, {at(0, j), at(1, j)}));
+          break;
+        case kir::Intrinsic::MulRcp:
+          out.push_back(b_.CreateFMul(at(0, j), b_.CreateFDiv(llvm::ConstantFP::get(at(1, j)->getType(), 1.0), at(1, j))));
+          break;
+        case kir::Intrinsic::SqDiff: {
+          llvm::Value* d = b_.CreateFSub(at(0, j), at(1, j));
+          out.push_back(b_.CreateFMul(d, d));
+          break;
+        }
+        default: LOOM_ASSERT(false, "kir -> LLVM: intrinsic `{}`", kir::intrinsicName(e.intrinsic));
+      }
+    }
+    return out;
   }
 
   llvm::Value* indexOp(kir::IndexOp op, llvm::Value* a, llvm::Value* b) {
     switch (op) {
       case kir::IndexOp::Add: return b_.CreateAdd(a, b);
+      case kir::IndexOp::Sub: return b_.CreateSub(a, b);
       case kir::IndexOp::Mul: return b_.CreateMul(a, b);
       case kir::IndexOp::Div: return b_.CreateUDiv(a, b);
       case kir::IndexOp::Rem: return b_.CreateURem(a, b);
+      case kir::IndexOp::And: return b_.CreateAnd(a, b);
+      case kir::IndexOp::Or: return b_.CreateOr(a, b);
+      case kir::IndexOp::Xor: return b_.CreateXor(a, b);
       case kir::IndexOp::Lt: return b_.CreateICmpSLT(a, b);
+      case kir::IndexOp::Gt: return b_.CreateICmpSGT(a, b);
+      case kir::IndexOp::Ult: return b_.CreateICmpULT(a, b);
+      case kir::IndexOp::Eq: return b_.CreateICmpEQ(a, b);
+      case kir::IndexOp::Ne: return b_.CreateICmpNE(a, b);
     }
     return nullptr;
   }
@@ -61,7 +159,24 @@ class Translator {
 
   Lanes expr(const Expr& e) {
     switch (e.kind) {
-      case Expr::Kind::Int: return {c(e.ivalue)};
+      case Expr::Kind::Int: return {llvm::ConstantInt::get(intType(e.type), static_cast<uint64_t>(e.ivalue), true)};
+      case Expr::Kind::Select: {
+        llvm::Value* cond = scalar(*e.args[0]);
+        Lanes a = expr(*e.args[1]), b = expr(*e.args[2]);
+        Lanes out;
+        for (size_t j = 0; j < a.size(); ++j) out.push_back(b_.CreateSelect(cond, a[j], b[j]));
+        return out;
+      }
+      case Expr::Kind::Convert: {
+        llvm::Value* x = scalar(*e.args[0]);
+        if (e.type.index) return {b_.CreateZExtOrTrunc(x, intType(e.type))};
+        return {emitCast(b_, x, intDType(e.args[0]->type), e.type.dtype)};
+      }
+      case Expr::Kind::Intrinsic: return intrinsic(e);
+      case Expr::Kind::BufLoad: {
+        llvm::Value* i = scalar(*e.args[0]);
+        return {b_.CreateLoad(regType(b_.getContext(), e.type.dtype), slot(e.buffer, i))};
+      }
       case Expr::Kind::Var: {
         auto it = env_.find(e.name);
         LOOM_ASSERT(it != env_.end(), "kir -> LLVM: `{}` is not bound", e.name);
@@ -95,7 +210,7 @@ class Translator {
     Lanes out;
     for (size_t j = 0; j < static_cast<size_t>(e.type.lanes); ++j) {
       std::vector<llvm::Value*> lane;
-      for (const auto& a : args) lane.push_back(a[j]);
+      for (const auto& a : args) lane.push_back(a.size() == 1 ? a[0] : a[j]);
       if (e.op == ir::OpKind::Cast) {
         out.push_back(emitCast(b_, lane[0], e.args[0]->type.dtype, e.type.dtype));
       } else {
@@ -138,6 +253,28 @@ class Translator {
                     "writes the trips out)", s.name, s.unroll);
         loop(s);
         break;
+      case Stmt::Kind::If: {
+        llvm::Value* cond = scalar(*s.cond);
+        llvm::Function* fn = km_.function();
+        auto* then = llvm::BasicBlock::Create(b_.getContext(), s.name, fn);
+        auto* cont = llvm::BasicBlock::Create(b_.getContext(), s.name + "_done", fn);
+        b_.CreateCondBr(cond, then, cont);
+        b_.SetInsertPoint(then);
+        body(s.body);
+        b_.CreateBr(cont);
+        b_.SetInsertPoint(cont);
+        break;
+      }
+      case Stmt::Kind::Barrier: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); break;
+      case Stmt::Kind::BufStore: {
+        llvm::Value* i = scalar(*s.offset);
+        llvm::Value* v = scalar(*s.value);
+        b_.CreateStore(v, slot(s.name, i));
+        break;
+      }
+      case Stmt::Kind::Combine:
+        LOOM_ASSERT(false, "kir -> LLVM: combine `{}` not lowered (pass lower-combines)", s.name);
+        break;
       case Stmt::Kind::Store: {
         llvm::Value* off = scalar(*s.offset);
         Lanes v = expr(*s.value);
@@ -156,6 +293,7 @@ class Translator {
   llvm::IRBuilder<>& b_;
   llvm::Type* idx_ty_;
   std::map<std::string, Lanes> env_;
+  std::map<std::string, llvm::GlobalVariable*> buffers_;
 };
 
 }  // namespace
@@ -164,6 +302,7 @@ std::unique_ptr<llvm::Module> translateKernel(const kir::Kernel& k, llvm::LLVMCo
   int inputs = 0;
   for (const auto& p : k.params) inputs += p.output ? 0 : 1;
   KernelModule km(ctx, k.name, static_cast<int>(k.params.size()), inputs, k.noalias, k.launch.block);
+  if (k.min_blocks_per_sm > 0) km.minBlocksPerSM(k.min_blocks_per_sm);
   Translator(k, km).run();
   return km.finish();
 }

@@ -1,5 +1,8 @@
 #include "compiler/kir/kir.h"
 
+#include <algorithm>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "ir/error.h"
@@ -55,8 +58,49 @@ std::string_view cacheName(Cache c) {
   return "?";
 }
 
+std::string_view intrinsicName(Intrinsic i) {
+  switch (i) {
+#define LOOM_KIR_INTRINSIC(e, text, n) case Intrinsic::e: return text;
+#include "compiler/kir/kir.def"
+#undef LOOM_KIR_INTRINSIC
+  }
+  return "?";
+}
+int intrinsicOperands(Intrinsic i) {
+  switch (i) {
+#define LOOM_KIR_INTRINSIC(e, text, n) case Intrinsic::e: return n;
+#include "compiler/kir/kir.def"
+#undef LOOM_KIR_INTRINSIC
+  }
+  return 0;
+}
+std::string_view placeName(Place p) {
+  switch (p) {
+#define LOOM_KIR_PLACE(e, text) case Place::e: return text;
+#include "compiler/kir/kir.def"
+#undef LOOM_KIR_PLACE
+  }
+  return "?";
+}
+std::string_view barrierName(Barrier b) {
+  switch (b) {
+#define LOOM_KIR_BARRIER(e, text) case Barrier::e: return text;
+#include "compiler/kir/kir.def"
+#undef LOOM_KIR_BARRIER
+  }
+  return "?";
+}
+std::string_view combineName(Combine c) {
+  switch (c) {
+#define LOOM_KIR_COMBINE(e, text) case Combine::e: return text;
+#include "compiler/kir/kir.def"
+#undef LOOM_KIR_COMBINE
+  }
+  return "?";
+}
+
 std::string Type::str() const {
-  if (index) return "index";
+  if (index) return dtype == DType::I32 ? "i32" : dtype == DType::Bool ? "pred" : "index";
   return lanes == 1 ? std::string(dtypeName(dtype)) : fmt::format("{}x{}", dtypeName(dtype), lanes);
 }
 
@@ -67,11 +111,14 @@ void checkIndex(const ExprP& e, std::string_view what) {
 }
 }  // namespace
 
-ExprP intConst(int64_t v) {
-  Expr e{Expr::Kind::Int, Type::idx()};
+ExprP intConst(int64_t v, Type t) {
+  LOOM_ASSERT(t.index, "kernel IR: an integer constant of {}", t.str());
+  Expr e{Expr::Kind::Int, t};
   e.ivalue = v;
   return make(std::move(e));
 }
+ExprP i32Const(int64_t v) { return intConst(v, Type::i32()); }
+ExprP predConst(bool v) { return intConst(v ? 1 : 0, Type::pred()); }
 
 ExprP var(std::string name, Type t) {
   LOOM_ASSERT(!name.empty(), "kernel IR: a variable needs a name");
@@ -81,7 +128,7 @@ ExprP var(std::string name, Type t) {
 }
 
 ExprP special(Special s) {
-  Expr e{Expr::Kind::Special, Type::idx()};
+  Expr e{Expr::Kind::Special, Type::i32()};
   e.special = s;
   return make(std::move(e));
 }
@@ -89,7 +136,10 @@ ExprP special(Special s) {
 ExprP index(IndexOp op, ExprP a, ExprP b) {
   checkIndex(a, indexOpName(op));
   checkIndex(b, indexOpName(op));
-  Expr e{Expr::Kind::Index, Type::idx()};
+  LOOM_ASSERT(a->type == b->type, "kernel IR: `{}` of {} and {}", indexOpName(op), a->type.str(), b->type.str());
+  const bool logic = op == IndexOp::And || op == IndexOp::Or || op == IndexOp::Xor;
+  LOOM_ASSERT(!a->type.isPred() || logic, "kernel IR: `{}` of predicates", indexOpName(op));
+  Expr e{Expr::Kind::Index, isComparison(op) ? Type::pred() : a->type};
   e.iop = op;
   e.args = {std::move(a), std::move(b)};
   return make(std::move(e));
@@ -104,17 +154,21 @@ ExprP dataConst(DType t, double v, int lanes) {
   return make(std::move(e));
 }
 
-ExprP math(ir::OpKind op, DType result, std::vector<ExprP> args) {
+ExprP math(ir::OpKind op, DType result, std::vector<ExprP> args, int result_lanes) {
   LOOM_ASSERT(ir::isPointwise(op), "kernel IR: `{}` is not a pointwise op", ir::opName(op));
   LOOM_ASSERT(!args.empty(), "kernel IR: `{}` without operands", ir::opName(op));
+  // Operands of one lane stand for every lane (a row's statistic beside a chunk's elements).
   int lanes = 1;
   for (const auto& a : args) {
-    LOOM_ASSERT(a && !a->type.index, "kernel IR: `{}` takes data, not indices", ir::opName(op));
-    LOOM_ASSERT(a->type.lanes == args[0]->type.lanes, "kernel IR: `{}` of {} and {} lanes",
-                ir::opName(op), args[0]->type.lanes, a->type.lanes);
-    lanes = a->type.lanes;
+    LOOM_ASSERT(a && (!a->type.index || (op == ir::OpKind::Where && a == args[0] && a->type.isPred())),
+                "kernel IR: `{}` takes data, not indices", ir::opName(op));
+    LOOM_ASSERT(a->type.lanes == 1 || lanes == 1 || a->type.lanes == lanes, "kernel IR: `{}` of {} and {} lanes",
+                ir::opName(op), lanes, a->type.lanes);
+    lanes = std::max(lanes, a->type.lanes);
   }
-  Expr e{Expr::Kind::Math, Type::data(result, lanes)};
+  LOOM_ASSERT(result_lanes == 0 || lanes == 1 || result_lanes == lanes, "kernel IR: `{}` of {} lanes as {}",
+              ir::opName(op), lanes, result_lanes);
+  Expr e{Expr::Kind::Math, Type::data(result, result_lanes ? result_lanes : lanes)};
   e.op = op;
   e.args = std::move(args);
   return make(std::move(e));
@@ -132,6 +186,41 @@ ExprP load(int param, DType t, ExprP offset, int lanes, Access a, int64_t inner_
   e.cache = cache;
   e.align = a == Access::Vector ? static_cast<int>(std::min<int64_t>(16, int64_t{lanes} * dtypeBytes(t)))
                                 : dtypeBytes(t);
+  return make(std::move(e));
+}
+
+ExprP select(ExprP cond, ExprP a, ExprP b) {
+  LOOM_ASSERT(cond && cond->type.isPred(), "kernel IR: a select needs a predicate");
+  LOOM_ASSERT(a && b && a->type == b->type, "kernel IR: a select of {} and {}", a ? a->type.str() : "?",
+              b ? b->type.str() : "?");
+  Expr e{Expr::Kind::Select, a->type};
+  e.args = {std::move(cond), std::move(a), std::move(b)};
+  return make(std::move(e));
+}
+
+ExprP convert(ExprP x, Type to) {
+  LOOM_ASSERT(x && x->type.index && !x->type.isPred() && !to.isPred() && to.lanes == 1,
+              "kernel IR: convert {} to {}", x ? x->type.str() : "?", to.str());
+  Expr e{Expr::Kind::Convert, to};
+  e.args = {std::move(x)};
+  return make(std::move(e));
+}
+
+ExprP intrinsic(Intrinsic i, Type result, std::vector<ExprP> args) {
+  LOOM_ASSERT(static_cast<int>(args.size()) == intrinsicOperands(i), "kernel IR: `{}` takes {} operands, "
+              "got {}", intrinsicName(i), intrinsicOperands(i), args.size());
+  for (const auto& a : args) LOOM_ASSERT(a != nullptr, "kernel IR: `{}` of nothing", intrinsicName(i));
+  Expr e{Expr::Kind::Intrinsic, result};
+  e.intrinsic = i;
+  e.args = std::move(args);
+  return make(std::move(e));
+}
+
+ExprP bufLoad(std::string buffer, DType elem, ExprP index) {
+  checkIndex(index, "a buffer's element");
+  Expr e{Expr::Kind::BufLoad, Type::data(elem, 1)};
+  e.buffer = std::move(buffer);
+  e.args = {std::move(index)};
   return make(std::move(e));
 }
 
@@ -180,6 +269,69 @@ StmtP store(int param, ExprP offset, ExprP value, Access a, int64_t inner_stride
                 ? static_cast<int>(std::min<int64_t>(16, int64_t{lanes} * dtypeBytes(t)))
                 : dtypeBytes(t);
   return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP ifThen(ExprP cond, std::string label, Body body) {
+  LOOM_ASSERT(cond && cond->type.isPred(), "kernel IR: `if {}` needs a predicate", label);
+  Stmt s{Stmt::Kind::If};
+  s.cond = std::move(cond);
+  s.name = std::move(label);
+  s.body = std::move(body);
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP barrier(Barrier b) {
+  Stmt s{Stmt::Kind::Barrier};
+  s.barrier = b;
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP bufStore(std::string buffer, ExprP index, ExprP value) {
+  checkIndex(index, "a buffer's element");
+  LOOM_ASSERT(value && !value->type.index && value->type.lanes == 1, "kernel IR: a buffer holds one "
+              "element a slot");
+  Stmt s{Stmt::Kind::BufStore};
+  s.name = std::move(buffer);
+  s.offset = std::move(index);
+  s.value = std::move(value);
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP combine(std::string result, ExprP value, const CombineSpec& spec) {
+  LOOM_ASSERT(value && !value->type.index && value->type.lanes == 1, "kernel IR: combine `{}` of one value "
+              "a thread", result);
+  LOOM_ASSERT(spec.threads >= 1 && (spec.threads & (spec.threads - 1)) == 0 && spec.rows >= 1,
+              "kernel IR: combine `{}` over {} threads a row", result, spec.threads);
+  LOOM_ASSERT(spec.threads <= 32 || spec.threads % 32 == 0, "kernel IR: combine over rows of whole warps");
+  Stmt s{Stmt::Kind::Combine};
+  s.name = std::move(result);
+  s.value = std::move(value);
+  s.combine = spec.op;
+  s.domain = spec.domain;
+  s.threads = spec.threads;
+  s.rows = spec.rows;
+  s.thread_in_row = spec.thread_in_row;
+  s.row_in_block = spec.row_in_block;
+  s.lane = spec.lane;
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+namespace {
+// Replays LLVM's naming of module symbols: taken names, and one counter for every clash.
+std::string uniqueName(std::set<std::string>& taken, int& last, const std::string& base) {
+  if (taken.insert(base).second) return base;
+  while (true) {
+    std::string n = base + std::to_string(++last);
+    if (taken.insert(n).second) return n;
+  }
+}
+}  // namespace
+
+std::string bufferName(const Kernel& k, const std::string& symbol) {
+  std::set<std::string> taken{k.name};
+  int last = 0;
+  for (const auto& b : k.buffers) uniqueName(taken, last, b.symbol);
+  return uniqueName(taken, last, symbol);
 }
 
 }  // namespace loom::kir

@@ -46,6 +46,26 @@ enum class Cache {
 #include "compiler/kir/kir.def"
 #undef LOOM_KIR_CACHE
 };
+enum class Intrinsic {
+#define LOOM_KIR_INTRINSIC(e, text, n) e,
+#include "compiler/kir/kir.def"
+#undef LOOM_KIR_INTRINSIC
+};
+enum class Place {
+#define LOOM_KIR_PLACE(e, text) e,
+#include "compiler/kir/kir.def"
+#undef LOOM_KIR_PLACE
+};
+enum class Barrier {
+#define LOOM_KIR_BARRIER(e, text) e,
+#include "compiler/kir/kir.def"
+#undef LOOM_KIR_BARRIER
+};
+enum class Combine {
+#define LOOM_KIR_COMBINE(e, text) e,
+#include "compiler/kir/kir.def"
+#undef LOOM_KIR_COMBINE
+};
 
 std::string_view mappingName(Mapping m);
 std::string_view specialName(Special s);
@@ -53,16 +73,25 @@ std::string_view indexOpName(IndexOp o);
 bool isComparison(IndexOp o);
 std::string_view accessName(Access a);
 std::string_view cacheName(Cache c);
+std::string_view intrinsicName(Intrinsic i);
+int intrinsicOperands(Intrinsic i);
+std::string_view placeName(Place p);
+std::string_view barrierName(Barrier b);
+std::string_view combineName(Combine c);
 
-// The type of a value: an index of the kernel's index type (one lane), or `lanes` elements of
-// `dtype`.
+// The type of a value. Integers of the kernel (`index`): `dtype` I64 is the kernel's index
+// type (32 or 64 bits, Kernel::index_bits), I32 a 32-bit integer whatever the index type
+// (thread ids), Bool a predicate. Data: `lanes` elements of `dtype`.
 struct Type {
   bool index = true;
   DType dtype = DType::I64;
   int lanes = 1;
   bool operator==(const Type&) const = default;
   static Type idx() { return {}; }
+  static Type i32() { return {true, DType::I32, 1}; }
+  static Type pred() { return {true, DType::Bool, 1}; }
   static Type data(DType t, int lanes) { return {false, t, lanes}; }
+  bool isPred() const { return index && dtype == DType::Bool; }
   std::string str() const;
 };
 
@@ -70,10 +99,10 @@ struct Expr;
 using ExprP = std::shared_ptr<const Expr>;
 
 struct Expr {
-  enum class Kind { Int, Var, Special, Index, Const, Math, Load };
+  enum class Kind { Int, Var, Special, Index, Const, Math, Load, Select, Convert, Intrinsic, BufLoad };
   Kind kind;
   Type type;
-  int64_t ivalue = 0;     // Int
+  int64_t ivalue = 0;     // Int (of `type`: the index type, i32 or a predicate)
   double fvalue = 0;      // Const (every lane)
   std::string name;       // Var
   Special special = Special::TidX;
@@ -86,27 +115,40 @@ struct Expr {
   int64_t inner_stride = 1;  // elements between lanes (Gather)
   int align = 1;             // bytes the first lane's address is known to be a multiple of
   Cache cache = Cache::Default;
+  Intrinsic intrinsic = Intrinsic::ShflXor;
+  std::string buffer;     // BufLoad: element args[0] of this buffer
 };
 
 // Checking factories (an internal error on a malformed node).
-ExprP intConst(int64_t v);
+ExprP intConst(int64_t v, Type t = Type::idx());
+ExprP i32Const(int64_t v);
+ExprP predConst(bool v);
 ExprP var(std::string name, Type t);
 ExprP special(Special s);
 ExprP index(IndexOp op, ExprP a, ExprP b);
 ExprP add(ExprP a, ExprP b);
 ExprP mul(ExprP a, ExprP b);
 ExprP dataConst(DType t, double v, int lanes);
-// A pointwise op of the fusion (ir/ops.def) applied lanewise; Cast converts to `result`.
-ExprP math(ir::OpKind op, DType result, std::vector<ExprP> args);
+// A pointwise op of the fusion (ir/ops.def) applied lanewise; Cast converts to `result`. The
+// result has the most lanes of any operand (one-lane operands stand for every lane), or
+// `lanes` where given (every lane computed, though the operands have one).
+ExprP math(ir::OpKind op, DType result, std::vector<ExprP> args, int lanes = 0);
 ExprP load(int param, DType t, ExprP offset, int lanes, Access a, int64_t inner_stride,
            Cache cache);
+// `cond ? a : b` of two values of one type (lanewise for data; `cond` one predicate).
+ExprP select(ExprP cond, ExprP a, ExprP b);
+// An integer as another integer type (zero-extended or truncated), or as data (a value cast).
+ExprP convert(ExprP x, Type to);
+ExprP intrinsic(Intrinsic i, Type result, std::vector<ExprP> args);
+// Element `index` of a buffer of `elem`.
+ExprP bufLoad(std::string buffer, DType elem, ExprP index);
 
 struct Stmt;
 using StmtP = std::shared_ptr<const Stmt>;
 using Body = std::vector<StmtP>;
 
 struct Stmt {
-  enum class Kind { Let, Loop, Store };
+  enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine };
   Kind kind;
   std::string name;  // Let: the name bound; Loop: its variable
   ExprP value;       // Let; Store: what is written
@@ -123,12 +165,45 @@ struct Stmt {
   Access access = Access::Gather;
   int64_t inner_stride = 1;
   int align = 1;
+  // If: `body` where `cond` (a predicate) holds; `name` labels it.
+  // Barrier: every thread of `barrier` arrives before any goes on.
+  Barrier barrier = Barrier::Block;
+  // BufStore: `value` to element `offset` of buffer `name`.
+  // Combine: `name` = `value` combined by `combine` over the `threads` threads of each row
+  // (`threads` consecutive threads of the block; `rows` rows a block), so that every thread
+  // of the row holds the same result: the row's `domain` reduced. A butterfly within warps,
+  // then (rows of several warps) every warp's value through shared memory. `thread_in_row`
+  // (an index), `row_in_block` and `lane` (i32) name the values a lowering pass needs.
+  Combine combine = Combine::Sum;
+  std::string domain;
+  int threads = 1, rows = 1;
+  std::string thread_in_row, row_in_block, lane;
 };
 
 StmtP let(std::string name, ExprP value);
 StmtP loop(std::string var, ExprP init, ExprP cond, ExprP step, Mapping m, Body body,
            int unroll = 1, std::string exit = "");
 StmtP store(int param, ExprP offset, ExprP value, Access a, int64_t inner_stride);
+StmtP ifThen(ExprP cond, std::string label, Body body);
+StmtP barrier(Barrier b);
+StmtP bufStore(std::string buffer, ExprP index, ExprP value);
+struct CombineSpec {
+  Combine op = Combine::Sum;
+  std::string domain;
+  int threads = 1, rows = 1;
+  std::string thread_in_row, row_in_block, lane;  // the thread's place (see Stmt)
+};
+StmtP combine(std::string result, ExprP value, const CombineSpec& spec);
+
+// A buffer of `count` elements of `elem` in `place`; `name` is its symbol in the kernel.
+struct Buffer {
+  std::string name;    // unique in the kernel: `symbol`, or with a number as LLVM would give it
+  std::string symbol;  // the name asked for
+  Place place = Place::Smem;
+  DType elem = DType::F32;
+  int64_t count = 0;
+  int align = 8;
+};
 
 // A global tensor the kernel reads or writes, as the kernel addresses it: elements
 // [0, extent) from its base pointer.
@@ -151,7 +226,13 @@ struct Kernel {
   bool noalias = true;         // no output is written into an input's memory
   int index_bits = 32;
   Launch launch;
+  std::vector<Buffer> buffers;  // in the order their symbols are made
+  int min_blocks_per_sm = 0;    // registers must let this many blocks share an SM (0: any)
   Body body;
 };
+
+// The name a new buffer asking for `symbol` gets: `symbol` itself where no buffer (nor the
+// kernel) has it, else with the next number of the kernel's one counter, as LLVM names globals.
+std::string bufferName(const Kernel& k, const std::string& symbol);
 
 }  // namespace loom::kir

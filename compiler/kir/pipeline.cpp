@@ -1,5 +1,6 @@
 #include "compiler/kir/pipeline.h"
 
+#include "compiler/kir/lower_combines.h"
 #include "compiler/kir/printer.h"
 #include "compiler/kir/unroll.h"
 #include "compiler/kir/verifier.h"
@@ -22,7 +23,7 @@ Kernel runPasses(Kernel k, const std::string& made_by, const std::vector<Pass>& 
 }
 
 const std::vector<Pass>& standardPasses() {
-  static const std::vector<Pass> passes = {{"unroll", unrollLoops}};
+  static const std::vector<Pass> passes = {{"unroll", unrollLoops}, {"lower-combines", lowerCombines}};
   return passes;
 }
 

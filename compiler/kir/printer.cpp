@@ -47,6 +47,22 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
                          s.exit.empty() ? "" : fmt::format("  (after: {})", s.exit));
       printBody(k, s.body, depth + 1, out);
       break;
+    case Stmt::Kind::If:
+      out += fmt::format("{}if {}:  [{}]\n", pad, printExpr(k, *s.cond), s.name);
+      printBody(k, s.body, depth + 1, out);
+      break;
+    case Stmt::Kind::Barrier: out += fmt::format("{}barrier.{}\n", pad, barrierName(s.barrier)); break;
+    case Stmt::Kind::BufStore:
+      out += fmt::format("{}{}[{}] = {}\n", pad, s.name, printExpr(k, *s.offset), printExpr(k, *s.value));
+      break;
+    case Stmt::Kind::Combine: {
+      std::string how = s.threads == 1 ? "one thread a row" : s.threads <= 32 ? "a butterfly over the warp's lanes"
+                        : fmt::format("a butterfly over each warp's lanes, then its {} warps through shared memory", s.threads / 32);
+      out += fmt::format("{}let {}: {} = combine.{}({}) over {}: {} threads a row ({} a block), {}\n", pad,
+                         s.name, s.value->type.str(), combineName(s.combine), printExpr(k, *s.value), s.domain,
+                         s.threads, s.rows, how);
+      break;
+    }
     case Stmt::Kind::Store: {
       const Type& t = s.value->type;
       out += fmt::format("{}store{}{} {}[{}] = {}\n", pad, memSuffix(s.access, t.lanes, Cache::Default),
@@ -65,7 +81,9 @@ void printBody(const Kernel& k, const Body& body, int depth, std::string& out) {
 
 std::string printExpr(const Kernel& k, const Expr& e) {
   switch (e.kind) {
-    case Expr::Kind::Int: return fmt::format("{}", e.ivalue);
+    case Expr::Kind::Int:
+      if (e.type.isPred()) return e.ivalue ? "true" : "false";
+      return fmt::format("{}", e.ivalue);
     case Expr::Kind::Var: return e.name;
     case Expr::Kind::Special: return std::string(specialName(e.special));
     case Expr::Kind::Index: {
@@ -84,6 +102,15 @@ std::string printExpr(const Kernel& k, const Expr& e) {
       if (e.op == ir::OpKind::Cast) return fmt::format("cast<{}>({})", dtypeName(e.type.dtype), a[0]);
       return fmt::format("{}({})", ir::opName(e.op), fmt::join(a, ", "));
     }
+    case Expr::Kind::Select:
+      return fmt::format("{} ? {} : {}", printExpr(k, *e.args[0]), printExpr(k, *e.args[1]), printExpr(k, *e.args[2]));
+    case Expr::Kind::Convert: return fmt::format("{}<{}>({})", e.type.index ? "zext" : "cast", e.type.str(), printExpr(k, *e.args[0]));
+    case Expr::Kind::Intrinsic: {
+      std::vector<std::string> a;
+      for (const auto& x : e.args) a.push_back(printExpr(k, *x));
+      return fmt::format("{}({})", intrinsicName(e.intrinsic), fmt::join(a, ", "));
+    }
+    case Expr::Kind::BufLoad: return fmt::format("{}[{}]", e.buffer, printExpr(k, *e.args[0]));
     case Expr::Kind::Load:
       return fmt::format("load{}{} {}[{}]", memSuffix(e.access, e.type.lanes, e.cache),
                          e.access == Access::Gather && e.type.lanes > 1 ? fmt::format(" (stride {})", e.inner_stride) : "",
@@ -97,7 +124,10 @@ std::string printKernel(const Kernel& k) {
                                 k.noalias ? "" : "; an output aliases an input");
   for (const auto& p : k.params)
     out += fmt::format("  {} {}: {}[{}]\n", p.output ? "out" : "in ", p.name, dtypeName(p.dtype), p.extent);
-  out += fmt::format("  launch grid {}, block {}\n", k.launch.grid, k.launch.block);
+  out += fmt::format("  launch grid {}, block {}{}\n", k.launch.grid, k.launch.block,
+                     k.min_blocks_per_sm ? fmt::format(", at least {} blocks an SM", k.min_blocks_per_sm) : "");
+  for (const auto& b : k.buffers)
+    out += fmt::format("  {} {}: {}[{}]\n", placeName(b.place), b.name, dtypeName(b.elem), b.count);
   printBody(k, k.body, 1, out);
   return out;
 }

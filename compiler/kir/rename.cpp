@@ -19,9 +19,13 @@ ExprP rename(const ExprP& e, const Renames& r) {
   if (!changed) return e;
   switch (e->kind) {
     case Expr::Kind::Index: return index(e->iop, args[0], args[1]);
-    case Expr::Kind::Math: return math(e->op, e->type.dtype, std::move(args));
+    case Expr::Kind::Math: return math(e->op, e->type.dtype, std::move(args), e->type.lanes);
     case Expr::Kind::Load:
       return load(e->param, e->type.dtype, args[0], e->type.lanes, e->access, e->inner_stride, e->cache);
+    case Expr::Kind::Select: return select(args[0], args[1], args[2]);
+    case Expr::Kind::Convert: return convert(args[0], e->type);
+    case Expr::Kind::Intrinsic: return intrinsic(e->intrinsic, e->type, std::move(args));
+    case Expr::Kind::BufLoad: return bufLoad(e->buffer, e->type.dtype, args[0]);
     default: LOOM_ASSERT(false, "kernel IR: operands on a leaf expression");
   }
   return e;
@@ -30,7 +34,8 @@ ExprP rename(const ExprP& e, const Renames& r) {
 namespace {
 void collect(const Body& body, std::set<std::string>& out) {
   for (const auto& s : body) {
-    if (s->kind == Stmt::Kind::Let) out.insert(s->name);
+    if (s->kind == Stmt::Kind::Let || s->kind == Stmt::Kind::Combine) out.insert(s->name);
+    if (s->kind == Stmt::Kind::If) collect(s->body, out);
     if (s->kind == Stmt::Kind::Loop) {
       out.insert(s->name);
       if (!s->exit.empty()) out.insert(s->exit);
@@ -53,6 +58,16 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
                   s.unroll, s.exit.empty() ? "" : nm(s.exit));
     }
     case Stmt::Kind::Store: return store(s.param, rename(s.offset, r), rename(s.value, r), s.access, s.inner_stride);
+    case Stmt::Kind::If: {
+      Body b;
+      for (const auto& x : s.body) b.push_back(renameStmt(*x, r));
+      return ifThen(rename(s.cond, r), s.name, std::move(b));
+    }
+    case Stmt::Kind::Barrier: return barrier(s.barrier);
+    case Stmt::Kind::BufStore: return bufStore(s.name, rename(s.offset, r), rename(s.value, r));
+    case Stmt::Kind::Combine:
+      return combine(nm(s.name), rename(s.value, r),
+                     {s.combine, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane)});
   }
   return nullptr;
 }

@@ -41,7 +41,23 @@ Range apply(IndexOp op, Range a, Range b) {
     case IndexOp::Rem:
       if (a.lo < 0 || b.lo <= 0) return {-kInf, kInf};
       return {0, std::min(a.hi, b.hi == kInf ? kInf : b.hi - 1)};
-    case IndexOp::Lt: return {0, 1};
+    case IndexOp::Sub:
+      return {b.hi == kInf ? -kInf : sat(__int128{a.lo} - b.hi), a.hi == kInf ? kInf : sat(__int128{a.hi} - b.lo)};
+    case IndexOp::And:
+      if (a.lo < 0 || b.lo < 0) return {-kInf, kInf};
+      return {0, std::min(a.hi, b.hi)};
+    case IndexOp::Or:
+    case IndexOp::Xor: {
+      if (a.lo < 0 || b.lo < 0 || a.hi == kInf || b.hi == kInf) return {-kInf, kInf};
+      int64_t m = 1;
+      while (m <= std::max(a.hi, b.hi) && m < (int64_t{1} << 62)) m *= 2;
+      return {0, m - 1};
+    }
+    case IndexOp::Lt:
+    case IndexOp::Gt:
+    case IndexOp::Ult:
+    case IndexOp::Eq:
+    case IndexOp::Ne: return {0, 1};
   }
   return {-kInf, kInf};
 }
@@ -55,12 +71,25 @@ class Verifier {
   std::vector<std::string> run() {
     if (k_.index_bits != 32 && k_.index_bits != 64) problem(fmt::format("index type of {} bits", k_.index_bits));
     if (k_.launch.block < 1 || k_.launch.grid < 1) problem("a launch of no threads");
+    std::set<std::string> names;
+    for (const auto& b : k_.buffers)
+      if (!names.insert(b.name).second) problem(fmt::format("buffer `{}` is declared twice", b.name));
     body(k_.body);
     return problems_;
   }
 
  private:
   void problem(std::string s) { problems_.push_back(std::move(s)); }
+
+  // What a name was bound to by `let`, or the expression itself.
+  const Expr* definition(const Expr& e) const {
+    if (e.kind != Expr::Kind::Var) return &e;
+    auto it = defs_.find(e.name);
+    return it == defs_.end() ? nullptr : it->second;
+  }
+  static bool sameName(const Expr& a, const Expr& b) {
+    return a.kind == Expr::Kind::Var && b.kind == Expr::Kind::Var && a.name == b.name;
+  }
 
   void bind(const std::string& name, Type t, Range r) {
     if (!ever_.insert(name).second) problem(fmt::format("`{}` is bound twice", name));
@@ -72,6 +101,29 @@ class Verifier {
   Range expr(const Expr& e) {
     switch (e.kind) {
       case Expr::Kind::Int: return {e.ivalue, e.ivalue};
+      case Expr::Kind::Select: {
+        expr(*e.args[0]);
+        Range a = expr(*e.args[1]), b = expr(*e.args[2]);
+        // `x < n ? x : y` (a value clamped into a range): x is below n where it is chosen.
+        const Expr* cond = definition(*e.args[0]);
+        if (cond && cond->kind == Expr::Kind::Index && (cond->iop == IndexOp::Ult || cond->iop == IndexOp::Lt) &&
+            sameName(*cond->args[0], *e.args[1])) {
+          Range n = expr(*cond->args[1]);
+          if (n.hi != kInf) a.hi = std::min(a.hi, n.hi - 1);
+          if (cond->iop == IndexOp::Ult) a.lo = std::max<int64_t>(a.lo, 0);
+        }
+        return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
+      }
+      case Expr::Kind::Convert: {
+        Range r = expr(*e.args[0]);
+        if (e.type.index && e.type.dtype == DType::I32 && (r.lo < 0 || r.hi > (int64_t{1} << 31) - 1))
+          problem(fmt::format("`{}` may not fit 32 bits", printExpr(k_, e)));
+        return r;
+      }
+      case Expr::Kind::Intrinsic:
+        for (const auto& a : e.args) expr(*a);
+        return {};
+      case Expr::Kind::BufLoad: bufAccess(e.buffer, *e.args[0], false, e.type.dtype); return {};
       case Expr::Kind::Var: {
         auto it = types_.find(e.name);
         if (it == types_.end()) {
@@ -91,9 +143,10 @@ class Verifier {
         return {-kInf, kInf};
       case Expr::Kind::Index: {
         Range r = apply(e.iop, expr(*e.args[0]), expr(*e.args[1]));
-        if (r.lo < 0 || r.hi > limit_)
-          problem(fmt::format("`{}` may take values outside [0, {}] ({}-bit indices)",
-                              printExpr(k_, e), limit_, k_.index_bits));
+        const int64_t lim = e.type.dtype == DType::I32 ? (int64_t{1} << 31) - 1 : limit_;
+        if (!e.type.isPred() && (r.lo < -lim - 1 || r.hi > lim))
+          problem(fmt::format("`{}` may take values outside [{}, {}] ({} bits)", printExpr(k_, e), -lim - 1, lim,
+                              e.type.dtype == DType::I32 ? 32 : k_.index_bits));
         return r;
       }
       case Expr::Kind::Const: return {};
@@ -147,10 +200,64 @@ class Verifier {
     return {init.lo, rhs.hi - 1 - slack};
   }
 
+  // A buffer's element `index` read or written: inside the buffer, written before it is read,
+  // and a barrier between a write and a read (the reader may be another thread).
+  void bufAccess(const std::string& name, const Expr& index, bool write, DType t) {
+    Range r = expr(index);
+    auto it = std::find_if(k_.buffers.begin(), k_.buffers.end(), [&](const Buffer& b) { return b.name == name; });
+    if (it == k_.buffers.end()) {
+      problem(fmt::format("buffer `{}` is not declared", name));
+      return;
+    }
+    if (it->elem != t) problem(fmt::format("buffer `{}` of {} accessed as {}", name, dtypeName(it->elem), dtypeName(t)));
+    if (r.lo < 0 || r.hi >= it->count)
+      problem(fmt::format("`{}`[{}] may reach slots [{}, {}], outside [0, {})", name, printExpr(k_, index), r.lo,
+                          r.hi == kInf ? "inf" : fmt::format("{}", r.hi), it->count));
+    BufState& st = buf_[name];
+    if (write) {
+      st.written = true;
+      st.synced = false;
+    } else if (!st.written) {
+      problem(fmt::format("buffer `{}` is read before anything is written to it", name));
+    } else if (!st.synced) {
+      problem(fmt::format("buffer `{}` is read after a write with no barrier between them", name));
+    }
+  }
+
+  void scoped(const Body& b) {
+    const size_t outer = scope_.size();
+    body(b);
+    for (size_t i = outer; i < scope_.size(); ++i) types_.erase(scope_[i]);
+    scope_.resize(outer);
+  }
+
   void stmt(const Stmt& s) {
     switch (s.kind) {
+      case Stmt::Kind::If:
+        expr(*s.cond);
+        ++if_depth_;
+        scoped(s.body);
+        --if_depth_;
+        break;
+      case Stmt::Kind::Barrier:
+        if (if_depth_ > 0) problem("a block barrier under `if`: threads that skip it would wait forever");
+        for (auto& [name, st] : buf_) st.synced = true;
+        break;
+      case Stmt::Kind::BufStore:
+        expr(*s.value);
+        bufAccess(s.name, *s.offset, true, s.value->type.dtype);
+        break;
+      case Stmt::Kind::Combine:
+        for (const auto* n : {&s.thread_in_row, &s.row_in_block, &s.lane}) {
+          const Type want = n == &s.thread_in_row ? Type::idx() : Type::i32();
+          if (s.threads > 1 && !(types_.count(*n) && types_[*n] == want))
+            problem(fmt::format("combine `{}`: `{}` is not a bound {}", s.name, *n, want.str()));
+        }
+        bind(s.name, s.value->type, expr(*s.value));
+        break;
       case Stmt::Kind::Let:
         bind(s.name, s.value->type, expr(*s.value));
+        defs_[s.name] = s.value.get();
         break;
       case Stmt::Kind::Loop: {
         Range init = expr(*s.init);
@@ -197,6 +304,12 @@ class Verifier {
   std::map<std::string, Range> ranges_;
   std::set<std::string> ever_;       // names are bound once in a whole kernel
   std::vector<std::string> scope_;   // names bound, innermost last
+  struct BufState {
+    bool written = false, synced = false;
+  };
+  std::map<std::string, BufState> buf_;
+  std::map<std::string, const Expr*> defs_;
+  int if_depth_ = 0;
   std::vector<std::string> problems_;
 };
 

@@ -130,9 +130,9 @@ kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
   // Chunk c of `chunks`: thread tid of block bid takes c = bid * block + tid, then every
   // thread of the grid on.
   const int64_t chunks = k.numel() / k.vec;
-  out.body = {kir::let("tid", kir::special(kir::Special::TidX)),
-              kir::let("bid", kir::special(kir::Special::CtaidX)),
-              kir::let("nblk", kir::special(kir::Special::NctaidX)),
+  out.body = {kir::let("tid", kir::convert(kir::special(kir::Special::TidX), Type::idx())),
+              kir::let("bid", kir::convert(kir::special(kir::Special::CtaidX), Type::idx())),
+              kir::let("nblk", kir::convert(kir::special(kir::Special::NctaidX), Type::idx())),
               kir::let("start", kir::add(kir::mul(iv("bid"), kir::intConst(k.block)), iv("tid"))),
               kir::let("stride", kir::mul(iv("nblk"), kir::intConst(k.block))),
               kir::loop("c", iv("start"), kir::index(kir::IndexOp::Lt, iv("c"), kir::intConst(chunks)),

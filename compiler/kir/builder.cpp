@@ -1,0 +1,81 @@
+#include "compiler/kir/builder.h"
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+
+namespace loom::kir {
+
+namespace {
+bool isConst(const ExprP& e) { return e->kind == Expr::Kind::Int || e->kind == Expr::Kind::Const; }
+
+int64_t fold(IndexOp o, int64_t a, int64_t b) {
+  switch (o) {
+    case IndexOp::Add: return a + b;
+    case IndexOp::Sub: return a - b;
+    case IndexOp::Mul: return a * b;
+    case IndexOp::Div: return static_cast<int64_t>(static_cast<uint64_t>(a) / static_cast<uint64_t>(b));
+    case IndexOp::Rem: return static_cast<int64_t>(static_cast<uint64_t>(a) % static_cast<uint64_t>(b));
+    case IndexOp::And: return a & b;
+    case IndexOp::Or: return a | b;
+    case IndexOp::Xor: return a ^ b;
+    case IndexOp::Lt: return a < b;
+    case IndexOp::Gt: return a > b;
+    case IndexOp::Ult: return static_cast<uint64_t>(a) < static_cast<uint64_t>(b);
+    case IndexOp::Eq: return a == b;
+    case IndexOp::Ne: return a != b;
+  }
+  return 0;
+}
+}  // namespace
+
+ExprP Builder::bind(ExprP e, const std::string& hint) {
+  if (isConst(e) || e->kind == Expr::Kind::Var) return e;
+  return bindAs(fmt::format("{}{}", hint.empty() ? prefix_ : hint, next_++), std::move(e));
+}
+
+ExprP Builder::bindAs(const std::string& name, ExprP e) {
+  Type t = e->type;
+  emit(let(name, std::move(e)));
+  return var(name, t);
+}
+
+ExprP Builder::op(IndexOp o, ExprP a, ExprP b) {
+  if (a->kind == Expr::Kind::Int && b->kind == Expr::Kind::Int &&
+      !((o == IndexOp::Div || o == IndexOp::Rem) && b->ivalue == 0)) {
+    const Type t = isComparison(o) ? Type::pred() : a->type;
+    return intConst(fold(o, a->ivalue, b->ivalue), t);
+  }
+  return bind(index(o, std::move(a), std::move(b)));
+}
+
+ExprP Builder::select(ExprP c, ExprP a, ExprP b) {
+  if (c->kind == Expr::Kind::Int && isConst(a) && isConst(b)) return c->ivalue ? a : b;
+  return bind(kir::select(std::move(c), std::move(a), std::move(b)));
+}
+
+ExprP Builder::convert(ExprP x, Type to) {
+  if (x->type == to) return x;
+  return bind(kir::convert(std::move(x), to));
+}
+
+ExprP Builder::math(ir::OpKind o, DType result, std::vector<ExprP> args) {
+  return bind(kir::math(o, result, std::move(args)));
+}
+
+void Builder::ifThen(ExprP cond, const std::string& label, const std::function<void()>& body) {
+  stack_.emplace_back();
+  body();
+  Body inner = std::move(stack_.back());
+  stack_.pop_back();
+  emit(kir::ifThen(std::move(cond), label, std::move(inner)));
+}
+
+Body Builder::take() {
+  LOOM_ASSERT(stack_.size() == 1, "kernel IR builder: {} bodies still open", stack_.size() - 1);
+  Body b = std::move(stack_.back());
+  stack_.back().clear();
+  return b;
+}
+
+}  // namespace loom::kir

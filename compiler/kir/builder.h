@@ -1,0 +1,40 @@
+#pragma once
+// Builds kernel IR statement by statement, the way an IRBuilder builds LLVM IR: each operation
+// that computes something is bound to a fresh name in the body being built (so the kernel says
+// where each value is computed), operations on constants fold, and `ifThen` nests a body.
+#include <functional>
+#include <string>
+
+#include "compiler/kir/kir.h"
+
+namespace loom::kir {
+
+class Builder {
+ public:
+  explicit Builder(std::string prefix = "t") : prefix_(std::move(prefix)) { stack_.emplace_back(); }
+
+  // `e` bound to a fresh name (`hint` and a number), or `e` itself where it is a constant or a
+  // name already.
+  ExprP bind(ExprP e, const std::string& hint = "");
+  ExprP bindAs(const std::string& name, ExprP e);  // bound to exactly `name`
+
+  ExprP op(IndexOp o, ExprP a, ExprP b);  // folds two constants
+  ExprP add(ExprP a, ExprP b) { return op(IndexOp::Add, std::move(a), std::move(b)); }
+  ExprP mul(ExprP a, ExprP b) { return op(IndexOp::Mul, std::move(a), std::move(b)); }
+  ExprP udiv(ExprP a, ExprP b) { return op(IndexOp::Div, std::move(a), std::move(b)); }
+  ExprP urem(ExprP a, ExprP b) { return op(IndexOp::Rem, std::move(a), std::move(b)); }
+  ExprP select(ExprP c, ExprP a, ExprP b);
+  ExprP convert(ExprP x, Type to);
+  ExprP math(ir::OpKind o, DType result, std::vector<ExprP> args);
+
+  void emit(StmtP s) { stack_.back().push_back(std::move(s)); }
+  void ifThen(ExprP cond, const std::string& label, const std::function<void()>& body);
+  Body take();
+
+ private:
+  std::string prefix_;
+  std::vector<Body> stack_;
+  int next_ = 0;
+};
+
+}  // namespace loom::kir
