@@ -4,7 +4,7 @@
 
 #include "compiler/segment/segmenter.h"
 #include "include/loom/loom.h"
-#include "runtime/compare.h"
+#include "reference/compare.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
 

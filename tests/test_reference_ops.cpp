@@ -14,9 +14,9 @@
 #include "frontend/builder.h"
 #include "ir/error.h"
 #include "ir/op_math.h"
+#include "reference/reference.h"
 #include "runtime/bind_sizes.h"
 #include "runtime/host_tensor.h"
-#include "runtime/reference.h"
 
 using namespace loom;
 using ir::OpKind;
