@@ -24,6 +24,9 @@ void record(StageText* stages, DumpStage s, const std::string& title, const std:
 bool wanted(StageText* stages, DumpStage s) { return stages || dumpEnabled(s); }
 }  // namespace
 
+std::vector<int> supportedSms() { return codegen::supportedSms(); }
+int ptxTargetFor(int cc_major, int cc_minor) { return codegen::ptxTargetFor(cc_major, cc_minor); }
+
 const std::vector<std::string_view>& tuningOverrides() {
   static const std::vector<std::string_view> names = {
 #define LOOM_TUNING(name, what) #name,

@@ -16,9 +16,15 @@
 namespace loom {
 
 struct CompileOptions {
-  int sm = 90;          // PTX target
+  int sm = 90;          // PTX target: one of supportedSms()
   int sm_count = 132;   // multiprocessors, for grid sizing
 };
+
+// The sm_XX targets loom emits PTX for, and the one for a device of compute capability
+// major.minor (the highest not above it; loom::Error below sm_80). The compiler's face for
+// these, so that the runtime and the tools need not include compiler/codegen.
+std::vector<int> supportedSms();
+int ptxTargetFor(int cc_major, int cc_minor);
 
 struct CompiledKernel {
   std::string name;
