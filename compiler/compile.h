@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/schedule/pointwise.h"
 #include "compiler/tensor_desc.h"
 #include "ir/dump.h"
 #include "ir/fusion.h"
