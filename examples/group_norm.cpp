@@ -2,7 +2,6 @@
 // and run it on the GPU against the CPU reference (or on the CPU reference alone without one).
 #include <iostream>
 
-#include "compiler/segment/segmenter.h"
 #include "include/loom/loom.h"
 #include "reference/compare.h"
 #include "runtime/cuda_driver.h"
