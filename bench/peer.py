@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
-# loom's own tolerance table (runtime/compare.cpp): ||loom - eager|| / ||eager|| must stay below.
+# loom's own tolerance table (reference/compare.cpp): ||loom - eager|| / ||eager|| must stay below.
 TOLERANCE = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 2e-5, "f64": 1e-12}
 
 
@@ -325,7 +325,7 @@ def twins(torch, F, w, inputs):
 
 
 def rel_l2(torch, got, ref):
-    """loom's comparison (runtime/compare.cpp): ||got - ref|| / ||ref|| over finite places, in
+    """loom's comparison (reference/compare.cpp): ||got - ref|| / ||ref|| over finite places, in
     float64, chunked so 2^31-element tensors fit; non-finite values must sit at the same places."""
     g = got.contiguous().reshape(-1)
     r = ref.contiguous().reshape(-1)

@@ -35,6 +35,9 @@ kir::PassDump kirDump(StageText* stages, const ir::Fusion& f) {
 }
 }  // namespace
 
+std::vector<int> supportedSms() { return codegen::supportedSms(); }
+int ptxTargetFor(int cc_major, int cc_minor) { return codegen::ptxTargetFor(cc_major, cc_minor); }
+
 const std::vector<std::string_view>& tuningOverrides() {
   static const std::vector<std::string_view> names = {
 #define LOOM_TUNING(name, what) #name,

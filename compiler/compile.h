@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/schedule/pointwise.h"
 #include "compiler/tensor_desc.h"
 #include "ir/dump.h"
 #include "ir/fusion.h"
@@ -16,9 +15,15 @@
 namespace loom {
 
 struct CompileOptions {
-  int sm = 90;          // PTX target
+  int sm = 90;          // PTX target: one of supportedSms()
   int sm_count = 132;   // multiprocessors, for grid sizing
 };
+
+// The sm_XX targets loom emits PTX for, and the one for a device of compute capability
+// major.minor (the highest not above it; loom::Error below sm_80). The compiler's face for
+// these, so that the runtime and the tools need not include compiler/codegen.
+std::vector<int> supportedSms();
+int ptxTargetFor(int cc_major, int cc_minor);
 
 struct CompiledKernel {
   std::string name;

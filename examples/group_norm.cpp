@@ -2,9 +2,8 @@
 // and run it on the GPU against the CPU reference (or on the CPU reference alone without one).
 #include <iostream>
 
-#include "compiler/segment/segmenter.h"
 #include "include/loom/loom.h"
-#include "runtime/compare.h"
+#include "reference/compare.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
 

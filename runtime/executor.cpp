@@ -5,7 +5,6 @@
 #include <map>
 #include <mutex>
 
-#include "compiler/codegen/ptx_backend.h"
 #include "ir/error.h"
 #include "runtime/bind_sizes.h"
 #include "runtime/device.h"
@@ -65,7 +64,7 @@ static runtime::LaunchConfig launchConfig(const CompiledKernel& k) {
 
 CompileOptions currentDeviceOptions() {
   auto& d = runtime::Device::get();
-  return CompileOptions{codegen::ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
+  return CompileOptions{ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
 }
 
 Executor::Executor(const ir::Fusion& fusion) : f_(fusion) {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "include/loom/loom.h"
-#include "runtime/compare.h"
+#include "reference/compare.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_tensor.h"
 #include "runtime/executor.h"

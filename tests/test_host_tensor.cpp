@@ -9,7 +9,7 @@
 
 #include "ir/error.h"
 #include "include/loom/loom.h"
-#include "runtime/compare.h"
+#include "reference/compare.h"
 #include "runtime/host_tensor.h"
 #include "runtime/parallel.h"
 

@@ -1,4 +1,4 @@
-// The reference's error bounds (runtime/reference_bounds.cpp) and compareOutputs: an
+// The reference's error bounds (reference/reference_bounds.cpp) and compareOutputs: an
 // ill-conditioned result computed correctly in f32 passes, a wrong one still fails. The "GPU"
 // results here are computed on the CPU in float, in blocks then a tree, as a kernel would.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "include/loom/loom.h"
-#include "runtime/compare.h"
+#include "reference/compare.h"
 
 using namespace loom;
 

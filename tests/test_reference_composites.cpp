@@ -11,8 +11,8 @@
 #include "frontend/builder.h"
 #include "frontend/composites.h"
 #include "ir/error.h"
+#include "reference/reference.h"
 #include "runtime/host_tensor.h"
-#include "runtime/reference.h"
 
 using namespace loom;
 

@@ -1,99 +1,37 @@
 // The CPU reference, op by op: every kind in ir::allOpKinds() against a direct formula written
-// here, on small and odd sizes, in several dtypes; the edge semantics of ir/op_math.h; f16/bf16
-// rounding of casts; broadcasting; strided inputs; the error paths of bindSizes.
+// here, on small and odd sizes, in several dtypes, and the edge semantics of ir/op_math.h.
+// Rounding, broadcasting, strides and the rest: test_reference_semantics.cpp; bindSizes:
+// test_bind_sizes.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <functional>
-#include <limits>
 #include <numbers>
 
 #include "frontend/builder.h"
 #include "ir/error.h"
 #include "ir/op_math.h"
-#include "runtime/bind_sizes.h"
+#include "reference/reference.h"
 #include "runtime/host_tensor.h"
-#include "runtime/reference.h"
+#include "tests/reference_test_util.h"
 
 using namespace loom;
 using ir::OpKind;
+using loom::test::checkValues;
+using loom::test::kInf;
+using loom::test::kNaN;
+using loom::test::run;
+using loom::test::stored;
 
 namespace {
-
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-const double kInf = std::numeric_limits<double>::infinity();
-
-// Rounds to a binary float format with `mant` fraction bits, smallest normal exponent `emin`
-// and largest finite value `max`, to nearest even (written independently of ir/half.h).
-double roundFormat(double x, int mant, int emin, double max) {
-  if (!std::isfinite(x) || x == 0) return x;
-  int e = std::max(std::ilogb(x), emin);
-  double ulp = std::ldexp(1.0, e - mant);
-  double r = std::nearbyint(x / ulp) * ulp;  // the default rounding mode: half to even
-  return std::fabs(r) > max ? std::copysign(kInf, x) : r;
-}
-
-// What a value stored in a tensor of dtype `t` is (the output tensors of the reference are of
-// the output's dtype).
-double stored(DType t, double x) {
-  switch (t) {
-    case DType::F16: return roundFormat(x, 10, -14, 65504.0);
-    case DType::BF16: return roundFormat(x, 7, -126, 3.3895313892515355e38);
-    case DType::F32: return std::isnan(x) ? x : static_cast<double>(static_cast<float>(x));
-    case DType::F64: return x;
-    case DType::Bool: return x != 0 ? 1 : 0;
-    default: return x;  // ints: the formulas give whole numbers in range
-  }
-}
-
-double ulpOf(DType t, double x) {
-  int mant = 52, emin = -1022;
-  if (t == DType::F32) mant = 23, emin = -126;
-  if (t == DType::F16) mant = 10, emin = -14;
-  if (t == DType::BF16) mant = 7, emin = -126;
-  int e = x == 0 || !std::isfinite(x) ? emin : std::max(std::ilogb(x), emin);
-  return std::ldexp(1.0, e - mant);
-}
-
-// Compares every element with the formula's value stored in `t`, allowing `ulps` units in the
-// last place (f64 also allows a relative 1e-12: the formulas here are not the library's).
-void checkValues(const HostTensor& got, const std::vector<double>& want, DType t,
-                 const std::string& what, double ulps = 1) {
-  REQUIRE(got.dtype() == t);
-  REQUIRE(got.numel() == static_cast<int64_t>(want.size()));
-  REQUIRE(got.isContiguous());
-  int64_t bad = 0;
-  std::string first;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    double g = got.getLinear(i), w = stored(t, want[static_cast<size_t>(i)]);
-    bool ok;
-    if (std::isnan(w) || std::isnan(g)) ok = std::isnan(w) && std::isnan(g);
-    else if (std::isinf(w) || std::isinf(g)) ok = g == w;
-    else if (!isFloat(t)) ok = g == w;
-    else {
-      double tol = ulps * ulpOf(t, w);
-      if (t == DType::F64) tol = std::max(tol, 1e-12 * std::fabs(w) + 1e-300);
-      ok = std::fabs(g - w) <= tol;
-    }
-    if (!ok && bad++ == 0) first = fmt::format("element {}: got {:.17g}, want {:.17g}", i, g, w);
-  }
-  INFO(what << ": " << bad << " mismatches of " << got.numel() << "; first " << first);
-  CHECK(bad == 0);
-}
 
 // Values of a tensor with a transformation applied (for inputs with a constrained range).
 HostTensor mapped(const HostTensor& t, const std::function<double(double)>& f) {
   auto v = t.toVector();
   for (double& x : v) x = f(x);
   return HostTensor::fromValues(t.dtype(), t.shape(), v);
-}
-
-std::vector<HostTensor> run(const ir::Fusion& f, const std::vector<HostTensor>& in,
-                            const Bindings& b = {}) {
-  return evaluateReference(f, in, b);
 }
 
 std::function<double(double)> unaryFormula(OpKind k) {
@@ -744,277 +682,4 @@ TEST_CASE("reference: edge semantics of pointwise ops", "[reference]") {
     CHECK(ir::evalCast(4294967301.0, DType::I64, DType::I32) == 5);  // int -> int wraps
     CHECK(ir::evalCast(3e9, DType::F32, DType::I32) == 2147483647);   // float -> int saturates
   }
-}
-
-TEST_CASE("reference: f16 and bf16 rounding of casts", "[reference]") {
-  FusionBuilder fb("casts");
-  auto x = fb.input("x", DType::F32, {8});
-  auto h = cast(x, DType::F16);
-  fb.output("h", h);
-  fb.output("b", cast(x, DType::BF16));
-  fb.output("hb", cast(h, DType::BF16));
-  auto f = fb.finish();
-  const double t = std::ldexp(1.0, -11);
-  auto in = HostTensor::fromValues(DType::F32, {8}, {1 + t, 1 + 3 * t, 65504, 65520, std::ldexp(1.0, -25),
-                                                     std::ldexp(3.0, -25), 1 + std::ldexp(1.0, -8), -1e-8});
-  auto out = run(*f, {in});
-  auto bits = [](const HostTensor& t16, int i) {
-    uint16_t v;
-    std::memcpy(&v, static_cast<const std::byte*>(t16.data()) + 2 * i, 2);
-    return v;
-  };
-  CHECK(bits(out[0], 0) == 0x3c00);  // 1 + 2^-11: tie, to even -> 1
-  CHECK(bits(out[0], 1) == 0x3c02);  // 1 + 3*2^-11: tie, to even -> 1 + 2^-9
-  CHECK(bits(out[0], 2) == 0x7bff);  // 65504: the largest f16
-  CHECK(bits(out[0], 3) == 0x7c00);  // 65520: rounds to inf
-  CHECK(bits(out[0], 4) == 0x0000);  // 2^-25: half the smallest subnormal, to even -> 0
-  CHECK(bits(out[0], 5) == 0x0002);  // 3*2^-25 -> 2^-23
-  CHECK(bits(out[0], 7) == 0x8000);  // -1e-8 -> -0
-  CHECK(bits(out[1], 6) == 0x3f80);  // bf16: 1 + 2^-8 is a tie -> 1
-  CHECK(bits(out[1], 0) == 0x3f80);
-  CHECK(out[1].getLinear(3) == 65536);  // bf16 has range for it
-  CHECK(std::isinf(out[2].getLinear(3)));  // f16 inf stays inf in bf16
-}
-
-TEST_CASE("reference: intermediates round to f16 but f32 stays in double", "[reference]") {
-  SECTION("f16") {
-    FusionBuilder fb("h");
-    auto a = fb.input("a", DType::F16, {1});
-    auto b = fb.input("b", DType::F16, {1});
-    fb.output("y", (a + b) - a);  // 1024 + 0.3 rounds to 1024 in f16
-    auto out = run(*fb.finish(), {HostTensor::fromValues(DType::F16, {1}, {1024}),
-                                  HostTensor::fromValues(DType::F16, {1}, {0.3})});
-    CHECK(out[0].getLinear(0) == 0.0);
-  }
-  SECTION("f32") {
-    FusionBuilder fb("f");
-    auto a = fb.input("a", DType::F32, {1});
-    fb.output("y", (a + 1.0) - a);  // 1e8 + 1 is not an f32, but the oracle keeps it
-    auto out = run(*fb.finish(), {HostTensor::fromValues(DType::F32, {1}, {1e8})});
-    CHECK(out[0].getLinear(0) == 1.0);
-  }
-}
-
-TEST_CASE("reference: broadcasting", "[reference]") {
-  FusionBuilder fb("bcast");
-  auto col = fb.input("col", DType::F32, {"N", 1});
-  auto row = fb.input("row", DType::F32, {"M"});
-  auto s = fb.scalarInput("s", DType::F32);
-  auto colb = broadcast(squeeze(col, {1}), {false, true});  // [N, 1b]
-  fb.output("outer", colb + row);  // row aligns to [1b, M]
-  fb.output("scaled", colb * s + row * s);
-  fb.output("full_rank0", s + 1.0);
-  auto f = fb.finish();
-  auto ct = HostTensor::random(DType::F32, {3, 1}, 1);
-  auto rt = HostTensor::random(DType::F32, {1531}, 2);
-  auto st = HostTensor::fromValues(DType::F32, {}, {-2});
-  auto out = run(*f, {ct, rt, st});
-  std::vector<double> w0, w1;
-  for (int64_t i = 0; i < 3; ++i)
-    for (int64_t j = 0; j < 1531; ++j) {
-      w0.push_back(ct.get({i, 0}) + rt.get({j}));
-      w1.push_back(ct.get({i, 0}) * -2 + rt.get({j}) * -2);
-    }
-  CHECK(out[0].shape() == std::vector<int64_t>{3, 1531});
-  checkValues(out[0], w0, DType::F32, "outer sum");
-  checkValues(out[1], w1, DType::F32, "with a rank-0 input");
-  CHECK(out[2].shape().empty());
-  CHECK(out[2].getLinear(0) == -1);
-}
-
-TEST_CASE("reference: strided inputs are read through their strides", "[reference]") {
-  FusionBuilder fb("strided");
-  auto x = fb.input("x", DType::F32, {3, 5});
-  fb.output("y", x * 2.0);
-  auto f = fb.finish();
-  auto base = HostTensor::random(DType::F32, {5, 3}, 1);
-  auto transposed = base.permutedView({1, 0});  // [3, 5], strides [1, 3]
-  auto big = HostTensor::random(DType::F32, {4, 9}, 2);
-  auto sliced = big.sliceView(0, 1, 4).sliceView(1, 2, 7);  // [3, 5] at an offset
-  for (const auto& in : {transposed, sliced, transposed.withOrder({0, 1})}) {
-    std::vector<double> w;
-    for (double v : in.toVector()) w.push_back(2 * v);
-    checkValues(run(*f, {in})[0], w, DType::F32, in.describe());
-  }
-}
-
-TEST_CASE("reference: var_mean edge cases follow torch", "[reference]") {
-  FusionBuilder fb("vm");
-  auto x = fb.input("x", DType::F32, {"R", "C"});
-  auto v1 = var_mean(x, {1}, 1);
-  auto v2 = var_mean(x, {1}, 2);
-  fb.output("var1", v1.var);
-  fb.output("var2", v2.var);
-  fb.output("mean", v1.mean);
-  auto f = fb.finish();
-  auto one = run(*f, {HostTensor::fromValues(DType::F32, {2, 1}, {3, 4})});
-  CHECK(std::isnan(one[0].getLinear(0)));  // one element, correction 1: 0/0
-  CHECK(one[2].toVector() == std::vector<double>{3, 4});
-  auto two = run(*f, {HostTensor::fromValues(DType::F32, {1, 2}, {1, 3})});
-  CHECK(two[0].getLinear(0) == 2.0);
-  CHECK(std::isinf(two[1].getLinear(0)));  // n - correction = 0 and M2 > 0
-}
-
-TEST_CASE("reference: empty reductions", "[reference]") {
-  FusionBuilder fb("empty");
-  auto x = fb.input("x", DType::F32, {3, "N"});
-  fb.output("s", sum(x, {1}));
-  fb.output("m", mean(x, {1}));
-  auto f = fb.finish();
-  auto out = run(*f, {HostTensor::empty(DType::F32, {3, 0})});
-  CHECK(out[0].toVector() == std::vector<double>{0, 0, 0});
-  CHECK(std::isnan(out[1].getLinear(0)));
-  FusionBuilder fb2("empty_max");
-  auto y = fb2.input("x", DType::F32, {3, "N"});
-  fb2.output("m", amax(y, {1}));
-  auto f2 = fb2.finish();
-  CHECK_THROWS_WITH(run(*f2, {HostTensor::empty(DType::F32, {3, 0})}), Catch::Contains("zero elements"));
-}
-
-TEST_CASE("reference: aliased outputs are returned", "[reference]") {
-  FusionBuilder fb("alias");
-  auto x = fb.input("x", DType::F32, {4});
-  auto acc = fb.input("acc", DType::F32, {4});
-  fb.output("acc_out", acc + x, acc);
-  auto f = fb.finish();
-  auto xt = HostTensor::fromValues(DType::F32, {4}, {1, 2, 3, 4});
-  auto at = HostTensor::fromValues(DType::F32, {4}, {10, 20, 30, 40});
-  auto out = run(*f, {xt, at});
-  CHECK(out[0].toVector() == std::vector<double>{11, 22, 33, 44});
-  CHECK(at.toVector() == std::vector<double>{10, 20, 30, 40});  // the input is untouched
-}
-
-TEST_CASE("reference: bindSizes checks the inputs", "[reference]") {
-  FusionBuilder fb("bind");
-  auto x = fb.input("x", DType::F16, {"N", "D"});
-  auto w = fb.input("w", DType::F16, {"D"});
-  fb.output("y", x * w);
-  auto f = fb.finish();
-  auto xt = HostTensor::random(DType::F16, {4, 1024}, 1);
-  auto wt = HostTensor::random(DType::F16, {1024}, 2);
-  Bindings b = bindSizes(*f, {xt, wt});
-  CHECK(b == Bindings{{"D", 1024}, {"N", 4}});
-  CHECK(evalShape(f->outputs()[0].value, b) == std::vector<int64_t>{4, 1024});
-
-  SECTION("count") {
-    CHECK_THROWS_WITH(bindSizes(*f, {xt}), Catch::Contains("takes 2 inputs") &&
-                                               Catch::Contains("`w` f16[D]") && Catch::Contains("but 1 were given"));
-  }
-  SECTION("dtype") {
-    CHECK_THROWS_WITH(bindSizes(*f, {HostTensor::random(DType::F32, {4, 1024}, 1), wt}),
-                      Catch::Contains("input `x`") && Catch::Contains("must be f16[N, D]") &&
-                          Catch::Contains("f32[4, 1024]"));
-  }
-  SECTION("rank") {
-    CHECK_THROWS_WITH(bindSizes(*f, {HostTensor::random(DType::F16, {4, 2, 512}, 1), wt}),
-                      Catch::Contains("input `x`") && Catch::Contains("f16[4, 2, 512]") &&
-                          Catch::Contains("rank 3, not 2"));
-  }
-  SECTION("size") {
-    CHECK_THROWS_WITH(bindSizes(*f, {xt, HostTensor::random(DType::F16, {1000}, 2)}),
-                      Catch::Contains("input `w` dim 0 is 1000 but the fusion needs D=1024 (from input `x` dim 1)"));
-    CHECK_THROWS_WITH(evaluateReference(*f, {xt, wt}, {{"D", 1000}}),
-                      Catch::Contains("input `x` dim 1 is 1024 but the fusion needs D=1000 (given)"));
-  }
-  SECTION("constant sizes") {
-    FusionBuilder fb2("c");
-    auto y = fb2.input("y", DType::F32, {"N", 1024});
-    fb2.output("z", y + 1.0);
-    auto f2 = fb2.finish();
-    CHECK_THROWS_WITH(bindSizes(*f2, {HostTensor::empty(DType::F32, {4, 1000})}),
-                      Catch::Contains("input `y` dim 1 is 1000 but the fusion needs 1024"));
-  }
-}
-
-TEST_CASE("reference: bindSizes solves and checks symbols", "[reference]") {
-  SECTION("k*S and C/32") {
-    FusionBuilder fb("k");
-    Extent h = Extent::symbol("H"), c = Extent::symbol("C");
-    auto g = fb.input("g", DType::F32, {"B", Extent(4) * h});
-    auto y = fb.input("y", DType::F32, {c / Extent(32), h});
-    fb.output("o", sum(g, {1}));
-    fb.output("p", y * 2.0);
-    auto f = fb.finish();
-    auto b = bindSizes(*f, {HostTensor::empty(DType::F32, {2, 40}), HostTensor::empty(DType::F32, {3, 10})});
-    CHECK(b == Bindings{{"B", 2}, {"C", 96}, {"H", 10}});
-    CHECK_THROWS_WITH(bindSizes(*f, {HostTensor::empty(DType::F32, {2, 42}), HostTensor::empty(DType::F32, {3, 10})}),
-                      Catch::Contains("input `g` dim 1 is 42") && Catch::Contains("4*H"));
-    CHECK_THROWS_WITH(bindSizes(*f, {HostTensor::empty(DType::F32, {2, 40}), HostTensor::empty(DType::F32, {3, 11})}),
-                      Catch::Contains("input `y` dim 1 is 11 but the fusion needs H=10 (from input `g` dim 1)"));
-  }
-  SECTION("a compound extent is checked once its symbols are known") {
-    FusionBuilder fb("gn");
-    Extent c = Extent::symbol("C");
-    auto x = fb.input("x", DType::F32, {"N", "C"});
-    auto s = fb.input("s", DType::F32, {c / Extent(4), 4});
-    fb.output("o", reshape(x, {"N", 4, c / Extent(4)}));
-    fb.output("p", s * 1.0);
-    auto f = fb.finish();
-    CHECK(bindSizes(*f, {HostTensor::empty(DType::F32, {2, 12}), HostTensor::empty(DType::F32, {3, 4})}).at("C") == 12);
-    CHECK_THROWS_WITH(bindSizes(*f, {HostTensor::empty(DType::F32, {2, 12}), HostTensor::empty(DType::F32, {5, 4})}),
-                      Catch::Contains("input `s` dim 0 is 5 but the fusion needs C/4 = 3 with C=12 (from input `x` dim 1)"));
-    CHECK_THROWS_WITH(bindSizes(*f, {HostTensor::empty(DType::F32, {2, 10}), HostTensor::empty(DType::F32, {3, 4})}),
-                      Catch::Contains("not a whole number"));
-  }
-  SECTION("missing symbols") {
-    FusionBuilder fb("m");
-    Extent h = Extent::symbol("H"), w = Extent::symbol("W");
-    auto x = fb.input("x", DType::F32, {"N", h * w});
-    fb.output("y", x + 1.0);
-    auto f = fb.finish();
-    CHECK_THROWS_WITH(bindSizes(*f, {HostTensor::empty(DType::F32, {2, 12})}),
-                      Catch::Contains("size `H` is not known") && Catch::Contains("H*W"));
-    CHECK(bindSizes(*f, {HostTensor::empty(DType::F32, {2, 12})}, {{"H", 3}, {"W", 4}}).size() == 3);
-    FusionBuilder fb2("full");
-    auto y = fb2.input("y", DType::F32, {"N"});
-    fb2.output("z", full(&fb2.fusion(), {"K"}, 1.0, DType::F32));
-    fb2.output("w", y + 1.0);
-    auto f2 = fb2.finish();
-    CHECK_THROWS_WITH(evaluateReference(*f2, {HostTensor::empty(DType::F32, {2})}),
-                      Catch::Contains("size `K` is not known") && Catch::Contains("give it"));
-  }
-  SECTION("broadcast input axes have size 1") {
-    ir::Fusion f("b");
-    const ir::Value* x = f.addInput("x", DType::F32, {ir::Axis::iter(Extent::symbol("N")), ir::Axis::bcast()});
-    f.addOutput("y", f.addOp(OpKind::Neg, {x})->output());
-    CHECK(evaluateReference(f, {HostTensor::fromValues(DType::F32, {2, 1}, {1, 2})})[0].toVector() ==
-          std::vector<double>{-1, -2});
-    CHECK_THROWS_WITH(bindSizes(f, {HostTensor::empty(DType::F32, {2, 3})}),
-                      Catch::Contains("input `x` dim 1 is 3 but it is a broadcast dim"));
-  }
-}
-
-TEST_CASE("reference: large tensors are evaluated in ranges on threads, exactly", "[reference]") {
-  // 700 x 1001 elements: ranges of the evaluator start in the middle of rows. Whole numbers,
-  // so every sum is exact in any order.
-  FusionBuilder fb("large");
-  auto x = fb.input("x", DType::F32, {"R", "C"});
-  auto y = fb.input("y", DType::F32, {"C"});
-  fb.output("xy", x + y);
-  fb.output("down", sum(x, {0}));
-  fb.output("across", sum(x, {1}));
-  fb.output("top", amax(x, {0}));
-  fb.output("t", permute(x, {1, 0}));
-  auto f = fb.finish();
-  const int64_t R = 700, C = 1001;
-  std::vector<double> xv, yv;
-  for (int64_t i = 0; i < R * C; ++i) xv.push_back(static_cast<double>((i * 7) % 13 - 6));
-  for (int64_t j = 0; j < C; ++j) yv.push_back(static_cast<double>(j % 5));
-  auto out = run(*f, {HostTensor::fromValues(DType::F32, {R, C}, xv), HostTensor::fromValues(DType::F32, {C}, yv)});
-  std::vector<double> xy, down(static_cast<size_t>(C), 0), across(static_cast<size_t>(R), 0), top(static_cast<size_t>(C), -1e9), t;
-  for (int64_t i = 0; i < R; ++i)
-    for (int64_t j = 0; j < C; ++j) {
-      const double v = xv[static_cast<size_t>(i * C + j)];
-      xy.push_back(v + yv[static_cast<size_t>(j)]);
-      down[static_cast<size_t>(j)] += v;
-      across[static_cast<size_t>(i)] += v;
-      top[static_cast<size_t>(j)] = std::max(top[static_cast<size_t>(j)], v);
-    }
-  for (int64_t j = 0; j < C; ++j)
-    for (int64_t i = 0; i < R; ++i) t.push_back(xv[static_cast<size_t>(i * C + j)]);
-  CHECK(out[0].toVector() == xy);
-  CHECK(out[1].toVector() == down);
-  CHECK(out[2].toVector() == across);
-  CHECK(out[3].toVector() == top);
-  CHECK(out[4].toVector() == t);
 }

@@ -38,24 +38,20 @@ void NormEmitter::emit() {
   row_chunks_ = k_.rowElems() / k_.vec;
   registers_ = k_.registers && k_.chunks * k_.vec <= 128;
   // Unrolling every chunk (all loads up front) pays only while the row stays in registers:
-  // for rows in shared memory or streamed, it spills at 1024 threads (measured on an H100:
-  // layer norm 32768 x 65536 bf16 fell from 1.7 to 1.2 TB/s), so those passes loop.
+  // for rows in shared memory or streamed, it spills at 1024 threads and runs slower, so those
+  // passes loop.
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#emit-unroll-registers
   unrolled_ = registers_;
   // Where one block holds whole rows in shared memory (not vectors of rows: unmeasured),
   // those loops are unrolled (llvm.loop.unroll.count) so that a thread has several chunks'
   // loads in flight: by 4, and wholly (up to 8 chunks) where two loads or more stream from
   // global memory per element each pass (layer norm's weight and bias; rms_norm's weight
-  // alone measured the same by 4 and by 8, and wholly unrolled its bf16 rows of 50008 spill 8
-  // bytes at 64 registers). Measured on an H100, plain loop -> this rule, GB/s, two runs
-  // each: layer_norm bf16 32768 x 65536 2890-2893 -> 3013 (wholly; by 4 it was 2914);
-  // instance_norm f16 8x64x256x256 NCHW 2352-2359 -> 2372-2402; batch_norm f32 64x256x28x28
-  // 2197-2198 -> 2210-2233; group_norm f16 16x512x64x64 NCHW 2335-2363 -> 2354-2371; softmax
-  // and rms_norm bf16 32768 x 65536 level. Elsewhere the loops stay loops, as unrolled they
-  // measured slower: rows split over a cluster (group_norm 32x128x256x256 NCHW 2695 -> 2678)
-  // or the grid (channels-last instance_norm 1437 -> 1360; fully unrolled, those kernels
-  // spill), and short rows each thread copies itself (thread_fill: layer_norm bf16 32768 x
-  // 256 2052-2153 -> 1814-1863; its registers 32 -> 56 halve the blocks per SM).
+  // alone measured the same by 4 and by 8, and wholly unrolled its long bf16 rows spill).
+  // Elsewhere the loops stay loops, as unrolled they measured slower: rows split over a
+  // cluster or the grid (fully unrolled, those kernels spill), and short rows each thread
+  // copies itself (thread_fill: the extra registers halve the blocks per SM).
   // LOOM_TUNE_CHUNK_UNROLL=N sets the count for sweeps (1: plain loops).
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#emit-chunk-unroll
   chunk_unroll_ = 1;
   if (!k_.grid_sync && k_.cluster == 1 && !k_.thread_fill && !k_.rowTier() && !k_.smem_leaves.empty()) {
     chunk_unroll_ = 4;
@@ -309,13 +305,11 @@ void NormEmitter::copyFill(const Leaf& l, DType t, llvm::Value* first_row) {
   LOOM_ASSERT(k_.rowTier(), "a fill by loads and stores outside the row-vector tier");
   llvm::Type* ety = memType(b_.getContext(), t);
   const auto align = llvm::Align(static_cast<uint64_t>(dtypeBytes(t)));
-  // Batches of 32 units: all 32 loads are issued before the first store waits for its own.
-  // Measured on an H100 (GB/s, batches of 8, 16, 32): LayerNorm2d NCHW f16 32x256x27x27 949,
-  // 1003, 1116; bf16 64x128x55x55 1621, 1650, 1669; softmax bf16 33001 x 4096 with D outer
-  // 698, 813, 888; LayerNorm2d bf16 64x768x7x7 (batches of 8, 16, 24, 48) 568, 612, 604, 571.
-  // Over the grid (two blocks an SM: 64 registers a thread) batches of 16, which spill
-  // nothing where 32 spilled 4 to 28 bytes, and measured level: instance_norm f16 40x33x96x96
-  // channels-last 990 against 987, layer_norm f16 4097 x 12289 with D outer 404 against 416.
+  // Batches of 32 units: all 32 loads are issued before the first store waits for its own
+  // (measured faster than batches of 8 or 16 on most shapes). Over the grid (two blocks an SM:
+  // 64 registers a thread) batches of 16, which spill nothing where 32 spilled (measured
+  // level).
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#copy-fill-batch
   // Units past the block's last are invalid (the pieces past its rows), and every unit's
   // element and row are clamped into the tensor, so the loads need no guard.
   int64_t U = k_.grid_sync ? 16 : 32;
@@ -551,12 +545,10 @@ void NormEmitter::storeAll() {
     for (const auto& s : k_.stores)
       if (!s.row_only) hoistInvariant(*s.value, first);
     // Unrolled by 4, so that a thread has several units' shared-memory loads in flight
-    // (measured on an H200, GB/s: group_norm f16 32x128x256x256 channels-last 2380-2386 ->
-    // 2462-2463, LayerNorm2d NCHW 2726-2810 -> 2872-2879; on an H100 2070-2078 -> 2118-2121
-    // and 2342-2363 -> 2418-2458). Not for vectors of rows over the grid, whose rows'
-    // statistics and weights held for the loop then spill (instance_norm f16 8x64x256x256
-    // channels-last 1951 -> 1637 on the H200), nor over a cluster (group_norm f16
-    // 16x512x64x64 channels-last 2032-2049 -> 2023-2030 on the H100).
+    // (measured faster on an H100 and an H200). Not for vectors of rows over the grid, whose
+    // rows' statistics and weights held for the loop then spill (slower), nor over a cluster
+    // (level).
+    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#store-all-unroll
     // LOOM_TUNE_STORE_UNROLL overrides it.
     int unroll = (k_.rowTier() && k_.grid_sync) || k_.cluster > 1 ? 1 : 4;
     if (const char* u = std::getenv("LOOM_TUNE_STORE_UNROLL")) unroll = std::max(1, std::atoi(u));

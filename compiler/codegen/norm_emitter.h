@@ -143,8 +143,9 @@ class NormEmitter {
   // exp(x) as 2^(x log2 e) with the hardware's ex2.approx: two instructions where libdevice's
   // expf takes about twelve, for kernels whose outputs are f16 or bf16. Its error (a few
   // 1e-6 relative at |x| near 88, from rounding x log2 e; 2^-22 from ex2 itself; results
-  // below 2^-126 flushed to 0) is far below their half-ulp (2^-11, 2^-8). Softmax 32768 x
-  // 65536 bf16 on an H100 issued an instruction every 1.4 cycles per scheduler with expf.
+  // below 2^-126 flushed to 0) is far below their half-ulp (2^-11, 2^-8). With expf, long
+  // softmax rows were bound by instruction issue.
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#fast-exp
   llvm::Value* fastExp(llvm::Value* x);
 
   // --- reductions ---
@@ -263,11 +264,10 @@ class NormEmitter {
 
   // The row-vector tier over the grid reads its statistics by whole vectors of rows, the
   // 16-byte pieces the fill copied, where a thread of a row alone reads one element at a time
-  // (a load and a conversion each). Measured on an H100, GB/s, channels-last: batch_norm f16
-  // 32x64x56x56 (one set over every SM) 1036-1041 -> 1109-1139, f32 1501-1506 -> 1615-1617,
-  // f32 64x256x28x28 1706-1724 -> 1756-1776, instance_norm f16 8x64x256x256 1558-1563 ->
-  // 1660-1668. Where the rows' exchange stays small: W = T * row_vec threads per vector of
-  // rows, at most 32 loads of the warps' totals, 2 KiB of shared memory.
+  // (a load and a conversion each): measured faster, channels-last. Where the rows' exchange
+  // stays small: W = T * row_vec threads per vector of rows, at most 32 loads of the warps'
+  // totals, 2 KiB of shared memory.
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#stats-by-row-vectors
   // LOOM_TUNE_ROWVEC_STATS=0 keeps the thread-per-row passes (for measurements).
   bool statsByRowVectors() const;
 

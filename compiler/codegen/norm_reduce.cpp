@@ -207,8 +207,8 @@ NormEmitter::Stats NormEmitter::chan(DType acc, const Stats& a, const Stats& b) 
   llvm::Value* delta = b_.CreateFSub(b.mean, a.mean);
   // One division: b's share of the merged count; a's share is its complement. In f32 the
   // hardware's approximate division (2 ulp, on whole counts): a weight, not a result, and
-  // the merges sit on the grid tier's critical path (layer_norm 16 x (2^20 + 8) f32 on an
-  // H100: 1603 -> 1660 GB/s; group norm channels-last 1900 -> 1920).
+  // the merges sit on the grid tier's critical path (measured faster).
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#chan-approx-division
   llvm::Value* fb = acc == DType::F32 ? b_.CreateIntrinsic(llvm::Intrinsic::nvvm_div_approx_f, {}, {b.n, safe})
                                       : b_.CreateFDiv(b.n, safe);
   llvm::Value* mean = b_.CreateFAdd(a.mean, b_.CreateFMul(delta, fb));
@@ -317,8 +317,8 @@ std::pair<llvm::Value*, llvm::Value*> NormEmitter::welford(DType acc, const Valu
 
 bool NormEmitter::statsByRowVectors() const {
   // Rows a thread keeps in registers between passes read shared memory once: they keep
-  // the thread-per-row passes (batch_norm bf16 16x96x40x40 channels-last, 19 elements a
-  // thread, measured 601 GB/s by vectors against 639-647).
+  // the thread-per-row passes (by vectors measured slower).
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#stats-by-row-vectors-registers
   if (!k_.rowTier() || k_.split < 2 || registers_) return false;
   if (const char* e = std::getenv("LOOM_TUNE_ROWVEC_STATS"); e && std::atoi(e) == 0) return false;
   const int W = k_.threads_per_row * k_.row_vec, S = std::min(W, 32);
@@ -329,9 +329,9 @@ NormEmitter::Stats NormEmitter::rowVectorStats(DType acc, const ValuesFn& values
   const int V = k_.row_vec, T = k_.threads_per_row, W = T * V, S = std::min(W, 32);
   const int64_t groups = k_.rows_per_block / V, slots = int64_t{k_.chunks} * T;
   const int64_t trips = (slots + W - 1) / W;
-  // Unrolled by 4, or by 2 where blocks share an SM (64 registers a thread: by 4,
-  // instance_norm f16 8x64x256x256 channels-last spilled and measured 1527-1536 GB/s on an
-  // H100, by 2 1672-1686). LOOM_TUNE_CHUNK_UNROLL overrides it.
+  // Unrolled by 4, or by 2 where blocks share an SM (64 registers a thread: by 4 spilled and
+  // measured slower). LOOM_TUNE_CHUNK_UNROLL overrides it.
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#row-vector-stats-unroll
   int unroll = static_cast<int>(std::min<int64_t>(trips, k_.min_blocks_per_sm > 1 ? 2 : 4));
   if (std::getenv("LOOM_TUNE_CHUNK_UNROLL")) unroll = chunk_unroll_;
   llvm::Value* zero = emitConst(b_, acc, 0);

@@ -36,10 +36,8 @@ int minSetRows(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs
 
 // The grid tier's fill buffers: 2 fills the next set's shared memory while the block works on
 // the current one, at half the shared memory per set. For tuning sweeps only: on an H100 it
-// measured faster for batch_norm f32 64x256x28x28 NHWC (1710 -> 1783 GB/s with two groups) and
-// group_norm f16 4x128x128x128 NHWC (1105 -> 1200), slower for group_norm 32x128x256x256 NHWC
-// (2069 -> 1817 at best), instance_norm NHWC, and long rows (rms_norm bf16 64 x 2^20 2114 ->
-// 1640).
+// measured faster for some channels-last shapes, slower for others and for long rows.
+// Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-fill-buffers
 int gridFillBuffers();
 
 // Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
@@ -67,14 +65,8 @@ struct GridShape {
 // a block's slice of a set fits, `per_sm` blocks to an SM) and as many sets run at once as
 // `per_sm` blocks an SM allow, so that the fixed cost of a set (its barrier, the partials'
 // merge, filling and draining the pipeline) is paid for bigger slices and fewer times, and
-// more groups overlap. Measured on an H100 (GB/s, channels-last, split over 132
-// against this): instance_norm bf16 16x32x128x128 (16 sets of 1 MiB: 16 groups of 16 blocks)
-// 593-600 -> 1362-1394; group_norm f16 4x128x128x128 (8 groups of 49) 1120-1128 -> 1613-1618;
-// batch_norm bf16 16x96x40x40 (3 groups of 88) 420-422 -> 632-664; with many sets, in turns:
-// group_norm f16 64x128x128x128 (128 sets, 12 groups of 33) 1646-1650 -> 2251-2254,
-// instance_norm bf16 128x32x128x128 (128 sets, 26 groups of 10) 671 -> 1387-1390; and with
-// blocks already over half full, instance_norm f16 8x64x256x256 (3 groups of 88 blocks of
-// 106 KiB, two an SM, not 2 of 132 of 71 KiB) 1429-1435 -> 1554-1568.
+// more groups overlap.
+// Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-shape
 GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev, const std::function<bool(int)>& fits);
 
 // The grid tier's bookkeeping once a block is placed (`k.split` blocks share each set):

@@ -119,11 +119,9 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
     auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, max_bytes);
     if (pitch == 0) continue;
     // Pieces of rows whose blocks leave the SMs under 640 threads each on average (few blocks,
-    // or one an SM for its shared memory): up to 32 threads a row, in larger blocks. Measured
-    // on an H100 (GB/s, bf16, 16 threads a row against 32): LayerNorm2d NCHW over 7 x 7 pixels,
-    // 768 channels, 98 blocks 327 -> 425, 196 blocks 584 -> 674, but 392 blocks (760 threads
-    // an SM) 864 -> 748; softmax with D outer, 33001 x 4096 (a 192 KiB block an SM) 889 ->
-    // 1004, 4097 x 2048 919 -> 916.
+    // or one an SM for its shared memory): up to 32 threads a row, in larger blocks (32
+    // against 16 measured faster there, slower at 760 threads an SM).
+    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#place-row-vectors-threads
     const double blocks_per_sm = static_cast<double>((rows + R - 1) / R) / dev.sm_count;
     auto threadsPerSm = [&](int t, int64_t b) {
       return std::min(blocks_per_sm, static_cast<double>(smemBlocksPerSm(dev, b))) * R * t;
@@ -168,8 +166,8 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
     if (tune_t) T = std::min(1024 / R, nextPow2(std::max(1, std::atoi(tune_t))));
     // A block's chunks of a set split over S blocks.
     auto chunksAt = [&](int64_t S) { return (n + int64_t{T} * S - 1) / (int64_t{T} * S); };
-    // Two groups at most: three (40 registers a thread) spilled and measured slower on an H100
-    // (instance_norm f16 8x64x256x256 channels-last: 1398 GB/s with 2, 1055 with 3, 1070 with 1).
+    // Two groups at most: three (40 registers a thread) spilled and measured slower.
+    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#place-row-vectors-grid-groups
     // Each block beside the others takes kBlockSmemExtra.
     auto budget = [&](int per_sm) { return (smemPerSm(dev) / per_sm - kBlockSmemExtra) / gridFillBuffers(); };
     for (int G = tune_g ? 3 : 2; G >= 1; --G) {
@@ -205,9 +203,7 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   std::optional<RowPlacement> too_few;  // refused: too few blocks for the SMs
   // A row's element a piece (no vector of rows fits) where the blocks would leave most SMs idle:
   // a row a block instead, and no tier below (each takes more rows, or the whole GPU).
-  // Measured on an H100 (GB/s, NCHW over 7 x 7 pixels, pieces against a row a block):
-  // LayerNorm2d bf16 x 768 channels, 25 blocks 71 against 97, 49 blocks 156 against 129, 196
-  // blocks 566 against 163; f32 13 blocks 60 against 86, 49 blocks 216 both.
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#choose-row-tier-few-pieces
   const bool few_pieces = row_place && row_vec == 1 && blocksOf(*row_place) * 4 < dev.sm_count;
   if (few_pieces) too_few.swap(row_place);
   const bool more_tiers = row_vec > 0 && !few_pieces;
@@ -223,12 +219,9 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   }
   // Still nothing (rows too long for a block, or too few blocks of them): sets of the grid
   // tier that do not divide the row axis, the last one cut short (its missing rows fill and
-  // store nothing), where the rows hold 2048 elements an SM or more. Measured on an H100 (GB/s,
-  // against a row a block): channels-last instance_norm f16 40x33x96x96 995 against 174,
-  // 8x33x96x96 632 against 155, batch_norm f32 64x255x28x28 1202 against 246, bf16
-  // 64x100x28x28 810 against 129, softmax bf16 with D outer 1000 x 4096 788 against 162,
-  // 33000 x 16384 958 against 170; small ones level or slower: instance_norm f16 3x40x48x48
-  // (276 480 elements) 85 both, batch_norm bf16 4x100x20x20 (160 000) 50 against 65.
+  // store nothing), where the rows hold 2048 elements an SM or more (far faster than a row a
+  // block there; smaller ones measured level or slower).
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#choose-row-tier-partial-sets
   const bool whole_sets_only = std::getenv("LOOM_NO_PARTIAL_SETS") != nullptr;
   const bool partial_sets = more_tiers && !row_place && !whole_sets_only &&
                             k.rows() * k.rowElems() >= int64_t{2048} * dev.sm_count;

@@ -262,9 +262,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
 
   // f64 math holds a value in two registers and divides and takes square roots in long
   // sequences: its blocks stop at 512 threads, whose 128 registers a thread hold them (blocks
-  // of 1024, at 64 registers, spilled 68 to 180 bytes at sm_90: group_norm f64 4x64x32x32,
-  // rms_norm f64 512 x 8192, layer_norm f64 1024 x 16384). For tuning sweeps only:
+  // of 1024, at 64 registers, spilled at sm_90). For tuning sweeps only:
   // LOOM_TUNE_WIDE_BLOCK=T (0: scheduled as f32 math).
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#f64-block-limit
   const char* tune_wide = std::getenv("LOOM_TUNE_WIDE_BLOCK");
   const bool wide = (!tune_wide || std::atoi(tune_wide) > 0) &&
                     (std::any_of(inputs.begin(), inputs.end(), [](const TensorDesc& d) { return d.dtype == DType::F64; }) ||
@@ -290,10 +290,10 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     const int64_t row_chunks = k.rowElems() / vec;
     const int kMaxChunks = 8;
     k.threads_per_row = std::min(max_block, nextPow2((row_chunks + kMaxChunks - 1) / kMaxChunks));
-    // Short rows read as contiguous vectors: a chunk per thread, for occupancy (LayerNorm2d
-    // channels-last, 128 f16 channels: 2550 GB/s with 16 threads per row, 2265 with 2, on an
-    // H100). Rows strided along their reduction (NCHW LayerNorm2d) keep few threads, whose
-    // neighbours then read neighbouring rows: 441 GB/s with 16 threads per row, 2316 with 2.
+    // Short rows read as contiguous vectors: a chunk per thread, for occupancy. Rows strided
+    // along their reduction (NCHW LayerNorm2d) keep few threads, whose neighbours then read
+    // neighbouring rows (many threads a row measured far slower there).
+    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#threads-per-row-short-rows
     const bool contiguous_rows = !k.smem_leaves.empty() && std::all_of(k.smem_leaves.begin(), k.smem_leaves.end(),
         [&](const Leaf& l) { return k.load_access[l] == Access::Vector; });
     if (contiguous_rows && row_chunks <= 16) k.threads_per_row = nextPow2(row_chunks);
@@ -386,14 +386,10 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     // Short rows that fit registers go to shared memory instead (thread fill): each thread
     // copies four chunks of its row with cp.async and reads back only those, so no barrier
     // is needed, and a thread's 64 bytes in flight (f16/bf16) cost no registers: 2048 threads
-    // of 32 registers each per SM rather than 1024 of 64. Measured on an H100 (GB/s, L2
-    // flushed, three runs each, registers -> thread fill): layer_norm bf16 32768 x 256
-    // 1820-1907 -> 2089-2101, rms_norm 1945-2052 -> 2180-2194; 16384 x 512 layer_norm
-    // 1806-1840 -> 2097-2123; layer_norm f16 8192 x 1024 1846-1917 -> 2123-2132, 4096 x 1024
-    // 1417-1511 -> 1561-1580; f32 32768 x 256 2302-2370 -> 2380-2447. Not where the passes
-    // would recompute math of the Unary family on every element (softmax's exp: 1924-1975
-    // -> 1777-1853 at 32768 x 256), nor below a quarter of the GPU's thread slots (rms_norm
-    // bf16 4096 x 512: 1018-1102 -> 936-1040).
+    // of 32 registers each per SM rather than 1024 of 64. Not where the passes would recompute
+    // math of the Unary family on every element (softmax's exp), nor below a quarter of the
+    // GPU's thread slots: both measured slower.
+    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#thread-fill
     if (k.registers && async_ok && !no_smem && !k.smem_leaves.empty() && !std::getenv("LOOM_NO_THREAD_FILL")) {
       // Four chunks a thread, and a power of two of threads a row: the rows' threads then sit
       // whole within warps, as the shuffles across them need (384 or 768 f16 values: no).
@@ -420,14 +416,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     }
     auto onChip = [&](int rows_together) {
       // Split the row over a cluster (at most 8 blocks) only when one block cannot hold it:
-      // on an H100, rms_norm 32768 x 65536 bf16 ran at 3011 GB/s with one 1024-thread block of
-      // 128 KiB per row and at 2686 GB/s split over two blocks of 64 KiB.
+      // one block of a whole row measured faster than two of half of it.
+      // Measurements: bench/results/2026-11-25-code-comment-measurements.md#cluster-split
       int64_t block_limit = smem_limit;
       // For tuning sweeps only, like LOOM_TUNE_THREADS_PER_ROW.
       if (const char* kb = std::getenv("LOOM_TUNE_BLOCK_SMEM_KB")) block_limit = int64_t{std::max(1, std::atoi(kb))} * 1024;
       // Once split, blocks of 64 KiB: three per SM keep the SM busy while one waits at a
-      // cluster barrier (group norm 32x128x256x256 f16: 2694 GB/s with 8 blocks of 64 KiB,
-      // 2239 GB/s with 4 of 128 KiB).
+      // cluster barrier (measured faster than blocks of 128 KiB).
+      // Measurements: bench/results/2026-11-25-code-comment-measurements.md#cluster-split
       int cs = 1;
       if (dev.sm >= 90 && !std::getenv("LOOM_NO_CLUSTER")) {
         while (cs < 8 && row_smem * rows_together > block_limit * cs) cs *= 2;
@@ -474,12 +470,10 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
         // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).
         if (const char* g = std::getenv("LOOM_TUNE_GRID_GROUPS"))
           for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, std::max(1, std::atoi(g)));
-        // Sets of one long row: more groups while each still walks four sets or more (H100,
-        // GB/s with 1, 2, 4, 8 groups: rms_norm 64 x 2^20 bf16 924, 1174, 1634, 2093;
-        // layer_norm 16 x (2^20 + 8) f32 1041, 1411, 1621, 1415). Group norm channels-last
-        // 32x128x256x256 f16: 1819, 1925, 1729 with 1, 2, 4 groups (sets of 16, 16, 8 rows);
-        // with 3 groups of 16-row sets (512-thread blocks of 64 KiB, three per SM) 2070, and
-        // f32 8x256x128x128 1541-1552 with 2, 1664 with 3.
+        // Sets of one long row: more groups (up to 8) while each still walks four sets or
+        // more. Sets of several rows: three groups first (512-thread blocks of 64 KiB, three
+        // per SM), then two.
+        // Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-groups
         if (!std::getenv("LOOM_NO_GRID_GROUPS"))
           for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) {
             int groups = 2;

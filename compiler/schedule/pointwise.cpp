@@ -152,10 +152,8 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   // A thread holds `vec` values of every stream it loads. Fusions that read many streams per
   // element (gate matrices read as slices: lstm_cell loads 17, gru_cell 13) take narrower
   // vectors, down to 2 lanes, while that is more than 96 bytes a thread, and so more threads.
-  // Measured on an H100 (GB/s, two runs each, 8 lanes in blocks of 256 -> 2 lanes in blocks
-  // of 128): lstm_cell f16 256 x 1024 634-643 -> 685-741, gru_cell f16 512 x 2048 1271 ->
-  // 1393-1408. Two streams keep 8 lanes: at 2 lanes bias_gelu bf16 4096 x 1024 fell from
-  // 1547-1556 to 1130-1176 and add f16 2^24 from 2513-2560 to 2186-2188.
+  // Two streams keep 8 lanes: at 2 lanes they measured slower.
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#pointwise-narrow-vectors
   std::set<lower::Leaf> streams;
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
     if (n.kind == lower::ENode::Kind::Load) streams.insert(n.leaf);
@@ -210,10 +208,9 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_BLOCK threads a block.
   if (const char* b = std::getenv("LOOM_TUNE_PW_BLOCK")) k.block = std::clamp(std::atoi(b) / 32 * 32, 32, 1024);
   // One chunk per thread and as many blocks as that takes: the block scheduler hands each SM
-  // a fresh block as one finishes, so the memory stays busy to the end. Measured on an H100
-  // (add f16, 2^28 elements, GB/s, three runs each): 2872-2874 with 4 chunks per thread in a
-  // grid-stride loop over 16 blocks per SM, 3028-3030 with this (2 chunks: 3011-3013, 4:
-  // 2987-2991); 2^24 elements 2491-2541 -> 2511-2568.
+  // a fresh block as one finishes, so the memory stays busy to the end (measured faster than a
+  // grid-stride loop over 16 blocks per SM, and than 2 or 4 chunks a thread).
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#pointwise-grid
   k.unroll = 1;
   int64_t blocks_per_sm = 0;
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_UNROLL (chunks a thread per

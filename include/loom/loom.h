@@ -8,6 +8,6 @@
 #include "ir/error.h"
 #include "ir/fusion.h"
 #include "ir/printer.h"
+#include "reference/reference.h"
 #include "runtime/bind_sizes.h"
 #include "runtime/host_tensor.h"
-#include "runtime/reference.h"

@@ -2,10 +2,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "compiler/segment/segmenter.h"
-
-#include "compiler/codegen/ptx_backend.h"
 #include "compiler/compile.h"
+#include "compiler/segment/segmenter.h"
 #include "tools/loom/cli.h"
 
 namespace loom::cli {
@@ -17,7 +15,7 @@ int parseArch(const Args& a) {
   LOOM_USER_CHECK(digits.size() <= 3 && digits.find_first_not_of("0123456789") == std::string::npos,
                   "--arch `{}` must look like sm_90", arch);
   const int sm = std::stoi(digits);
-  auto ok = codegen::supportedSms();
+  auto ok = supportedSms();
   LOOM_USER_CHECK(std::find(ok.begin(), ok.end(), sm) != ok.end(), "--arch {}: loom emits PTX for "
                   "sm_{}", arch, fmt::join(ok, ", sm_"));
   return sm;

@@ -4,7 +4,7 @@
 #include <iostream>
 #include <limits>
 
-#include "runtime/compare.h"
+#include "reference/compare.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"

@@ -2,7 +2,7 @@
 // broadcasting (size-1 broadcast dims and rank-0 operands stretch). Scalar math: ir/op_math.h.
 #include "ir/error.h"
 #include "ir/op_math.h"
-#include "runtime/reference_internal.h"
+#include "reference/reference_internal.h"
 
 namespace loom::reference {
 

@@ -29,10 +29,10 @@ std::vector<HostTensor> evaluateReference(const ir::Fusion& fusion,
 // evaluateReference's results and, for each output, a float64 tensor of its shape: each
 // element's error bound, how far a correct GPU evaluation (f32 inside, results rounded to their
 // dtypes, sums in any order) may land from the reference, by a first-order running error
-// analysis (runtime/reference_bounds.cpp says the rules). Large where the result is ill
+// analysis (reference/reference_bounds.cpp says the rules). Large where the result is ill
 // conditioned: a mean of values that cancel, a division by a sum near zero. About twice the
 // memory and several times the time of evaluateReference, so callers compare first and ask
-// for bounds only where an output fails (compareOutputs in runtime/compare.h).
+// for bounds only where an output fails (compareOutputs in reference/compare.h).
 struct ReferenceWithBounds {
   std::vector<HostTensor> values, bounds;
 };

@@ -33,7 +33,7 @@
 
 #include "ir/error.h"
 #include "ir/op_math.h"
-#include "runtime/reference_internal.h"
+#include "reference/reference_internal.h"
 
 namespace loom::reference {
 

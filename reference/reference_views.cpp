@@ -2,8 +2,8 @@
 // unsqueeze only insert, remove, split or merge dims: the data is unchanged. Permute and slice
 // copy.
 #include "ir/error.h"
+#include "reference/reference_internal.h"
 #include "runtime/bind_sizes.h"
-#include "runtime/reference_internal.h"
 
 namespace loom::reference {
 

@@ -1,4 +1,4 @@
-#include "runtime/compare.h"
+#include "reference/compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 
 #include "ir/error.h"
 #include "ir/fusion.h"
+#include "reference/reference.h"
 #include "runtime/parallel.h"
-#include "runtime/reference.h"
 
 namespace loom {
 

@@ -1,15 +1,15 @@
 // The CPU reference driver: binds sizes, reads the inputs through their strides, evaluates the
 // ops in order (the families live in reference_pointwise/_reduce/_views.cpp) and writes the
 // outputs as contiguous host tensors.
-#include "runtime/reference.h"
+#include "reference/reference.h"
 
 #include <algorithm>
 #include <fstream>
 #include <optional>
 
 #include "ir/error.h"
+#include "reference/reference_internal.h"
 #include "runtime/bind_sizes.h"
-#include "runtime/reference_internal.h"
 
 namespace loom {
 

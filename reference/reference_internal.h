@@ -1,5 +1,5 @@
 #pragma once
-// Internals of the CPU reference (runtime/reference*.cpp): dense float64 arrays and the
+// Internals of the CPU reference (reference/reference*.cpp): dense float64 arrays and the
 // evaluation of each op family over them.
 #include <cstdint>
 #include <memory>
