@@ -53,6 +53,14 @@ class Translator {
   DType intDType(const kir::Type& t) { return t.dtype == DType::I32 || k_.index_bits == 32 ? DType::I32 : DType::I64; }
 
   void buffer(const kir::Buffer& buf) {
+    if (buf.place == kir::Place::SmemDyn) {  // extern: sized at launch
+      auto* arr = llvm::ArrayType::get(b_.getInt8Ty(), 0);
+      auto* gv = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false, llvm::GlobalValue::ExternalLinkage,
+                                          nullptr, buf.name, nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+      gv->setAlignment(llvm::Align(static_cast<uint64_t>(buf.align)));
+      buffers_[buf.name] = gv;
+      return;
+    }
     llvm::Type* ty = regType(b_.getContext(), buf.elem);
     auto* arr = llvm::ArrayType::get(ty, static_cast<uint64_t>(buf.count));
     auto* gv = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false, llvm::GlobalValue::InternalLinkage,
@@ -61,6 +69,50 @@ class Translator {
     gv->setAlignment(llvm::Align(static_cast<uint64_t>(buf.align)));
     LOOM_ASSERT(gv->getName() == buf.name, "kir -> LLVM: buffer `{}` became `{}`", buf.name, gv->getName().str());
     buffers_[buf.name] = gv;
+  }
+
+  llvm::Value* bytePtr(const std::string& name, llvm::Value* byte) {
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), buffers_.at(name), byte);
+  }
+
+  // for (k = 0; ; ) { body; k += 1; if !(k < count) break }, carrying values (phis); the last
+  // values yielded are the loop's results.
+  void repeat(const Stmt& s) {
+    std::vector<llvm::Value*> init;
+    for (const auto& [n, e] : s.carried) init.push_back(scalar(*e));
+    llvm::Function* fn = km_.function();
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(b_.getContext(), "loop", fn);
+    auto* exit = llvm::BasicBlock::Create(b_.getContext(), "loop_done", fn);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
+    k->addIncoming(c(0), pre);
+    env_[s.name] = {k};
+    std::vector<llvm::PHINode*> phis;
+    for (size_t i = 0; i < init.size(); ++i) {
+      phis.push_back(b_.CreatePHI(init[i]->getType(), 2));
+      phis.back()->addIncoming(init[i], pre);
+      env_[s.carried[i].first] = {phis.back()};
+    }
+    body(s.body);
+    std::vector<llvm::Value*> next;
+    for (const auto& y : s.yields) next.push_back(scalar(*y));
+    llvm::Value* kn = b_.CreateAdd(k, c(1));
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    k->addIncoming(kn, latch);
+    for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
+    llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(kn, c(s.count)), head, exit);
+    if (s.unroll > 1) {
+      llvm::LLVMContext& cx = b_.getContext();
+      llvm::MDNode* count = llvm::MDNode::get(cx, {llvm::MDString::get(cx, "llvm.loop.unroll.count"),
+                                                   llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(s.unroll)))});
+      llvm::MDNode* self = llvm::MDNode::getDistinct(cx, {nullptr, count});
+      self->replaceOperandWith(0, self);
+      back->setMetadata(llvm::LLVMContext::MD_loop, self);
+    }
+    b_.SetInsertPoint(exit);
+    for (size_t i = 0; i < next.size(); ++i) env_[s.results[i]] = {next[i]};
   }
 
   llvm::Value* slot(const std::string& name, llvm::Value* i) {
@@ -94,6 +146,14 @@ class Translator {
     switch (e.intrinsic) {
       case kir::Intrinsic::Splat: return Lanes(static_cast<size_t>(e.type.lanes), a[0][0]);
       case kir::Intrinsic::First: return {a[0][0]};
+      case kir::Intrinsic::FoldSqDiff: {
+        llvm::Value* r = a[2][0];
+        for (llvm::Value* x : a[0]) {
+          llvm::Value* d = b_.CreateFSub(x, a[1][0]);
+          r = b_.CreateFAdd(r, b_.CreateFMul(d, d));
+        }
+        return {r};
+      }
       case kir::Intrinsic::FoldSum:
       case kir::Intrinsic::FoldMax:
       case kir::Intrinsic::FoldMin: {
@@ -173,6 +233,16 @@ class Translator {
         return {emitCast(b_, x, intDType(e.args[0]->type), e.type.dtype)};
       }
       case Expr::Kind::Intrinsic: return intrinsic(e);
+      case Expr::Kind::BytesLoad: {
+        llvm::Value* byte = scalar(*e.args[0]);
+        llvm::Type* ety = memType(b_.getContext(), e.type.dtype);
+        auto* vt = llvm::FixedVectorType::get(ety, static_cast<unsigned>(e.type.lanes));
+        llvm::Value* ld = b_.CreateAlignedLoad(vt, bytePtr(e.buffer, byte), llvm::Align(static_cast<uint64_t>(e.align)));
+        Lanes lanes;
+        for (int j = 0; j < e.type.lanes; ++j)
+          lanes.push_back(fromMemory(b_, b_.CreateExtractElement(ld, static_cast<uint64_t>(j)), e.type.dtype));
+        return lanes;
+      }
       case Expr::Kind::BufLoad: {
         llvm::Value* i = scalar(*e.args[0]);
         return {b_.CreateLoad(regType(b_.getContext(), e.type.dtype), slot(e.buffer, i))};
@@ -273,8 +343,21 @@ class Translator {
         break;
       }
       case Stmt::Kind::Combine:
+      case Stmt::Kind::Welford:
         LOOM_ASSERT(false, "kir -> LLVM: combine `{}` not lowered (pass lower-combines)", s.name);
         break;
+      case Stmt::Kind::Repeat: repeat(s); break;
+      case Stmt::Kind::BytesStore: {
+        Lanes v = expr(*s.value);
+        const DType t = s.value->type.dtype;
+        llvm::Type* ety = memType(b_.getContext(), t);
+        auto* vt = llvm::FixedVectorType::get(ety, static_cast<unsigned>(v.size()));
+        llvm::Value* vec = llvm::PoisonValue::get(vt);
+        for (size_t j = 0; j < v.size(); ++j) vec = b_.CreateInsertElement(vec, toMemory(b_, v[j], t), static_cast<uint64_t>(j));
+        llvm::Value* byte = scalar(*s.offset);
+        b_.CreateAlignedStore(vec, bytePtr(s.name, byte), llvm::Align(static_cast<uint64_t>(s.align)));
+        break;
+      }
       case Stmt::Kind::Store: {
         llvm::Value* off = scalar(*s.offset);
         Lanes v = expr(*s.value);

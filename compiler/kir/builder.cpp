@@ -71,6 +71,31 @@ void Builder::ifThen(ExprP cond, const std::string& label, const std::function<v
   emit(kir::ifThen(std::move(cond), label, std::move(inner)));
 }
 
+std::string Builder::fresh(const std::string& hint) { return fmt::format("{}{}", hint, next_++); }
+
+std::vector<ExprP> Builder::repeat(const std::string& var, int64_t count, const std::vector<ExprP>& init,
+                                   const RepeatBody& body, int unroll) {
+  const std::string v = fresh(var);
+  std::vector<std::pair<std::string, ExprP>> carried;
+  std::vector<ExprP> in;
+  for (size_t i = 0; i < init.size(); ++i) {
+    carried.push_back({fmt::format("{}_in{}", v, i), init[i]});
+    in.push_back(kir::var(carried.back().first, init[i]->type));
+  }
+  stack_.emplace_back();
+  std::vector<ExprP> next = body(kir::var(v, Type::idx()), in);
+  Body inner = std::move(stack_.back());
+  stack_.pop_back();
+  std::vector<std::string> results;
+  std::vector<ExprP> out;
+  for (size_t i = 0; i < next.size(); ++i) {
+    results.push_back(fmt::format("{}_out{}", v, i));
+    out.push_back(kir::var(results.back(), next[i]->type));
+  }
+  emit(kir::repeat(v, count, std::move(carried), std::move(inner), std::move(next), std::move(results), unroll));
+  return out;
+}
+
 Body Builder::take() {
   LOOM_ASSERT(stack_.size() == 1, "kernel IR builder: {} bodies still open", stack_.size() - 1);
   Body b = std::move(stack_.back());

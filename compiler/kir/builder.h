@@ -29,6 +29,13 @@ class Builder {
 
   void emit(StmtP s) { stack_.back().push_back(std::move(s)); }
   void ifThen(ExprP cond, const std::string& label, const std::function<void()>& body);
+  // for `var` in [0, count) (at least one trip), carrying values that start at `init`; `body`
+  // gets the variable and the carried values and gives their next ones. Returns the last.
+  using RepeatBody = std::function<std::vector<ExprP>(const ExprP& var, const std::vector<ExprP>& carried)>;
+  std::vector<ExprP> repeat(const std::string& var, int64_t count, const std::vector<ExprP>& init,
+                            const RepeatBody& body, int unroll = 1);
+  // A name not used yet, from `hint`.
+  std::string fresh(const std::string& hint);
   Body take();
 
  private:

@@ -190,7 +190,8 @@ ExprP load(int param, DType t, ExprP offset, int lanes, Access a, int64_t inner_
 }
 
 ExprP select(ExprP cond, ExprP a, ExprP b) {
-  LOOM_ASSERT(cond && cond->type.isPred(), "kernel IR: a select needs a predicate");
+  LOOM_ASSERT(cond && (cond->type.isPred() || cond->type == Type::data(DType::Bool, 1)),
+              "kernel IR: a select needs a predicate");
   LOOM_ASSERT(a && b && a->type == b->type, "kernel IR: a select of {} and {}", a ? a->type.str() : "?",
               b ? b->type.str() : "?");
   Expr e{Expr::Kind::Select, a->type};
@@ -221,6 +222,15 @@ ExprP bufLoad(std::string buffer, DType elem, ExprP index) {
   Expr e{Expr::Kind::BufLoad, Type::data(elem, 1)};
   e.buffer = std::move(buffer);
   e.args = {std::move(index)};
+  return make(std::move(e));
+}
+
+ExprP bytesLoad(std::string buffer, DType t, int lanes, ExprP byte, int align) {
+  checkIndex(byte, "a byte offset");
+  Expr e{Expr::Kind::BytesLoad, Type::data(t, lanes)};
+  e.buffer = std::move(buffer);
+  e.args = {std::move(byte)};
+  e.align = align;
   return make(std::move(e));
 }
 
@@ -316,6 +326,55 @@ StmtP combine(std::string result, ExprP value, const CombineSpec& spec) {
   return std::make_shared<const Stmt>(std::move(s));
 }
 
+StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const CombineSpec& spec) {
+  LOOM_ASSERT(results.size() == 3 && stats.size() == 3, "kernel IR: Welford statistics are (count, mean, M2)");
+  for (const auto& x : stats)
+    LOOM_ASSERT(x && !x->type.index && x->type == stats[0]->type && x->type.lanes == 1,
+                "kernel IR: Welford statistics of one type and lane");
+  Stmt s{Stmt::Kind::Welford};
+  s.name = results[1];
+  s.results = std::move(results);
+  s.yields = std::move(stats);
+  s.domain = spec.domain;
+  s.threads = spec.threads;
+  s.rows = spec.rows;
+  s.thread_in_row = spec.thread_in_row;
+  s.row_in_block = spec.row_in_block;
+  s.lane = spec.lane;
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, ExprP>> carried, Body body,
+             std::vector<ExprP> yields, std::vector<std::string> results, int unroll) {
+  LOOM_ASSERT(count >= 1, "kernel IR: repeat `{}` of {} trips (at least one)", var, count);
+  LOOM_ASSERT(carried.size() == yields.size() && yields.size() == results.size(),
+              "kernel IR: repeat `{}` carries {} values, yields {}, gives {}", var, carried.size(), yields.size(),
+              results.size());
+  for (size_t i = 0; i < carried.size(); ++i)
+    LOOM_ASSERT(carried[i].second && yields[i] && carried[i].second->type == yields[i]->type,
+                "kernel IR: repeat `{}` carries `{}` of another type than it yields", var, carried[i].first);
+  Stmt s{Stmt::Kind::Repeat};
+  s.name = std::move(var);
+  s.count = count;
+  s.carried = std::move(carried);
+  s.body = std::move(body);
+  s.yields = std::move(yields);
+  s.results = std::move(results);
+  s.unroll = std::max(1, unroll);
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align) {
+  checkIndex(byte, "a byte offset");
+  LOOM_ASSERT(value && !value->type.index, "kernel IR: a store of data to shared memory");
+  Stmt s{Stmt::Kind::BytesStore};
+  s.name = std::move(buffer);
+  s.offset = std::move(byte);
+  s.value = std::move(value);
+  s.align = align;
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
 namespace {
 // Replays LLVM's naming of module symbols: taken names, and one counter for every clash.
 std::string uniqueName(std::set<std::string>& taken, int& last, const std::string& base) {
@@ -333,5 +392,6 @@ std::string bufferName(const Kernel& k, const std::string& symbol) {
   for (const auto& b : k.buffers) uniqueName(taken, last, b.symbol);
   return uniqueName(taken, last, symbol);
 }
+
 
 }  // namespace loom::kir

@@ -99,7 +99,7 @@ struct Expr;
 using ExprP = std::shared_ptr<const Expr>;
 
 struct Expr {
-  enum class Kind { Int, Var, Special, Index, Const, Math, Load, Select, Convert, Intrinsic, BufLoad };
+  enum class Kind { Int, Var, Special, Index, Const, Math, Load, Select, Convert, Intrinsic, BufLoad, BytesLoad };
   Kind kind;
   Type type;
   int64_t ivalue = 0;     // Int (of `type`: the index type, i32 or a predicate)
@@ -116,7 +116,8 @@ struct Expr {
   int align = 1;             // bytes the first lane's address is known to be a multiple of
   Cache cache = Cache::Default;
   Intrinsic intrinsic = Intrinsic::ShflXor;
-  std::string buffer;     // BufLoad: element args[0] of this buffer
+  std::string buffer;     // BufLoad: element args[0] of this buffer; BytesLoad: `type.lanes`
+                          // elements from byte args[0] of this (dynamic) buffer, `align` aligned
 };
 
 // Checking factories (an internal error on a malformed node).
@@ -142,13 +143,15 @@ ExprP convert(ExprP x, Type to);
 ExprP intrinsic(Intrinsic i, Type result, std::vector<ExprP> args);
 // Element `index` of a buffer of `elem`.
 ExprP bufLoad(std::string buffer, DType elem, ExprP index);
+// `lanes` elements of `t` at byte `byte` of a dynamic shared-memory buffer, as one access.
+ExprP bytesLoad(std::string buffer, DType t, int lanes, ExprP byte, int align);
 
 struct Stmt;
 using StmtP = std::shared_ptr<const Stmt>;
 using Body = std::vector<StmtP>;
 
 struct Stmt {
-  enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine };
+  enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine, Repeat, BytesStore, Welford };
   Kind kind;
   std::string name;  // Let: the name bound; Loop: its variable
   ExprP value;       // Let; Store: what is written
@@ -178,6 +181,16 @@ struct Stmt {
   std::string domain;
   int threads = 1, rows = 1;
   std::string thread_in_row, row_in_block, lane;
+  // Repeat: for (name = 0; ; ) { body; name += 1; if !(name < count) break } (at least one
+  // trip), `carried` values (name, start) bound inside the body, `yields` their next values,
+  // `results` their last values after the loop; `unroll` asks LLVM to unroll by that count.
+  // Welford: `results` (count, mean, M2) = Chan's merge of every thread's `yields` (count,
+  // mean, M2) over the row's threads, as Combine.
+  int64_t count = 0;
+  std::vector<std::pair<std::string, ExprP>> carried;
+  std::vector<ExprP> yields;
+  std::vector<std::string> results;
+  // BytesStore: `value` (all lanes, one access) to byte `offset` of dynamic buffer `name`.
 };
 
 StmtP let(std::string name, ExprP value);
@@ -194,6 +207,10 @@ struct CombineSpec {
   std::string thread_in_row, row_in_block, lane;  // the thread's place (see Stmt)
 };
 StmtP combine(std::string result, ExprP value, const CombineSpec& spec);
+StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const CombineSpec& spec);
+StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, ExprP>> carried, Body body,
+             std::vector<ExprP> yields, std::vector<std::string> results, int unroll);
+StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align);
 
 // A buffer of `count` elements of `elem` in `place`; `name` is its symbol in the kernel.
 struct Buffer {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compiler/kir/builder.h"
+#include "compiler/kir/welford.h"
 
 namespace loom::kir {
 
@@ -33,7 +34,16 @@ class Lowering {
           for (auto& x : b.take()) out.push_back(std::move(x));
           break;
         }
+        case Stmt::Kind::Welford: {
+          Builder b(s->name + "_");
+          expandWelford(*s, b);
+          for (auto& x : b.take()) out.push_back(std::move(x));
+          break;
+        }
         case Stmt::Kind::If: out.push_back(ifThen(s->cond, s->name, body(s->body))); break;
+        case Stmt::Kind::Repeat:
+          out.push_back(repeat(s->name, s->count, s->carried, body(s->body), s->yields, s->results, s->unroll));
+          break;
         case Stmt::Kind::Loop:
           out.push_back(loop(s->name, s->init, s->cond, s->step, s->mapping, body(s->body), s->unroll, s->exit));
           break;
@@ -71,6 +81,67 @@ class Lowering {
       v = total;
     }
     b.bindAs(s.name, v);
+  }
+
+  Stats shuffled(Builder& b, const Stats& st, int off) {
+    auto shfl = [&](const ExprP& v) { return b.bind(intrinsic(Intrinsic::ShflXor, v->type, {v, i32Const(off)})); };
+    ExprP n = shfl(st.n);
+    ExprP mean = shfl(st.mean);
+    ExprP m2 = shfl(st.m2);
+    return {n, mean, m2};
+  }
+
+  // The row's statistics: a butterfly of Chan's merges within each warp; for rows of several
+  // warps, each warp's statistics in shared memory, merged by the row's first warp in a
+  // butterfly, whose lane 0's result every thread of the row reads back.
+  void expandWelford(const Stmt& s, Builder& b) {
+    const DType acc = s.yields[0]->type.dtype;
+    const int T = s.threads;
+    const ExprP zero = dataConst(acc, 0, 1);
+    Stats st{s.yields[0], s.yields[1], s.yields[2]};
+    for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) st = chanMerge(b, acc, st, shuffled(b, st, off));
+    if (T > 32) {
+      const int wpr = T / 32;
+      const ExprP t_in_row = var(s.thread_in_row, Type::idx());
+      const ExprP row_in_block = var(s.row_in_block, Type::i32());
+      const std::string wbuf = bufferName(k_, "welford_smem");
+      k_.buffers.push_back({wbuf, "welford_smem", Place::Smem, acc, int64_t{3} * wpr * s.rows, 8});
+      ExprP warp = b.udiv(b.convert(t_in_row, Type::i32()), i32Const(32));
+      ExprP base = b.mul(row_in_block, i32Const(3 * wpr));
+      auto slot = [&](const ExprP& w, int field) { return b.add(base, b.add(b.mul(w, i32Const(3)), i32Const(field))); };
+      b.ifThen(b.op(IndexOp::Eq, var(s.lane, Type::i32()), i32Const(0)), "wpublish", [&] {
+        b.emit(bufStore(wbuf, slot(warp, 0), st.n));
+        b.emit(bufStore(wbuf, slot(warp, 1), st.mean));
+        b.emit(bufStore(wbuf, slot(warp, 2), st.m2));
+      });
+      b.emit(barrier(Barrier::Block));
+      const std::string rbuf = bufferName(k_, "row_result");
+      k_.buffers.push_back({rbuf, "row_result", Place::Smem, acc, int64_t{3} * s.rows, 8});
+      auto rslot = [&](int i) { return b.add(b.mul(row_in_block, i32Const(3)), i32Const(i)); };
+      b.ifThen(b.op(IndexOp::Ult, t_in_row, intConst(32)), "first_warp", [&] {
+        ExprP w = b.convert(t_in_row, Type::i32());
+        ExprP ok = b.op(IndexOp::Ult, w, i32Const(wpr));
+        ExprP wc = b.select(ok, w, i32Const(0));
+        ExprP n = b.select(ok, b.bind(bufLoad(wbuf, acc, slot(wc, 0))), zero);
+        ExprP mean = b.select(ok, b.bind(bufLoad(wbuf, acc, slot(wc, 1))), zero);
+        ExprP m2 = b.select(ok, b.bind(bufLoad(wbuf, acc, slot(wc, 2))), zero);
+        Stats m{n, mean, m2};
+        for (int off = std::min(wpr, 32) / 2; off >= 1; off /= 2) m = chanMerge(b, acc, m, shuffled(b, m, off));
+        b.ifThen(b.op(IndexOp::Eq, t_in_row, intConst(0)), "first_lane", [&] {
+          b.emit(bufStore(rbuf, rslot(0), m.n));
+          b.emit(bufStore(rbuf, rslot(1), m.mean));
+          b.emit(bufStore(rbuf, rslot(2), m.m2));
+        });
+      });
+      b.emit(barrier(Barrier::Block));
+      ExprP n = b.bind(bufLoad(rbuf, acc, rslot(0)));
+      ExprP mean = b.bind(bufLoad(rbuf, acc, rslot(1)));
+      ExprP m2 = b.bind(bufLoad(rbuf, acc, rslot(2)));
+      st = {n, mean, m2};
+    }
+    b.bindAs(s.results[0], st.n);
+    b.bindAs(s.results[1], st.mean);
+    b.bindAs(s.results[2], st.m2);
   }
 
   Kernel& k_;

@@ -63,6 +63,32 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
                          s.threads, s.rows, how);
       break;
     }
+    case Stmt::Kind::Repeat: {
+      std::vector<std::string> carry, yields;
+      for (const auto& [n, e] : s.carried) carry.push_back(fmt::format("{} = {}", n, printExpr(k, *e)));
+      for (const auto& e : s.yields) yields.push_back(printExpr(k, *e));
+      out += fmt::format("{}for {} in [0, {}){}{}:\n", pad, s.name, s.count,
+                         carry.empty() ? "" : fmt::format(" carrying ({})", fmt::join(carry, ", ")),
+                         s.unroll > 1 ? fmt::format("  [unroll {}]", s.unroll) : "");
+      printBody(k, s.body, depth + 1, out);
+      if (!yields.empty())
+        out += fmt::format("{}  next ({})\n{}after: ({}) = last ({})\n", pad, fmt::join(yields, ", "), pad,
+                           fmt::join(s.results, ", "), fmt::join(yields, ", "));
+      break;
+    }
+    case Stmt::Kind::BytesStore:
+      out += fmt::format("{}{}[byte {}] = {}  (align {})\n", pad, s.name, printExpr(k, *s.offset),
+                         printExpr(k, *s.value), s.align);
+      break;
+    case Stmt::Kind::Welford: {
+      std::vector<std::string> v;
+      for (const auto& e : s.yields) v.push_back(printExpr(k, *e));
+      out += fmt::format("{}let ({}) = welford({}) over {}: {} threads a row ({} a block), Chan's merge {}\n", pad,
+                         fmt::join(s.results, ", "), fmt::join(v, ", "), s.domain, s.threads, s.rows,
+                         s.threads <= 32 ? "in a butterfly over the warp's lanes"
+                                         : "in a butterfly over each warp's lanes, then the row's first warp over its warps");
+      break;
+    }
     case Stmt::Kind::Store: {
       const Type& t = s.value->type;
       out += fmt::format("{}store{}{} {}[{}] = {}\n", pad, memSuffix(s.access, t.lanes, Cache::Default),
@@ -111,6 +137,8 @@ std::string printExpr(const Kernel& k, const Expr& e) {
       return fmt::format("{}({})", intrinsicName(e.intrinsic), fmt::join(a, ", "));
     }
     case Expr::Kind::BufLoad: return fmt::format("{}[{}]", e.buffer, printExpr(k, *e.args[0]));
+    case Expr::Kind::BytesLoad:
+      return fmt::format("{}[byte {}]  (align {})", e.buffer, printExpr(k, *e.args[0]), e.align);
     case Expr::Kind::Load:
       return fmt::format("load{}{} {}[{}]", memSuffix(e.access, e.type.lanes, e.cache),
                          e.access == Access::Gather && e.type.lanes > 1 ? fmt::format(" (stride {})", e.inner_stride) : "",
@@ -127,7 +155,8 @@ std::string printKernel(const Kernel& k) {
   out += fmt::format("  launch grid {}, block {}{}\n", k.launch.grid, k.launch.block,
                      k.min_blocks_per_sm ? fmt::format(", at least {} blocks an SM", k.min_blocks_per_sm) : "");
   for (const auto& b : k.buffers)
-    out += fmt::format("  {} {}: {}[{}]\n", placeName(b.place), b.name, dtypeName(b.elem), b.count);
+    out += b.place == Place::SmemDyn ? fmt::format("  {} {}: {} bytes\n", placeName(b.place), b.name, b.count)
+                                     : fmt::format("  {} {}: {}[{}]\n", placeName(b.place), b.name, dtypeName(b.elem), b.count);
   printBody(k, k.body, 1, out);
   return out;
 }

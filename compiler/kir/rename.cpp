@@ -26,6 +26,7 @@ ExprP rename(const ExprP& e, const Renames& r) {
     case Expr::Kind::Convert: return convert(args[0], e->type);
     case Expr::Kind::Intrinsic: return intrinsic(e->intrinsic, e->type, std::move(args));
     case Expr::Kind::BufLoad: return bufLoad(e->buffer, e->type.dtype, args[0]);
+    case Expr::Kind::BytesLoad: return bytesLoad(e->buffer, e->type.dtype, e->type.lanes, args[0], e->align);
     default: LOOM_ASSERT(false, "kernel IR: operands on a leaf expression");
   }
   return e;
@@ -36,6 +37,13 @@ void collect(const Body& body, std::set<std::string>& out) {
   for (const auto& s : body) {
     if (s->kind == Stmt::Kind::Let || s->kind == Stmt::Kind::Combine) out.insert(s->name);
     if (s->kind == Stmt::Kind::If) collect(s->body, out);
+    if (s->kind == Stmt::Kind::Repeat) {
+      out.insert(s->name);
+      for (const auto& [n, e] : s->carried) out.insert(n);
+      collect(s->body, out);
+    }
+    if (s->kind == Stmt::Kind::Repeat || s->kind == Stmt::Kind::Welford)
+      for (const auto& n : s->results) out.insert(n);
     if (s->kind == Stmt::Kind::Loop) {
       out.insert(s->name);
       if (!s->exit.empty()) out.insert(s->exit);
@@ -65,6 +73,26 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
     }
     case Stmt::Kind::Barrier: return barrier(s.barrier);
     case Stmt::Kind::BufStore: return bufStore(s.name, rename(s.offset, r), rename(s.value, r));
+    case Stmt::Kind::Repeat: {
+      Body b;
+      for (const auto& x : s.body) b.push_back(renameStmt(*x, r));
+      std::vector<std::pair<std::string, ExprP>> carried;
+      for (const auto& [n, e] : s.carried) carried.push_back({nm(n), rename(e, r)});
+      std::vector<ExprP> yields;
+      for (const auto& e : s.yields) yields.push_back(rename(e, r));
+      std::vector<std::string> results;
+      for (const auto& n : s.results) results.push_back(nm(n));
+      return repeat(nm(s.name), s.count, std::move(carried), std::move(b), std::move(yields), std::move(results), s.unroll);
+    }
+    case Stmt::Kind::BytesStore: return bytesStore(s.name, rename(s.offset, r), rename(s.value, r), s.align);
+    case Stmt::Kind::Welford: {
+      std::vector<ExprP> stats;
+      for (const auto& e : s.yields) stats.push_back(rename(e, r));
+      std::vector<std::string> results;
+      for (const auto& n : s.results) results.push_back(nm(n));
+      return welford(std::move(results), std::move(stats),
+                     {Combine::Sum, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane)});
+    }
     case Stmt::Kind::Combine:
       return combine(nm(s.name), rename(s.value, r),
                      {s.combine, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane)});

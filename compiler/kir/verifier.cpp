@@ -124,6 +124,7 @@ class Verifier {
         for (const auto& a : e.args) expr(*a);
         return {};
       case Expr::Kind::BufLoad: bufAccess(e.buffer, *e.args[0], false, e.type.dtype); return {};
+      case Expr::Kind::BytesLoad: bytesAccess(e.buffer, *e.args[0], false, e.type); return {};
       case Expr::Kind::Var: {
         auto it = types_.find(e.name);
         if (it == types_.end()) {
@@ -224,6 +225,24 @@ class Verifier {
     }
   }
 
+  // Bytes of a dynamic buffer. Each thread reads back the slots it wrote itself, or slots
+  // others wrote before a barrier (the schedule's claim): only the order is checked.
+  void bytesAccess(const std::string& name, const Expr& byte, bool write, const Type& t) {
+    Range r = expr(byte);
+    auto it = std::find_if(k_.buffers.begin(), k_.buffers.end(), [&](const Buffer& b) { return b.name == name; });
+    if (it == k_.buffers.end() || it->place != Place::SmemDyn) {
+      problem(fmt::format("`{}` is not a dynamic shared-memory buffer", name));
+      return;
+    }
+    const int64_t bytes = int64_t{t.lanes} * dtypeBytes(t.dtype);
+    if (r.lo < 0 || r.hi == kInf || sat(__int128{r.hi} + bytes) > it->count)
+      problem(fmt::format("`{}`[byte {}] may reach bytes [{}, {}], outside [0, {})", name, printExpr(k_, byte), r.lo,
+                          r.hi == kInf ? "inf" : fmt::format("{}", r.hi + bytes - 1), it->count));
+    BufState& st = buf_[name];
+    if (write) st.written = true;
+    else if (!st.written) problem(fmt::format("buffer `{}` is read before anything is written to it", name));
+  }
+
   void scoped(const Body& b) {
     const size_t outer = scope_.size();
     body(b);
@@ -246,6 +265,36 @@ class Verifier {
       case Stmt::Kind::BufStore:
         expr(*s.value);
         bufAccess(s.name, *s.offset, true, s.value->type.dtype);
+        break;
+      case Stmt::Kind::BytesStore:
+        expr(*s.value);
+        bytesAccess(s.name, *s.offset, true, s.value->type);
+        break;
+      case Stmt::Kind::Repeat: {
+        std::vector<Type> inits;
+        for (const auto& [n, e] : s.carried) {
+          expr(*e);
+          inits.push_back(e->type);
+        }
+        const size_t outer = scope_.size();
+        bind(s.name, Type::idx(), {0, s.count - 1});
+        for (size_t i = 0; i < s.carried.size(); ++i) bind(s.carried[i].first, inits[i], {-kInf, kInf});
+        body(s.body);
+        std::vector<Range> last;
+        for (const auto& y : s.yields) last.push_back(expr(*y));
+        for (size_t i = outer; i < scope_.size(); ++i) types_.erase(scope_[i]);
+        scope_.resize(outer);
+        for (size_t i = 0; i < s.results.size(); ++i) bind(s.results[i], s.yields[i]->type, last[i]);
+        break;
+      }
+      case Stmt::Kind::Welford:
+        for (const auto* n : {&s.thread_in_row, &s.row_in_block, &s.lane}) {
+          const Type want = n == &s.thread_in_row ? Type::idx() : Type::i32();
+          if (s.threads > 1 && !(types_.count(*n) && types_[*n] == want))
+            problem(fmt::format("welford `{}`: `{}` is not a bound {}", s.name, *n, want.str()));
+        }
+        for (const auto& y : s.yields) expr(*y);
+        for (const auto& r : s.results) bind(r, s.yields[0]->type, {});
         break;
       case Stmt::Kind::Combine:
         for (const auto* n : {&s.thread_in_row, &s.row_in_block, &s.lane}) {

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "compiler/kir/builder.h"
+#include "compiler/kir/welford.h"
 #include "ir/error.h"
 
 namespace loom::schedule {
@@ -34,8 +36,12 @@ ExprP c(int64_t v) { return kir::intConst(v); }
 struct Chunk {
   std::vector<ExprP> idx;  // outer coords ++ reduced coords (innermost * vec)
   ExprP valid;             // a predicate
+  ExprP slot;              // its place in the row's copy in shared memory
+  bool global = false;     // read from global memory even where the row is on chip
   std::map<const ENode*, ExprP> memo;
 };
+
+using StepFn = std::function<std::vector<ExprP>(Chunk&, const std::vector<ExprP>&)>;
 
 class NormLowering {
  public:
@@ -50,6 +56,30 @@ class NormLowering {
     ExprP block = b_.bindAs("block", kir::convert(b_.bind(kir::special(kir::Special::CtaidX)), Type::idx()));
     vt_ = t_in_row_;
     row_chunks_ = k_.rowElems() / k_.vec;
+    registers_ = k_.registers && k_.chunks * k_.vec <= 128;
+    // Every chunk unrolled (all loads up front) only while the row stays in registers; rows
+    // held in shared memory loop, unrolled by 4, or wholly (up to 8 chunks) where two loads or
+    // more stream from global memory per element each pass.
+    unrolled_ = registers_;
+    chunk_unroll_ = 1;
+    if (!k_.smem_leaves.empty()) {
+      chunk_unroll_ = 4;
+      int streamed = 0;
+      for (const auto& [leaf, access] : k_.load_access)
+        streamed += access == kir::Access::Vector &&
+                    std::find(k_.smem_leaves.begin(), k_.smem_leaves.end(), leaf) == k_.smem_leaves.end();
+      if (streamed >= 2 && k_.chunks <= 8) chunk_unroll_ = k_.chunks;
+    }
+    if (const char* u = std::getenv("LOOM_TUNE_CHUNK_UNROLL")) chunk_unroll_ = std::max(1, std::atoi(u));
+    if (k_.smem_bytes > 0) {
+      out_.buffers.push_back({"loom_row_smem", "loom_row_smem", kir::Place::SmemDyn, DType::F32, k_.smem_bytes, 16});
+      int64_t off = 0;
+      for (const auto& l : k_.smem_leaves) {
+        smem_offset_[l] = off;
+        const int64_t bytes = k_.rowElems() * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
+        off += (bytes + 15) / 16 * 16;
+      }
+    }
     std::vector<lower::EPtr> roots;
     for (const auto& st : k_.stores) roots.push_back(st.value);
     lower::visitPostOrder(roots, [&](const ENode& n) {
@@ -65,7 +95,8 @@ class NormLowering {
     row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, c(k_.rows())));
     row = b_.bindAs("row", kir::select(row_valid_, row, c(k_.rows() - 1)));
     outer_idx_ = unravel(row, k_.outer_shape, 1);
-    for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkOf(c(i)));
+    if (unrolled_)
+      for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkOf(c(i)));
     for (const ENode* r : reductions_) reduce(*r);
     storeAll();
   }
@@ -88,6 +119,7 @@ class NormLowering {
     ExprP ci = b_.add(vt_, b_.mul(k, c(int64_t{k_.threads_per_row} * k_.split)));
     ch.valid = b_.op(kir::IndexOp::Ult, ci, c(row_chunks_));
     ci = b_.select(ch.valid, ci, c(row_chunks_ - 1));
+    ch.slot = ci;
     ch.idx = outer_idx_;
     auto red = unravel(ci, k_.red_shape, k_.vec);
     ch.idx.insert(ch.idx.end(), red.begin(), red.end());
@@ -98,6 +130,8 @@ class NormLowering {
   Chunk rowChunk() {
     Chunk ch;
     ch.valid = kir::predConst(true);
+    ch.slot = c(0);
+    ch.global = true;
     ch.idx = outer_idx_;
     for (size_t i = 0; i < k_.red_shape.size(); ++i) ch.idx.push_back(c(0));
     return ch;
@@ -131,10 +165,7 @@ class NormLowering {
     const int v = k_.vec;
     ExprP out;
     switch (n.kind) {
-      case ENode::Kind::Load:
-        out = b_.bind(kir::load(n.leaf.input, n.dtype, offset(n.leaf.offset, n.leaf.strides, ch.idx), v,
-                                k_.load_access.at(n.leaf), n.leaf.strides.back(), cache()), "x");
-        break;
+      case ENode::Kind::Load: out = load(n.leaf, n.dtype, ch); break;
       case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, v); break;
       case ENode::Kind::Reduce: out = reduced_.at(&n); break;
       case ENode::Kind::Op: {
@@ -151,6 +182,50 @@ class NormLowering {
       }
     }
     return ch.memo[&n] = out;
+  }
+
+  ExprP loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
+    return b_.bind(kir::load(l.input, t, offset(l.offset, l.strides, ch.idx), k_.vec, k_.load_access.at(l),
+                             l.strides.back(), cache()), "x");
+  }
+
+  // Byte of the chunk's piece of `l`'s copy of the row in shared memory (rows one after
+  // another in the block).
+  ExprP smemByte(const Leaf& l, DType t, const Chunk& ch) {
+    const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
+    ExprP byte = kir::add(c(smem_offset_.at(l)), kir::mul(ch.slot, c(piece)));
+    if (k_.rows_per_block > 1)
+      byte = kir::add(byte, kir::mul(kir::convert(row_in_block_, Type::idx()),
+                                     c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
+    return byte;
+  }
+
+  // A held load: the first pass reads global memory and keeps what it read in shared memory
+  // (each thread its own chunks), later passes read it back from there.
+  ExprP load(const Leaf& l, DType t, const Chunk& ch) {
+    if (!smem_offset_.count(l) || ch.global) return loadGlobal(l, t, ch);
+    const int align = std::min(16, k_.vec * dtypeBytes(t));
+    if (filled_.count(l)) return b_.bind(kir::bytesLoad("loom_row_smem", t, k_.vec, smemByte(l, t, ch), align), "s");
+    ExprP v = loadGlobal(l, t, ch);
+    b_.emit(kir::bytesStore("loom_row_smem", smemByte(l, t, ch), v, align));
+    pass_loaded_.insert(l);
+    return v;
+  }
+
+  // One pass over the thread's chunks: unrolled over the chunks held in registers, else a loop
+  // that derives each chunk afresh. `step` folds a chunk into the carried values.
+  std::vector<ExprP> forEachChunk(std::vector<ExprP> carried, const StepFn& step) {
+    if (unrolled_) {
+      for (auto& ch : chunks_) carried = step(ch, carried);
+    } else {
+      carried = b_.repeat("k", k_.chunks, carried, [&](const ExprP& k, const std::vector<ExprP>& in) {
+        Chunk ch = chunkOf(k);
+        return step(ch, in);
+      }, chunk_unroll_);
+    }
+    filled_.insert(pass_loaded_.begin(), pass_loaded_.end());
+    pass_loaded_.clear();
+    return carried;
   }
 
   // A chunk's lanes of the reduced operand, in the accumulator's dtype.
@@ -175,13 +250,12 @@ class NormLowering {
   ExprP rowReduce(kir::Combine cb, DType acc, const std::function<ExprP(Chunk&)>& f) {
     const auto fold = cb == kir::Combine::Sum ? kir::Intrinsic::FoldSum
                       : cb == kir::Combine::Max ? kir::Intrinsic::FoldMax : kir::Intrinsic::FoldMin;
-    ExprP partial = identity(cb, acc);
-    for (auto& ch : chunks_) {
+    ExprP partial = forEachChunk({identity(cb, acc)}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
       ExprP vals = f(ch);
       ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {vals, identity(cb, acc)}));
       ExprP part = b_.select(ch.valid, local, identity(cb, acc));
-      partial = b_.math(opOf(cb), acc, {partial, part});
-    }
+      return std::vector<ExprP>{b_.math(opOf(cb), acc, {carried[0], part})};
+    })[0];
     const std::string name = fmt::format("row_{}{}", kir::combineName(cb), next_combine_++);
     b_.emit(kir::combine(name, partial, {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",
                                          "row_in_block", "lane"}));
@@ -200,6 +274,7 @@ class NormLowering {
     return b_.bindAs(fmt::format("mean{}", next_mean_++), kir::math(ir::OpKind::Add, acc, {x0, q}));
   }
 
+  std::pair<ExprP, ExprP> welford(const ENode& x, DType acc);
   void reduce(const ENode& r);
   void storeAll();
   void storeChunk(const NormKernel::Store& s, const ExprP& value, const Chunk& ch, const ExprP& pred);
@@ -209,6 +284,10 @@ class NormLowering {
   kir::Kernel& out_;
   kir::Builder b_;
   ExprP t_in_row_, row_in_block_, lane_, vt_, row_valid_;
+  bool registers_ = true, unrolled_ = true;
+  int chunk_unroll_ = 1;
+  std::map<Leaf, int64_t> smem_offset_;
+  std::set<Leaf> filled_, pass_loaded_;
   std::vector<ExprP> outer_idx_;
   int64_t row_chunks_ = 0;
   std::vector<Chunk> chunks_;
@@ -217,6 +296,29 @@ class NormLowering {
   std::map<std::pair<const ENode*, double>, std::pair<ExprP, ExprP>> stats_;
   int next_combine_ = 0, next_mean_ = 0;
 };
+
+// The row's (mean, M2) in one reduction: each chunk's exact two-pass statistics over its lanes
+// merged into the thread's (Chan), then the row's threads merged.
+std::pair<ExprP, ExprP> NormLowering::welford(const ENode& x, DType acc) {
+  const ExprP zero = kir::dataConst(acc, 0, 1);
+  auto folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
+    ExprP v = values(x, acc, ch);
+    ExprP s = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSum, Type::data(acc, 1), {v, zero}));
+    ExprP cnt = kir::dataConst(acc, k_.vec, 1);
+    ExprP mean = b_.math(ir::OpKind::Div, acc, {s, cnt});
+    ExprP m2 = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSqDiff, Type::data(acc, 1), {v, mean, zero}));
+    ExprP n = b_.select(ch.valid, cnt, zero);
+    ExprP mn = b_.select(ch.valid, mean, zero);
+    ExprP m2v = b_.select(ch.valid, m2, zero);
+    kir::Stats next = kir::chanMerge(b_, acc, {carried[0], carried[1], carried[2]}, {n, mn, m2v});
+    return std::vector<ExprP>{next.n, next.mean, next.m2};
+  });
+  const std::string id = std::to_string(next_combine_++);
+  std::vector<std::string> names = {"row_n" + id, "row_mean" + id, "row_m2" + id};
+  b_.emit(kir::welford(names, folded, {kir::Combine::Sum, k_.red_atoms, k_.threads_per_row, k_.rows_per_block,
+                                       "t_in_row", "row_in_block", "lane"}));
+  return {kir::var(names[1], Type::data(acc, 1)), kir::var(names[2], Type::data(acc, 1))};
+}
 
 void NormLowering::reduce(const ENode& r) {
   if (reduced_.count(&r)) return;
@@ -234,6 +336,12 @@ void NormLowering::reduce(const ENode& r) {
       // Two passes over the row in registers: the mean, then squared deviations from it.
       auto key = std::make_pair(&x, r.correction);
       auto it = stats_.find(key);
+      if (it == stats_.end() && !registers_) {
+        // Streaming rows: one Welford pass instead of two reads for the statistics.
+        auto [mean, m2] = welford(x, acc);
+        ExprP var = b_.math(ir::OpKind::Div, acc, {m2, kir::dataConst(acc, n - r.correction, 1)});
+        it = stats_.emplace(key, std::make_pair(var, mean)).first;
+      }
       if (it == stats_.end()) {
         ExprP mean = shiftedMean(x, acc, n);
         ExprP m2 = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
@@ -266,20 +374,21 @@ void NormLowering::storeAll() {
     ExprP first = b_.op(kir::IndexOp::Eq, vt_, c(0));
     storeChunk(s, one, row, b_.op(kir::IndexOp::And, row_valid_, first));
   }
-  for (auto& ch : chunks_)
+  forEachChunk({}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
     for (const auto& s : k_.stores) {
       if (s.row_only) continue;
       ExprP v = eval(*s.value, ch);
       if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, k_.vec), {v}));
       storeChunk(s, v, ch, b_.op(kir::IndexOp::And, row_valid_, ch.valid));
     }
+    return carried;
+  });
 }
 
 }  // namespace
 
 std::string normKirGap(const NormKernel& k) {
-  if (!k.registers || k.chunks * k.vec > 128) return "rows not held in registers";
-  if (k.async_fill || !k.smem_leaves.empty() || k.smem_bytes > 0) return "rows in shared memory";
+  if (k.async_fill) return "rows copied to shared memory by cp.async";
   if (k.cluster > 1 || k.split > 1 || k.grid_sync) return "rows split over blocks";
   if (k.rowTier()) return "vectors of rows";
   return "";

@@ -1,0 +1,20 @@
+#include "compiler/kir/welford.h"
+
+namespace loom::kir {
+
+Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y) {
+  using ir::OpKind;
+  ExprP n = b.math(OpKind::Add, acc, {x.n, y.n});
+  ExprP pos = b.math(OpKind::Gt, DType::Bool, {n, dataConst(acc, 0, 1)});
+  ExprP safe = b.select(pos, n, dataConst(acc, 1, 1));
+  ExprP delta = b.math(OpKind::Sub, acc, {y.mean, x.mean});
+  ExprP fb = acc == DType::F32 ? b.bind(intrinsic(Intrinsic::DivApprox, Type::data(acc, 1), {y.n, safe}))
+                               : b.math(OpKind::Div, acc, {y.n, safe});
+  ExprP mean = b.math(OpKind::Add, acc, {x.mean, b.math(OpKind::Mul, acc, {delta, fb})});
+  // (x.m2 + y.m2) + delta^2 * x.n * fb, the product first.
+  ExprP prod = b.math(OpKind::Mul, acc, {b.math(OpKind::Mul, acc, {b.math(OpKind::Mul, acc, {delta, delta}), x.n}), fb});
+  ExprP m2 = b.math(OpKind::Add, acc, {b.math(OpKind::Add, acc, {x.m2, y.m2}), prod});
+  return {n, mean, m2};
+}
+
+}  // namespace loom::kir
