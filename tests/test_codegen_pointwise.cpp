@@ -20,7 +20,7 @@ std::string ptxOf(const ir::Fusion& f, const Bindings& sizes, int sm,
 }
 
 void requirePtxas(const std::string& ptx, int sm) {
-  std::string err = codegen::ptxasCheck(ptx, sm);
+  std::string err = loom::test::ptxasErrors(ptx, sm);
   INFO(err);
   REQUIRE(err.empty());
 }
