@@ -10,6 +10,8 @@
 #include "compiler/codegen/llvm_norm.h"
 #include "compiler/codegen/llvm_pointwise.h"
 #include "compiler/codegen/ptx_backend.h"
+#include "compiler/schedule/normalization.h"
+#include "compiler/schedule/pointwise.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "loom_build_id.h"  // generated: a hash of the sources
@@ -37,7 +39,7 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
                        const CompileOptions& opts) {
   std::string key = ir::printFusion(f);
   for (const auto& d : inputs) key += d.str() + "\n";
-  key += fmt::format("sm_{} sms {}\n", opts.sm, opts.sm_count);
+  key += fmt::format("sm_{} sms {}\n", opts.device.sm, opts.device.sm_count);
   // The compiler that wrote it: kernels from another build of loom are never reused.
   key += fmt::format("loom build {}\n", LOOM_BUILD_ID);
   // The schedulers' tuning overrides change the code: part of the key.
@@ -52,13 +54,12 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
   if (wanted(stages, DumpStage::IR)) record(stages, DumpStage::IR, f.name(), ir::printFusion(f));
   if (wanted(stages, DumpStage::Domains))
     record(stages, DumpStage::Domains, f.name(), analysis::DomainAnalysis(f).str(f));
-  schedule::DeviceInfo dev{opts.sm, opts.sm_count};
   std::string why_pw, why_norm;
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m;
   CompiledKernel out;
   std::string kernel_name = "loom_" + f.name();
-  if (auto k = schedule::schedulePointwise(f, sizes, inputs, dev, &why_pw)) {
+  if (auto k = schedule::schedulePointwise(f, sizes, inputs, opts, &why_pw)) {
     k->name = kernel_name;
     if (wanted(stages, DumpStage::Schedule))
       record(stages, DumpStage::Schedule, f.name(),
@@ -71,7 +72,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
     out.grid = static_cast<unsigned>(k->grid);
     out.outputs = k->outputs;
     out.output_alias = k->output_alias;
-  } else if (auto k = schedule::scheduleNormalization(f, sizes, inputs, dev, &why_norm)) {
+  } else if (auto k = schedule::scheduleNormalization(f, sizes, inputs, opts, &why_norm)) {
     k->name = kernel_name;
     if (wanted(stages, DumpStage::Schedule))
       record(stages, DumpStage::Schedule, f.name(),
@@ -98,7 +99,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
     record(stages, DumpStage::LLVM, f.name(), os.str());
   }
   out.name = kernel_name;
-  out.ptx = codegen::compileToPtx(std::move(m), ctx, codegen::PtxOptions{opts.sm, 2}, &out.llvm_ptx_ms);
+  out.ptx = codegen::compileToPtx(std::move(m), ctx, codegen::PtxOptions{opts.device.sm, 2}, &out.llvm_ptx_ms);
   if (wanted(stages, DumpStage::PTX)) record(stages, DumpStage::PTX, f.name(), out.ptx);
   return out;
 }

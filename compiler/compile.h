@@ -8,17 +8,12 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/schedule/pointwise.h"
+#include "compiler/compile_options.h"
 #include "compiler/tensor_desc.h"
 #include "ir/dump.h"
 #include "ir/fusion.h"
 
 namespace loom {
-
-struct CompileOptions {
-  int sm = 90;          // PTX target
-  int sm_count = 132;   // multiprocessors, for grid sizing
-};
 
 struct CompiledKernel {
   std::string name;

@@ -63,9 +63,9 @@ static runtime::LaunchConfig launchConfig(const CompiledKernel& k) {
   return cfg;
 }
 
-CompileOptions currentDeviceOptions() {
+DeviceInfo currentDevice() {
   auto& d = runtime::Device::get();
-  return CompileOptions{codegen::ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
+  return DeviceInfo{codegen::ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
 }
 
 Executor::Executor(const ir::Fusion& fusion) : f_(fusion) {
@@ -89,7 +89,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     shapes.push_back(t.shape());
   }
   Bindings bound = bindShapes(f_, dtypes, shapes, sizes);
-  CompileOptions opts = currentDeviceOptions();
+  const CompileOptions opts{currentDevice()};
   CompileStats st;
   st.source = CompileStats::Source::MemoryCache;
   // Each kernel: the process-wide memory cache, then the disk cache, then a compile.

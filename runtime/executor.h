@@ -57,7 +57,7 @@ class Executor {
   CompileStats stats_;
 };
 
-// The options (sm, SM count) for the current GPU; throws loom::Error with no GPU.
-CompileOptions currentDeviceOptions();
+// The current GPU (its PTX target and SM count); throws loom::Error with no GPU.
+DeviceInfo currentDevice();
 
 }  // namespace loom

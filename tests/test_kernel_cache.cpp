@@ -120,7 +120,7 @@ TEST_CASE("the disk cache stores atomically and drops a corrupt file", "[cache]"
 TEST_CASE("the cache key names the compiler build, so a rebuilt loom never reuses old kernels", "[cache]") {
   auto f = findExample("add")->buildDefault();
   const std::vector<TensorDesc> in = loom::test::descsFor(*f, findExample("add")->default_sizes);
-  const std::string key = compileKey(*f, in, CompileOptions{90, 132});
+  const std::string key = compileKey(*f, in, CompileOptions{{90, 132}});
   const auto at = key.find("loom build ");
   REQUIRE(at != std::string::npos);
   const std::string id = key.substr(at + 11, key.find('\n', at) - at - 11);
@@ -153,12 +153,12 @@ TEST_CASE("every tuning override the compiler reads is in the cache key and the 
   const std::string text((std::istreambuf_iterator<char>(readme)), std::istreambuf_iterator<char>());
   auto f = findExample("add")->buildDefault();
   const std::vector<TensorDesc> in = loom::test::descsFor(*f, findExample("add")->default_sizes);
-  const std::string plain = compileKey(*f, in, CompileOptions{90, 132});
+  const std::string plain = compileKey(*f, in, CompileOptions{{90, 132}});
   for (std::string_view n : tuningOverrides()) {
     INFO(n);
     CHECK(text.find("`" + std::string(n) + "`") != std::string::npos);  // the README lists it
     loom::test::ScopedEnv set(std::string(n).c_str(), "7");
-    const std::string key = compileKey(*f, in, CompileOptions{90, 132});
+    const std::string key = compileKey(*f, in, CompileOptions{{90, 132}});
     CHECK(key != plain);
     CHECK(key.find(fmt::format("env {}=7", n)) != std::string::npos);
   }

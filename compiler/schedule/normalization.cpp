@@ -52,7 +52,8 @@ int64_t NormKernel::rowVectorUnits() const {
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,
-                                                const DeviceInfo& dev, std::string* why_not) {
+                                                const CompileOptions& opts, std::string* why_not) {
+  const DeviceInfo& dev = opts.device;
   auto reject = [&](std::string why) -> std::optional<NormKernel> {
     if (why_not) *why_not = std::move(why);
     return std::nullopt;

@@ -50,7 +50,8 @@ std::vector<int64_t> planStrides(const AxisPlan& p, const std::vector<int64_t>& 
 
 std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
                                                  const std::vector<TensorDesc>& inputs,
-                                                 const DeviceInfo& dev, std::string* why_not) {
+                                                 const CompileOptions& opts, std::string* why_not) {
+  const DeviceInfo& dev = opts.device;
   auto reject = [&](std::string why) -> std::optional<PointwiseKernel> {
     if (why_not) *why_not = std::move(why);
     return std::nullopt;

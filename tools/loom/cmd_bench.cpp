@@ -272,7 +272,7 @@ int benchImpl(const Args& a, BenchResult& r) {
     }
     Bindings bound = bindShapes(*l.fusion, dtypes, shapes, l.sizes);
     auto t0 = Clock::now();
-    CompiledKernel k = compileFusion(*l.fusion, bound, descs, currentDeviceOptions());
+    CompiledKernel k = compileFusion(*l.fusion, bound, descs, CompileOptions{currentDevice()});
     r.cold_compile_ms = msSince(t0);
     r.cold_llvm_ptx_ms = k.llvm_ptx_ms;
   }

@@ -94,8 +94,7 @@ int runReplay(const Args& a) {
   const std::string arch = target->substr(0, target->find('/'));
   const std::string sms = target->substr(target->find('/') + 1);
   Args ta({"--arch", arch, "--sms", sms}, {});
-  CompileOptions opts{parseArch(ta), 132};
-  opts.sm_count = static_cast<int>(intOption(ta, "sms", 132, 1, 1024));
+  const CompileOptions opts{{parseArch(ta), static_cast<int>(intOption(ta, "sms", 132, 1, 1024))}};
   const std::string save = a.get("save").value_or("");
   if (!save.empty()) std::filesystem::create_directories(save);
 
