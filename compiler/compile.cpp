@@ -1,7 +1,5 @@
 #include "compiler/compile.h"
 
-#include <cstdlib>
-
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
@@ -26,15 +24,6 @@ void record(StageText* stages, DumpStage s, const std::string& title, const std:
 bool wanted(StageText* stages, DumpStage s) { return stages || dumpEnabled(s); }
 }  // namespace
 
-const std::vector<std::string_view>& tuningOverrides() {
-  static const std::vector<std::string_view> names = {
-#define LOOM_TUNING(name, what) #name,
-#include "compiler/tuning.def"
-#undef LOOM_TUNING
-  };
-  return names;
-}
-
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                        const CompileOptions& opts) {
   std::string key = ir::printFusion(f);
@@ -42,9 +31,8 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
   key += fmt::format("sm_{} sms {}\n", opts.device.sm, opts.device.sm_count);
   // The compiler that wrote it: kernels from another build of loom are never reused.
   key += fmt::format("loom build {}\n", LOOM_BUILD_ID);
-  // The schedulers' tuning overrides change the code: part of the key.
-  for (std::string_view env : tuningOverrides())
-    if (const char* v = std::getenv(std::string(env).c_str())) key += fmt::format("env {}={}\n", env, v);
+  // The tuning knobs set change the code: part of the key.
+  for (const std::string& s : tuningSettings(opts.tuning)) key += fmt::format("tuning {}\n", s);
   return key;
 }
 
@@ -79,7 +67,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
              fmt::format("normalization: {}\n  vector width {}\n", k->reason, k->vec));
     if (wanted(stages, DumpStage::Kernel))
       record(stages, DumpStage::Kernel, f.name(), schedule::printNormKernel(f, *k));
-    m = codegen::emitNormKernel(f, *k, ctx);
+    m = codegen::emitNormKernel(f, *k, opts.tuning, ctx);
     out.shared_bytes = static_cast<unsigned>(k->smem_bytes);
     out.cluster = static_cast<unsigned>(k->cluster);
     out.cooperative = k->grid_sync;

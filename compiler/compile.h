@@ -38,10 +38,8 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
                              const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                              StageText* stages = nullptr);
 
-// A stable text key of everything that changes the generated code.
-// The environment overrides of the schedulers and emitters (compiler/tuning.def), in order.
-const std::vector<std::string_view>& tuningOverrides();
-
+// A stable text key of everything that changes the generated code: the fusion, its inputs,
+// the target, the compiler build, and every tuning knob set (in compiler/tuning.def order).
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                        const CompileOptions& opts);
 

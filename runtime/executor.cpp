@@ -68,7 +68,7 @@ DeviceInfo currentDevice() {
   return DeviceInfo{codegen::ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
 }
 
-Executor::Executor(const ir::Fusion& fusion) : f_(fusion) {
+Executor::Executor(const ir::Fusion& fusion, Tuning tuning) : f_(fusion), tuning_(std::move(tuning)) {
   fusion.verify();
 }
 Executor::~Executor() = default;
@@ -89,7 +89,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     shapes.push_back(t.shape());
   }
   Bindings bound = bindShapes(f_, dtypes, shapes, sizes);
-  const CompileOptions opts{currentDevice()};
+  const CompileOptions opts{currentDevice(), tuning_};
   CompileStats st;
   st.source = CompileStats::Source::MemoryCache;
   // Each kernel: the process-wide memory cache, then the disk cache, then a compile.

@@ -253,10 +253,11 @@ TEST_CASE("rows the grid's whole sets cannot take: large blocks, sets cut short,
   };
   for (const Case& c : cases) {
     auto f = findExample(c.fusion)->build(c.t);
-    loom::test::ScopedEnv env("LOOM_NO_PARTIAL_SETS", c.whole_sets_only ? std::optional<std::string>("1") : std::nullopt);
     for (int sm : {80, 90}) {
       StageText text;
-      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", c.order}}), CompileOptions{{sm, 132}}, &text);
+      CompileOptions opts{{sm, 132}};
+      opts.tuning.no_partial_sets = c.whole_sets_only;
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", c.order}}), opts, &text);
       const std::string& sched = text[DumpStage::Schedule];
       INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << sched);
       CHECK((sched.find("rows side by side in memory") != std::string::npos) == (c.tier != Tier::RowABlock));
@@ -318,10 +319,9 @@ TEST_CASE("short rows that fit registers are held in shared memory by their own 
   auto f = findExample("layer_norm")->build(DType::BF16);
   Bindings sizes{{"N", 32768}, {"D", 256}};
   StageText text;
-  {
-    loom::test::ScopedEnv off("LOOM_NO_THREAD_FILL", "1");
-    compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &text);
-  }
+  CompileOptions opts{{90, 132}};
+  opts.tuning.no_thread_fill = true;
+  compileFusion(*f, sizes, descsFor(*f, sizes), opts, &text);
   CHECK(text[DumpStage::Schedule].find("the row stays in registers") != std::string::npos);
 }
 
@@ -388,9 +388,10 @@ TEST_CASE("vectors of rows over the grid: their statistics by vectors for any th
   for (const Case& c : cases) {
     auto bn = f->build(c.t);
     for (int t : c.threads) {
-      loom::test::ScopedEnv tune("LOOM_TUNE_THREADS_PER_ROW", std::to_string(t));
+      CompileOptions opts{{90, 132}};
+      opts.tuning.threads_per_row = t;
       StageText text;
-      auto k = compileFusion(*bn, c.sizes, descsFor(*bn, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{{90, 132}}, &text);
+      auto k = compileFusion(*bn, c.sizes, descsFor(*bn, c.sizes, {{"x", {0, 2, 3, 1}}}), opts, &text);
       INFO(dtypeName(c.t) << " T=" << t << "\n" << text[DumpStage::Schedule]);
       CHECK(k.cooperative);
       CHECK(k.ptx.find("rowvec_stats") != std::string::npos);
@@ -399,8 +400,9 @@ TEST_CASE("vectors of rows over the grid: their statistics by vectors for any th
   }
   auto bn = f->build(DType::F16);
   Bindings sizes{{"N", 32}, {"C", 64}, {"H", 56}, {"W", 57}};
-  loom::test::ScopedEnv off("LOOM_TUNE_ROWVEC_STATS", "0");
-  auto k = compileFusion(*bn, sizes, descsFor(*bn, sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{{90, 132}});
+  CompileOptions opts{{90, 132}};
+  opts.tuning.rowvec_stats = 0;
+  auto k = compileFusion(*bn, sizes, descsFor(*bn, sizes, {{"x", {0, 2, 3, 1}}}), opts);
   CHECK(k.ptx.find("rowvec_stats") == std::string::npos);
 }
 
@@ -645,11 +647,9 @@ TEST_CASE("chunk loops are unrolled where one block holds whole rows in shared m
     std::vector<TensorDesc> descs = descsFor(*c.f, c.sizes, lay);
     INFO(c.f->name() << (c.nhwc ? " nhwc" : ""));
     auto k = compileFusion(*c.f, c.sizes, descs, CompileOptions{{90, 132}});
-    std::string loop;
-    {
-      loom::test::ScopedEnv plain("LOOM_TUNE_CHUNK_UNROLL", "1");
-      loop = compileFusion(*c.f, c.sizes, descs, CompileOptions{{90, 132}}).ptx;
-    }
+    CompileOptions plain{{90, 132}};
+    plain.tuning.chunk_unroll = 1;
+    const std::string loop = compileFusion(*c.f, c.sizes, descs, plain).ptx;
     CHECK((k.ptx != loop) == c.unrolled);
     LOOM_CHECK_PTXAS(k.ptx, 90);
   }
@@ -658,7 +658,8 @@ TEST_CASE("chunk loops are unrolled where one block holds whole rows in shared m
 TEST_CASE("the grid tier with two fill buffers copies the next set while it works on this one", "[norm][ptx]") {
   // A sweep option (LOOM_TUNE_GRID_PREFETCH): twice the shared memory per block, the first set
   // copied before the loop, one cp.async group committed per set and all but the newest awaited.
-  loom::test::ScopedEnv on("LOOM_TUNE_GRID_PREFETCH", "1");
+  CompileOptions opts{{90, 132}};
+  opts.tuning.grid_prefetch = true;
   struct Case {
     std::unique_ptr<ir::Fusion> f;
     Bindings sizes;
@@ -670,7 +671,7 @@ TEST_CASE("the grid tier with two fill buffers copies the next set while it work
   for (const Case& c : cases) {
     INFO(c.f->name());
     StageText text;
-    auto k = compileFusion(*c.f, c.sizes, descsFor(*c.f, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{{90, 132}}, &text);
+    auto k = compileFusion(*c.f, c.sizes, descsFor(*c.f, c.sizes, {{"x", {0, 2, 3, 1}}}), opts, &text);
     const std::string& sched = text[DumpStage::Schedule];
     INFO(sched);
     CHECK(sched.find("cooperative grid") != std::string::npos);

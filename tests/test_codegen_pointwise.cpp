@@ -141,8 +141,10 @@ TEST_CASE("a pointwise grid takes one chunk per thread; its index is wide enough
   // The sweep override: a grid-stride loop over 8 blocks per SM, 4 chunks a trip.
   auto f = findExample("add")->build(DType::F16);
   Bindings sizes{{"N", int64_t{1} << 28}};
-  loom::test::ScopedEnv g("LOOM_TUNE_PW_BLOCKS_PER_SM", "8"), u("LOOM_TUNE_PW_UNROLL", "4");
+  CompileOptions opts{{90, 132}};
+  opts.tuning.pw_blocks_per_sm = 8;
+  opts.tuning.pw_unroll = 4;
   StageText text;
-  compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &text);
+  compileFusion(*f, sizes, descsFor(*f, sizes), opts, &text);
   CHECK(text[DumpStage::Schedule].find("256 threads x 4 chunks per trip, grid 1056 (grid-stride)") != std::string::npos);
 }

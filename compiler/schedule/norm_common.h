@@ -39,8 +39,8 @@ int minSetRows(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs
 // measured faster for batch_norm f32 64x256x28x28 NHWC (1710 -> 1783 GB/s with two groups) and
 // group_norm f16 4x128x128x128 NHWC (1105 -> 1200), slower for group_norm 32x128x256x256 NHWC
 // (2069 -> 1817 at best), instance_norm NHWC, and long rows (rms_norm bf16 64 x 2^20 2114 ->
-// 1640).
-int gridFillBuffers();
+// 1640). LOOM_TUNE_GRID_PREFETCH turns it on.
+int gridFillBuffers(const Tuning& tune);
 
 // Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
 int64_t smemPerSm(const DeviceInfo& dev);
@@ -74,8 +74,10 @@ struct GridShape {
 // group_norm f16 64x128x128x128 (128 sets, 12 groups of 33) 1646-1650 -> 2251-2254,
 // instance_norm bf16 128x32x128x128 (128 sets, 26 groups of 10) 671 -> 1387-1390; and with
 // blocks already over half full, instance_norm f16 8x64x256x256 (3 groups of 88 blocks of
-// 106 KiB, two an SM, not 2 of 132 of 71 KiB) 1429-1435 -> 1554-1568.
-GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev, const std::function<bool(int)>& fits);
+// 106 KiB, two an SM, not 2 of 132 of 71 KiB) 1429-1435 -> 1554-1568. Not under
+// LOOM_NO_SUBGRID or LOOM_TUNE_GRID_GROUPS.
+GridShape gridShape(int64_t sets, int per_sm, int groups, const CompileOptions& opts,
+                    const std::function<bool(int)>& fits);
 
 // The grid tier's bookkeeping once a block is placed (`k.split` blocks share each set):
 // `groups` groups of blocks walking sets of `rows` rows, each group's part of the workspace a

@@ -51,8 +51,8 @@ struct PointwiseKernel {
   }
 };
 
-// Schedules the fusion for the given inputs and the target of `opts`; nullopt with `why_not`
-// set when it has a reduction or its outputs differ in shape.
+// Schedules the fusion for the given inputs, the target and the tuning knobs of `opts`;
+// nullopt with `why_not` set when it has a reduction or its outputs differ in shape.
 std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
                                                  const std::vector<TensorDesc>& inputs,
                                                  const CompileOptions& opts, std::string* why_not);

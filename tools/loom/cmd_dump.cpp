@@ -6,6 +6,7 @@
 
 #include "compiler/codegen/ptx_backend.h"
 #include "compiler/compile.h"
+#include "runtime/environment_options.h"
 #include "tools/loom/cli.h"
 
 namespace loom::cli {
@@ -36,7 +37,7 @@ Bindings boundSizes(const ir::Fusion& f, const std::vector<TensorDesc>& descs, c
 int runSegment(const Args& a) {
   auto l = loadFromArgs(a, "segment");
   auto layouts = layoutsFromArgs(a, *l.fusion);
-  CompileOptions opts{{parseArch(a), 132}};
+  CompileOptions opts{{parseArch(a), 132}, tuningFromEnvironment()};
   auto descs = describeInputs(*l.fusion, l.sizes, layouts);
   Bindings bound = boundSizes(*l.fusion, descs, l.sizes);
   auto plan = segment::segmentFusion(*l.fusion, bound, descs, opts);
@@ -60,7 +61,7 @@ int runDump(const Args& a) {
   }
   LOOM_USER_CHECK(stage != DumpStage::Launch, "stage `launch` happens only while running; use "
                   "LOOM_DUMP=launch with `loom run`");
-  CompileOptions opts{{parseArch(a), 132}};
+  CompileOptions opts{{parseArch(a), 132}, tuningFromEnvironment()};
   opts.device.sm_count = static_cast<int>(intOption(a, "sms", opts.device.sm_count, 1, 1024));
   auto descs = describeInputs(*l.fusion, l.sizes, layouts);
   StageText text;
