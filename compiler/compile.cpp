@@ -1,7 +1,5 @@
 #include "compiler/compile.h"
 
-#include <cstdlib>
-
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
@@ -13,6 +11,8 @@
 #include "compiler/schedule/norm_lower.h"
 #include "compiler/schedule/pointwise_lower.h"
 #include "compiler/codegen/ptx_backend.h"
+#include "compiler/schedule/normalization.h"
+#include "compiler/schedule/pointwise.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "loom_build_id.h"  // generated: a hash of the sources
@@ -38,25 +38,15 @@ kir::PassDump kirDump(StageText* stages, const ir::Fusion& f) {
 std::vector<int> supportedSms() { return codegen::supportedSms(); }
 int ptxTargetFor(int cc_major, int cc_minor) { return codegen::ptxTargetFor(cc_major, cc_minor); }
 
-const std::vector<std::string_view>& tuningOverrides() {
-  static const std::vector<std::string_view> names = {
-#define LOOM_TUNING(name, what) #name,
-#include "compiler/tuning.def"
-#undef LOOM_TUNING
-  };
-  return names;
-}
-
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                        const CompileOptions& opts) {
   std::string key = ir::printFusion(f);
   for (const auto& d : inputs) key += d.str() + "\n";
-  key += fmt::format("sm_{} sms {}\n", opts.sm, opts.sm_count);
+  key += fmt::format("sm_{} sms {}\n", opts.device.sm, opts.device.sm_count);
   // The compiler that wrote it: kernels from another build of loom are never reused.
   key += fmt::format("loom build {}\n", LOOM_BUILD_ID);
-  // The schedulers' tuning overrides change the code: part of the key.
-  for (std::string_view env : tuningOverrides())
-    if (const char* v = std::getenv(std::string(env).c_str())) key += fmt::format("env {}={}\n", env, v);
+  // The tuning knobs set change the code: part of the key.
+  for (const std::string& s : tuningSettings(opts.tuning)) key += fmt::format("tuning {}\n", s);
   return key;
 }
 
@@ -66,13 +56,12 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
   if (wanted(stages, DumpStage::IR)) record(stages, DumpStage::IR, f.name(), ir::printFusion(f));
   if (wanted(stages, DumpStage::Domains))
     record(stages, DumpStage::Domains, f.name(), analysis::DomainAnalysis(f).str(f));
-  schedule::DeviceInfo dev{opts.sm, opts.sm_count};
   std::string why_pw, why_norm;
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m;
   CompiledKernel out;
   std::string kernel_name = "loom_" + f.name();
-  if (auto k = schedule::schedulePointwise(f, sizes, inputs, dev, &why_pw)) {
+  if (auto k = schedule::schedulePointwise(f, sizes, inputs, opts, &why_pw)) {
     k->name = kernel_name;
     if (wanted(stages, DumpStage::Schedule))
       record(stages, DumpStage::Schedule, f.name(),
@@ -86,20 +75,20 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
     out.grid = static_cast<unsigned>(k->grid);
     out.outputs = k->outputs;
     out.output_alias = k->output_alias;
-  } else if (auto k = schedule::scheduleNormalization(f, sizes, inputs, dev, &why_norm)) {
+  } else if (auto k = schedule::scheduleNormalization(f, sizes, inputs, opts, &why_norm)) {
     k->name = kernel_name;
     if (wanted(stages, DumpStage::Schedule))
       record(stages, DumpStage::Schedule, f.name(),
              fmt::format("normalization: {}\n  vector width {}\n", k->reason, k->vec));
     if (wanted(stages, DumpStage::Kernel))
       record(stages, DumpStage::Kernel, f.name(), schedule::printNormKernel(f, *k));
-    if (auto kk = schedule::lowerNormalization(f, *k, inputs)) {
+    if (auto kk = schedule::lowerNormalization(f, *k, inputs, opts.tuning)) {
       m = codegen::translateKernel(kir::runPasses(*kk, "norm-rows", kir::standardPasses(), kirDump(stages, f)), ctx);
     } else {
       if (wanted(stages, DumpStage::KIR))
         record(stages, DumpStage::KIR, f.name(), fmt::format("// kernel {}: not in kernel IR yet ({}); the "
                "normalization emitter makes it\n", kernel_name, schedule::normKirGap(*k)));
-      m = codegen::emitNormKernel(f, *k, ctx);
+      m = codegen::emitNormKernel(f, *k, opts.tuning, ctx);
     }
     out.shared_bytes = static_cast<unsigned>(k->smem_bytes);
     out.cluster = static_cast<unsigned>(k->cluster);
@@ -120,7 +109,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
     record(stages, DumpStage::LLVM, f.name(), os.str());
   }
   out.name = kernel_name;
-  out.ptx = codegen::compileToPtx(std::move(m), ctx, codegen::PtxOptions{opts.sm, 2}, &out.llvm_ptx_ms);
+  out.ptx = codegen::compileToPtx(std::move(m), ctx, codegen::PtxOptions{opts.device.sm, 2}, &out.llvm_ptx_ms);
   if (wanted(stages, DumpStage::PTX)) record(stages, DumpStage::PTX, f.name(), out.ptx);
   return out;
 }

@@ -8,16 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/compile_options.h"
 #include "compiler/tensor_desc.h"
 #include "ir/dump.h"
 #include "ir/fusion.h"
 
 namespace loom {
-
-struct CompileOptions {
-  int sm = 90;          // PTX target: one of supportedSms()
-  int sm_count = 132;   // multiprocessors, for grid sizing
-};
 
 // The sm_XX targets loom emits PTX for, and the one for a device of compute capability
 // major.minor (the highest not above it; loom::Error below sm_80). The compiler's face for
@@ -48,10 +44,8 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
                              const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                              StageText* stages = nullptr);
 
-// A stable text key of everything that changes the generated code.
-// The environment overrides of the schedulers and emitters (compiler/tuning.def), in order.
-const std::vector<std::string_view>& tuningOverrides();
-
+// A stable text key of everything that changes the generated code: the fusion, its inputs,
+// the target, the compiler build, and every tuning knob set (in compiler/tuning.def order).
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                        const CompileOptions& opts);
 

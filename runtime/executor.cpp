@@ -62,12 +62,12 @@ static runtime::LaunchConfig launchConfig(const CompiledKernel& k) {
   return cfg;
 }
 
-CompileOptions currentDeviceOptions() {
+DeviceInfo currentDevice() {
   auto& d = runtime::Device::get();
-  return CompileOptions{ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
+  return DeviceInfo{ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
 }
 
-Executor::Executor(const ir::Fusion& fusion) : f_(fusion) {
+Executor::Executor(const ir::Fusion& fusion, Tuning tuning) : f_(fusion), tuning_(std::move(tuning)) {
   fusion.verify();
 }
 Executor::~Executor() = default;
@@ -88,7 +88,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     shapes.push_back(t.shape());
   }
   Bindings bound = bindShapes(f_, dtypes, shapes, sizes);
-  CompileOptions opts = currentDeviceOptions();
+  const CompileOptions opts{currentDevice(), tuning_};
   CompileStats st;
   st.source = CompileStats::Source::MemoryCache;
   // Each kernel: the process-wide memory cache, then the disk cache, then a compile.

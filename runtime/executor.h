@@ -12,6 +12,7 @@
 #include "compiler/compile.h"
 #include "ir/fusion.h"
 #include "runtime/device_tensor.h"
+#include "runtime/environment_options.h"
 
 namespace loom {
 
@@ -24,7 +25,9 @@ struct CompileStats {
 
 class Executor {
  public:
-  explicit Executor(const ir::Fusion& fusion);
+  // Compiles for the current GPU with `tuning`: by default the tuning knobs set in the
+  // environment, read here, once (runtime/environment_options.h).
+  explicit Executor(const ir::Fusion& fusion, Tuning tuning = tuningFromEnvironment());
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -53,11 +56,12 @@ class Executor {
   struct Entry;
   Entry& prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes);
   const ir::Fusion& f_;
+  const Tuning tuning_;
   std::vector<std::unique_ptr<Entry>> entries_;
   CompileStats stats_;
 };
 
-// The options (sm, SM count) for the current GPU; throws loom::Error with no GPU.
-CompileOptions currentDeviceOptions();
+// The current GPU (its PTX target and SM count); throws loom::Error with no GPU.
+DeviceInfo currentDevice();
 
 }  // namespace loom

@@ -10,17 +10,24 @@
 #include "compiler/codegen/ptxas_check.h"
 #include "compiler/tensor_desc.h"
 #include "include/loom/loom.h"
+#include "runtime/environment_options.h"
 
-// ptxas accepts `ptx` (args as codegen::ptxasCheck's: PTX, sm, and optionally where to put the
-// bytes spilled); its complaint is the failure's message.
+// ptxas accepts `ptx` (args as loom::test::ptxasErrors's: PTX, sm, and optionally where to put
+// the bytes spilled); its complaint is the failure's message.
 #define LOOM_CHECK_PTXAS(...)                                         \
   do {                                                                \
-    const std::string ptxas_err_ = ::loom::codegen::ptxasCheck(__VA_ARGS__); \
+    const std::string ptxas_err_ = ::loom::test::ptxasErrors(__VA_ARGS__); \
     INFO(ptxas_err_);                                                 \
     CHECK(ptxas_err_.empty());                                        \
   } while (0)
 
 namespace loom::test {
+
+// codegen::ptxasCheck with the ptxas $LOOM_PTXAS names (else the toolkit's), temp files under
+// $TMPDIR: the tests' boundary with the environment.
+inline std::string ptxasErrors(const std::string& ptx, int sm, int* spill_bytes = nullptr) {
+  return codegen::ptxasCheck(ptx, sm, ptxasFromEnvironment(), spill_bytes);
+}
 
 inline std::vector<TensorDesc> descsFor(const ir::Fusion& f, const Bindings& sizes,
                                         const std::map<std::string, std::vector<int>>& layouts = {}) {

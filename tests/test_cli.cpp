@@ -147,6 +147,24 @@ TEST_CASE("a fusion with no outputs, or whose output is an input, is a user erro
   }
 }
 
+TEST_CASE("a tuning knob set in the environment takes effect, and a bad one is a user error", "[cli]") {
+  auto plain = runLoom("dump layer_norm --stage ptx");
+  REQUIRE(plain.status == 0);
+  auto tuned = runLoom("dump layer_norm --stage ptx", "LOOM_TUNE_THREADS_PER_ROW=64");
+  CHECK(tuned.status == 0);
+  CHECK(tuned.out != plain.out);
+  for (const char* env : {"LOOM_TUNE_THREADS_PER_ROW=abc", "LOOM_TUNE_THREADS_PER_ROW=0"}) {
+    auto bad = runLoom("dump layer_norm --stage ptx", env);
+    INFO(bad.out);
+    CHECK(bad.status == 1);
+    CHECK(bad.out.find(std::string("loom: error: ") + env + " is not a valid setting: it takes a whole number "
+                       "from 1 to 1024") != std::string::npos);
+  }
+  auto sw = runLoom("dump layer_norm --stage schedule", "LOOM_NO_SMEM_ROWS=yes");
+  CHECK(sw.status == 1);
+  CHECK(sw.out.find("LOOM_NO_SMEM_ROWS=yes is not a valid setting") != std::string::npos);
+}
+
 TEST_CASE("kernel replay lists a kernel whose PTX changed and fails", "[cli]") {
   const std::string corpus = tmpFile("replay_corpus.txt",
                                      "# two fusions\nln layer_norm f16 N=64,D=1024 -\nadd add f32 N=1000 -\n");

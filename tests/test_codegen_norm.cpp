@@ -22,7 +22,7 @@ TEST_CASE("every built-in compiles to one kernel that ptxas accepts", "[ptx][nor
         std::map<std::string, std::vector<int>> lay;
         if (nhwc) lay["x"] = {0, 2, 3, 1};
         INFO(e.name << " sm_" << sm << (nhwc ? " nhwc" : ""));
-        auto k = compileFusion(*f, e.default_sizes, descsFor(*f, e.default_sizes, lay), CompileOptions{sm, 132});
+        auto k = compileFusion(*f, e.default_sizes, descsFor(*f, e.default_sizes, lay), CompileOptions{{sm, 132}});
         LOOM_CHECK_PTXAS(k.ptx, sm);
       }
     }
@@ -71,7 +71,7 @@ TEST_CASE("reductions over different atoms are refused with the atoms named", "[
   fb.output("col", sum(y, {0}));
   auto f = fb.finish();
   Bindings sizes{{"N", 8}, {"D", 16}};
-  CHECK_THROWS_WITH(compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}),
+  CHECK_THROWS_WITH(compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}),
                     Catch::Contains("cannot share one kernel: their iterated atoms differ"));
 }
 
@@ -83,7 +83,7 @@ TEST_CASE("the schedule says where the row lives", "[norm]") {
                           {(1 << 20) + 1, "does not fit in registers"}}) {
     Bindings sizes{{"N", 4}, {"D", d}};
     StageText text;
-    compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+    compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &text);
     INFO(text[DumpStage::Schedule]);
     CHECK(text[DumpStage::Schedule].find(where) != std::string::npos);
   }
@@ -94,7 +94,7 @@ TEST_CASE("vectors of rows: a residual loaded and an output stored over rows, a 
   auto f = test::layerNorm2dResidual();
   Bindings sizes{{"N", 8}, {"C", 64}, {"H", 56}, {"W", 56}};
   StageText text;
-  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &text);
   INFO(text[DumpStage::Schedule] << text[DumpStage::Kernel]);
   CHECK(text[DumpStage::Schedule].find("in vectors of 8 rows") != std::string::npos);
   const std::string& kern = text[DumpStage::Kernel];
@@ -109,7 +109,7 @@ TEST_CASE("short contiguous rows take a chunk per thread", "[norm]") {
   // Enough rows that none need more threads to fill the GPU.
   Bindings sizes{{"N", 64}, {"C", 128}, {"H", 56}, {"W", 56}};
   StageText text;
-  compileFusion(*f, sizes, descsFor(*f, sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+  compileFusion(*f, sizes, descsFor(*f, sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{{90, 132}}, &text);
   INFO(text[DumpStage::Schedule]);
   CHECK(text[DumpStage::Schedule].find("16 threads per row, 1 chunk of 8") != std::string::npos);
 }
@@ -159,7 +159,7 @@ TEST_CASE("rows strided along their reduction but side by side in memory: vector
       StageText text;
       auto descs = descsFor(*f, c.sizes, lay);
       for (auto& d : descs) d.align_bytes = std::min(d.align_bytes, c.align);
-      auto k = compileFusion(*f, c.sizes, descs, CompileOptions{sm, 132}, &text);
+      auto k = compileFusion(*f, c.sizes, descs, CompileOptions{{sm, 132}}, &text);
       INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << text[DumpStage::Schedule]);
       const std::string& sched = text[DumpStage::Schedule];
       CHECK((sched.find("rows side by side in memory") != std::string::npos) == (c.row_vec > 0));
@@ -188,7 +188,7 @@ TEST_CASE("pieces of rows from an f16 and an f32 input: one loaded and stored, o
   const Bindings sizes{{"N", 15}, {"C", 96}, {"H", 7}, {"W", 7}};
   for (int sm : {80, 90}) {
     StageText text;
-    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{sm, 132}, &text);
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{sm, 132}}, &text);
     const std::string& sched = text[DumpStage::Schedule];
     INFO("sm_" << sm << "\n" << sched);
     CHECK(sched.find("a row's element at a time, by loads and stores below 4 bytes, with cp.async from 4") !=
@@ -206,7 +206,7 @@ TEST_CASE("held loads contiguous along the reduction beside strided ones: the du
   auto f = loom::test::layerNorm2dOfSum();
   const Bindings sizes{{"N", 4}, {"C", 96}, {"H", 14}, {"W", 14}};
   StageText text;
-  compileFusion(*f, sizes, descsFor(*f, sizes, {{"r", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+  compileFusion(*f, sizes, descsFor(*f, sizes, {{"r", {0, 2, 3, 1}}}), CompileOptions{{90, 132}}, &text);
   INFO(text[DumpStage::Schedule]);
   CHECK(text[DumpStage::Schedule].find("so each element is a load of its own: some of the loads held on chip are "
                                        "contiguous along the reduction, others strided") != std::string::npos);
@@ -253,10 +253,11 @@ TEST_CASE("rows the grid's whole sets cannot take: large blocks, sets cut short,
   };
   for (const Case& c : cases) {
     auto f = findExample(c.fusion)->build(c.t);
-    loom::test::ScopedEnv env("LOOM_NO_PARTIAL_SETS", c.whole_sets_only ? std::optional<std::string>("1") : std::nullopt);
     for (int sm : {80, 90}) {
       StageText text;
-      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", c.order}}), CompileOptions{sm, 132}, &text);
+      CompileOptions opts{{sm, 132}};
+      opts.tuning.no_partial_sets = c.whole_sets_only;
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", c.order}}), opts, &text);
       const std::string& sched = text[DumpStage::Schedule];
       INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << sched);
       CHECK((sched.find("rows side by side in memory") != std::string::npos) == (c.tier != Tier::RowABlock));
@@ -299,7 +300,7 @@ TEST_CASE("short rows that fit registers are held in shared memory by their own 
   for (const Case& c : cases) {
     for (int sm : {80, 90}) {
       StageText text;
-      auto k = compileFusion(*c.f, c.sizes, descsFor(*c.f, c.sizes), CompileOptions{sm, 132}, &text);
+      auto k = compileFusion(*c.f, c.sizes, descsFor(*c.f, c.sizes), CompileOptions{{sm, 132}}, &text);
       const std::string& sched = text[DumpStage::Schedule];
       INFO(c.f->name() << " sm_" << sm << "\n" << sched);
       CHECK((sched.find("reads back only those (no block barrier)") != std::string::npos) == (c.expect != nullptr));
@@ -318,10 +319,9 @@ TEST_CASE("short rows that fit registers are held in shared memory by their own 
   auto f = findExample("layer_norm")->build(DType::BF16);
   Bindings sizes{{"N", 32768}, {"D", 256}};
   StageText text;
-  {
-    loom::test::ScopedEnv off("LOOM_NO_THREAD_FILL", "1");
-    compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
-  }
+  CompileOptions opts{{90, 132}};
+  opts.tuning.no_thread_fill = true;
+  compileFusion(*f, sizes, descsFor(*f, sizes), opts, &text);
   CHECK(text[DumpStage::Schedule].find("the row stays in registers") != std::string::npos);
 }
 
@@ -354,7 +354,7 @@ TEST_CASE("vectors of rows too long for a block: sets of rows split over the gri
     auto f = findExample(c.fusion)->build(c.t);
     for (int sm : {80, 90}) {
       StageText text;
-      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{sm, 132}, &text);
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{{sm, 132}}, &text);
       const std::string& sched = text[DumpStage::Schedule];
       INFO(c.fusion << " " << dtypeName(c.t) << " sm_" << sm << "\n" << sched);
       CHECK(sched.find("in vectors of") != std::string::npos);
@@ -388,9 +388,10 @@ TEST_CASE("vectors of rows over the grid: their statistics by vectors for any th
   for (const Case& c : cases) {
     auto bn = f->build(c.t);
     for (int t : c.threads) {
-      loom::test::ScopedEnv tune("LOOM_TUNE_THREADS_PER_ROW", std::to_string(t));
+      CompileOptions opts{{90, 132}};
+      opts.tuning.threads_per_row = t;
       StageText text;
-      auto k = compileFusion(*bn, c.sizes, descsFor(*bn, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+      auto k = compileFusion(*bn, c.sizes, descsFor(*bn, c.sizes, {{"x", {0, 2, 3, 1}}}), opts, &text);
       INFO(dtypeName(c.t) << " T=" << t << "\n" << text[DumpStage::Schedule]);
       CHECK(k.cooperative);
       CHECK(k.ptx.find("rowvec_stats") != std::string::npos);
@@ -399,8 +400,9 @@ TEST_CASE("vectors of rows over the grid: their statistics by vectors for any th
   }
   auto bn = f->build(DType::F16);
   Bindings sizes{{"N", 32}, {"C", 64}, {"H", 56}, {"W", 57}};
-  loom::test::ScopedEnv off("LOOM_TUNE_ROWVEC_STATS", "0");
-  auto k = compileFusion(*bn, sizes, descsFor(*bn, sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132});
+  CompileOptions opts{{90, 132}};
+  opts.tuning.rowvec_stats = 0;
+  auto k = compileFusion(*bn, sizes, descsFor(*bn, sizes, {{"x", {0, 2, 3, 1}}}), opts);
   CHECK(k.ptx.find("rowvec_stats") == std::string::npos);
 }
 
@@ -415,7 +417,7 @@ TEST_CASE("small sets of neighbouring rows go over fewer blocks each, more sets 
   for (const Case& c : {Case{{{"N", 4}, {"C", 128}, {"H", 128}, {"W", 128}}, 49, 8, 3},
                         Case{{{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}}, 132, 3, 3}}) {
     StageText text;
-    auto k = compileFusion(*gn, c.sizes, descsFor(*gn, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+    auto k = compileFusion(*gn, c.sizes, descsFor(*gn, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{{90, 132}}, &text);
     const std::string& sched = text[DumpStage::Schedule];
     INFO(sched);
     CHECK(k.cooperative);
@@ -445,7 +447,7 @@ TEST_CASE("GPUs of any SM count: a grid set takes two blocks or more, one SM non
         auto descs = which == 0 ? descsFor(f, sizes, {{"x", {3, 2, 1, 0}}}) : descsFor(f, sizes);
         INFO(f.name() << " sm_" << sm << ", " << sms << " SMs");
         StageText text;
-        auto k = compileFusion(f, sizes, descs, CompileOptions{sm, sms}, &text);
+        auto k = compileFusion(f, sizes, descs, CompileOptions{{sm, sms}}, &text);
         INFO(text[DumpStage::Schedule]);
         if (sms == 1) CHECK_FALSE(k.cooperative);
         if (k.cooperative) {
@@ -464,7 +466,7 @@ TEST_CASE("the grid tier takes more groups for more long rows", "[norm]") {
   for (auto [n, groups] : {std::pair<int64_t, int>{1, 1}, {3, 1}, {5, 2}, {16, 4}, {64, 8}, {1000, 8}}) {
     Bindings sizes{{"N", n}, {"D", (int64_t{1} << 19) + 8}};
     StageText text;
-    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &text);
     INFO(text[DumpStage::Schedule]);
     CHECK(k.cooperative);
     CHECK(k.grid == 132u * static_cast<unsigned>(groups));
@@ -479,7 +481,7 @@ TEST_CASE("blocks sharing an SM in the grid tier leave room for the driver's and
   // row data plus 8 x (1 KiB reserved + scratch), more than an SM's 228 KiB: 4 groups.
   auto f = findExample("rms_norm")->build(DType::BF16);
   Bindings sizes{{"N", 64}, {"D", 1850002}};
-  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132});
+  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});
   CHECK(k.cooperative);
   CHECK(k.grid == 4u * 132u);
   CHECK(4 * (k.shared_bytes + 1024) <= 228u * 1024);
@@ -489,7 +491,7 @@ TEST_CASE("exp is ex2.approx only where every output is 16-bit", "[norm][ptx]") 
   for (DType t : {DType::F16, DType::BF16, DType::F32}) {
     auto f = findExample("softmax")->build(t);
     Bindings sizes{{"N", 8}, {"D", 4096}};
-    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132});
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});
     INFO(dtypeName(t));
     // libdevice's expf rounds toward -inf once per call (fma.rm); the fast form never does.
     CHECK((k.ptx.find("fma.rm.f32") != std::string::npos) == (t == DType::F32));
@@ -511,7 +513,7 @@ TEST_CASE("f64 math: blocks of at most 512 threads, two registers a held value, 
     for (int sm : {80, 90}) {
       auto f = findExample(c.example)->build(DType::F64);
       StageText text;
-      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes), CompileOptions{sm, 132}, &text);
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes), CompileOptions{{sm, 132}}, &text);
       INFO(c.example << " sm_" << sm << ": " << text[DumpStage::Schedule]);
       CHECK(k.block <= 512u);
       // The dump counts a held f64 value as two registers.
@@ -524,7 +526,7 @@ TEST_CASE("f64 math: blocks of at most 512 threads, two registers a held value, 
   // An f32 kernel keeps blocks of 1024 threads where it wants them.
   auto f = findExample("rms_norm")->build(DType::F32);
   Bindings sizes{{"N", 512}, {"D", 8192}};
-  CHECK(compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}).block == 1024u);
+  CHECK(compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}).block == 1024u);
 }
 
 TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluster on sm_90", "[norm][ptx]") {
@@ -548,7 +550,7 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
     auto f = test::addLayerNorm(c.t);
     Bindings sizes{{"N", 4}, {"D", c.d}};
     StageText text;
-    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{c.sm, 132}, &text);
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{c.sm, 132}}, &text);
     INFO(text[DumpStage::Schedule]);
     const bool tier = text[DumpStage::Schedule].find("with cp.async") != std::string::npos;
     CHECK(tier == (c.cluster != 0));
@@ -593,7 +595,7 @@ TEST_CASE("channels-last group norm: neighbouring groups share a block's whole-l
       std::map<std::string, std::vector<int>> lay;
       if (nhwc) lay["x"] = {0, 2, 3, 1};
       StageText text;
-      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, lay), CompileOptions{90, 132}, &text);
+      auto k = compileFusion(*f, c.sizes, descsFor(*f, c.sizes, lay), CompileOptions{{90, 132}}, &text);
       INFO(text[DumpStage::Schedule]);
       CHECK(text[DumpStage::Schedule].find("with cp.async") != std::string::npos);
       // NCHW groups are contiguous: one per block.
@@ -616,7 +618,7 @@ TEST_CASE("softmax divides by its row's sum with one reciprocal per row, not per
   for (int64_t d : {int64_t{1024}, int64_t{65536}, int64_t{1} << 22}) {
     INFO("D=" << d);
     Bindings sizes{{"N", 5}, {"D", d}};
-    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132});
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});
     CHECK(k.ptx.find("div.rn.f32") == std::string::npos);
     CHECK(k.ptx.find("rcp.rn.f32") != std::string::npos);
   }
@@ -644,12 +646,10 @@ TEST_CASE("chunk loops are unrolled where one block holds whole rows in shared m
     if (c.nhwc) lay["x"] = {0, 2, 3, 1};
     std::vector<TensorDesc> descs = descsFor(*c.f, c.sizes, lay);
     INFO(c.f->name() << (c.nhwc ? " nhwc" : ""));
-    auto k = compileFusion(*c.f, c.sizes, descs, CompileOptions{90, 132});
-    std::string loop;
-    {
-      loom::test::ScopedEnv plain("LOOM_TUNE_CHUNK_UNROLL", "1");
-      loop = compileFusion(*c.f, c.sizes, descs, CompileOptions{90, 132}).ptx;
-    }
+    auto k = compileFusion(*c.f, c.sizes, descs, CompileOptions{{90, 132}});
+    CompileOptions plain{{90, 132}};
+    plain.tuning.chunk_unroll = 1;
+    const std::string loop = compileFusion(*c.f, c.sizes, descs, plain).ptx;
     CHECK((k.ptx != loop) == c.unrolled);
     LOOM_CHECK_PTXAS(k.ptx, 90);
   }
@@ -658,7 +658,8 @@ TEST_CASE("chunk loops are unrolled where one block holds whole rows in shared m
 TEST_CASE("the grid tier with two fill buffers copies the next set while it works on this one", "[norm][ptx]") {
   // A sweep option (LOOM_TUNE_GRID_PREFETCH): twice the shared memory per block, the first set
   // copied before the loop, one cp.async group committed per set and all but the newest awaited.
-  loom::test::ScopedEnv on("LOOM_TUNE_GRID_PREFETCH", "1");
+  CompileOptions opts{{90, 132}};
+  opts.tuning.grid_prefetch = true;
   struct Case {
     std::unique_ptr<ir::Fusion> f;
     Bindings sizes;
@@ -670,7 +671,7 @@ TEST_CASE("the grid tier with two fill buffers copies the next set while it work
   for (const Case& c : cases) {
     INFO(c.f->name());
     StageText text;
-    auto k = compileFusion(*c.f, c.sizes, descsFor(*c.f, c.sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{90, 132}, &text);
+    auto k = compileFusion(*c.f, c.sizes, descsFor(*c.f, c.sizes, {{"x", {0, 2, 3, 1}}}), opts, &text);
     const std::string& sched = text[DumpStage::Schedule];
     INFO(sched);
     CHECK(sched.find("cooperative grid") != std::string::npos);

@@ -17,11 +17,11 @@ namespace {
 
 std::string ptxOf(const ir::Fusion& f, const Bindings& sizes, int sm,
                   const std::map<std::string, std::vector<int>>& layouts = {}) {
-  return compileFusion(f, sizes, descsFor(f, sizes, layouts), CompileOptions{sm, 132}).ptx;
+  return compileFusion(f, sizes, descsFor(f, sizes, layouts), CompileOptions{{sm, 132}}).ptx;
 }
 
 void requirePtxas(const std::string& ptx, int sm) {
-  std::string err = codegen::ptxasCheck(ptx, sm);
+  std::string err = loom::test::ptxasErrors(ptx, sm);
   INFO(err);
   REQUIRE(err.empty());
 }
@@ -62,7 +62,7 @@ TEST_CASE("fusions that read many streams take narrower vectors and more threads
                         Case{"add", DType::F16, {{"N", 1 << 20}}, "131072 chunks of 8"}}) {
     auto f = findExample(c.name)->build(c.t);
     StageText text;
-    compileFusion(*f, c.sizes, descsFor(*f, c.sizes), CompileOptions{90, 132}, &text);
+    compileFusion(*f, c.sizes, descsFor(*f, c.sizes), CompileOptions{{90, 132}}, &text);
     INFO(c.name << " " << dtypeName(c.t) << "\n" << text[DumpStage::Schedule]);
     CHECK(text[DumpStage::Schedule].find(c.expect) != std::string::npos);
     // Narrowed kernels take blocks of 128.
@@ -84,7 +84,7 @@ TEST_CASE("misaligned and strided inputs fall back from vector loads", "[ptx][po
   auto d = descsFor(*f, sizes);
   d[0].align_bytes = 2;  // x starts one f16 past a 16-byte boundary
   StageText text;
-  compileFusion(*f, sizes, d, CompileOptions{90, 132}, &text);
+  compileFusion(*f, sizes, d, CompileOptions{{90, 132}}, &text);
   CHECK(text[DumpStage::Kernel].find("load.f16 x[0 + i.[1]]  (gather)") != std::string::npos);
   CHECK(text[DumpStage::Kernel].find("load.f16 y[0 + i.[1]]  (vector)") != std::string::npos);
   requirePtxas(text[DumpStage::PTX], 90);
@@ -99,7 +99,7 @@ TEST_CASE("channels-last input makes a channels-last iteration", "[ptx][pointwis
   Bindings sizes{{"N", 2}, {"C", 64}, {"H", 7}, {"W", 9}};
   auto d = descsFor(*f, sizes, {{"x", {0, 2, 3, 1}}});
   StageText text;
-  auto k = compileFusion(*f, sizes, d, CompileOptions{90, 132}, &text);
+  auto k = compileFusion(*f, sizes, d, CompileOptions{{90, 132}}, &text);
   INFO(text[DumpStage::Kernel]);
   // The output follows x's NHWC order; the whole thing collapses to one contiguous axis for x
   // and the output, and b is read with stride 1 along C (the innermost axis now).
@@ -112,7 +112,7 @@ TEST_CASE("a fusion with a reduction is refused by the pointwise scheduler with 
   auto f = findExample("layer_norm")->buildDefault();
   Bindings sizes{{"N", 4}, {"D", 64}};
   std::string why;
-  auto k = schedule::schedulePointwise(*f, sizes, descsFor(*f, sizes), schedule::DeviceInfo{}, &why);
+  auto k = schedule::schedulePointwise(*f, sizes, descsFor(*f, sizes), CompileOptions{}, &why);
   CHECK_FALSE(k.has_value());
   CHECK(why.find("is a reduction") != std::string::npos);
 }
@@ -134,15 +134,17 @@ TEST_CASE("a pointwise grid takes one chunk per thread; its index is wide enough
     auto f = findExample("add")->build(c.dt);
     Bindings sizes{{"N", c.n}};
     StageText text;
-    compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+    compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &text);
     INFO(text[DumpStage::Schedule]);
     CHECK(text[DumpStage::Schedule].find(c.expect) != std::string::npos);
   }
   // The sweep override: a grid-stride loop over 8 blocks per SM, 4 chunks a trip.
   auto f = findExample("add")->build(DType::F16);
   Bindings sizes{{"N", int64_t{1} << 28}};
-  loom::test::ScopedEnv g("LOOM_TUNE_PW_BLOCKS_PER_SM", "8"), u("LOOM_TUNE_PW_UNROLL", "4");
+  CompileOptions opts{{90, 132}};
+  opts.tuning.pw_blocks_per_sm = 8;
+  opts.tuning.pw_unroll = 4;
   StageText text;
-  compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{90, 132}, &text);
+  compileFusion(*f, sizes, descsFor(*f, sizes), opts, &text);
   CHECK(text[DumpStage::Schedule].find("256 threads x 4 chunks per trip, grid 1056 (grid-stride)") != std::string::npos);
 }

@@ -30,7 +30,7 @@ kir::Kernel pointwiseKir(const std::string& name, const Bindings& sizes, int unr
   auto f = e->buildDefault();
   auto descs = descsFor(*f, sizes);
   std::string why;
-  auto k = schedule::schedulePointwise(*f, sizes, descs, schedule::DeviceInfo{90, 132}, &why);
+  auto k = schedule::schedulePointwise(*f, sizes, descs, CompileOptions{DeviceInfo{90, 132}}, &why);
   REQUIRE(k.has_value());
   k->unroll = unroll;
   return schedule::lowerPointwise(*f, *k, descs);
@@ -119,7 +119,7 @@ TEST_CASE("kir: loom dump --stage kir prints the kernel after every pass", "[kir
   REQUIRE(e != nullptr);
   auto f = e->buildDefault();
   StageText text;
-  compilePlan(*f, e->default_sizes, descsFor(*f, e->default_sizes), CompileOptions{90, 132}, &text);
+  compilePlan(*f, e->default_sizes, descsFor(*f, e->default_sizes), CompileOptions{DeviceInfo{90, 132}}, &text);
   const std::string& t = text[DumpStage::KIR];
   CHECK(has(t, "// after pass `pointwise-loop`"));
   CHECK(has(t, "// after pass `unroll`\n(unchanged)"));
@@ -131,7 +131,7 @@ TEST_CASE("kir: a layer norm in registers is folds, combines across the row and 
   REQUIRE(e != nullptr);
   auto f = e->buildDefault();
   StageText text;
-  compilePlan(*f, e->default_sizes, descsFor(*f, e->default_sizes), CompileOptions{90, 132}, &text);
+  compilePlan(*f, e->default_sizes, descsFor(*f, e->default_sizes), CompileOptions{DeviceInfo{90, 132}}, &text);
   const std::string& t = text[DumpStage::KIR];
   INFO(t);
   CHECK(has(t, "// after pass `norm-rows`"));

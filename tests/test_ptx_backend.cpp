@@ -17,6 +17,8 @@
 #include "ir/error.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
+#include "runtime/environment_options.h"
+#include "tests/compile_test_util.h"
 
 using Catch::Matchers::Contains;
 using loom::codegen::compileLlvmIrToPtx;
@@ -93,6 +95,7 @@ std::string compile(int sm, double* ms = nullptr) {
 }  // namespace
 
 TEST_CASE("PTX backend compiles kernels with libdevice for sm_80 and sm_90", "[ptx]") {
+  const loom::codegen::PtxasTool ptxas = loom::ptxasFromEnvironment();
   for (int sm : {80, 90}) {
     DYNAMIC_SECTION("sm_" << sm) {
       double ms = 0;
@@ -107,10 +110,10 @@ TEST_CASE("PTX backend compiles kernels with libdevice for sm_80 and sm_90", "[p
       CHECK(ptx.find("global_index") == std::string::npos);  // internal helper inlined
       CHECK(ms > 0);
       std::printf("LLVM -> PTX for sm_%d (2 kernels, libdevice expf/erff): %.1f ms\n", sm, ms);
-      if (!loom::codegen::ptxasAvailable()) {
-        WARN("ptxas not found at " << loom::codegen::ptxasPath() << ": PTX not assembled");
+      if (!loom::codegen::ptxasAvailable(ptxas)) {
+        WARN("ptxas not found at " << ptxas.path << ": PTX not assembled");
       } else {
-        CHECK(loom::codegen::ptxasCheck(ptx, sm) == "");
+        CHECK(loom::codegen::ptxasCheck(ptx, sm, ptxas) == "");
       }
     }
   }
@@ -135,19 +138,41 @@ TEST_CASE("PTX backend: opt level 0 still links libdevice and assembles", "[ptx]
   opts.opt_level = 0;
   std::string ptx = compileLlvmIrToPtx(kKernelsIr, opts);
   CHECK(ptx.find(".extern .func __nv_") == std::string::npos);
-  if (loom::codegen::ptxasAvailable()) CHECK(loom::codegen::ptxasCheck(ptx, 90) == "");
+  const loom::codegen::PtxasTool ptxas = loom::ptxasFromEnvironment();
+  if (loom::codegen::ptxasAvailable(ptxas)) CHECK(loom::codegen::ptxasCheck(ptx, 90, ptxas) == "");
 }
 
 TEST_CASE("ptxasCheck reports ptxas's complaint", "[ptx]") {
-  if (!loom::codegen::ptxasAvailable()) {
-    WARN("ptxas not found at " << loom::codegen::ptxasPath() << ": skipped");
+  const loom::codegen::PtxasTool ptxas = loom::ptxasFromEnvironment();
+  if (!loom::codegen::ptxasAvailable(ptxas)) {
+    WARN("ptxas not found at " << ptxas.path << ": skipped");
     return;
   }
   std::string bad = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { "
                     "bogus.instruction; }\n";
-  std::string err = loom::codegen::ptxasCheck(bad, 80);
+  std::string err = loom::codegen::ptxasCheck(bad, 80, ptxas);
   CHECK_THAT(err, Contains("ptxas -arch=sm_80 failed"));
   CHECK_THAT(err, Contains("bogus"));
+}
+
+TEST_CASE("ptxasCheck runs the ptxas and writes its temp files where it is told", "[ptx]") {
+  loom::codegen::PtxasTool tool;
+  tool.temp_dir = "/nonexistent-loom-dir";
+  CHECK_THAT(loom::codegen::ptxasCheck(".version 8.0\n", 80, tool), Contains("cannot create a temp file"));
+  tool = {};
+  tool.path = "/nonexistent-loom-dir/ptxas";
+  CHECK_FALSE(loom::codegen::ptxasAvailable(tool));
+  CHECK_THAT(loom::codegen::ptxasCheck(".version 8.0\n", 80, tool), Contains("/nonexistent-loom-dir/ptxas"));
+  // The environment's are read at the boundary.
+  {
+    loom::test::ScopedEnv p("LOOM_PTXAS", "/elsewhere/ptxas"), d("TMPDIR", "/elsewhere/tmp");
+    const loom::codegen::PtxasTool env = loom::ptxasFromEnvironment();
+    CHECK(env.path == "/elsewhere/ptxas");
+    CHECK(env.temp_dir == "/elsewhere/tmp");
+  }
+  loom::test::ScopedEnv p("LOOM_PTXAS", std::nullopt), d("TMPDIR", "");
+  CHECK(loom::ptxasFromEnvironment().path == loom::codegen::defaultPtxasPath());
+  CHECK(loom::ptxasFromEnvironment().temp_dir == "/tmp");
 }
 
 TEST_CASE("PTX target for a device's compute capability", "[ptx]") {

@@ -14,7 +14,7 @@ using loom::test::descsFor;
 namespace {
 segment::SegmentPlan plan(const ir::Fusion& f, const Bindings& sizes,
                           const std::map<std::string, std::vector<int>>& layouts = {}) {
-  return segment::segmentFusion(f, sizes, descsFor(f, sizes, layouts), CompileOptions{90, 132});
+  return segment::segmentFusion(f, sizes, descsFor(f, sizes, layouts), CompileOptions{{90, 132}});
 }
 }  // namespace
 

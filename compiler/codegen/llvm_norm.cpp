@@ -7,7 +7,6 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 
 #include "compiler/codegen/lane_access.h"
@@ -61,7 +60,7 @@ void NormEmitter::emit() {
       streamed += access == Access::Vector && std::find(held.begin(), held.end(), leaf) == held.end();
     if (streamed >= 2 && k_.chunks <= 8) chunk_unroll_ = k_.chunks;
   }
-  if (const char* u = std::getenv("LOOM_TUNE_CHUNK_UNROLL")) chunk_unroll_ = std::max(1, std::atoi(u));
+  if (tune_.chunk_unroll) chunk_unroll_ = *tune_.chunk_unroll;
   if (k_.smem_bytes > 0) {
     auto* arr = llvm::ArrayType::get(b_.getInt8Ty(), 0);
     row_smem_ = new llvm::GlobalVariable(*km_.function()->getParent(), arr, false,
@@ -313,7 +312,7 @@ void NormEmitter::copyFill(const Leaf& l, DType t, llvm::Value* first_row) {
   // Units past the block's last are invalid (the pieces past its rows), and every unit's
   // element and row are clamped into the tensor, so the loads need no guard.
   int64_t U = k_.grid_sync ? 16 : 32;
-  if (const char* fb = std::getenv("LOOM_TUNE_FILL_BATCH")) U = std::max(1, std::atoi(fb));
+  if (tune_.fill_batch) U = *tune_.fill_batch;
   U = std::min<int64_t>(U, unitTrips());
   loop((unitTrips() + U - 1) / U, {}, [&](llvm::Value* i, const std::vector<llvm::Value*>& carried) {
     std::vector<Chunk> units;
@@ -551,7 +550,7 @@ void NormEmitter::storeAll() {
     // Measurements: bench/results/2026-11-25-code-comment-measurements.md#store-all-unroll
     // LOOM_TUNE_STORE_UNROLL overrides it.
     int unroll = (k_.rowTier() && k_.grid_sync) || k_.cluster > 1 ? 1 : 4;
-    if (const char* u = std::getenv("LOOM_TUNE_STORE_UNROLL")) unroll = std::max(1, std::atoi(u));
+    if (tune_.store_unroll) unroll = *tune_.store_unroll;
     loop(unitTrips(), {}, [&](llvm::Value* m, const std::vector<llvm::Value*>& carried) {
       Chunk ch = unit(m);
       ch.memo = first.memo;
@@ -641,11 +640,11 @@ std::vector<llvm::Value*> NormEmitter::loop(int64_t n, std::vector<llvm::Value*>
 namespace loom::codegen {
 
 std::unique_ptr<llvm::Module> emitNormKernel(const ir::Fusion& f, const schedule::NormKernel& k,
-                                             llvm::LLVMContext& ctx) {
+                                             const Tuning& tune, llvm::LLVMContext& ctx) {
   KernelModule km(ctx, k.name, f, k.output_alias, k.block, k.grid_sync ? 1 : 0);
   // E.g. each grid group's block beside the others' on every SM: registers for all of them.
   if (k.min_blocks_per_sm > 0) km.minBlocksPerSM(k.min_blocks_per_sm);
-  norm_detail::NormEmitter(f, k, km).emit();
+  norm_detail::NormEmitter(f, k, tune, km).emit();
   return km.finish();
 }
 

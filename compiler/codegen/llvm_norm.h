@@ -11,8 +11,9 @@ class LLVMContext;
 
 namespace loom::codegen {
 
-// Parameters: one global pointer per fusion input, then one per fusion output.
+// Parameters: one global pointer per fusion input, then one per fusion output. `tune`: the
+// emitter's knobs (unroll counts, batches) of compiler/tuning.def.
 std::unique_ptr<llvm::Module> emitNormKernel(const ir::Fusion& f, const schedule::NormKernel& k,
-                                             llvm::LLVMContext& ctx);
+                                             const Tuning& tune, llvm::LLVMContext& ctx);
 
 }  // namespace loom::codegen

@@ -44,8 +44,8 @@ using LoopBody = std::function<std::vector<llvm::Value*>(llvm::Value*, const std
 
 class NormEmitter {
  public:
-  NormEmitter(const ir::Fusion& f, const schedule::NormKernel& k, KernelModule& km)
-      : f_(f), k_(k), km_(km), b_(km.builder()) {
+  NormEmitter(const ir::Fusion& f, const schedule::NormKernel& k, const Tuning& tune, KernelModule& km)
+      : f_(f), k_(k), tune_(tune), km_(km), b_(km.builder()) {
     idx_ty_ = k.index64 ? b_.getInt64Ty() : b_.getInt32Ty();
   }
 
@@ -303,6 +303,7 @@ class NormEmitter {
 
   const ir::Fusion& f_;
   const schedule::NormKernel& k_;
+  const Tuning& tune_;  // the emitter's knobs (compiler/tuning.def)
   KernelModule& km_;
   llvm::IRBuilder<>& b_;
   llvm::Type* idx_ty_;

@@ -5,7 +5,6 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "compiler/codegen/norm_emitter.h"
 #include "compiler/codegen/op_emit.h"
@@ -320,7 +319,7 @@ bool NormEmitter::statsByRowVectors() const {
   // the thread-per-row passes (by vectors measured slower).
   // Measurements: bench/results/2026-11-25-code-comment-measurements.md#stats-by-row-vectors-registers
   if (!k_.rowTier() || k_.split < 2 || registers_) return false;
-  if (const char* e = std::getenv("LOOM_TUNE_ROWVEC_STATS"); e && std::atoi(e) == 0) return false;
+  if (tune_.rowvec_stats == 0) return false;
   const int W = k_.threads_per_row * k_.row_vec, S = std::min(W, 32);
   return k_.row_vec * (W / S) <= 32 && int64_t{k_.block} / S * k_.row_vec * 8 <= 2048;
 }
@@ -333,7 +332,7 @@ NormEmitter::Stats NormEmitter::rowVectorStats(DType acc, const ValuesFn& values
   // measured slower). LOOM_TUNE_CHUNK_UNROLL overrides it.
   // Measurements: bench/results/2026-11-25-code-comment-measurements.md#row-vector-stats-unroll
   int unroll = static_cast<int>(std::min<int64_t>(trips, k_.min_blocks_per_sm > 1 ? 2 : 4));
-  if (std::getenv("LOOM_TUNE_CHUNK_UNROLL")) unroll = chunk_unroll_;
+  if (tune_.chunk_unroll) unroll = chunk_unroll_;
   llvm::Value* zero = emitConst(b_, acc, 0);
   llvm::Type* ty = zero->getType();
   llvm::Value* tid = b_.CreateZExtOrTrunc(tid_, idx_ty_);

@@ -29,9 +29,8 @@ namespace {
 // A temp file removed when this goes out of scope, whatever happens in between.
 struct TempFile {
   std::string path;
-  explicit TempFile(const char* suffix) {
-    const char* dir = std::getenv("TMPDIR");
-    std::string tmpl = fmt::format("{}/loom-ptxas-XXXXXX{}", dir && *dir ? dir : "/tmp", suffix);
+  TempFile(const std::string& dir, const char* suffix) {
+    std::string tmpl = fmt::format("{}/loom-ptxas-XXXXXX{}", dir.empty() ? "/tmp" : dir, suffix);
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
     int fd = mkstemps(buf.data(), static_cast<int>(std::strlen(suffix)));
@@ -54,16 +53,13 @@ std::string readFile(const std::string& path) {
 
 }  // namespace
 
-std::string ptxasPath() {
-  const char* env = std::getenv("LOOM_PTXAS");
-  return env && *env ? env : LOOM_PTXAS_DEFAULT;
-}
+std::string defaultPtxasPath() { return LOOM_PTXAS_DEFAULT; }
 
-bool ptxasAvailable() { return access(ptxasPath().c_str(), X_OK) == 0; }
+bool ptxasAvailable(const PtxasTool& tool) { return access(tool.path.c_str(), X_OK) == 0; }
 
-std::string ptxasCheck(const std::string& ptx, int sm, int* spill_bytes) {
-  std::string ptxas = ptxasPath();
-  TempFile in(".ptx"), log(".log");
+std::string ptxasCheck(const std::string& ptx, int sm, const PtxasTool& tool, int* spill_bytes) {
+  std::string ptxas = tool.path;
+  TempFile in(tool.temp_dir, ".ptx"), log(tool.temp_dir, ".log");
   if (in.path.empty() || log.path.empty())
     return fmt::format("ptxas check: cannot create a temp file: {}", std::strerror(errno));
   {

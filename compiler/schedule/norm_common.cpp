@@ -1,7 +1,6 @@
 #include "compiler/schedule/norm_common.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "ir/error.h"
 
@@ -29,7 +28,7 @@ int minSetRows(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs
   return std::max(row_vec, 32 / heldByteRange(held, inputs).first);
 }
 
-int gridFillBuffers() { return std::getenv("LOOM_TUNE_GRID_PREFETCH") ? 2 : 1; }
+int gridFillBuffers(const Tuning& tune) { return tune.grid_prefetch ? 2 : 1; }
 
 int64_t smemPerSm(const DeviceInfo& dev) { return int64_t{dev.sm >= 90 ? 228 : dev.sm == 80 ? 164 : 100} * 1024; }
 
@@ -37,9 +36,10 @@ int64_t blockSmemLimit(const DeviceInfo& dev) {
   return int64_t{dev.sm >= 90 ? 227 : dev.sm == 80 ? 163 : 99} * 1024 - 4096;
 }
 
-GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev, const std::function<bool(int)>& fits) {
-  const int P = dev.sm_count;
-  if (P < 2 || std::getenv("LOOM_NO_SUBGRID") || std::getenv("LOOM_TUNE_GRID_GROUPS")) return {P, groups};
+GridShape gridShape(int64_t sets, int per_sm, int groups, const CompileOptions& opts,
+                    const std::function<bool(int)>& fits) {
+  const int P = opts.device.sm_count;
+  if (P < 2 || opts.tuning.no_subgrid || opts.tuning.grid_groups) return {P, groups};
   // Two blocks a set at least: a set that one block holds alone needs no grid (instance norm
   // bf16 16x128x28x56 channels-last on 108 SMs got 128 sets of one block each, a grid group
   // without ranks, and the emitter crashed).

@@ -38,7 +38,7 @@ int minSetRows(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs
 // the current one, at half the shared memory per set. For tuning sweeps only: on an H100 it
 // measured faster for some channels-last shapes, slower for others and for long rows.
 // Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-fill-buffers
-int gridFillBuffers();
+int gridFillBuffers(const Tuning& tune);
 
 // Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.
 int64_t smemPerSm(const DeviceInfo& dev);
@@ -67,7 +67,8 @@ struct GridShape {
 // merge, filling and draining the pipeline) is paid for bigger slices and fewer times, and
 // more groups overlap.
 // Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-shape
-GridShape gridShape(int64_t sets, int per_sm, int groups, const DeviceInfo& dev, const std::function<bool(int)>& fits);
+GridShape gridShape(int64_t sets, int per_sm, int groups, const CompileOptions& opts,
+                    const std::function<bool(int)>& fits);
 
 // The grid tier's bookkeeping once a block is placed (`k.split` blocks share each set):
 // `groups` groups of blocks walking sets of `rows` rows, each group's part of the workspace a

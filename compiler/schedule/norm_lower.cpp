@@ -45,7 +45,8 @@ using StepFn = std::function<std::vector<ExprP>(Chunk&, const std::vector<ExprP>
 
 class NormLowering {
  public:
-  NormLowering(const ir::Fusion& f, const NormKernel& k, kir::Kernel& out) : f_(f), k_(k), out_(out) {}
+  NormLowering(const ir::Fusion& f, const NormKernel& k, const Tuning& tune, kir::Kernel& out)
+      : f_(f), k_(k), tune_(tune), out_(out) {}
 
   void run() {
     const int T = k_.threads_per_row;
@@ -70,7 +71,7 @@ class NormLowering {
                     std::find(k_.smem_leaves.begin(), k_.smem_leaves.end(), leaf) == k_.smem_leaves.end();
       if (streamed >= 2 && k_.chunks <= 8) chunk_unroll_ = k_.chunks;
     }
-    if (const char* u = std::getenv("LOOM_TUNE_CHUNK_UNROLL")) chunk_unroll_ = std::max(1, std::atoi(u));
+    if (tune_.chunk_unroll) chunk_unroll_ = *tune_.chunk_unroll;
     if (k_.smem_bytes > 0) {
       out_.buffers.push_back({"loom_row_smem", "loom_row_smem", kir::Place::SmemDyn, DType::F32, k_.smem_bytes, 16});
       int64_t off = 0;
@@ -281,6 +282,7 @@ class NormLowering {
 
   const ir::Fusion& f_;
   const NormKernel& k_;
+  const Tuning& tune_;
   kir::Kernel& out_;
   kir::Builder b_;
   ExprP t_in_row_, row_in_block_, lane_, vt_, row_valid_;
@@ -395,7 +397,7 @@ std::string normKirGap(const NormKernel& k) {
 }
 
 std::optional<kir::Kernel> lowerNormalization(const ir::Fusion& f, const NormKernel& k,
-                                              const std::vector<TensorDesc>& inputs) {
+                                              const std::vector<TensorDesc>& inputs, const Tuning& tune) {
   if (!normKirGap(k).empty()) return std::nullopt;
   kir::Kernel out;
   out.name = k.name;
@@ -408,7 +410,7 @@ std::optional<kir::Kernel> lowerNormalization(const ir::Fusion& f, const NormKer
   out.index_bits = k.index64 ? 64 : 32;
   out.launch = {k.grid, k.block};
   out.min_blocks_per_sm = k.min_blocks_per_sm;
-  NormLowering(f, k, out).run();
+  NormLowering(f, k, tune, out).run();
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "compiler/kir/kir.h"
+#include "compiler/tuning.h"
 #include "compiler/schedule/normalization.h"
 
 namespace loom::schedule {
@@ -16,6 +17,6 @@ namespace loom::schedule {
 std::string normKirGap(const NormKernel& k);
 
 std::optional<kir::Kernel> lowerNormalization(const ir::Fusion& f, const NormKernel& k,
-                                              const std::vector<TensorDesc>& inputs);
+                                              const std::vector<TensorDesc>& inputs, const Tuning& tune);
 
 }  // namespace loom::schedule

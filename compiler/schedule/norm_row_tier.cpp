@@ -18,8 +18,9 @@ namespace {
 // or rows one element off 16 bytes.
 // `why` says why not, where that is 0.
 int rowVectorWidth(const std::set<Leaf>& held, size_t nout, const std::vector<TensorDesc>& inputs,
-                   const std::vector<int64_t>& outer_shape, const DeviceInfo& dev, std::string* why) {
+                   const std::vector<int64_t>& outer_shape, const CompileOptions& opts, std::string* why) {
   if (nout == 0 || held.empty()) return 0;
+  const DeviceInfo& dev = opts.device;
   int max_bytes = 1;
   if (std::any_of(held.begin(), held.end(), [](const Leaf& l) { return l.strides.back() == 1; })) {
     *why = "some of the loads held on chip are contiguous along the reduction, others strided";
@@ -36,7 +37,7 @@ int rowVectorWidth(const std::set<Leaf>& held, size_t nout, const std::vector<Te
     *why = fmt::format("copying neighbouring rows to shared memory needs sm_80 or later (here sm_{})", dev.sm);
     return 0;
   }
-  if (std::getenv("LOOM_NO_ROW_VECTORS") || std::getenv("LOOM_NO_SMEM_ROWS")) {
+  if (opts.tuning.no_row_vectors || opts.tuning.no_smem_rows) {
     *why = "copying neighbouring rows to shared memory is turned off (LOOM_NO_ROW_VECTORS or LOOM_NO_SMEM_ROWS)";
     return 0;
   }
@@ -102,18 +103,19 @@ std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::se
 // per row, and a pitch padded against bank conflicts. Nothing where even the fewest rows do not
 // fit.
 std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::set<Leaf>& held,
-                                            const std::vector<TensorDesc>& inputs, int row_vec, const DeviceInfo& dev,
+                                            const std::vector<TensorDesc>& inputs, int row_vec, const CompileOptions& opts,
                                             int64_t max_bytes) {
+  const DeviceInfo& dev = opts.device;
   const int min_rows = minSetRows(held, inputs, row_vec);
   // For tuning sweeps only: LOOM_TUNE_ROWS_PER_BLOCK, LOOM_TUNE_THREADS_PER_ROW.
-  const char* tune_t = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
+  const std::optional<int>& tune_t = opts.tuning.threads_per_row;
   int R = 64;
-  if (const char* r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK")) R = std::max(min_rows, nextPow2(std::atoi(r)));
+  if (const auto& r = opts.tuning.rows_per_block) R = std::max(min_rows, nextPow2(*r));
   while (R > min_rows && (rows + R - 1) / R < 2 * int64_t{dev.sm_count}) R /= 2;
   for (; R >= min_rows; R /= 2) {
     // Threads per row: a block of 256, no more than the row has elements.
     int T = std::max(1, 256 / R);
-    if (tune_t) T = std::min(32, nextPow2(std::atoi(tune_t)));
+    if (tune_t) T = std::min(32, nextPow2(*tune_t));
     while (T > 1 && (T > n || R * T > 1024)) T /= 2;
     int64_t chunks = (n + T - 1) / T;
     auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, max_bytes);
@@ -149,33 +151,35 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
 // images.
 std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t row_axis, const std::set<Leaf>& held,
                                                 const std::vector<TensorDesc>& inputs, int row_vec,
-                                                const DeviceInfo& dev, bool whole_sets, int* groups, int* split) {
+                                                const CompileOptions& opts, bool whole_sets, int* groups, int* split) {
+  const DeviceInfo& dev = opts.device;
+  const Tuning& tune = opts.tuning;
   // A grid of one SM has no blocks to split a set over.
-  if (dev.sm < 80 || dev.sm_count < 2 || std::getenv("LOOM_NO_GRID")) return std::nullopt;
+  if (dev.sm < 80 || dev.sm_count < 2 || tune.no_grid) return std::nullopt;
   const int min_rows = minSetRows(held, inputs, row_vec);
   const int64_t P = dev.sm_count;
   // For tuning sweeps only: LOOM_TUNE_ROWS_PER_BLOCK (R), LOOM_TUNE_GRID_GROUPS (G),
   // LOOM_TUNE_THREADS_PER_ROW (T, rows of R * T <= 1024 threads).
-  const char* tune_r = std::getenv("LOOM_TUNE_ROWS_PER_BLOCK");
-  const char* tune_g = std::getenv("LOOM_TUNE_GRID_GROUPS");
-  const char* tune_t = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
+  const std::optional<int>& tune_r = tune.rows_per_block;
+  const std::optional<int>& tune_g = tune.grid_groups;
+  const std::optional<int>& tune_t = tune.threads_per_row;
   for (int R = 64; R >= min_rows; R /= 2) {
-    if ((whole_sets && row_axis % R != 0) || (tune_r && R != std::atoi(tune_r))) continue;
+    if ((whole_sets && row_axis % R != 0) || (tune_r && R != *tune_r)) continue;
     const int64_t sets = (rows + R - 1) / R;
     int T = 512 / R;
-    if (tune_t) T = std::min(1024 / R, nextPow2(std::max(1, std::atoi(tune_t))));
+    if (tune_t) T = std::min(1024 / R, nextPow2(*tune_t));
     // A block's chunks of a set split over S blocks.
     auto chunksAt = [&](int64_t S) { return (n + int64_t{T} * S - 1) / (int64_t{T} * S); };
     // Two groups at most: three (40 registers a thread) spilled and measured slower.
     // Measurements: bench/results/2026-11-25-code-comment-measurements.md#place-row-vectors-grid-groups
     // Each block beside the others takes kBlockSmemExtra.
-    auto budget = [&](int per_sm) { return (smemPerSm(dev) / per_sm - kBlockSmemExtra) / gridFillBuffers(); };
+    auto budget = [&](int per_sm) { return (smemPerSm(dev) / per_sm - kBlockSmemExtra) / gridFillBuffers(tune); };
     for (int G = tune_g ? 3 : 2; G >= 1; --G) {
       if (G > 1 && sets < 2 * G) continue;
-      if ((tune_g && G != std::atoi(tune_g)) || G * R * T > 2048) continue;
+      if ((tune_g && G != *tune_g) || G * R * T > 2048) continue;
       if (rowPitch(R, T, chunksAt(P), held, inputs, budget(G)).first == 0) continue;
       // More sets at once over fewer blocks each, two blocks an SM, where that fits (see gridShape).
-      const GridShape gs = gridShape(sets, 2, G, dev, [&](int S) {
+      const GridShape gs = gridShape(sets, 2, G, opts, [&](int S) {
         return rowPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
       });
       *groups = gs.groups;
@@ -191,14 +195,15 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
 }  // namespace
 
 RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leaves,
-                            const std::vector<TensorDesc>& inputs, const DeviceInfo& dev) {
+                            const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+  const DeviceInfo& dev = opts.device;
   const size_t nout = k.outer_shape.size();
   RowTierChoice out;
   std::string no_tier;  // why the row-vector tier does not apply
-  const int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, dev, &no_tier);
+  const int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, opts, &no_tier);
   std::optional<RowPlacement>& row_place = out.place;
   // 40 KiB with the scratch, under the 48 KiB of no opt-in: several blocks an SM.
-  if (row_vec > 0) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, 40 * 1024);
+  if (row_vec > 0) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, opts, 40 * 1024);
   auto blocksOf = [&](const RowPlacement& p) { return (k.rows() + p.rows - 1) / p.rows; };
   std::optional<RowPlacement> too_few;  // refused: too few blocks for the SMs
   // A row's element a piece (no vector of rows fits) where the blocks would leave most SMs idle:
@@ -208,13 +213,13 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   if (few_pieces) too_few.swap(row_place);
   const bool more_tiers = row_vec > 0 && !few_pieces;
   if (more_tiers && !row_place)
-    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
+    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, opts,
                                     true, &out.groups, &out.split);
   // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
   // the opt-in limit, one or two an SM, rather than a row a block reading one element of
   // each 32-byte sector; where they are enough to give every SM one.
   if (more_tiers && !row_place) {
-    row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, dev, blockSmemLimit(dev));
+    row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, opts, blockSmemLimit(dev));
     if (row_place && blocksOf(*row_place) < dev.sm_count) too_few.swap(row_place);
   }
   // Still nothing (rows too long for a block, or too few blocks of them): sets of the grid
@@ -222,11 +227,11 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   // store nothing), where the rows hold 2048 elements an SM or more (far faster than a row a
   // block there; smaller ones measured level or slower).
   // Measurements: bench/results/2026-11-25-code-comment-measurements.md#choose-row-tier-partial-sets
-  const bool whole_sets_only = std::getenv("LOOM_NO_PARTIAL_SETS") != nullptr;
+  const bool whole_sets_only = opts.tuning.no_partial_sets;
   const bool partial_sets = more_tiers && !row_place && !whole_sets_only &&
                             k.rows() * k.rowElems() >= int64_t{2048} * dev.sm_count;
   if (partial_sets) {
-    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, dev,
+    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, opts,
                                     false, &out.groups, &out.split);
     if (row_place) too_few.reset();
   }

@@ -31,7 +31,7 @@ struct RowTierChoice {
   std::string strided_note;
 };
 RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leaves,
-                            const std::vector<TensorDesc>& inputs, const DeviceInfo& dev);
+                            const std::vector<TensorDesc>& inputs, const CompileOptions& opts);
 
 // The row-vector tier as placed: the kernel's block, its shared memory, and each access over
 // vectors of rows.

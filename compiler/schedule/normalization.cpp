@@ -52,7 +52,9 @@ int64_t NormKernel::rowVectorUnits() const {
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,
-                                                const DeviceInfo& dev, std::string* why_not) {
+                                                const CompileOptions& opts, std::string* why_not) {
+  const DeviceInfo& dev = opts.device;
+  const Tuning& tune = opts.tuning;
   auto reject = [&](std::string why) -> std::optional<NormKernel> {
     if (why_not) *why_not = std::move(why);
     return std::nullopt;
@@ -200,7 +202,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
 
   const size_t nout = k.outer_shape.size();
   const std::set<Leaf> held_leaves = heldLoads(roots, remap);
-  const RowTierChoice row_choice = chooseRowTier(k, held_leaves, inputs, dev);
+  const RowTierChoice row_choice = chooseRowTier(k, held_leaves, inputs, opts);
   const std::optional<RowPlacement>& row_place = row_choice.place;
   const int row_vec = row_choice.row_vec;
 
@@ -265,12 +267,12 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   // of 1024, at 64 registers, spilled at sm_90). For tuning sweeps only:
   // LOOM_TUNE_WIDE_BLOCK=T (0: scheduled as f32 math).
   // Measurements: bench/results/2026-11-25-code-comment-measurements.md#f64-block-limit
-  const char* tune_wide = std::getenv("LOOM_TUNE_WIDE_BLOCK");
-  const bool wide = (!tune_wide || std::atoi(tune_wide) > 0) &&
+  const std::optional<int>& tune_wide = tune.wide_block;
+  const bool wide = (!tune_wide || *tune_wide > 0) &&
                     (std::any_of(inputs.begin(), inputs.end(), [](const TensorDesc& d) { return d.dtype == DType::F64; }) ||
                      std::any_of(f.outputs().begin(), f.outputs().end(), [](const auto& o) { return o.value->dtype() == DType::F64; }));
   int max_block = wide ? 512 : 1024;
-  if (tune_wide && wide) max_block = std::clamp(nextPow2(std::atoi(tune_wide)), 128, 1024);
+  if (tune_wide && wide) max_block = std::clamp(nextPow2(*tune_wide), 128, 1024);
   const int value_regs = wide ? 2 : 1;
   // Rows side by side in memory but strided along their reduction: the row-vector tier.
   int held = 0, budget = 0;
@@ -280,7 +282,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     if (row_choice.groups > 0) {
       k.split = row_choice.split;
       setGrid(k, row_choice.groups, k.rows_per_block, reductions);
-      k.fill_buffers = gridFillBuffers();
+      k.fill_buffers = gridFillBuffers(tune);
       k.smem_bytes *= k.fill_buffers;
     }
   }
@@ -301,8 +303,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
            k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
       k.threads_per_row *= 2;
     // For tuning sweeps only (part of the cache key, like every override here).
-    const char* tune_threads = std::getenv("LOOM_TUNE_THREADS_PER_ROW");
-    if (tune_threads) k.threads_per_row = std::max(1, std::atoi(tune_threads));
+    const std::optional<int>& tune_threads = tune.threads_per_row;
+    if (tune_threads) k.threads_per_row = *tune_threads;
     k.chunks = static_cast<int>((row_chunks + k.threads_per_row - 1) / k.threads_per_row);
     // Registers per thread for the persistent row: chunks * vec values per streamed input.
     held = k.chunks * vec * std::max(1, live_leaves);
@@ -323,7 +325,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       if (k.load_access[l] != Access::Vector || (piece != 4 && piece != 8 && piece != 16)) async_ok = false;
     }
     const int64_t smem_limit = blockSmemLimit(dev);
-    const bool no_smem = std::getenv("LOOM_NO_SMEM_ROWS") != nullptr;
+    const bool no_smem = tune.no_smem_rows;
     // Neighbouring rows side by side in memory (group norm's groups in channels-last: each
     // pixel holds C/G channels of one group, then the next group's): a block takes `rows`
     // of them and fills shared memory with the pieces of all of them at each pixel together,
@@ -347,8 +349,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     }
     // For tuning sweeps only: LOOM_TUNE_ROWS_TOGETHER=R caps the neighbouring rows a block (or
     // a grid set) takes together.
-    if (const char* rt = std::getenv("LOOM_TUNE_ROWS_TOGETHER")) {
-      const int cap = std::max(1, std::atoi(rt));
+    if (tune.rows_together) {
+      const int cap = *tune.rows_together;
       while (max_rows_together > cap) max_rows_together /= 2;
       while (max_rows_adjacent > cap) max_rows_adjacent /= 2;
     }
@@ -390,7 +392,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     // math of the Unary family on every element (softmax's exp), nor below a quarter of the
     // GPU's thread slots: both measured slower.
     // Measurements: bench/results/2026-11-25-code-comment-measurements.md#thread-fill
-    if (k.registers && async_ok && !no_smem && !k.smem_leaves.empty() && !std::getenv("LOOM_NO_THREAD_FILL")) {
+    if (k.registers && async_ok && !no_smem && !k.smem_leaves.empty() && !tune.no_thread_fill) {
       // Four chunks a thread, and a power of two of threads a row: the rows' threads then sit
       // whole within warps, as the shuffles across them need (384 or 768 f16 values: no).
       int t = row_chunks % 4 == 0 && ((row_chunks / 4) & (row_chunks / 4 - 1)) == 0 ? static_cast<int>(row_chunks / 4) : 0;
@@ -403,11 +405,11 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       });
       if (!cheap_passes || k.rows() * t < int64_t{dev.sm_count} * 512) t = 0;
       // For tuning sweeps only: LOOM_TUNE_THREAD_FILL=T threads per row, LOOM_TUNE_FILL_BLOCK.
-      if (const char* tf = std::getenv("LOOM_TUNE_THREAD_FILL")) t = nextPow2(std::max(1, std::atoi(tf)));
+      if (tune.thread_fill) t = nextPow2(*tune.thread_fill);
       // (Sweeps may take fewer than 8 threads a row: rows of 4 to 7 chunks of 4.)
-      if ((t >= 8 || (std::getenv("LOOM_TUNE_THREAD_FILL") && t >= 2)) && t <= 32) {
+      if ((t >= 8 || (tune.thread_fill && t >= 2)) && t <= 32) {
         int blk = t >= 16 ? 256 : 128;
-        if (const char* fb = std::getenv("LOOM_TUNE_FILL_BLOCK")) blk = std::max(t, std::atoi(fb));
+        if (tune.fill_block) blk = std::max(t, *tune.fill_block);
         if (place(blk / t, t, 1)) {
           k.thread_fill = true;
           k.registers = false;
@@ -420,20 +422,20 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       // Measurements: bench/results/2026-11-25-code-comment-measurements.md#cluster-split
       int64_t block_limit = smem_limit;
       // For tuning sweeps only, like LOOM_TUNE_THREADS_PER_ROW.
-      if (const char* kb = std::getenv("LOOM_TUNE_BLOCK_SMEM_KB")) block_limit = int64_t{std::max(1, std::atoi(kb))} * 1024;
+      if (tune.block_smem_kb) block_limit = int64_t{*tune.block_smem_kb} * 1024;
       // Once split, blocks of 64 KiB: three per SM keep the SM busy while one waits at a
       // cluster barrier (measured faster than blocks of 128 KiB).
       // Measurements: bench/results/2026-11-25-code-comment-measurements.md#cluster-split
       int cs = 1;
-      if (dev.sm >= 90 && !std::getenv("LOOM_NO_CLUSTER")) {
+      if (dev.sm >= 90 && !tune.no_cluster) {
         while (cs < 8 && row_smem * rows_together > block_limit * cs) cs *= 2;
         while (cs > 1 && cs < 8 && row_smem * rows_together > int64_t{64 * 1024} * cs) cs *= 2;
         // For tuning sweeps only: LOOM_TUNE_CLUSTER=C blocks (1 to 8) where a row is split.
-        if (const char* tc = std::getenv("LOOM_TUNE_CLUSTER"); tc && cs > 1) cs = std::clamp(nextPow2(std::atoi(tc)), 1, 8);
+        if (tune.cluster && cs > 1) cs = std::clamp(nextPow2(*tune.cluster), 1, 8);
       }
       const int64_t block_chunks = (row_chunks + cs - 1) / cs;
       int t = std::max(32, std::min(max_block / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
-      if (tune_threads) t = std::max(32, std::atoi(tune_threads) / 32 * 32);
+      if (tune_threads) t = std::max(32, *tune_threads / 32 * 32);
       if (rows_together > 1 && t % q != 0) return false;
       if (!place(rows_together, t, cs)) return false;
       k.cluster = cs;
@@ -451,9 +453,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       // gridShape), `groups` blocks an SM. (Sets of one long row keep the rule above.)
       GridShape gs{P, groups};
       if (rows > 1)
-        gs = gridShape(k.rows() / rows, groups, groups, dev,
-                       [&](int S) { return fits(bytesAt(rows, t, S, gridFillBuffers()), groups); });
-      if (!place(rows, t, gs.split, groups, gridFillBuffers())) return false;
+        gs = gridShape(k.rows() / rows, groups, groups, opts,
+                       [&](int S) { return fits(bytesAt(rows, t, S, gridFillBuffers(tune)), groups); });
+      if (!place(rows, t, gs.split, groups, gridFillBuffers(tune))) return false;
       setGrid(k, gs.groups, rows, reductions);
       return true;
     };
@@ -465,16 +467,16 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       // read whole lines: the grid tier, with as many neighbouring rows per set as fit.
       // Two groups where both fit an SM with whole lines: the memory keeps streaming while a
       // group waits at its barrier (group norm 32x128x256x256 f16 channels-last).
-      if ((placed < max_rows_together) && dev.sm >= 80 && !std::getenv("LOOM_NO_GRID")) {
+      if ((placed < max_rows_together) && dev.sm >= 80 && !tune.no_grid) {
         bool done = false;
         // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).
-        if (const char* g = std::getenv("LOOM_TUNE_GRID_GROUPS"))
-          for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, std::max(1, std::atoi(g)));
         // Sets of one long row: more groups (up to 8) while each still walks four sets or
         // more. Sets of several rows: three groups first (512-thread blocks of 64 KiB, three
         // per SM), then two.
         // Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-groups
-        if (!std::getenv("LOOM_NO_GRID_GROUPS"))
+        if (tune.grid_groups)
+          for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, *tune.grid_groups);
+        if (!tune.no_grid_groups)
           for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) {
             int groups = 2;
             while (r == 1 && groups < 8 && k.rows() >= 8 * groups) groups *= 2;
@@ -495,7 +497,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       k.grid_sync ? static_cast<int>((int64_t{k.grid_groups} * k.split + dev.sm_count - 1) / dev.sm_count) : 0;
   if (k.grid_sync) k.min_blocks_per_sm = grid_per_sm > 1 ? grid_per_sm : 0;
   // For tuning sweeps only (part of the cache key).
-  if (const char* mb = std::getenv("LOOM_TUNE_MIN_BLOCKS"); mb && !k.grid_sync) k.min_blocks_per_sm = std::max(0, std::atoi(mb));
+  if (tune.min_blocks && !k.grid_sync) k.min_blocks_per_sm = *tune.min_blocks;
   k.grid = k.grid_sync ? int64_t{k.split} * k.grid_groups : (k.rows() + k.rows_per_block - 1) / k.rows_per_block * k.cluster;
   // Several groups: in turns by set, or (no more sets than groups) all at once.
   auto groupsText = [&] {

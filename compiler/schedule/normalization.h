@@ -105,7 +105,7 @@ struct NormKernel {
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,
-                                                const DeviceInfo& dev, std::string* why_not);
+                                                const CompileOptions& opts, std::string* why_not);
 
 std::string printNormKernel(const ir::Fusion& f, const NormKernel& k);
 

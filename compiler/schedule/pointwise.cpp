@@ -41,7 +41,9 @@ std::vector<int64_t> planStrides(const AxisPlan& p, const std::vector<int64_t>& 
 
 std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
                                                  const std::vector<TensorDesc>& inputs,
-                                                 const DeviceInfo& dev, std::string* why_not) {
+                                                 const CompileOptions& opts, std::string* why_not) {
+  const DeviceInfo& dev = opts.device;
+  const Tuning& tune = opts.tuning;
   auto reject = [&](std::string why) -> std::optional<PointwiseKernel> {
     if (why_not) *why_not = std::move(why);
     return std::nullopt;
@@ -164,7 +166,7 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
     narrowed = true;
   }
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_VEC caps the vector width.
-  if (const char* v = std::getenv("LOOM_TUNE_PW_VEC")) vec = std::min(vec, std::max(1, std::atoi(v)));
+  if (tune.pw_vec) vec = std::min(vec, *tune.pw_vec);
   while (vec > 1 && (vec & (vec - 1)) != 0) --vec;
   while (vec > 1 && k.iter_shape.back() % vec != 0) vec /= 2;
   k.vec = vec;
@@ -206,7 +208,7 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   int64_t chunks = k.numel() / vec;
   k.block = chunks >= 4096 && !narrowed ? 256 : 128;
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_BLOCK threads a block.
-  if (const char* b = std::getenv("LOOM_TUNE_PW_BLOCK")) k.block = std::clamp(std::atoi(b) / 32 * 32, 32, 1024);
+  if (tune.pw_block) k.block = std::clamp(*tune.pw_block / 32 * 32, 32, 1024);
   // One chunk per thread and as many blocks as that takes: the block scheduler hands each SM
   // a fresh block as one finishes, so the memory stays busy to the end (measured faster than a
   // grid-stride loop over 16 blocks per SM, and than 2 or 4 chunks a thread).
@@ -215,8 +217,8 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   int64_t blocks_per_sm = 0;
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_UNROLL (chunks a thread per
   // trip), LOOM_TUNE_PW_BLOCKS_PER_SM (a grid-stride loop over that many blocks per SM).
-  if (const char* u = std::getenv("LOOM_TUNE_PW_UNROLL")) k.unroll = std::clamp(std::atoi(u), 1, 8);
-  if (const char* g = std::getenv("LOOM_TUNE_PW_BLOCKS_PER_SM")) blocks_per_sm = std::max(0, std::atoi(g));
+  if (tune.pw_unroll) k.unroll = *tune.pw_unroll;
+  if (tune.pw_blocks_per_sm) blocks_per_sm = *tune.pw_blocks_per_sm;
   const int64_t per_block = int64_t{k.block} * k.unroll;
   int64_t grid = (chunks + per_block - 1) / per_block;
   if (blocks_per_sm > 0) grid = std::min<int64_t>(grid, int64_t{dev.sm_count} * blocks_per_sm);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/compile_options.h"
 #include "compiler/kir/kir.h"
 #include "compiler/lower/strided_expr.h"
 #include "compiler/tensor_desc.h"
@@ -52,16 +53,11 @@ struct PointwiseKernel {
   }
 };
 
-struct DeviceInfo {
-  int sm = 90;          // compute capability for codegen
-  int sm_count = 132;   // multiprocessors
-};
-
-// Schedules the fusion for the given inputs; nullopt with `why_not` set when it has a
-// reduction or its outputs differ in shape.
+// Schedules the fusion for the given inputs, the target and the tuning knobs of `opts`;
+// nullopt with `why_not` set when it has a reduction or its outputs differ in shape.
 std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
                                                  const std::vector<TensorDesc>& inputs,
-                                                 const DeviceInfo& dev, std::string* why_not);
+                                                 const CompileOptions& opts, std::string* why_not);
 
 // The kernel IR as text (loom dump --stage kernel).
 std::string printKernel(const ir::Fusion& f, const PointwiseKernel& k);

@@ -13,11 +13,10 @@ namespace loom::segment {
 std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
                                      const std::vector<TensorDesc>& inputs,
                                      const CompileOptions& opts, std::vector<std::string>* why_not) {
-  schedule::DeviceInfo dev{opts.sm, opts.sm_count};
   std::string why_pw, why_norm;
-  if (auto k = schedule::schedulePointwise(f, sizes, inputs, dev, &why_pw))
+  if (auto k = schedule::schedulePointwise(f, sizes, inputs, opts, &why_pw))
     return Accepted{"pointwise", k->reason, k->outputs};
-  if (auto k = schedule::scheduleNormalization(f, sizes, inputs, dev, &why_norm))
+  if (auto k = schedule::scheduleNormalization(f, sizes, inputs, opts, &why_norm))
     return Accepted{"normalization", k->reason, k->outputs};
   if (why_not) *why_not = {"pointwise: " + why_pw, "normalization: " + why_norm};
   return std::nullopt;

@@ -250,7 +250,8 @@ int benchImpl(const Args& a, BenchResult& r) {
         v->dtype(), shape, lay == layouts.end() ? contiguousStrides(shape) : stridesForOrder(shape, lay->second)));
   }
   r.dtype = dev_in.empty() ? "" : std::string(dtypeName(dev_in[0].dtype()));
-  Executor ex(*l.fusion);
+  const Tuning tuning = tuningFromEnvironment();
+  Executor ex(*l.fusion, tuning);
   ex.planFor(dev_in, l.sizes);  // compiles now; throws when no scheduler accepts the fusion
   const CompileStats cs = ex.lastCompile();
   r.compile_source = cs.source == CompileStats::Source::Compiled    ? "fresh"
@@ -272,7 +273,7 @@ int benchImpl(const Args& a, BenchResult& r) {
     }
     Bindings bound = bindShapes(*l.fusion, dtypes, shapes, l.sizes);
     auto t0 = Clock::now();
-    CompiledKernel k = compileFusion(*l.fusion, bound, descs, currentDeviceOptions());
+    CompiledKernel k = compileFusion(*l.fusion, bound, descs, CompileOptions{currentDevice(), tuning});
     r.cold_compile_ms = msSince(t0);
     r.cold_llvm_ptx_ms = k.llvm_ptx_ms;
   }

@@ -4,6 +4,7 @@
 
 #include "compiler/compile.h"
 #include "compiler/segment/segmenter.h"
+#include "runtime/environment_options.h"
 #include "tools/loom/cli.h"
 
 namespace loom::cli {
@@ -34,7 +35,7 @@ Bindings boundSizes(const ir::Fusion& f, const std::vector<TensorDesc>& descs, c
 int runSegment(const Args& a) {
   auto l = loadFromArgs(a, "segment");
   auto layouts = layoutsFromArgs(a, *l.fusion);
-  CompileOptions opts{parseArch(a), 132};
+  CompileOptions opts{{parseArch(a), 132}, tuningFromEnvironment()};
   auto descs = describeInputs(*l.fusion, l.sizes, layouts);
   Bindings bound = boundSizes(*l.fusion, descs, l.sizes);
   auto plan = segment::segmentFusion(*l.fusion, bound, descs, opts);
@@ -58,8 +59,8 @@ int runDump(const Args& a) {
   }
   LOOM_USER_CHECK(stage != DumpStage::Launch, "stage `launch` happens only while running; use "
                   "LOOM_DUMP=launch with `loom run`");
-  CompileOptions opts{parseArch(a), 132};
-  opts.sm_count = static_cast<int>(intOption(a, "sms", opts.sm_count, 1, 1024));
+  CompileOptions opts{{parseArch(a), 132}, tuningFromEnvironment()};
+  opts.device.sm_count = static_cast<int>(intOption(a, "sms", opts.device.sm_count, 1, 1024));
   auto descs = describeInputs(*l.fusion, l.sizes, layouts);
   StageText text;
   // Binding checks sizes against the fusion the same way a run would.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "compiler/compile.h"
+#include "runtime/environment_options.h"
 #include "runtime/kernel_cache.h"
 #include "tools/loom/cli.h"
 
@@ -94,8 +95,8 @@ int runReplay(const Args& a) {
   const std::string arch = target->substr(0, target->find('/'));
   const std::string sms = target->substr(target->find('/') + 1);
   Args ta({"--arch", arch, "--sms", sms}, {});
-  CompileOptions opts{parseArch(ta), 132};
-  opts.sm_count = static_cast<int>(intOption(ta, "sms", 132, 1, 1024));
+  const CompileOptions opts{{parseArch(ta), static_cast<int>(intOption(ta, "sms", 132, 1, 1024))},
+                            tuningFromEnvironment()};
   const std::string save = a.get("save").value_or("");
   if (!save.empty()) std::filesystem::create_directories(save);
 
