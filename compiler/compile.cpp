@@ -5,14 +5,12 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "compiler/analysis/domains.h"
-#include "compiler/codegen/llvm_norm.h"
 #include "compiler/codegen/kir_to_llvm.h"
-#include "compiler/kir/pipeline.h"
-#include "compiler/schedule/norm_lower.h"
-#include "compiler/schedule/pointwise_lower.h"
+#include "compiler/codegen/llvm_norm.h"
 #include "compiler/codegen/ptx_backend.h"
+#include "compiler/kir/pipeline.h"
 #include "compiler/schedule/normalization.h"
-#include "compiler/schedule/pointwise.h"
+#include "compiler/schedule/scheduler.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "loom_build_id.h"  // generated: a hash of the sources
@@ -56,52 +54,32 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
   if (wanted(stages, DumpStage::IR)) record(stages, DumpStage::IR, f.name(), ir::printFusion(f));
   if (wanted(stages, DumpStage::Domains))
     record(stages, DumpStage::Domains, f.name(), analysis::DomainAnalysis(f).str(f));
-  std::string why_pw, why_norm;
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m;
   CompiledKernel out;
   std::string kernel_name = "loom_" + f.name();
-  if (auto k = schedule::schedulePointwise(f, sizes, inputs, opts, &why_pw)) {
-    k->name = kernel_name;
-    if (wanted(stages, DumpStage::Schedule))
-      record(stages, DumpStage::Schedule, f.name(),
-             fmt::format("pointwise: {}\n  vector width {}, block {}, grid {}\n", k->reason,
-                         k->vec, k->block, k->grid));
-    if (wanted(stages, DumpStage::Kernel))
-      record(stages, DumpStage::Kernel, f.name(), schedule::printKernel(f, *k));
-    m = codegen::translateKernel(kir::runPasses(schedule::lowerPointwise(f, *k, inputs), "pointwise-loop",
-                                                kir::standardPasses(), kirDump(stages, f)), ctx);
-    out.block = static_cast<unsigned>(k->block);
-    out.grid = static_cast<unsigned>(k->grid);
-    out.outputs = k->outputs;
-    out.output_alias = k->output_alias;
-  } else if (auto k = schedule::scheduleNormalization(f, sizes, inputs, opts, &why_norm)) {
-    k->name = kernel_name;
-    if (wanted(stages, DumpStage::Schedule))
-      record(stages, DumpStage::Schedule, f.name(),
-             fmt::format("normalization: {}\n  vector width {}\n", k->reason, k->vec));
-    if (wanted(stages, DumpStage::Kernel))
-      record(stages, DumpStage::Kernel, f.name(), schedule::printNormKernel(f, *k));
-    if (auto kk = schedule::lowerNormalization(f, *k, inputs, opts.tuning)) {
-      m = codegen::translateKernel(kir::runPasses(*kk, "norm-rows", kir::standardPasses(), kirDump(stages, f)), ctx);
-    } else {
-      if (wanted(stages, DumpStage::KIR))
-        record(stages, DumpStage::KIR, f.name(), fmt::format("// kernel {}: not in kernel IR yet ({}); the "
-               "normalization emitter makes it\n", kernel_name, schedule::normKirGap(*k)));
-      m = codegen::emitNormKernel(f, *k, opts.tuning, ctx);
-    }
-    out.shared_bytes = static_cast<unsigned>(k->smem_bytes);
-    out.cluster = static_cast<unsigned>(k->cluster);
-    out.cooperative = k->grid_sync;
-    out.workspace_bytes = static_cast<std::uint64_t>(k->workspace_bytes);
-    out.block = static_cast<unsigned>(k->block);
-    out.grid = static_cast<unsigned>(k->grid);
-    out.outputs = k->outputs;
-    out.output_alias = k->output_alias;
+  std::vector<std::string> why;
+  auto p = schedule::planSegment(f, sizes, inputs, opts, kernel_name, &why);
+  if (!p) fail("fusion `{}` cannot run as one kernel: no scheduler accepts it ({})", f.name(), fmt::join(why, "; "));
+  if (wanted(stages, DumpStage::Schedule)) record(stages, DumpStage::Schedule, f.name(), p->summary);
+  if (wanted(stages, DumpStage::Kernel)) record(stages, DumpStage::Kernel, f.name(), p->detail);
+  if (auto kk = p->lower()) {
+    m = codegen::translateKernel(kir::runPasses(*kk, p->first_pass, kir::standardPasses(), kirDump(stages, f)), ctx);
   } else {
-    fail("fusion `{}` cannot run as one kernel: no scheduler accepts it (pointwise: {}; "
-         "normalization: {})", f.name(), why_pw, why_norm);
+    LOOM_ASSERT(p->legacy_norm != nullptr, "scheduler {} gave no kernel IR", p->scheduler);
+    if (wanted(stages, DumpStage::KIR))
+      record(stages, DumpStage::KIR, f.name(), fmt::format("// kernel {}: not in kernel IR yet ({}); the "
+             "normalization emitter makes it\n", kernel_name, p->gap));
+    m = codegen::emitNormKernel(f, *p->legacy_norm, opts.tuning, ctx);
   }
+  out.block = static_cast<unsigned>(p->launch.block);
+  out.grid = static_cast<unsigned>(p->launch.grid);
+  out.shared_bytes = static_cast<unsigned>(p->launch.shared_bytes);
+  out.cluster = static_cast<unsigned>(p->launch.cluster);
+  out.cooperative = p->launch.cooperative;
+  out.workspace_bytes = static_cast<std::uint64_t>(p->launch.workspace_bytes);
+  out.outputs = p->outputs;
+  out.output_alias = p->output_alias;
   if (wanted(stages, DumpStage::LLVM)) {
     std::string s;
     llvm::raw_string_ostream os(s);

@@ -4,8 +4,7 @@
 #include <map>
 #include <set>
 
-#include "compiler/schedule/normalization.h"
-#include "compiler/schedule/pointwise.h"
+#include "compiler/schedule/scheduler.h"
 #include "ir/error.h"
 
 namespace loom::segment {
@@ -13,13 +12,9 @@ namespace loom::segment {
 std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
                                      const std::vector<TensorDesc>& inputs,
                                      const CompileOptions& opts, std::vector<std::string>* why_not) {
-  std::string why_pw, why_norm;
-  if (auto k = schedule::schedulePointwise(f, sizes, inputs, opts, &why_pw))
-    return Accepted{"pointwise", k->reason, k->outputs};
-  if (auto k = schedule::scheduleNormalization(f, sizes, inputs, opts, &why_norm))
-    return Accepted{"normalization", k->reason, k->outputs};
-  if (why_not) *why_not = {"pointwise: " + why_pw, "normalization: " + why_norm};
-  return std::nullopt;
+  auto p = schedule::planSegment(f, sizes, inputs, opts, "loom_" + f.name(), why_not);
+  if (!p) return std::nullopt;
+  return Accepted{p->scheduler, p->reason, p->outputs};
 }
 
 namespace {

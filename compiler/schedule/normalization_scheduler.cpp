@@ -1,0 +1,48 @@
+// The normalization scheduler in the registry: schedule/normalization.h's parameters, lowered
+// by pass `norm-rows` (schedule/norm_lower.h) where the tier is written in kernel IR.
+#include <fmt/format.h>
+
+#include "compiler/schedule/norm_lower.h"
+#include "compiler/schedule/normalization.h"
+#include "compiler/schedule/scheduler.h"
+
+namespace loom::schedule {
+
+namespace {
+
+class NormalizationScheduler final : public Scheduler {
+ public:
+  std::string_view name() const override { return "normalization"; }
+
+  std::optional<Planned> plan(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                              const CompileOptions& opts, const std::string& kernel_name,
+                              std::string* why_not) const override {
+    auto k = scheduleNormalization(f, sizes, inputs, opts, why_not);
+    if (!k) return std::nullopt;
+    k->name = kernel_name;
+    Planned p;
+    p.scheduler = std::string(name());
+    p.reason = k->reason;
+    p.summary = fmt::format("normalization: {}\n  vector width {}\n", k->reason, k->vec);
+    p.detail = printNormKernel(f, *k);
+    p.launch = {k->grid, k->block, k->smem_bytes, k->cluster, k->grid_sync, k->workspace_bytes};
+    p.outputs = k->outputs;
+    p.output_alias = k->output_alias;
+    p.first_pass = "norm-rows";
+    p.gap = normKirGap(*k);
+    auto kernel = std::make_shared<const NormKernel>(std::move(*k));
+    p.legacy_norm = kernel;
+    const Tuning tune = opts.tuning;
+    p.lower = [&f, kernel, inputs, tune]() { return lowerNormalization(f, *kernel, inputs, tune); };
+    return p;
+  }
+};
+
+}  // namespace
+
+const Scheduler& normalizationScheduler() {
+  static const NormalizationScheduler s;
+  return s;
+}
+
+}  // namespace loom::schedule

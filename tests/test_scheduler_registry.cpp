@@ -1,0 +1,45 @@
+// CPU-only: the scheduler registry (compiler/schedule/schedulers.def) is what compile and the
+// segmenter ask, in order, and every scheduler's reason comes back when none takes a fusion.
+#include <catch2/catch.hpp>
+
+#include "tests/compile_test_util.h"
+
+#include "compiler/schedule/scheduler.h"
+#include "include/loom/loom.h"
+
+using namespace loom;
+using loom::test::descsFor;
+
+TEST_CASE("registry: the schedulers in order, each taking what it can", "[schedule]") {
+  const auto& all = schedule::schedulers();
+  REQUIRE(all.size() == 2);
+  CHECK(all[0]->name() == "pointwise");
+  CHECK(all[1]->name() == "normalization");
+  for (const char* name : {"add", "layer_norm"}) {
+    const Example* e = findExample(name);
+    REQUIRE(e != nullptr);
+    auto f = e->buildDefault();
+    std::vector<std::string> why;
+    auto p = schedule::planSegment(*f, e->default_sizes, descsFor(*f, e->default_sizes), CompileOptions{DeviceInfo{90, 132}},
+                                   "k", &why);
+    REQUIRE(p.has_value());
+    CHECK(p->scheduler == (std::string(name) == "add" ? "pointwise" : "normalization"));
+    CHECK(p->lower().has_value());
+    CHECK(p->launch.block > 0);
+  }
+}
+
+TEST_CASE("registry: a fusion no scheduler takes gets every scheduler's reason", "[schedule]") {
+  FusionBuilder fb("two_patterns");
+  auto x = fb.input("x", DType::F32, {"N", "D"});
+  fb.output("rows", sum(x, {1}));
+  fb.output("cols", sum(x, {0}));
+  auto f = fb.finish();
+  Bindings sizes{{"N", 64}, {"D", 32}};
+  std::vector<std::string> why;
+  auto p = schedule::planSegment(*f, sizes, descsFor(*f, sizes), CompileOptions{DeviceInfo{90, 132}}, "k", &why);
+  CHECK(!p.has_value());
+  REQUIRE(why.size() == 2);
+  CHECK(why[0].rfind("pointwise: ", 0) == 0);
+  CHECK(why[1].rfind("normalization: ", 0) == 0);
+}
