@@ -347,6 +347,16 @@ class Translator {
         LOOM_ASSERT(false, "kir -> LLVM: combine `{}` not lowered (pass lower-combines)", s.name);
         break;
       case Stmt::Kind::Repeat: repeat(s); break;
+      case Stmt::Kind::AsyncCopy: {
+        llvm::Value* g = b_.CreateInBoundsGEP(memType(b_.getContext(), s.copy_dtype), km_.param(s.param), scalar(*s.src));
+        const auto id = s.bytes == 16 ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16
+                        : s.bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8
+                                       : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
+        llvm::Value* dst = bytePtr(s.name, scalar(*s.offset));
+        b_.CreateIntrinsic(id, {}, {dst, g});
+        break;
+      }
+      case Stmt::Kind::AsyncWait: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {}); break;
       case Stmt::Kind::BytesStore: {
         Lanes v = expr(*s.value);
         const DType t = s.value->type.dtype;

@@ -375,6 +375,22 @@ StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align) {
   return std::make_shared<const Stmt>(std::move(s));
 }
 
+StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, int bytes) {
+  checkIndex(byte, "a byte offset");
+  checkIndex(src, "a copy's source");
+  LOOM_ASSERT(bytes == 4 || bytes == 8 || bytes == 16, "kernel IR: cp.async of {} bytes", bytes);
+  Stmt s{Stmt::Kind::AsyncCopy};
+  s.name = std::move(buffer);
+  s.offset = std::move(byte);
+  s.param = param;
+  s.copy_dtype = t;
+  s.src = std::move(src);
+  s.bytes = bytes;
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP asyncWaitAll() { return std::make_shared<const Stmt>(Stmt{Stmt::Kind::AsyncWait}); }
+
 namespace {
 // Replays LLVM's naming of module symbols: taken names, and one counter for every clash.
 std::string uniqueName(std::set<std::string>& taken, int& last, const std::string& base) {

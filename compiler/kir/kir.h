@@ -151,7 +151,7 @@ using StmtP = std::shared_ptr<const Stmt>;
 using Body = std::vector<StmtP>;
 
 struct Stmt {
-  enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine, Repeat, BytesStore, Welford };
+  enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine, Repeat, BytesStore, Welford, AsyncCopy, AsyncWait };
   Kind kind;
   std::string name;  // Let: the name bound; Loop: its variable
   ExprP value;       // Let; Store: what is written
@@ -191,6 +191,12 @@ struct Stmt {
   std::vector<ExprP> yields;
   std::vector<std::string> results;
   // BytesStore: `value` (all lanes, one access) to byte `offset` of dynamic buffer `name`.
+  // AsyncCopy: cp.async of `bytes` bytes from element `src` of parameter `param` (of
+  // `copy_dtype`) to byte `offset` of dynamic buffer `name`; AsyncWait: until every copy this
+  // thread issued has landed.
+  ExprP src;
+  int bytes = 0;
+  DType copy_dtype = DType::F32;
 };
 
 StmtP let(std::string name, ExprP value);
@@ -211,6 +217,8 @@ StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const 
 StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, ExprP>> carried, Body body,
              std::vector<ExprP> yields, std::vector<std::string> results, int unroll);
 StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align);
+StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, int bytes);
+StmtP asyncWaitAll();
 
 // A buffer of `count` elements of `elem` in `place`; `name` is its symbol in the kernel.
 struct Buffer {
@@ -220,6 +228,7 @@ struct Buffer {
   DType elem = DType::F32;
   int64_t count = 0;
   int align = 8;
+  bool any_type = false;  // slots hold values of any dtype no wider than `elem`
 };
 
 // A global tensor the kernel reads or writes, as the kernel addresses it: elements

@@ -76,6 +76,11 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
                            fmt::join(s.results, ", "), fmt::join(yields, ", "));
       break;
     }
+    case Stmt::Kind::AsyncCopy:
+      out += fmt::format("{}cp.async.{} {}[byte {}] <- {}[{}]\n", pad, s.bytes, s.name, printExpr(k, *s.offset),
+                         paramName(k, s.param), printExpr(k, *s.src));
+      break;
+    case Stmt::Kind::AsyncWait: out += fmt::format("{}cp.async.wait_all\n", pad); break;
     case Stmt::Kind::BytesStore:
       out += fmt::format("{}{}[byte {}] = {}  (align {})\n", pad, s.name, printExpr(k, *s.offset),
                          printExpr(k, *s.value), s.align);

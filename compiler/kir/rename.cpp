@@ -84,6 +84,9 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
       for (const auto& n : s.results) results.push_back(nm(n));
       return repeat(nm(s.name), s.count, std::move(carried), std::move(b), std::move(yields), std::move(results), s.unroll);
     }
+    case Stmt::Kind::AsyncCopy:
+      return asyncCopy(s.name, rename(s.offset, r), s.param, s.copy_dtype, rename(s.src, r), s.bytes);
+    case Stmt::Kind::AsyncWait: return asyncWaitAll();
     case Stmt::Kind::BytesStore: return bytesStore(s.name, rename(s.offset, r), rename(s.value, r), s.align);
     case Stmt::Kind::Welford: {
       std::vector<ExprP> stats;

@@ -210,7 +210,8 @@ class Verifier {
       problem(fmt::format("buffer `{}` is not declared", name));
       return;
     }
-    if (it->elem != t) problem(fmt::format("buffer `{}` of {} accessed as {}", name, dtypeName(it->elem), dtypeName(t)));
+    if (it->any_type ? dtypeBytes(t) > dtypeBytes(it->elem) : it->elem != t)
+      problem(fmt::format("buffer `{}` of {} accessed as {}", name, dtypeName(it->elem), dtypeName(t)));
     if (r.lo < 0 || r.hi >= it->count)
       problem(fmt::format("`{}`[{}] may reach slots [{}, {}], outside [0, {})", name, printExpr(k_, index), r.lo,
                           r.hi == kInf ? "inf" : fmt::format("{}", r.hi), it->count));
@@ -239,8 +240,13 @@ class Verifier {
       problem(fmt::format("`{}`[byte {}] may reach bytes [{}, {}], outside [0, {})", name, printExpr(k_, byte), r.lo,
                           r.hi == kInf ? "inf" : fmt::format("{}", r.hi + bytes - 1), it->count));
     BufState& st = buf_[name];
-    if (write) st.written = true;
-    else if (!st.written) problem(fmt::format("buffer `{}` is read before anything is written to it", name));
+    if (write) {
+      st.written = true;
+    } else if (!st.written) {
+      problem(fmt::format("buffer `{}` is read before anything is written to it", name));
+    } else if (st.pending) {
+      problem(fmt::format("buffer `{}` is read before the cp.async copies into it are waited for", name));
+    }
   }
 
   void scoped(const Body& b) {
@@ -265,6 +271,16 @@ class Verifier {
       case Stmt::Kind::BufStore:
         expr(*s.value);
         bufAccess(s.name, *s.offset, true, s.value->type.dtype);
+        break;
+      case Stmt::Kind::AsyncCopy: {
+        const int64_t lanes = s.bytes / dtypeBytes(s.copy_dtype);
+        access("cp.async", s.param, false, *s.src, Access::Vector, static_cast<int>(lanes), 1);
+        bytesAccess(s.name, *s.offset, true, Type::data(s.copy_dtype, static_cast<int>(lanes)));
+        buf_[s.name].pending = true;
+        break;
+      }
+      case Stmt::Kind::AsyncWait:
+        for (auto& [name, st] : buf_) st.pending = false;
         break;
       case Stmt::Kind::BytesStore:
         expr(*s.value);
@@ -354,7 +370,7 @@ class Verifier {
   std::set<std::string> ever_;       // names are bound once in a whole kernel
   std::vector<std::string> scope_;   // names bound, innermost last
   struct BufState {
-    bool written = false, synced = false;
+    bool written = false, synced = false, pending = false;
   };
   std::map<std::string, BufState> buf_;
   std::map<std::string, const Expr*> defs_;

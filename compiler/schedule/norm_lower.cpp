@@ -38,6 +38,7 @@ struct Chunk {
   ExprP valid;             // a predicate
   ExprP slot;              // its place in the row's copy in shared memory
   bool global = false;     // read from global memory even where the row is on chip
+  ExprP r_sub;             // another row of the block (whole-line fills and stores): i32
   std::map<const ENode*, ExprP> memo;
 };
 
@@ -50,7 +51,7 @@ class NormLowering {
 
   void run() {
     const int T = k_.threads_per_row;
-    ExprP tid = b_.bindAs("tid", kir::special(kir::Special::TidX));
+    ExprP tid = tid_ = b_.bindAs("tid", kir::special(kir::Special::TidX));
     t_in_row_ = b_.bindAs("t_in_row", kir::convert(b_.urem(tid, kir::i32Const(T)), Type::idx()));
     row_in_block_ = b_.bindAs("row_in_block", kir::index(kir::IndexOp::Div, tid, kir::i32Const(T)));
     lane_ = b_.bindAs("lane", kir::index(kir::IndexOp::Rem, tid, kir::i32Const(32)));
@@ -63,7 +64,7 @@ class NormLowering {
     // more stream from global memory per element each pass.
     unrolled_ = registers_;
     chunk_unroll_ = 1;
-    if (!k_.smem_leaves.empty()) {
+    if (!k_.grid_sync && k_.cluster == 1 && !k_.thread_fill && !k_.rowTier() && !k_.smem_leaves.empty()) {
       chunk_unroll_ = 4;
       int streamed = 0;
       for (const auto& [leaf, access] : k_.load_access)
@@ -77,7 +78,9 @@ class NormLowering {
       int64_t off = 0;
       for (const auto& l : k_.smem_leaves) {
         smem_offset_[l] = off;
-        const int64_t bytes = k_.rowElems() * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
+        const int64_t elems = k_.async_fill ? int64_t{k_.rows_per_block} * k_.chunks * k_.threads_per_row * k_.vec
+                                            : k_.rowElems();
+        const int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
         off += (bytes + 15) / 16 * 16;
       }
     }
@@ -92,13 +95,16 @@ class NormLowering {
 
  private:
   void rowsAt(const ExprP& first_row) {
+    first_row_ = first_row;
     ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
     row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, c(k_.rows())));
     row = b_.bindAs("row", kir::select(row_valid_, row, c(k_.rows() - 1)));
     outer_idx_ = unravel(row, k_.outer_shape, 1);
     if (unrolled_)
-      for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkOf(c(i)));
+      for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
+    if (k_.async_fill) asyncFill();
     for (const ENode* r : reductions_) reduce(*r);
+    publishReductions();
     storeAll();
   }
 
@@ -114,18 +120,58 @@ class NormLowering {
     return idx;
   }
 
-  // Chunk k of the thread's row: chunk t + k * T of the row, clamped into it.
-  Chunk chunkOf(const ExprP& k) {
+  // Chunk k of thread t's row at outer coordinates `outer`: chunk t + k * T of the row, clamped
+  // into it.
+  Chunk chunkOf(std::vector<ExprP> outer, const ExprP& t, const ExprP& k) {
     Chunk ch;
-    ExprP ci = b_.add(vt_, b_.mul(k, c(int64_t{k_.threads_per_row} * k_.split)));
+    ExprP ci = b_.add(t, b_.mul(k, c(int64_t{k_.threads_per_row} * k_.split)));
     ch.valid = b_.op(kir::IndexOp::Ult, ci, c(row_chunks_));
     ci = b_.select(ch.valid, ci, c(row_chunks_ - 1));
     ch.slot = ci;
-    ch.idx = outer_idx_;
+    ch.idx = std::move(outer);
     auto red = unravel(ci, k_.red_shape, k_.vec);
     ch.idx.insert(ch.idx.end(), red.begin(), red.end());
     return ch;
   }
+
+  // The thread's chunk k of its row; filled by cp.async, the block's copy holds it at slot
+  // t + k * T.
+  Chunk chunkAt(const ExprP& k) {
+    Chunk ch = chunkOf(outer_idx_, t_in_row_, k);
+    if (k_.async_fill) ch.slot = b_.add(t_in_row_, b_.mul(k, c(k_.threads_per_row)));
+    return ch;
+  }
+
+  // The m-th of the thread's units of the block's rows for whole-line accesses: unit
+  // u = tid + m * block is chunk c_in of row r_sub at position `rest` (thread fill: the thread's
+  // own chunk m).
+  Chunk unitChunk(const ExprP& m, const ExprP& first_row) {
+    if (k_.thread_fill) return chunkAt(m);
+    const int L = k_.rows_per_block, T = k_.threads_per_row;
+    const int64_t q = k_.red_shape.back() / k_.vec;
+    ExprP t = b_.convert(tid_, Type::idx());
+    ExprP slot = b_.add(t, b_.mul(m, c(int64_t{L} * T)));
+    ExprP r_sub = c(0);
+    if (L > 1) {
+      LOOM_ASSERT(T % q == 0, "{} threads per row, {} chunks per position", T, q);
+      ExprP c_in = b_.urem(t, c(q));
+      r_sub = b_.urem(b_.udiv(t, c(q)), c(L));
+      slot = b_.add(b_.mul(b_.add(b_.udiv(t, c(q * L)), b_.mul(m, c(T / q))), c(q)), c_in);
+    }
+    ExprP row = b_.add(first_row, r_sub);
+    ExprP row_ok = b_.op(kir::IndexOp::Ult, row, c(k_.rows()));
+    // (The chunk's arguments in the order the emitter computed them.)
+    ExprP k = b_.udiv(slot, c(T));
+    ExprP tr = b_.urem(slot, c(T));
+    std::vector<ExprP> outer = unravel(b_.select(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1);
+    Chunk ch = chunkOf(std::move(outer), tr, k);
+    ch.valid = b_.op(kir::IndexOp::And, row_ok, ch.valid);
+    ch.slot = slot;
+    ch.r_sub = b_.convert(r_sub, Type::i32());
+    return ch;
+  }
+
+  int64_t unitTrips() const { return k_.chunks; }
 
   // For values constant along the row: its reduced coordinates 0.
   Chunk rowChunk() {
@@ -168,7 +214,10 @@ class NormLowering {
     switch (n.kind) {
       case ENode::Kind::Load: out = load(n.leaf, n.dtype, ch); break;
       case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, v); break;
-      case ENode::Kind::Reduce: out = reduced_.at(&n); break;
+      case ENode::Kind::Reduce:
+        out = reduced_.at(&n);
+        if (ch.r_sub) out = b_.bind(kir::bufLoad(reduced_buf_, n.dtype, reducedSlot(&n, ch.r_sub)));  // another row's
+        break;
       case ENode::Kind::Op: {
         std::vector<ExprP> args;
         for (const auto& a : n.args) args.push_back(eval(*a, ch));
@@ -194,11 +243,64 @@ class NormLowering {
   // another in the block).
   ExprP smemByte(const Leaf& l, DType t, const Chunk& ch) {
     const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
-    ExprP byte = kir::add(c(smem_offset_.at(l)), kir::mul(ch.slot, c(piece)));
-    if (k_.rows_per_block > 1)
-      byte = kir::add(byte, kir::mul(kir::convert(row_in_block_, Type::idx()),
-                                     c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
+    const int L = k_.rows_per_block;
+    const ExprP rib = ch.r_sub ? ch.r_sub : row_in_block_;
+    ExprP slot = ch.slot;
+    if (k_.async_fill && L > 1 && !k_.thread_fill) {
+      // Swizzled: a warp of the whole-line fill and stores touches 32 / L neighbouring slots of
+      // each of L rows, whose regions start on the same bank; XOR-ing the slot with
+      // row * 32 / L (within its aligned 32) spreads them over every bank.
+      ExprP r = kir::convert(rib, Type::idx());
+      slot = kir::index(kir::IndexOp::Xor, slot,
+                        kir::index(kir::IndexOp::And, kir::mul(r, c(32 / std::min(L, 32))), c(31)));
+    }
+    ExprP byte = kir::add(c(smem_offset_.at(l)), kir::mul(slot, c(piece)));
+    if (L > 1)
+      byte = kir::add(byte, kir::mul(kir::convert(rib, Type::idx()), c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
     return byte;
+  }
+
+  // Copies the block's chunks of every held load into shared memory with cp.async, all in
+  // flight at once, and waits for them; several rows a block: whole lines, then a barrier.
+  void asyncFill() {
+    bool copied = false;
+    for (const auto& l : k_.smem_leaves) {
+      const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
+      const int piece = k_.fillPieceBytes(t);
+      LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
+      b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+        Chunk ch = unitChunk(m, first_row_);
+        b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t,
+                               offset(l.offset, l.strides, ch.idx), piece));
+        return carried;
+      });
+      filled_.insert(l);
+      copied = true;
+    }
+    if (copied) b_.emit(kir::asyncWaitAll());
+    if (k_.rows_per_block > 1 && !k_.thread_fill) b_.emit(kir::barrier(kir::Barrier::Block));
+  }
+
+  // Several rows a block storing by whole lines: each thread writes chunks of other rows, so
+  // every row's reductions go to shared memory for the block.
+  bool coalescedStores() const { return k_.async_fill && k_.rows_per_block > 1 && !k_.thread_fill; }
+
+  ExprP reducedSlot(const ENode* r, const ExprP& rib) {
+    return kir::add(kir::mul(kir::convert(rib, Type::idx()), c(static_cast<int64_t>(reduced_index_.size()))),
+                    c(reduced_index_.at(r)));
+  }
+
+  void publishReductions() {
+    if (!coalescedStores() || reductions_.empty()) return;
+    const int64_t R = static_cast<int64_t>(reductions_.size());
+    out_.buffers.push_back({kir::bufferName(out_, "reduced_smem"), "reduced_smem", kir::Place::Smem, DType::I64,
+                            R * k_.rows_per_block, 8, true});
+    reduced_buf_ = out_.buffers.back().name;
+    for (int64_t j = 0; j < R; ++j) reduced_index_[reductions_[static_cast<size_t>(j)]] = j;
+    b_.ifThen(b_.op(kir::IndexOp::Eq, t_in_row_, c(0)), "rpublish", [&] {
+      for (const ENode* r : reductions_) b_.emit(kir::bufStore(reduced_buf_, reducedSlot(r, row_in_block_), reduced_.at(r)));
+    });
+    b_.emit(kir::barrier(kir::Barrier::Block));
   }
 
   // A held load: the first pass reads global memory and keeps what it read in shared memory
@@ -220,7 +322,7 @@ class NormLowering {
       for (auto& ch : chunks_) carried = step(ch, carried);
     } else {
       carried = b_.repeat("k", k_.chunks, carried, [&](const ExprP& k, const std::vector<ExprP>& in) {
-        Chunk ch = chunkOf(k);
+        Chunk ch = chunkAt(k);
         return step(ch, in);
       }, chunk_unroll_);
     }
@@ -265,9 +367,17 @@ class NormLowering {
 
   // The mean of a row summed around its first element, so that 1e4 + U(0,1) keeps its digits.
   ExprP shiftedMean(const ENode& x, DType acc, double n) {
-    Chunk first = rowChunk();
+    // A row whole in the block's shared memory behind a barrier has its first element there;
+    // with a thread fill, the row's first thread copied it: a shuffle.
+    Chunk first = k_.thread_fill ? chunkAt(c(0)) : rowChunk();
+    if (!k_.thread_fill) first.global = !(k_.async_fill && k_.split == 1 && k_.rows_per_block > 1);
     ExprP x0 = b_.bind(kir::intrinsic(kir::Intrinsic::First, Type::data(x.dtype, 1), {eval(x, first)}));
     if (x.dtype != acc) x0 = b_.bind(kir::math(ir::OpKind::Cast, acc, {x0}));
+    if (k_.thread_fill) {
+      const int T = k_.threads_per_row;
+      ExprP src = b_.mul(b_.udiv(lane_, kir::i32Const(T)), kir::i32Const(T));
+      x0 = b_.bind(kir::intrinsic(kir::Intrinsic::ShflIdx, x0->type, {x0, src}));
+    }
     ExprP sum = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
       return b_.bind(kir::math(ir::OpKind::Sub, acc, {values(x, acc, ch), x0}, k_.vec));
     });
@@ -278,6 +388,7 @@ class NormLowering {
   std::pair<ExprP, ExprP> welford(const ENode& x, DType acc);
   void reduce(const ENode& r);
   void storeAll();
+  bool hoistInvariant(const ENode& n, Chunk& ch);
   void storeChunk(const NormKernel::Store& s, const ExprP& value, const Chunk& ch, const ExprP& pred);
 
   const ir::Fusion& f_;
@@ -285,7 +396,10 @@ class NormLowering {
   const Tuning& tune_;
   kir::Kernel& out_;
   kir::Builder b_;
-  ExprP t_in_row_, row_in_block_, lane_, vt_, row_valid_;
+  ExprP tid_, t_in_row_, row_in_block_, lane_, vt_, row_valid_, first_row_;
+  std::string reduced_buf_;
+  std::map<const ENode*, int64_t> reduced_index_;
+  std::map<const ENode*, bool> invariant_;
   bool registers_ = true, unrolled_ = true;
   int chunk_unroll_ = 1;
   std::map<Leaf, int64_t> smem_offset_;
@@ -338,7 +452,7 @@ void NormLowering::reduce(const ENode& r) {
       // Two passes over the row in registers: the mean, then squared deviations from it.
       auto key = std::make_pair(&x, r.correction);
       auto it = stats_.find(key);
-      if (it == stats_.end() && !registers_) {
+      if (it == stats_.end() && !registers_ && !k_.async_fill) {
         // Streaming rows: one Welford pass instead of two reads for the statistics.
         auto [mean, m2] = welford(x, acc);
         ExprP var = b_.math(ir::OpKind::Div, acc, {m2, kir::dataConst(acc, n - r.correction, 1)});
@@ -360,6 +474,27 @@ void NormLowering::reduce(const ENode& r) {
   reduced_[&r] = r.dtype == acc ? result : b_.bind(kir::math(ir::OpKind::Cast, r.dtype, {result}));
 }
 
+// Evaluates in `ch` the parts of `n` that are the same for every unit of the thread: constants,
+// reductions, and loads along no reduced axis but the innermost. Whether `n` is such a part.
+bool NormLowering::hoistInvariant(const ENode& n, Chunk& ch) {
+  auto it = invariant_.find(&n);
+  if (it != invariant_.end()) return it->second;
+  bool inv = true;
+  switch (n.kind) {
+    case ENode::Kind::Const:
+    case ENode::Kind::Reduce: break;
+    case ENode::Kind::Load:
+      for (size_t d = k_.outer_shape.size(); d + 1 < n.leaf.strides.size(); ++d) inv = inv && n.leaf.strides[d] == 0;
+      inv = inv && !smem_offset_.count(n.leaf);
+      break;
+    case ENode::Kind::Op:
+      for (const auto& a : n.args) inv = hoistInvariant(*a, ch) && inv;
+      break;
+  }
+  if (inv) eval(n, ch);
+  return invariant_[&n] = inv;
+}
+
 void NormLowering::storeChunk(const NormKernel::Store& s, const ExprP& value, const Chunk& ch, const ExprP& pred) {
   ExprP off = b_.bind(offset(s.offset, s.strides, ch.idx), "off");
   const kir::Access a = s.access == kir::Access::Splat ? kir::Access::Gather : s.access;
@@ -376,6 +511,27 @@ void NormLowering::storeAll() {
     ExprP first = b_.op(kir::IndexOp::Eq, vt_, c(0));
     storeChunk(s, one, row, b_.op(kir::IndexOp::And, row_valid_, first));
   }
+  if (coalescedStores()) {
+    // Whole lines: the units of the fill, each with its own row's reductions. What depends on
+    // nothing but the thread's place (the row's statistics, a per-channel weight) is evaluated
+    // once, before the loop, unrolled by 4 so that a thread has several units' loads in flight.
+    Chunk first = unitChunk(c(0), first_row_);
+    for (const auto& s : k_.stores)
+      if (!s.row_only) hoistInvariant(*s.value, first);
+    const int unroll = tune_.store_unroll ? *tune_.store_unroll : 4;
+    b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+      Chunk ch = unitChunk(m, first_row_);
+      ch.memo = first.memo;
+      for (const auto& s : k_.stores) {
+        if (s.row_only) continue;
+        ExprP v = eval(*s.value, ch);
+        if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, k_.vec), {v}));
+        storeChunk(s, v, ch, ch.valid);
+      }
+      return carried;
+    }, unroll);
+    return;
+  }
   forEachChunk({}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
     for (const auto& s : k_.stores) {
       if (s.row_only) continue;
@@ -390,8 +546,8 @@ void NormLowering::storeAll() {
 }  // namespace
 
 std::string normKirGap(const NormKernel& k) {
-  if (k.async_fill) return "rows copied to shared memory by cp.async";
-  if (k.cluster > 1 || k.split > 1 || k.grid_sync) return "rows split over blocks";
+  if (k.cluster > 1) return "rows split over a cluster";
+  if (k.grid_sync) return "rows split over the grid";
   if (k.rowTier()) return "vectors of rows";
   return "";
 }
