@@ -146,6 +146,8 @@ class Translator {
     switch (e.intrinsic) {
       case kir::Intrinsic::Splat: return Lanes(static_cast<size_t>(e.type.lanes), a[0][0]);
       case kir::Intrinsic::First: return {a[0][0]};
+      case kir::Intrinsic::ToGeneric: return {b_.CreateAddrSpaceCast(a[0][0], llvm::PointerType::get(b_.getContext(), 0))};
+      case kir::Intrinsic::Mapa: return {b_.CreateIntrinsic(llvm::Intrinsic::nvvm_mapa, {}, {a[0][0], a[1][0]})};
       case kir::Intrinsic::FoldSqDiff: {
         llvm::Value* r = a[2][0];
         for (llvm::Value* x : a[0]) {
@@ -243,9 +245,11 @@ class Translator {
           lanes.push_back(fromMemory(b_, b_.CreateExtractElement(ld, static_cast<uint64_t>(j)), e.type.dtype));
         return lanes;
       }
+      case Expr::Kind::BufAddr: return {slot(e.buffer, scalar(*e.args[0]))};
       case Expr::Kind::BufLoad: {
         llvm::Value* i = scalar(*e.args[0]);
-        return {b_.CreateLoad(regType(b_.getContext(), e.type.dtype), slot(e.buffer, i))};
+        llvm::Value* at = e.args[0]->type.address ? i : slot(e.buffer, i);
+        return {b_.CreateLoad(regType(b_.getContext(), e.type.dtype), at)};
       }
       case Expr::Kind::Var: {
         auto it = env_.find(e.name);
@@ -335,11 +339,19 @@ class Translator {
         b_.SetInsertPoint(cont);
         break;
       }
-      case Stmt::Kind::Barrier: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); break;
+      case Stmt::Kind::Barrier: {
+        const llvm::Intrinsic::ID id = s.barrier == kir::Barrier::Block ? llvm::Intrinsic::nvvm_barrier0
+                                       : s.barrier == kir::Barrier::ClusterArrive ? llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned
+                                       : s.barrier == kir::Barrier::ClusterArriveRelaxed
+                                           ? llvm::Intrinsic::nvvm_barrier_cluster_arrive_relaxed_aligned
+                                           : llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned;
+        b_.CreateIntrinsic(id, {}, {});
+        break;
+      }
       case Stmt::Kind::BufStore: {
         llvm::Value* i = scalar(*s.offset);
         llvm::Value* v = scalar(*s.value);
-        b_.CreateStore(v, slot(s.name, i));
+        b_.CreateStore(v, s.offset->type.address ? i : slot(s.name, i));
         break;
       }
       case Stmt::Kind::Combine:

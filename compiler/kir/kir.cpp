@@ -100,6 +100,7 @@ std::string_view combineName(Combine c) {
 }
 
 std::string Type::str() const {
+  if (address) return "addr";
   if (index) return dtype == DType::I32 ? "i32" : dtype == DType::Bool ? "pred" : "index";
   return lanes == 1 ? std::string(dtypeName(dtype)) : fmt::format("{}x{}", dtypeName(dtype), lanes);
 }
@@ -234,6 +235,15 @@ ExprP bytesLoad(std::string buffer, DType t, int lanes, ExprP byte, int align) {
   return make(std::move(e));
 }
 
+ExprP bufAddr(std::string buffer, ExprP index) {
+  checkIndex(index, "a buffer's element");
+  LOOM_ASSERT(!index->type.address, "kernel IR: the address of an address");
+  Expr e{Expr::Kind::BufAddr, Type::addr()};
+  e.buffer = std::move(buffer);
+  e.args = {std::move(index)};
+  return make(std::move(e));
+}
+
 StmtP let(std::string name, ExprP value) {
   LOOM_ASSERT(!name.empty() && value, "kernel IR: `let` needs a name and a value");
   Stmt s{Stmt::Kind::Let};
@@ -323,6 +333,7 @@ StmtP combine(std::string result, ExprP value, const CombineSpec& spec) {
   s.thread_in_row = spec.thread_in_row;
   s.row_in_block = spec.row_in_block;
   s.lane = spec.lane;
+  s.cluster = spec.cluster;
   return std::make_shared<const Stmt>(std::move(s));
 }
 

@@ -86,12 +86,14 @@ struct Type {
   bool index = true;
   DType dtype = DType::I64;
   int lanes = 1;
+  bool address = false;  // the address of a buffer's slot (`index` too)
   bool operator==(const Type&) const = default;
   static Type idx() { return {}; }
   static Type i32() { return {true, DType::I32, 1}; }
   static Type pred() { return {true, DType::Bool, 1}; }
+  static Type addr() { return {true, DType::I64, 1, true}; }
   static Type data(DType t, int lanes) { return {false, t, lanes}; }
-  bool isPred() const { return index && dtype == DType::Bool; }
+  bool isPred() const { return index && dtype == DType::Bool && !address; }
   std::string str() const;
 };
 
@@ -99,7 +101,7 @@ struct Expr;
 using ExprP = std::shared_ptr<const Expr>;
 
 struct Expr {
-  enum class Kind { Int, Var, Special, Index, Const, Math, Load, Select, Convert, Intrinsic, BufLoad, BytesLoad };
+  enum class Kind { Int, Var, Special, Index, Const, Math, Load, Select, Convert, Intrinsic, BufLoad, BytesLoad, BufAddr };
   Kind kind;
   Type type;
   int64_t ivalue = 0;     // Int (of `type`: the index type, i32 or a predicate)
@@ -141,8 +143,10 @@ ExprP select(ExprP cond, ExprP a, ExprP b);
 // An integer as another integer type (zero-extended or truncated), or as data (a value cast).
 ExprP convert(ExprP x, Type to);
 ExprP intrinsic(Intrinsic i, Type result, std::vector<ExprP> args);
-// Element `index` of a buffer of `elem`.
+// Element `index` of a buffer of `elem` (or, where `index` is an address, what it points at).
 ExprP bufLoad(std::string buffer, DType elem, ExprP index);
+// The address of a buffer's slot `index`: to compute it once for several accesses.
+ExprP bufAddr(std::string buffer, ExprP index);
 // `lanes` elements of `t` at byte `byte` of a dynamic shared-memory buffer, as one access.
 ExprP bytesLoad(std::string buffer, DType t, int lanes, ExprP byte, int align);
 
@@ -180,6 +184,7 @@ struct Stmt {
   Combine combine = Combine::Sum;
   std::string domain;
   int threads = 1, rows = 1;
+  int cluster = 1;  // Combine: blocks of a cluster sharing each row (their totals through DSMEM)
   std::string thread_in_row, row_in_block, lane;
   // Repeat: for (name = 0; ; ) { body; name += 1; if !(name < count) break } (at least one
   // trip), `carried` values (name, start) bound inside the body, `yields` their next values,
@@ -211,6 +216,7 @@ struct CombineSpec {
   std::string domain;
   int threads = 1, rows = 1;
   std::string thread_in_row, row_in_block, lane;  // the thread's place (see Stmt)
+  int cluster = 1;
 };
 StmtP combine(std::string result, ExprP value, const CombineSpec& spec);
 StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const CombineSpec& spec);

@@ -80,7 +80,30 @@ class Lowering {
       b.emit(barrier(Barrier::Block));
       v = total;
     }
+    if (s.cluster > 1) v = acrossCluster(s, b, v);
     b.bindAs(s.name, v);
+  }
+
+  // Every block of the row's cluster holds its total: the row's first thread publishes it in
+  // its shared memory, and after the cluster's barrier every thread combines all blocks'
+  // totals in rank order (so every block gets the same bits).
+  ExprP acrossCluster(const Stmt& s, Builder& b, ExprP v) {
+    const DType acc = v->type.dtype;
+    const std::string buf = bufferName(k_, "cluster_red");
+    k_.buffers.push_back({buf, "cluster_red", Place::Smem, acc, s.rows, 8});
+    ExprP at = b.bind(bufAddr(buf, var(s.row_in_block, Type::i32())));
+    b.ifThen(b.op(IndexOp::Eq, var(s.thread_in_row, Type::idx()), intConst(0)), "cpublish",
+             [&] { b.emit(bufStore(buf, at, v)); });
+    b.emit(barrier(Barrier::ClusterArrive));
+    b.emit(barrier(Barrier::ClusterWait));
+    ExprP generic = b.bind(intrinsic(Intrinsic::ToGeneric, Type::addr(), {at}));
+    ExprP total;
+    for (int r = 0; r < s.cluster; ++r) {
+      ExprP remote = b.bind(intrinsic(Intrinsic::Mapa, Type::addr(), {generic, i32Const(r)}));
+      ExprP x = b.bind(bufLoad(buf, acc, remote));
+      total = total ? b.math(opOf(s.combine), acc, {total, x}) : x;
+    }
+    return total;
   }
 
   Stats shuffled(Builder& b, const Stats& st, int off) {
@@ -149,11 +172,43 @@ class Lowering {
 
 }  // namespace
 
+namespace {
+void firstUses(const Body& body, std::vector<std::string>& order);
+void firstUses(const Expr& e, std::vector<std::string>& order) {
+  if ((e.kind == Expr::Kind::BufLoad || e.kind == Expr::Kind::BytesLoad) &&
+      std::find(order.begin(), order.end(), e.buffer) == order.end())
+    order.push_back(e.buffer);
+  for (const auto& a : e.args) firstUses(*a, order);
+}
+void firstUses(const Body& body, std::vector<std::string>& order) {
+  for (const auto& s : body) {
+    for (const ExprP& e : {s->value, s->init, s->cond, s->step, s->offset, s->src})
+      if (e) firstUses(*e, order);
+    for (const auto& y : s->yields) firstUses(*y, order);
+    for (const auto& [n, e] : s->carried) firstUses(*e, order);
+    const bool writes = s->kind == Stmt::Kind::BufStore || s->kind == Stmt::Kind::BytesStore ||
+                        s->kind == Stmt::Kind::AsyncCopy;
+    if (writes && std::find(order.begin(), order.end(), s->name) == order.end()) order.push_back(s->name);
+    firstUses(s->body, order);
+  }
+}
+}  // namespace
+
 Kernel lowerCombines(const Kernel& k) {
   Kernel out = k;
   out.buffers = k.buffers;
   Lowering low(out);
   out.body = low.body(k.body);
+  // Buffers in the order the kernel first uses them (the dynamic one first): the order their
+  // symbols are made in.
+  std::vector<std::string> order;
+  firstUses(out.body, order);
+  auto rank = [&](const Buffer& b) {
+    if (b.place == Place::SmemDyn) return -1;
+    auto it = std::find(order.begin(), order.end(), b.name);
+    return static_cast<int>(it - order.begin());
+  };
+  std::stable_sort(out.buffers.begin(), out.buffers.end(), [&](const Buffer& a, const Buffer& b) { return rank(a) < rank(b); });
   return out;
 }
 

@@ -53,11 +53,15 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
       break;
     case Stmt::Kind::Barrier: out += fmt::format("{}barrier.{}\n", pad, barrierName(s.barrier)); break;
     case Stmt::Kind::BufStore:
-      out += fmt::format("{}{}[{}] = {}\n", pad, s.name, printExpr(k, *s.offset), printExpr(k, *s.value));
+      if (s.offset->type.address)
+        out += fmt::format("{}*{} = {}  ({})\n", pad, printExpr(k, *s.offset), printExpr(k, *s.value), s.name);
+      else
+        out += fmt::format("{}{}[{}] = {}\n", pad, s.name, printExpr(k, *s.offset), printExpr(k, *s.value));
       break;
     case Stmt::Kind::Combine: {
       std::string how = s.threads == 1 ? "one thread a row" : s.threads <= 32 ? "a butterfly over the warp's lanes"
                         : fmt::format("a butterfly over each warp's lanes, then its {} warps through shared memory", s.threads / 32);
+      if (s.cluster > 1) how += fmt::format(", then the {} blocks of the cluster through distributed shared memory", s.cluster);
       out += fmt::format("{}let {}: {} = combine.{}({}) over {}: {} threads a row ({} a block), {}\n", pad,
                          s.name, s.value->type.str(), combineName(s.combine), printExpr(k, *s.value), s.domain,
                          s.threads, s.rows, how);
@@ -141,7 +145,10 @@ std::string printExpr(const Kernel& k, const Expr& e) {
       for (const auto& x : e.args) a.push_back(printExpr(k, *x));
       return fmt::format("{}({})", intrinsicName(e.intrinsic), fmt::join(a, ", "));
     }
-    case Expr::Kind::BufLoad: return fmt::format("{}[{}]", e.buffer, printExpr(k, *e.args[0]));
+    case Expr::Kind::BufAddr: return fmt::format("&{}[{}]", e.buffer, printExpr(k, *e.args[0]));
+    case Expr::Kind::BufLoad:
+      if (e.args[0]->type.address) return fmt::format("*{}  ({})", printExpr(k, *e.args[0]), e.buffer);
+      return fmt::format("{}[{}]", e.buffer, printExpr(k, *e.args[0]));
     case Expr::Kind::BytesLoad:
       return fmt::format("{}[byte {}]  (align {})", e.buffer, printExpr(k, *e.args[0]), e.align);
     case Expr::Kind::Load:

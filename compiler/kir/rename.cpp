@@ -26,6 +26,7 @@ ExprP rename(const ExprP& e, const Renames& r) {
     case Expr::Kind::Convert: return convert(args[0], e->type);
     case Expr::Kind::Intrinsic: return intrinsic(e->intrinsic, e->type, std::move(args));
     case Expr::Kind::BufLoad: return bufLoad(e->buffer, e->type.dtype, args[0]);
+    case Expr::Kind::BufAddr: return bufAddr(e->buffer, args[0]);
     case Expr::Kind::BytesLoad: return bytesLoad(e->buffer, e->type.dtype, e->type.lanes, args[0], e->align);
     default: LOOM_ASSERT(false, "kernel IR: operands on a leaf expression");
   }
@@ -98,7 +99,7 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
     }
     case Stmt::Kind::Combine:
       return combine(nm(s.name), rename(s.value, r),
-                     {s.combine, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane)});
+                     {s.combine, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane), s.cluster});
   }
   return nullptr;
 }

@@ -124,6 +124,7 @@ class Verifier {
         for (const auto& a : e.args) expr(*a);
         return {};
       case Expr::Kind::BufLoad: bufAccess(e.buffer, *e.args[0], false, e.type.dtype); return {};
+      case Expr::Kind::BufAddr: bufAccess(e.buffer, *e.args[0], false, e.type.dtype, /*address_only=*/true); return {};
       case Expr::Kind::BytesLoad: bytesAccess(e.buffer, *e.args[0], false, e.type); return {};
       case Expr::Kind::Var: {
         auto it = types_.find(e.name);
@@ -203,19 +204,27 @@ class Verifier {
 
   // A buffer's element `index` read or written: inside the buffer, written before it is read,
   // and a barrier between a write and a read (the reader may be another thread).
-  void bufAccess(const std::string& name, const Expr& index, bool write, DType t) {
+  void bufAccess(const std::string& name, const Expr& index, bool write, DType t, bool address_only = false) {
     Range r = expr(index);
+    if (index.type.address) {  // through an address: its slot was checked where it was taken
+      const Expr* d = definition(index);
+      while (d && d->kind == Expr::Kind::Intrinsic) d = definition(*d->args[0]);
+      if (!d || d->kind != Expr::Kind::BufAddr || d->buffer != name)
+        problem(fmt::format("an access to `{}` through an address not of that buffer", name));
+      r = {0, 0};
+    }
     auto it = std::find_if(k_.buffers.begin(), k_.buffers.end(), [&](const Buffer& b) { return b.name == name; });
     if (it == k_.buffers.end()) {
       problem(fmt::format("buffer `{}` is not declared", name));
       return;
     }
-    if (it->any_type ? dtypeBytes(t) > dtypeBytes(it->elem) : it->elem != t)
+    if (!address_only && (it->any_type ? dtypeBytes(t) > dtypeBytes(it->elem) : it->elem != t))
       problem(fmt::format("buffer `{}` of {} accessed as {}", name, dtypeName(it->elem), dtypeName(t)));
-    if (r.lo < 0 || r.hi >= it->count)
+    if (!index.type.address && (r.lo < 0 || r.hi >= it->count))
       problem(fmt::format("`{}`[{}] may reach slots [{}, {}], outside [0, {})", name, printExpr(k_, index), r.lo,
                           r.hi == kInf ? "inf" : fmt::format("{}", r.hi), it->count));
     BufState& st = buf_[name];
+    if (address_only) return;
     if (write) {
       st.written = true;
       st.synced = false;
@@ -265,8 +274,12 @@ class Verifier {
         --if_depth_;
         break;
       case Stmt::Kind::Barrier:
-        if (if_depth_ > 0) problem("a block barrier under `if`: threads that skip it would wait forever");
-        for (auto& [name, st] : buf_) st.synced = true;
+        if (if_depth_ > 0)
+          problem(fmt::format("a {} barrier under `if`: threads that skip it would wait forever", barrierName(s.barrier)));
+        // An arrival orders nothing for this block's readers; the block barrier and the cluster's
+        // wait do.
+        if (s.barrier == Barrier::Block || s.barrier == Barrier::ClusterWait)
+          for (auto& [name, st] : buf_) st.synced = true;
         break;
       case Stmt::Kind::BufStore:
         expr(*s.value);

@@ -57,6 +57,13 @@ class NormLowering {
     lane_ = b_.bindAs("lane", kir::index(kir::IndexOp::Rem, tid, kir::i32Const(32)));
     ExprP block = b_.bindAs("block", kir::convert(b_.bind(kir::special(kir::Special::CtaidX)), Type::idx()));
     vt_ = t_in_row_;
+    if (k_.split > 1) {
+      // A row split over `split` blocks (a cluster's consecutive blocks along x): block `rank`
+      // takes every split-th run of T chunks.
+      rank_ = b_.bindAs("rank", kir::index(kir::IndexOp::Rem, block, c(k_.split)));
+      block = b_.bindAs("block_set", kir::index(kir::IndexOp::Div, block, c(k_.split)));
+      vt_ = b_.bindAs("t_in_split", kir::add(kir::mul(rank_, c(T)), t_in_row_));
+    }
     row_chunks_ = k_.rowElems() / k_.vec;
     registers_ = k_.registers && k_.chunks * k_.vec <= 128;
     // Every chunk unrolled (all loads up front) only while the row stays in registers; rows
@@ -89,6 +96,7 @@ class NormLowering {
     lower::visitPostOrder(roots, [&](const ENode& n) {
       if (n.kind == ENode::Kind::Reduce) reductions_.push_back(&n);
     });
+    LOOM_ASSERT(k_.split == k_.cluster, "rows split over {} blocks outside a cluster", k_.split);
     rowsAt(b_.bindAs("first_row", kir::mul(block, c(k_.rows_per_block))));
     out_.body = b_.take();
   }
@@ -105,7 +113,13 @@ class NormLowering {
     if (k_.async_fill) asyncFill();
     for (const ENode* r : reductions_) reduce(*r);
     publishReductions();
+    // No block of a cluster may leave while another still reads its shared memory: arrive
+    // after the last reduction, wait before returning (the stores run in between). Relaxed
+    // only where the remote reads it guards are complete (read after a block barrier).
+    if (k_.cluster > 1)
+      b_.emit(kir::barrier(coalescedStores() ? kir::Barrier::ClusterArriveRelaxed : kir::Barrier::ClusterArrive));
     storeAll();
+    if (k_.cluster > 1) b_.emit(kir::barrier(kir::Barrier::ClusterWait));
   }
 
   std::vector<ExprP> unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec) {
@@ -124,7 +138,8 @@ class NormLowering {
   // into it.
   Chunk chunkOf(std::vector<ExprP> outer, const ExprP& t, const ExprP& k) {
     Chunk ch;
-    ExprP ci = b_.add(t, b_.mul(k, c(int64_t{k_.threads_per_row} * k_.split)));
+    ExprP vt = k_.split > 1 ? b_.add(b_.mul(rank_, c(k_.threads_per_row)), t) : t;
+    ExprP ci = b_.add(vt, b_.mul(k, c(int64_t{k_.threads_per_row} * k_.split)));
     ch.valid = b_.op(kir::IndexOp::Ult, ci, c(row_chunks_));
     ci = b_.select(ch.valid, ci, c(row_chunks_ - 1));
     ch.slot = ci;
@@ -361,7 +376,7 @@ class NormLowering {
     })[0];
     const std::string name = fmt::format("row_{}{}", kir::combineName(cb), next_combine_++);
     b_.emit(kir::combine(name, partial, {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",
-                                         "row_in_block", "lane"}));
+                                         "row_in_block", "lane", k_.cluster}));
     return kir::var(name, Type::data(acc, 1));
   }
 
@@ -396,7 +411,7 @@ class NormLowering {
   const Tuning& tune_;
   kir::Kernel& out_;
   kir::Builder b_;
-  ExprP tid_, t_in_row_, row_in_block_, lane_, vt_, row_valid_, first_row_;
+  ExprP tid_, t_in_row_, row_in_block_, lane_, vt_, row_valid_, first_row_, rank_;
   std::string reduced_buf_;
   std::map<const ENode*, int64_t> reduced_index_;
   std::map<const ENode*, bool> invariant_;
@@ -518,7 +533,7 @@ void NormLowering::storeAll() {
     Chunk first = unitChunk(c(0), first_row_);
     for (const auto& s : k_.stores)
       if (!s.row_only) hoistInvariant(*s.value, first);
-    const int unroll = tune_.store_unroll ? *tune_.store_unroll : 4;
+    const int unroll = tune_.store_unroll ? *tune_.store_unroll : k_.cluster > 1 ? 1 : 4;
     b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
       Chunk ch = unitChunk(m, first_row_);
       ch.memo = first.memo;
@@ -546,7 +561,6 @@ void NormLowering::storeAll() {
 }  // namespace
 
 std::string normKirGap(const NormKernel& k) {
-  if (k.cluster > 1) return "rows split over a cluster";
   if (k.grid_sync) return "rows split over the grid";
   if (k.rowTier()) return "vectors of rows";
   return "";
