@@ -368,6 +368,10 @@ class Translator {
         b_.CreateIntrinsic(id, {}, {dst, g});
         break;
       }
+      case Stmt::Kind::Spread:
+        env_[s.name] = {s.mapping == kir::Mapping::Threads ? km_.threadIdx() : km_.blockIdx()};
+        body(s.body);
+        break;
       case Stmt::Kind::AsyncWait: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {}); break;
       case Stmt::Kind::BytesStore: {
         Lanes v = expr(*s.value);

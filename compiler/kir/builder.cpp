@@ -96,6 +96,14 @@ std::vector<ExprP> Builder::repeat(const std::string& var, int64_t count, const 
   return out;
 }
 
+void Builder::spread(const std::string& var, Mapping m, int64_t extent, const std::function<void(const ExprP&)>& body) {
+  stack_.emplace_back();
+  body(kir::var(var, Type::i32()));
+  Body inner = std::move(stack_.back());
+  stack_.pop_back();
+  emit(kir::spread(var, m, extent, std::move(inner)));
+}
+
 Body Builder::take() {
   LOOM_ASSERT(stack_.size() == 1, "kernel IR builder: {} bodies still open", stack_.size() - 1);
   Body b = std::move(stack_.back());

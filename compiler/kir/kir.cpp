@@ -400,6 +400,16 @@ StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, i
   return std::make_shared<const Stmt>(std::move(s));
 }
 
+StmtP spread(std::string var, Mapping m, int64_t extent, Body body) {
+  LOOM_ASSERT(m == Mapping::Threads || m == Mapping::Blocks, "kernel IR: `{}` spread over {}", var, mappingName(m));
+  Stmt s{Stmt::Kind::Spread};
+  s.name = std::move(var);
+  s.mapping = m;
+  s.count = extent;
+  s.body = std::move(body);
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
 StmtP asyncWaitAll() { return std::make_shared<const Stmt>(Stmt{Stmt::Kind::AsyncWait}); }
 
 namespace {

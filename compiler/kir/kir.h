@@ -155,7 +155,7 @@ using StmtP = std::shared_ptr<const Stmt>;
 using Body = std::vector<StmtP>;
 
 struct Stmt {
-  enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine, Repeat, BytesStore, Welford, AsyncCopy, AsyncWait };
+  enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine, Repeat, BytesStore, Welford, AsyncCopy, AsyncWait, Spread };
   Kind kind;
   std::string name;  // Let: the name bound; Loop: its variable
   ExprP value;       // Let; Store: what is written
@@ -196,6 +196,7 @@ struct Stmt {
   std::vector<ExprP> yields;
   std::vector<std::string> results;
   // BytesStore: `value` (all lanes, one access) to byte `offset` of dynamic buffer `name`.
+  // Spread: `name` over [0, `count`) spread by `mapping` (threads or blocks), `body` once each.
   // AsyncCopy: cp.async of `bytes` bytes from element `src` of parameter `param` (of
   // `copy_dtype`) to byte `offset` of dynamic buffer `name`; AsyncWait: until every copy this
   // thread issued has landed.
@@ -225,6 +226,9 @@ StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, 
 StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align);
 StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, int bytes);
 StmtP asyncWaitAll();
+// for `var` in [0, `extent`) spread over the block's threads (`var` = tid.x) or the grid's blocks
+// (`var` = ctaid.x): every iteration at once, one a thread or a block. `var` is an i32.
+StmtP spread(std::string var, Mapping m, int64_t extent, Body body);
 
 // A buffer of `count` elements of `elem` in `place`; `name` is its symbol in the kernel.
 struct Buffer {

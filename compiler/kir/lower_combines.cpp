@@ -41,6 +41,7 @@ class Lowering {
           break;
         }
         case Stmt::Kind::If: out.push_back(ifThen(s->cond, s->name, body(s->body))); break;
+        case Stmt::Kind::Spread: out.push_back(spread(s->name, s->mapping, s->count, body(s->body))); break;
         case Stmt::Kind::Repeat:
           out.push_back(repeat(s->name, s->count, s->carried, body(s->body), s->yields, s->results, s->unroll));
           break;

@@ -84,6 +84,11 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
       out += fmt::format("{}cp.async.{} {}[byte {}] <- {}[{}]\n", pad, s.bytes, s.name, printExpr(k, *s.offset),
                          paramName(k, s.param), printExpr(k, *s.src));
       break;
+    case Stmt::Kind::Spread:
+      out += fmt::format("{}for {} in [0, {})  [{}: {}]\n", pad, s.name, s.count, mappingName(s.mapping),
+                         s.mapping == Mapping::Threads ? "tid.x" : "ctaid.x");
+      printBody(k, s.body, depth + 1, out);
+      break;
     case Stmt::Kind::AsyncWait: out += fmt::format("{}cp.async.wait_all\n", pad); break;
     case Stmt::Kind::BytesStore:
       out += fmt::format("{}{}[byte {}] = {}  (align {})\n", pad, s.name, printExpr(k, *s.offset),

@@ -38,6 +38,10 @@ void collect(const Body& body, std::set<std::string>& out) {
   for (const auto& s : body) {
     if (s->kind == Stmt::Kind::Let || s->kind == Stmt::Kind::Combine) out.insert(s->name);
     if (s->kind == Stmt::Kind::If) collect(s->body, out);
+    if (s->kind == Stmt::Kind::Spread) {
+      out.insert(s->name);
+      collect(s->body, out);
+    }
     if (s->kind == Stmt::Kind::Repeat) {
       out.insert(s->name);
       for (const auto& [n, e] : s->carried) out.insert(n);
@@ -88,6 +92,11 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
     case Stmt::Kind::AsyncCopy:
       return asyncCopy(s.name, rename(s.offset, r), s.param, s.copy_dtype, rename(s.src, r), s.bytes);
     case Stmt::Kind::AsyncWait: return asyncWaitAll();
+    case Stmt::Kind::Spread: {
+      Body b;
+      for (const auto& x : s.body) b.push_back(renameStmt(*x, r));
+      return spread(nm(s.name), s.mapping, s.count, std::move(b));
+    }
     case Stmt::Kind::BytesStore: return bytesStore(s.name, rename(s.offset, r), rename(s.value, r), s.align);
     case Stmt::Kind::Welford: {
       std::vector<ExprP> stats;

@@ -53,7 +53,9 @@ void unrollLoop(const Stmt& s, Body& out) {
 Body unrollBody(const Body& body) {
   Body out;
   for (const auto& s : body) {
-    if (s->kind != Stmt::Kind::Loop) {
+    if (s->kind == Stmt::Kind::Spread) {
+      out.push_back(spread(s->name, s->mapping, s->count, unrollBody(s->body)));
+    } else if (s->kind != Stmt::Kind::Loop) {
       out.push_back(s);
     } else if (s->unroll > 1) {
       unrollLoop(*s, out);

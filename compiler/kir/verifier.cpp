@@ -292,6 +292,18 @@ class Verifier {
         buf_[s.name].pending = true;
         break;
       }
+      case Stmt::Kind::Spread: {
+        const int64_t want = s.mapping == Mapping::Threads ? k_.launch.block : k_.launch.grid;
+        if (s.count != want)
+          problem(fmt::format("`{}` spread over [0, {}) of {}, but the launch has {}", s.name, s.count,
+                              mappingName(s.mapping), want));
+        const size_t outer = scope_.size();
+        bind(s.name, Type::i32(), {0, s.count - 1});
+        body(s.body);
+        for (size_t i = outer; i < scope_.size(); ++i) types_.erase(scope_[i]);
+        scope_.resize(outer);
+        break;
+      }
       case Stmt::Kind::AsyncWait:
         for (auto& [name, st] : buf_) st.pending = false;
         break;

@@ -51,11 +51,25 @@ class NormLowering {
 
   void run() {
     const int T = k_.threads_per_row;
-    ExprP tid = tid_ = b_.bindAs("tid", kir::special(kir::Special::TidX));
+    b_.spread("tid", kir::Mapping::Threads, k_.block, [&](const ExprP& tid) { threads(tid); });
+    out_.body = b_.take();
+  }
+
+ private:
+  // What every thread of a block does: its place in its row, then its block's rows.
+  void threads(const ExprP& tid) {
+    const int T = k_.threads_per_row;
+    tid_ = tid;
     t_in_row_ = b_.bindAs("t_in_row", kir::convert(b_.urem(tid, kir::i32Const(T)), Type::idx()));
     row_in_block_ = b_.bindAs("row_in_block", kir::index(kir::IndexOp::Div, tid, kir::i32Const(T)));
     lane_ = b_.bindAs("lane", kir::index(kir::IndexOp::Rem, tid, kir::i32Const(32)));
-    ExprP block = b_.bindAs("block", kir::convert(b_.bind(kir::special(kir::Special::CtaidX)), Type::idx()));
+    b_.spread("blk", kir::Mapping::Blocks, k_.grid, [&](const ExprP& blk) { blocks(blk); });
+  }
+
+  // What every block does with its rows.
+  void blocks(const ExprP& blk) {
+    const int T = k_.threads_per_row;
+    ExprP block = b_.bindAs("block", kir::convert(blk, Type::idx()));
     vt_ = t_in_row_;
     if (k_.split > 1) {
       // A row split over `split` blocks (a cluster's consecutive blocks along x): block `rank`
@@ -98,10 +112,8 @@ class NormLowering {
     });
     LOOM_ASSERT(k_.split == k_.cluster, "rows split over {} blocks outside a cluster", k_.split);
     rowsAt(b_.bindAs("first_row", kir::mul(block, c(k_.rows_per_block))));
-    out_.body = b_.take();
   }
 
- private:
   void rowsAt(const ExprP& first_row) {
     first_row_ = first_row;
     ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));

@@ -130,13 +130,16 @@ kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
   // Chunk c of `chunks`: thread tid of block bid takes c = bid * block + tid, then every
   // thread of the grid on.
   const int64_t chunks = k.numel() / k.vec;
-  out.body = {kir::let("tid", kir::convert(kir::special(kir::Special::TidX), Type::idx())),
-              kir::let("bid", kir::convert(kir::special(kir::Special::CtaidX), Type::idx())),
-              kir::let("nblk", kir::convert(kir::special(kir::Special::NctaidX), Type::idx())),
-              kir::let("start", kir::add(kir::mul(iv("bid"), kir::intConst(k.block)), iv("tid"))),
-              kir::let("stride", kir::mul(iv("nblk"), kir::intConst(k.block))),
-              kir::loop("c", iv("start"), kir::index(kir::IndexOp::Lt, iv("c"), kir::intConst(chunks)),
-                        iv("stride"), kir::Mapping::GridStride, low.body("c"), k.unroll)};
+  kir::Body per_block = {
+      kir::let("tid", kir::convert(kir::var("t", Type::i32()), Type::idx())),
+      kir::let("bid", kir::convert(kir::var("b", Type::i32()), Type::idx())),
+      kir::let("nblk", kir::convert(kir::special(kir::Special::NctaidX), Type::idx())),
+      kir::let("start", kir::add(kir::mul(iv("bid"), kir::intConst(k.block)), iv("tid"))),
+      kir::let("stride", kir::mul(iv("nblk"), kir::intConst(k.block))),
+      kir::loop("c", iv("start"), kir::index(kir::IndexOp::Lt, iv("c"), kir::intConst(chunks)), iv("stride"),
+                kir::Mapping::GridStride, low.body("c"), k.unroll)};
+  out.body = {kir::spread("t", kir::Mapping::Threads, k.block,
+                          {kir::spread("b", kir::Mapping::Blocks, k.grid, std::move(per_block))})};
   return out;
 }
 
