@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Command 1 of the README: install what is missing, build, and show loom's main job on the
-# built-in group norm: its text form, its atoms, its segments and why, the kernel, and a run
+# built-in group norm: its text form, its atoms, its segments and why, its kernel IR, and a run
 # checked against the CPU reference when a GPU is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,8 @@ show print group_norm
 show dump group_norm --stage domains
 show segment group_norm
 show segment group_norm --layout x=nhwc
-show dump group_norm --stage kernel
+echo; echo "\$ loom dump group_norm --stage kir   (the kernel IR after its last pass)"
+"$loom" dump group_norm --stage kir | awk '/^\/\/ after pass `lower-combines`/{p=1} p'
 echo; echo "\$ loom dump group_norm --stage ptx | head -40"
 "$loom" dump group_norm --stage ptx | head -40
 if "$loom" run group_norm --dim N=4 --iters 0 >/tmp/loom-run.txt 2>&1; then
