@@ -37,43 +37,11 @@ std::vector<int64_t> planStrides(const AxisPlan& p, const std::vector<int64_t>& 
   return out;
 }
 
-}  // namespace
 
-std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
-                                                 const std::vector<TensorDesc>& inputs,
-                                                 const CompileOptions& opts, std::string* why_not) {
-  const DeviceInfo& dev = opts.device;
-  const Tuning& tune = opts.tuning;
-  auto reject = [&](std::string why) -> std::optional<PointwiseKernel> {
-    if (why_not) *why_not = std::move(why);
-    return std::nullopt;
-  };
-  for (const ir::Op* op : f.ops())
-    if (ir::isReduction(op->kind()))
-      return reject(fmt::format("`{}` ({}) is a reduction; the pointwise scheduler handles only "
-                                "elementwise ops and views", op->name(), op->output()->name()));
-  lower::StridedExprBuilder eb(f, sizes, inputs);
-  PointwiseKernel k;
-  k.num_inputs = static_cast<int>(f.inputs().size());
-  const auto& outs = f.outputs();
-  std::vector<int64_t> shape = eb.shapeOf(outs[0].value);
-  std::vector<EPtr> roots;
-  try {
-    for (const auto& o : outs) {
-      if (eb.shapeOf(o.value) != shape)
-        return reject(fmt::format("outputs `{}` [{}] and `{}` [{}] differ in shape; one "
-                                  "pointwise kernel covers one shape", outs[0].name,
-                                  fmt::join(shape, ", "), o.name,
-                                  fmt::join(eb.shapeOf(o.value), ", ")));
-      roots.push_back(eb.exprOf(o.value));
-    }
-  } catch (const lower::NotPointwise& np) {
-    return reject(np.reason);
-  }
+// Iteration order: the memory order of the largest input read over the full output shape
+// (so an NHWC input makes NHWC outputs, and both stream contiguously).
+std::vector<int> iterationOrder(const std::vector<EPtr>& roots, const std::vector<int64_t>& shape) {
   const int rank = static_cast<int>(shape.size());
-
-  // Iteration order: the memory order of the largest input read over the full output shape
-  // (so an NHWC input makes NHWC outputs, and both stream contiguously).
   std::vector<int> order(static_cast<size_t>(rank));
   std::iota(order.begin(), order.end(), 0);
   const Leaf* dominant = nullptr;
@@ -94,22 +62,30 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
       return std::abs(s[static_cast<size_t>(a)]) > std::abs(s[static_cast<size_t>(b)]);
     });
   }
-  k.order = order;
-  std::vector<int64_t> ordered_shape;
-  for (int d : order) ordered_shape.push_back(shape[static_cast<size_t>(d)]);
+  return order;
+}
 
-  // Outputs: allocated contiguous in iteration order, or written into their aliased input.
-  for (const auto& o : outs) {
+// Outputs: allocated contiguous in iteration order, or written into their aliased input.
+void placeOutputs(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const std::vector<int64_t>& shape,
+                  PointwiseKernel& k) {
+  for (const auto& o : f.outputs()) {
     int alias = -1;
     for (size_t i = 0; i < f.inputs().size(); ++i)
       if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
     k.output_alias.push_back(alias);
-    TensorDesc d{o.value->dtype(), shape, stridesForOrder(shape, order), 16};
+    TensorDesc d{o.value->dtype(), shape, stridesForOrder(shape, k.order), 16};
     if (alias >= 0) d = inputs[static_cast<size_t>(alias)];
     k.outputs.push_back(d);
   }
+}
 
-  // Collapse neighbouring axes that every access walks as one run; drop size-1 axes.
+// Collapses neighbouring axes that every access walks as one run and drops size-1 axes: the
+// kernel's iteration shape, and how logical strides map onto it.
+AxisPlan collapseAxes(const std::vector<EPtr>& roots, const std::vector<int64_t>& shape, PointwiseKernel& k) {
+  const int rank = static_cast<int>(shape.size());
+  const std::vector<int>& order = k.order;
+  std::vector<int64_t> ordered_shape;
+  for (int d : order) ordered_shape.push_back(shape[static_cast<size_t>(d)]);
   std::vector<std::vector<int64_t>> all_strides;
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
     if (n.kind == lower::ENode::Kind::Load) all_strides.push_back(n.leaf.strides);
@@ -139,42 +115,50 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
     k.iter_shape.push_back(1);
     plan.collapsed.push_back({});
   }
-  auto remap = [&](const std::vector<int64_t>& logical) {
-    if (plan.collapsed.back().empty()) return std::vector<int64_t>{0};
-    return planStrides(plan, logical);
-  };
+  return plan;
+}
 
-  // Vector width: 16 bytes of the widest element type, dividing the innermost extent.
+// Vector width: 16 bytes of the widest element type, dividing the innermost extent. A thread
+// holds `vec` values of every stream it loads: fusions that read many streams per element
+// (gate matrices read as slices: lstm_cell loads 17, gru_cell 13) take narrower vectors, down to
+// 2 lanes, while that is more than 96 bytes a thread, and so more threads (`*narrowed`). Two
+// streams keep 8 lanes: at 2 lanes they measured slower.
+// Measurements: bench/results/2026-11-25-code-comment-measurements.md#pointwise-narrow-vectors
+int vectorWidth(const std::vector<EPtr>& roots, const PointwiseKernel& k, const Tuning& tune, bool* narrowed) {
   int max_bytes = 1;
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
     if (n.kind == lower::ENode::Kind::Load) max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
   });
   for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
   int vec = std::min(8, 16 / max_bytes);
-  // A thread holds `vec` values of every stream it loads. Fusions that read many streams per
-  // element (gate matrices read as slices: lstm_cell loads 17, gru_cell 13) take narrower
-  // vectors, down to 2 lanes, while that is more than 96 bytes a thread, and so more threads.
-  // Two streams keep 8 lanes: at 2 lanes they measured slower.
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#pointwise-narrow-vectors
   std::set<lower::Leaf> streams;
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
     if (n.kind == lower::ENode::Kind::Load) streams.insert(n.leaf);
   });
-  bool narrowed = false;
+  *narrowed = false;
   while (vec > 2 && static_cast<int64_t>(streams.size()) * vec * max_bytes > 96) {
     vec /= 2;
-    narrowed = true;
+    *narrowed = true;
   }
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_VEC caps the vector width.
   if (tune.pw_vec) vec = std::min(vec, *tune.pw_vec);
   while (vec > 1 && (vec & (vec - 1)) != 0) --vec;
   while (vec > 1 && k.iter_shape.back() % vec != 0) vec /= 2;
-  k.vec = vec;
+  return vec;
+}
 
+// Every load and store over the collapsed axes, with its access; whether the kernel needs
+// 64-bit indices for the offsets it reaches.
+void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const std::vector<EPtr>& roots,
+                   const AxisPlan& plan, PointwiseKernel& k) {
+  const int vec = k.vec;
+  auto remap = [&](const std::vector<int64_t>& logical) {
+    if (plan.collapsed.back().empty()) return std::vector<int64_t>{0};
+    return planStrides(plan, logical);
+  };
   auto accessFor = [&](DType t, int64_t offset, const std::vector<int64_t>& strides, int align) {
     return chooseAccess(t, offset, strides, align, vec);
   };
-
   int64_t max_offset = 0;
   auto track = [&](int64_t offset, const std::vector<int64_t>& strides) {
     int64_t m = offset;
@@ -192,6 +176,7 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
     }));
   }
   remapped = lower::hashCons(remapped);
+  const auto& outs = f.outputs();
   for (size_t i = 0; i < outs.size(); ++i) {
     PointwiseKernel::Store s;
     s.output = static_cast<int>(i);
@@ -205,6 +190,14 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   }
   k.index64 = max_offset >= (int64_t{1} << 31) || k.numel() >= (int64_t{1} << 31);
 
+}
+
+// Threads a block, blocks, and chunks a thread: one chunk per thread and as many blocks as that
+// takes (a grid-stride loop only past the grid's limit or under a tuning override); the reason.
+void placeGrid(PointwiseKernel& k, bool narrowed, const CompileOptions& opts) {
+  const DeviceInfo& dev = opts.device;
+  const Tuning& tune = opts.tuning;
+  const int vec = k.vec;
   int64_t chunks = k.numel() / vec;
   k.block = chunks >= 4096 && !narrowed ? 256 : 128;
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_BLOCK threads a block.
@@ -230,6 +223,46 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
                          "chunk{} per trip, grid {} ({})", k.numel(), chunks, vec,
                          k.index64 ? 64 : 32, k.block, k.unroll, k.unroll == 1 ? "" : "s", k.grid,
                          k.grid * per_block >= chunks ? "one trip" : "grid-stride");
+}
+
+}  // namespace
+
+std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
+                                                 const std::vector<TensorDesc>& inputs,
+                                                 const CompileOptions& opts, std::string* why_not) {
+  auto reject = [&](std::string why) -> std::optional<PointwiseKernel> {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  };
+  for (const ir::Op* op : f.ops())
+    if (ir::isReduction(op->kind()))
+      return reject(fmt::format("`{}` ({}) is a reduction; the pointwise scheduler handles only "
+                                "elementwise ops and views", op->name(), op->output()->name()));
+  lower::StridedExprBuilder eb(f, sizes, inputs);
+  PointwiseKernel k;
+  k.num_inputs = static_cast<int>(f.inputs().size());
+  const auto& outs = f.outputs();
+  std::vector<int64_t> shape = eb.shapeOf(outs[0].value);
+  std::vector<EPtr> roots;
+  try {
+    for (const auto& o : outs) {
+      if (eb.shapeOf(o.value) != shape)
+        return reject(fmt::format("outputs `{}` [{}] and `{}` [{}] differ in shape; one "
+                                  "pointwise kernel covers one shape", outs[0].name,
+                                  fmt::join(shape, ", "), o.name,
+                                  fmt::join(eb.shapeOf(o.value), ", ")));
+      roots.push_back(eb.exprOf(o.value));
+    }
+  } catch (const lower::NotPointwise& np) {
+    return reject(np.reason);
+  }
+  k.order = iterationOrder(roots, shape);
+  placeOutputs(f, inputs, shape, k);
+  const AxisPlan plan = collapseAxes(roots, shape, k);
+  bool narrowed = false;
+  k.vec = vectorWidth(roots, k, opts.tuning, &narrowed);
+  placeAccesses(f, inputs, roots, plan, k);
+  placeGrid(k, narrowed, opts);
   return k;
 }
 
