@@ -1,63 +1,26 @@
 #include "compiler/schedule/norm_lower.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
-#include <map>
-#include <set>
 
 #include <fmt/format.h>
 
-#include "compiler/kir/builder.h"
 #include "compiler/kir/welford.h"
+#include "compiler/schedule/norm_lowering.h"
 #include "ir/error.h"
 
 namespace loom::schedule {
 
-namespace {
+namespace norm_lower_detail {
 
-using kir::ExprP;
-using kir::Type;
-using lower::ENode;
-using lower::Leaf;
-
-int64_t extentOf(const TensorDesc& d) {
-  int64_t e = 1;
-  for (size_t i = 0; i < d.shape.size(); ++i) {
-    if (d.shape[i] == 0) return 0;
-    e += (d.shape[i] - 1) * std::abs(d.strides[i]);
-  }
-  return e;
-}
-
-ExprP c(int64_t v) { return kir::intConst(v); }
-
-// One chunk of `vec` neighbouring elements of a row: its coordinates, whether it is inside
-// the row, and the values of the expression's nodes evaluated there.
-struct Chunk {
-  std::vector<ExprP> idx;  // outer coords ++ reduced coords (innermost * vec)
-  ExprP valid;             // a predicate
-  ExprP slot;              // its place in the row's copy in shared memory
-  bool global = false;     // read from global memory even where the row is on chip
-  ExprP r_sub;             // another row of the block (whole-line fills and stores): i32
-  std::map<const ENode*, ExprP> memo;
-};
-
-using StepFn = std::function<std::vector<ExprP>(Chunk&, const std::vector<ExprP>&)>;
-
-class NormLowering {
- public:
-  NormLowering(const ir::Fusion& f, const NormKernel& k, const Tuning& tune, kir::Kernel& out)
-      : f_(f), k_(k), tune_(tune), out_(out) {}
-
-  void run() {
+void NormLowering::run() {
     const int T = k_.threads_per_row;
     b_.spread("tid", kir::Mapping::Threads, k_.block, [&](const ExprP& tid) { threads(tid); });
     out_.body = b_.take();
   }
 
- private:
-  // What every thread of a block does: its place in its row, then its block's rows.
-  void threads(const ExprP& tid) {
+void NormLowering::threads(const ExprP& tid) {
     const int T = k_.threads_per_row;
     tid_ = tid;
     t_in_row_ = b_.bindAs("t_in_row", kir::convert(b_.urem(tid, kir::i32Const(T)), Type::idx()));
@@ -66,8 +29,7 @@ class NormLowering {
     b_.spread("blk", kir::Mapping::Blocks, k_.grid, [&](const ExprP& blk) { blocks(blk); });
   }
 
-  // What every block does with its rows.
-  void blocks(const ExprP& blk) {
+void NormLowering::blocks(const ExprP& blk) {
     const int T = k_.threads_per_row;
     ExprP block = b_.bindAs("block", kir::convert(blk, Type::idx()));
     vt_ = t_in_row_;
@@ -114,7 +76,7 @@ class NormLowering {
     rowsAt(b_.bindAs("first_row", kir::mul(block, c(k_.rows_per_block))));
   }
 
-  void rowsAt(const ExprP& first_row) {
+void NormLowering::rowsAt(const ExprP& first_row) {
     first_row_ = first_row;
     ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
     row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, c(k_.rows())));
@@ -134,7 +96,7 @@ class NormLowering {
     if (k_.cluster > 1) b_.emit(kir::barrier(kir::Barrier::ClusterWait));
   }
 
-  std::vector<ExprP> unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec) {
+std::vector<ExprP> NormLowering::unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec) {
     std::vector<ExprP> idx(shape.size());
     ExprP q = i;
     for (size_t d = shape.size(); d-- > 0;) {
@@ -146,9 +108,7 @@ class NormLowering {
     return idx;
   }
 
-  // Chunk k of thread t's row at outer coordinates `outer`: chunk t + k * T of the row, clamped
-  // into it.
-  Chunk chunkOf(std::vector<ExprP> outer, const ExprP& t, const ExprP& k) {
+Chunk NormLowering::chunkOf(std::vector<ExprP> outer, const ExprP& t, const ExprP& k) {
     Chunk ch;
     ExprP vt = k_.split > 1 ? b_.add(b_.mul(rank_, c(k_.threads_per_row)), t) : t;
     ExprP ci = b_.add(vt, b_.mul(k, c(int64_t{k_.threads_per_row} * k_.split)));
@@ -161,18 +121,13 @@ class NormLowering {
     return ch;
   }
 
-  // The thread's chunk k of its row; filled by cp.async, the block's copy holds it at slot
-  // t + k * T.
-  Chunk chunkAt(const ExprP& k) {
+Chunk NormLowering::chunkAt(const ExprP& k) {
     Chunk ch = chunkOf(outer_idx_, t_in_row_, k);
     if (k_.async_fill) ch.slot = b_.add(t_in_row_, b_.mul(k, c(k_.threads_per_row)));
     return ch;
   }
 
-  // The m-th of the thread's units of the block's rows for whole-line accesses: unit
-  // u = tid + m * block is chunk c_in of row r_sub at position `rest` (thread fill: the thread's
-  // own chunk m).
-  Chunk unitChunk(const ExprP& m, const ExprP& first_row) {
+Chunk NormLowering::unitChunk(const ExprP& m, const ExprP& first_row) {
     if (k_.thread_fill) return chunkAt(m);
     const int L = k_.rows_per_block, T = k_.threads_per_row;
     const int64_t q = k_.red_shape.back() / k_.vec;
@@ -198,10 +153,9 @@ class NormLowering {
     return ch;
   }
 
-  int64_t unitTrips() const { return k_.chunks; }
+int64_t NormLowering::unitTrips() const { return k_.chunks; }
 
-  // For values constant along the row: its reduced coordinates 0.
-  Chunk rowChunk() {
+Chunk NormLowering::rowChunk() {
     Chunk ch;
     ch.valid = kir::predConst(true);
     ch.slot = c(0);
@@ -211,64 +165,24 @@ class NormLowering {
     return ch;
   }
 
-  static ExprP offset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx) {
+ExprP NormLowering::offset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx) {
     ExprP o = c(base);
     for (size_t d = 0; d < strides.size(); ++d)
       if (strides[d] != 0) o = kir::add(o, kir::mul(idx[d], c(strides[d])));
     return o;
   }
 
-  kir::Cache cache() const {
+kir::Cache NormLowering::cache() const {
     const bool noalias = std::none_of(k_.output_alias.begin(), k_.output_alias.end(), [](int a) { return a >= 0; });
     return noalias ? kir::Cache::Invariant : kir::Cache::Default;
   }
 
-  static bool perRow(const ENode& n) {
-    if (n.kind != ENode::Kind::Op) return n.kind != ENode::Kind::Load;
-    return std::all_of(n.args.begin(), n.args.end(), [](const lower::EPtr& a) { return perRow(*a); });
-  }
-
-  bool halfOutputs() const {
-    return std::all_of(k_.stores.begin(), k_.stores.end(),
-                       [](const auto& s) { return s.dtype == DType::F16 || s.dtype == DType::BF16; });
-  }
-
-  ExprP eval(const ENode& n, Chunk& ch) {
-    auto it = ch.memo.find(&n);
-    if (it != ch.memo.end()) return it->second;
-    const int v = k_.vec;
-    ExprP out;
-    switch (n.kind) {
-      case ENode::Kind::Load: out = load(n.leaf, n.dtype, ch); break;
-      case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, v); break;
-      case ENode::Kind::Reduce:
-        out = reduced_.at(&n);
-        if (ch.r_sub) out = b_.bind(kir::bufLoad(reduced_buf_, n.dtype, reducedSlot(&n, ch.r_sub)));  // another row's
-        break;
-      case ENode::Kind::Op: {
-        std::vector<ExprP> args;
-        for (const auto& a : n.args) args.push_back(eval(*a, ch));
-        if (n.op == ir::OpKind::Exp && n.dtype == DType::F32 && halfOutputs())
-          out = b_.bind(kir::intrinsic(kir::Intrinsic::ExpApprox, Type::data(DType::F32, v), args));
-        else if (n.op == ir::OpKind::Div && n.dtype == DType::F32 && perRow(*n.args[1]))
-          // By a value of the row (softmax's sum): a reciprocal and a multiply.
-          out = b_.bind(kir::intrinsic(kir::Intrinsic::MulRcp, Type::data(DType::F32, v), args));
-        else
-          out = b_.bind(kir::math(n.op, n.dtype, args, v));
-        break;
-      }
-    }
-    return ch.memo[&n] = out;
-  }
-
-  ExprP loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
+ExprP NormLowering::loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
     return b_.bind(kir::load(l.input, t, offset(l.offset, l.strides, ch.idx), k_.vec, k_.load_access.at(l),
                              l.strides.back(), cache()), "x");
   }
 
-  // Byte of the chunk's piece of `l`'s copy of the row in shared memory (rows one after
-  // another in the block).
-  ExprP smemByte(const Leaf& l, DType t, const Chunk& ch) {
+ExprP NormLowering::smemByte(const Leaf& l, DType t, const Chunk& ch) {
     const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
     const int L = k_.rows_per_block;
     const ExprP rib = ch.r_sub ? ch.r_sub : row_in_block_;
@@ -287,9 +201,7 @@ class NormLowering {
     return byte;
   }
 
-  // Copies the block's chunks of every held load into shared memory with cp.async, all in
-  // flight at once, and waits for them; several rows a block: whole lines, then a barrier.
-  void asyncFill() {
+void NormLowering::asyncFill() {
     bool copied = false;
     for (const auto& l : k_.smem_leaves) {
       const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
@@ -308,16 +220,14 @@ class NormLowering {
     if (k_.rows_per_block > 1 && !k_.thread_fill) b_.emit(kir::barrier(kir::Barrier::Block));
   }
 
-  // Several rows a block storing by whole lines: each thread writes chunks of other rows, so
-  // every row's reductions go to shared memory for the block.
-  bool coalescedStores() const { return k_.async_fill && k_.rows_per_block > 1 && !k_.thread_fill; }
+bool NormLowering::coalescedStores() const { return k_.async_fill && k_.rows_per_block > 1 && !k_.thread_fill; }
 
-  ExprP reducedSlot(const ENode* r, const ExprP& rib) {
+ExprP NormLowering::reducedSlot(const ENode* r, const ExprP& rib) {
     return kir::add(kir::mul(kir::convert(rib, Type::idx()), c(static_cast<int64_t>(reduced_index_.size()))),
                     c(reduced_index_.at(r)));
   }
 
-  void publishReductions() {
+void NormLowering::publishReductions() {
     if (!coalescedStores() || reductions_.empty()) return;
     const int64_t R = static_cast<int64_t>(reductions_.size());
     out_.buffers.push_back({kir::bufferName(out_, "reduced_smem"), "reduced_smem", kir::Place::Smem, DType::I64,
@@ -330,9 +240,7 @@ class NormLowering {
     b_.emit(kir::barrier(kir::Barrier::Block));
   }
 
-  // A held load: the first pass reads global memory and keeps what it read in shared memory
-  // (each thread its own chunks), later passes read it back from there.
-  ExprP load(const Leaf& l, DType t, const Chunk& ch) {
+ExprP NormLowering::load(const Leaf& l, DType t, const Chunk& ch) {
     if (!smem_offset_.count(l) || ch.global) return loadGlobal(l, t, ch);
     const int align = std::min(16, k_.vec * dtypeBytes(t));
     if (filled_.count(l)) return b_.bind(kir::bytesLoad("loom_row_smem", t, k_.vec, smemByte(l, t, ch), align), "s");
@@ -341,165 +249,6 @@ class NormLowering {
     pass_loaded_.insert(l);
     return v;
   }
-
-  // One pass over the thread's chunks: unrolled over the chunks held in registers, else a loop
-  // that derives each chunk afresh. `step` folds a chunk into the carried values.
-  std::vector<ExprP> forEachChunk(std::vector<ExprP> carried, const StepFn& step) {
-    if (unrolled_) {
-      for (auto& ch : chunks_) carried = step(ch, carried);
-    } else {
-      carried = b_.repeat("k", k_.chunks, carried, [&](const ExprP& k, const std::vector<ExprP>& in) {
-        Chunk ch = chunkAt(k);
-        return step(ch, in);
-      }, chunk_unroll_);
-    }
-    filled_.insert(pass_loaded_.begin(), pass_loaded_.end());
-    pass_loaded_.clear();
-    return carried;
-  }
-
-  // A chunk's lanes of the reduced operand, in the accumulator's dtype.
-  ExprP values(const ENode& x, DType acc, Chunk& ch) {
-    ExprP v = eval(x, ch);
-    return x.dtype == acc ? v : b_.bind(kir::math(ir::OpKind::Cast, acc, {v}, k_.vec));
-  }
-
-  static ExprP identity(kir::Combine cb, DType acc) {
-    if (cb == kir::Combine::Sum) return kir::dataConst(acc, 0, 1);
-    if (isFloat(acc)) return kir::dataConst(acc, cb == kir::Combine::Max ? -INFINITY : INFINITY, 1);
-    const double big = acc == DType::I64 ? 9223372036854775807.0 : 2147483647.0;
-    return kir::dataConst(acc, cb == kir::Combine::Max ? -big - 1 : big, 1);
-  }
-
-  static ir::OpKind opOf(kir::Combine cb) {
-    return cb == kir::Combine::Sum ? ir::OpKind::Add : cb == kir::Combine::Max ? ir::OpKind::Max : ir::OpKind::Min;
-  }
-
-  // The row's total of f(chunk) over every valid lane: each chunk's lanes folded, the chunks
-  // accumulated by the thread, then combined across the row's threads.
-  ExprP rowReduce(kir::Combine cb, DType acc, const std::function<ExprP(Chunk&)>& f) {
-    const auto fold = cb == kir::Combine::Sum ? kir::Intrinsic::FoldSum
-                      : cb == kir::Combine::Max ? kir::Intrinsic::FoldMax : kir::Intrinsic::FoldMin;
-    ExprP partial = forEachChunk({identity(cb, acc)}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
-      ExprP vals = f(ch);
-      ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {vals, identity(cb, acc)}));
-      ExprP part = b_.select(ch.valid, local, identity(cb, acc));
-      return std::vector<ExprP>{b_.math(opOf(cb), acc, {carried[0], part})};
-    })[0];
-    const std::string name = fmt::format("row_{}{}", kir::combineName(cb), next_combine_++);
-    b_.emit(kir::combine(name, partial, {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",
-                                         "row_in_block", "lane", k_.cluster}));
-    return kir::var(name, Type::data(acc, 1));
-  }
-
-  // The mean of a row summed around its first element, so that 1e4 + U(0,1) keeps its digits.
-  ExprP shiftedMean(const ENode& x, DType acc, double n) {
-    // A row whole in the block's shared memory behind a barrier has its first element there;
-    // with a thread fill, the row's first thread copied it: a shuffle.
-    Chunk first = k_.thread_fill ? chunkAt(c(0)) : rowChunk();
-    if (!k_.thread_fill) first.global = !(k_.async_fill && k_.split == 1 && k_.rows_per_block > 1);
-    ExprP x0 = b_.bind(kir::intrinsic(kir::Intrinsic::First, Type::data(x.dtype, 1), {eval(x, first)}));
-    if (x.dtype != acc) x0 = b_.bind(kir::math(ir::OpKind::Cast, acc, {x0}));
-    if (k_.thread_fill) {
-      const int T = k_.threads_per_row;
-      ExprP src = b_.mul(b_.udiv(lane_, kir::i32Const(T)), kir::i32Const(T));
-      x0 = b_.bind(kir::intrinsic(kir::Intrinsic::ShflIdx, x0->type, {x0, src}));
-    }
-    ExprP sum = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
-      return b_.bind(kir::math(ir::OpKind::Sub, acc, {values(x, acc, ch), x0}, k_.vec));
-    });
-    ExprP q = b_.math(ir::OpKind::Div, acc, {sum, kir::dataConst(acc, n, 1)});
-    return b_.bindAs(fmt::format("mean{}", next_mean_++), kir::math(ir::OpKind::Add, acc, {x0, q}));
-  }
-
-  std::pair<ExprP, ExprP> welford(const ENode& x, DType acc);
-  void reduce(const ENode& r);
-  void storeAll();
-  bool hoistInvariant(const ENode& n, Chunk& ch);
-  void storeChunk(const NormKernel::Store& s, const ExprP& value, const Chunk& ch, const ExprP& pred);
-
-  const ir::Fusion& f_;
-  const NormKernel& k_;
-  const Tuning& tune_;
-  kir::Kernel& out_;
-  kir::Builder b_;
-  ExprP tid_, t_in_row_, row_in_block_, lane_, vt_, row_valid_, first_row_, rank_;
-  std::string reduced_buf_;
-  std::map<const ENode*, int64_t> reduced_index_;
-  std::map<const ENode*, bool> invariant_;
-  bool registers_ = true, unrolled_ = true;
-  int chunk_unroll_ = 1;
-  std::map<Leaf, int64_t> smem_offset_;
-  std::set<Leaf> filled_, pass_loaded_;
-  std::vector<ExprP> outer_idx_;
-  int64_t row_chunks_ = 0;
-  std::vector<Chunk> chunks_;
-  std::vector<const ENode*> reductions_;
-  std::map<const ENode*, ExprP> reduced_;
-  std::map<std::pair<const ENode*, double>, std::pair<ExprP, ExprP>> stats_;
-  int next_combine_ = 0, next_mean_ = 0;
-};
-
-// The row's (mean, M2) in one reduction: each chunk's exact two-pass statistics over its lanes
-// merged into the thread's (Chan), then the row's threads merged.
-std::pair<ExprP, ExprP> NormLowering::welford(const ENode& x, DType acc) {
-  const ExprP zero = kir::dataConst(acc, 0, 1);
-  auto folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
-    ExprP v = values(x, acc, ch);
-    ExprP s = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSum, Type::data(acc, 1), {v, zero}));
-    ExprP cnt = kir::dataConst(acc, k_.vec, 1);
-    ExprP mean = b_.math(ir::OpKind::Div, acc, {s, cnt});
-    ExprP m2 = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSqDiff, Type::data(acc, 1), {v, mean, zero}));
-    ExprP n = b_.select(ch.valid, cnt, zero);
-    ExprP mn = b_.select(ch.valid, mean, zero);
-    ExprP m2v = b_.select(ch.valid, m2, zero);
-    kir::Stats next = kir::chanMerge(b_, acc, {carried[0], carried[1], carried[2]}, {n, mn, m2v});
-    return std::vector<ExprP>{next.n, next.mean, next.m2};
-  });
-  const std::string id = std::to_string(next_combine_++);
-  std::vector<std::string> names = {"row_n" + id, "row_mean" + id, "row_m2" + id};
-  b_.emit(kir::welford(names, folded, {kir::Combine::Sum, k_.red_atoms, k_.threads_per_row, k_.rows_per_block,
-                                       "t_in_row", "row_in_block", "lane"}));
-  return {kir::var(names[1], Type::data(acc, 1)), kir::var(names[2], Type::data(acc, 1))};
-}
-
-void NormLowering::reduce(const ENode& r) {
-  if (reduced_.count(&r)) return;
-  const ENode& x = *r.args[0];
-  const DType acc = computeDType(r.dtype);
-  const double n = static_cast<double>(k_.rowElems());
-  auto vals = [&](Chunk& ch) { return values(x, acc, ch); };
-  ExprP result;
-  switch (r.op) {
-    case ir::OpKind::Sum: result = rowReduce(kir::Combine::Sum, acc, vals); break;
-    case ir::OpKind::ReduceMax: result = rowReduce(kir::Combine::Max, acc, vals); break;
-    case ir::OpKind::ReduceMin: result = rowReduce(kir::Combine::Min, acc, vals); break;
-    case ir::OpKind::Mean: result = shiftedMean(x, acc, n); break;
-    case ir::OpKind::VarMean: {
-      // Two passes over the row in registers: the mean, then squared deviations from it.
-      auto key = std::make_pair(&x, r.correction);
-      auto it = stats_.find(key);
-      if (it == stats_.end() && !registers_ && !k_.async_fill) {
-        // Streaming rows: one Welford pass instead of two reads for the statistics.
-        auto [mean, m2] = welford(x, acc);
-        ExprP var = b_.math(ir::OpKind::Div, acc, {m2, kir::dataConst(acc, n - r.correction, 1)});
-        it = stats_.emplace(key, std::make_pair(var, mean)).first;
-      }
-      if (it == stats_.end()) {
-        ExprP mean = shiftedMean(x, acc, n);
-        ExprP m2 = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
-          return b_.bind(kir::intrinsic(kir::Intrinsic::SqDiff, Type::data(acc, k_.vec), {vals(ch), mean}));
-        });
-        ExprP var = b_.math(ir::OpKind::Div, acc, {m2, kir::dataConst(acc, n - r.correction, 1)});
-        it = stats_.emplace(key, std::make_pair(var, mean)).first;
-      }
-      result = r.out_index == 0 ? it->second.first : it->second.second;
-      break;
-    }
-    default: LOOM_ASSERT(false, "normalization lowering: reduction `{}`", ir::opName(r.op));
-  }
-  reduced_[&r] = r.dtype == acc ? result : b_.bind(kir::math(ir::OpKind::Cast, r.dtype, {result}));
-}
 
 // Evaluates in `ch` the parts of `n` that are the same for every unit of the thread: constants,
 // reductions, and loads along no reduced axis but the innermost. Whether `n` is such a part.
@@ -570,7 +319,10 @@ void NormLowering::storeAll() {
   });
 }
 
-}  // namespace
+}  // namespace norm_lower_detail
+
+using norm_lower_detail::NormLowering;
+using norm_lower_detail::extentOf;
 
 std::string normKirGap(const NormKernel& k) {
   if (k.grid_sync) return "rows split over the grid";

@@ -1,0 +1,150 @@
+#pragma once
+// The normalization lowering's state and steps (pass `norm-rows`, norm_lower.h): its kernel
+// structure, chunks, fills and stores in norm_lower.cpp, its reductions and statistics in
+// norm_lower_reduce.cpp. Each step writes kernel IR the way the normalization emitter of
+// compiler/codegen writes LLVM IR for the same schedule, so that both give the same kernel.
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/kir/builder.h"
+#include "compiler/schedule/normalization.h"
+#include "compiler/tuning.h"
+
+namespace loom::schedule::norm_lower_detail {
+
+using kir::ExprP;
+using kir::Type;
+using lower::ENode;
+using lower::Leaf;
+
+inline int64_t extentOf(const TensorDesc& d) {
+  int64_t e = 1;
+  for (size_t i = 0; i < d.shape.size(); ++i) {
+    if (d.shape[i] == 0) return 0;
+    e += (d.shape[i] - 1) * std::abs(d.strides[i]);
+  }
+  return e;
+}
+
+inline ExprP c(int64_t v) { return kir::intConst(v); }
+
+// One chunk of `vec` neighbouring elements of a row: its coordinates, whether it is inside
+// the row, and the values of the expression's nodes evaluated there.
+struct Chunk {
+  std::vector<ExprP> idx;  // outer coords ++ reduced coords (innermost * vec)
+  ExprP valid;             // a predicate
+  ExprP slot;              // its place in the row's copy in shared memory
+  bool global = false;     // read from global memory even where the row is on chip
+  ExprP r_sub;             // another row of the block (whole-line fills and stores): i32
+  std::map<const ENode*, ExprP> memo;
+};
+
+using StepFn = std::function<std::vector<ExprP>(Chunk&, const std::vector<ExprP>&)>;
+
+class NormLowering {
+ public:
+  NormLowering(const ir::Fusion& f, const NormKernel& k, const Tuning& tune, kir::Kernel& out)
+      : f_(f), k_(k), tune_(tune), out_(out) {}
+
+  void run();
+
+ private:
+  // What every thread of a block does: its place in its row, then its block's rows.
+  void threads(const ExprP& tid);
+
+  // What every block does with its rows.
+  void blocks(const ExprP& blk);
+  void rowsAt(const ExprP& first_row);
+  std::vector<ExprP> unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec);
+
+  // Chunk k of thread t's row at outer coordinates `outer`: chunk t + k * T of the row, clamped
+  // into it.
+  Chunk chunkOf(std::vector<ExprP> outer, const ExprP& t, const ExprP& k);
+
+  // The thread's chunk k of its row; filled by cp.async, the block's copy holds it at slot
+  // t + k * T.
+  Chunk chunkAt(const ExprP& k);
+
+  // The m-th of the thread's units of the block's rows for whole-line accesses: unit
+  // u = tid + m * block is chunk c_in of row r_sub at position `rest` (thread fill: the thread's
+  // own chunk m).
+  Chunk unitChunk(const ExprP& m, const ExprP& first_row);
+  int64_t unitTrips() const;
+
+  // For values constant along the row: its reduced coordinates 0.
+  Chunk rowChunk();
+  static ExprP offset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx);
+  kir::Cache cache() const;
+  static bool perRow(const ENode& n);
+  bool halfOutputs() const;
+  ExprP eval(const ENode& n, Chunk& ch);
+  ExprP loadGlobal(const Leaf& l, DType t, const Chunk& ch);
+
+  // Byte of the chunk's piece of `l`'s copy of the row in shared memory (rows one after
+  // another in the block).
+  ExprP smemByte(const Leaf& l, DType t, const Chunk& ch);
+
+  // Copies the block's chunks of every held load into shared memory with cp.async, all in
+  // flight at once, and waits for them; several rows a block: whole lines, then a barrier.
+
+  void asyncFill();
+
+  // Several rows a block storing by whole lines: each thread writes chunks of other rows, so
+  // every row's reductions go to shared memory for the block.
+  bool coalescedStores() const;
+  ExprP reducedSlot(const ENode* r, const ExprP& rib);
+  void publishReductions();
+
+  // A held load: the first pass reads global memory and keeps what it read in shared memory
+  // (each thread its own chunks), later passes read it back from there.
+  ExprP load(const Leaf& l, DType t, const Chunk& ch);
+
+  // One pass over the thread's chunks: unrolled over the chunks held in registers, else a loop
+  // that derives each chunk afresh. `step` folds a chunk into the carried values.
+  std::vector<ExprP> forEachChunk(std::vector<ExprP> carried, const StepFn& step);
+
+  // A chunk's lanes of the reduced operand, in the accumulator's dtype.
+  ExprP values(const ENode& x, DType acc, Chunk& ch);
+  static ExprP identity(kir::Combine cb, DType acc);
+  static ir::OpKind opOf(kir::Combine cb);
+
+  // The row's total of f(chunk) over every valid lane: each chunk's lanes folded, the chunks
+  // accumulated by the thread, then combined across the row's threads.
+  ExprP rowReduce(kir::Combine cb, DType acc, const std::function<ExprP(Chunk&)>& f);
+
+  // The mean of a row summed around its first element, so that 1e4 + U(0,1) keeps its digits.
+  ExprP shiftedMean(const ENode& x, DType acc, double n);
+  std::pair<ExprP, ExprP> welford(const ENode& x, DType acc);
+  void reduce(const ENode& r);
+  void storeAll();
+  bool hoistInvariant(const ENode& n, Chunk& ch);
+  void storeChunk(const NormKernel::Store& s, const ExprP& value, const Chunk& ch, const ExprP& pred);
+  const ir::Fusion& f_;
+  const NormKernel& k_;
+  const Tuning& tune_;
+  kir::Kernel& out_;
+  kir::Builder b_;
+  ExprP tid_, t_in_row_, row_in_block_, lane_, vt_, row_valid_, first_row_, rank_;
+  std::string reduced_buf_;
+  std::map<const ENode*, int64_t> reduced_index_;
+  std::map<const ENode*, bool> invariant_;
+  bool registers_ = true, unrolled_ = true;
+  int chunk_unroll_ = 1;
+  std::map<Leaf, int64_t> smem_offset_;
+  std::set<Leaf> filled_, pass_loaded_;
+  std::vector<ExprP> outer_idx_;
+  int64_t row_chunks_ = 0;
+  std::vector<Chunk> chunks_;
+  std::vector<const ENode*> reductions_;
+  std::map<const ENode*, ExprP> reduced_;
+  std::map<std::pair<const ENode*, double>, std::pair<ExprP, ExprP>> stats_;
+  int next_combine_ = 0, next_mean_ = 0;
+
+};
+
+}  // namespace loom::schedule::norm_lower_detail
