@@ -15,240 +15,239 @@ namespace loom::schedule {
 namespace norm_lower_detail {
 
 void NormLowering::run() {
-    const int T = k_.threads_per_row;
-    b_.spread("tid", kir::Mapping::Threads, k_.block, [&](const ExprP& tid) { threads(tid); });
-    out_.body = b_.take();
-  }
+  b_.spread("tid", kir::Mapping::Threads, k_.block, [&](const ExprP& tid) { threads(tid); });
+  out_.body = b_.take();
+}
 
 void NormLowering::threads(const ExprP& tid) {
-    const int T = k_.threads_per_row;
-    tid_ = tid;
-    t_in_row_ = b_.bindAs("t_in_row", kir::convert(b_.urem(tid, kir::i32Const(T)), Type::idx()));
-    row_in_block_ = b_.bindAs("row_in_block", kir::index(kir::IndexOp::Div, tid, kir::i32Const(T)));
-    lane_ = b_.bindAs("lane", kir::index(kir::IndexOp::Rem, tid, kir::i32Const(32)));
-    b_.spread("blk", kir::Mapping::Blocks, k_.grid, [&](const ExprP& blk) { blocks(blk); });
-  }
+  const int T = k_.threads_per_row;
+  tid_ = tid;
+  t_in_row_ = b_.bindAs("t_in_row", kir::convert(b_.urem(tid, kir::i32Const(T)), Type::idx()));
+  row_in_block_ = b_.bindAs("row_in_block", kir::index(kir::IndexOp::Div, tid, kir::i32Const(T)));
+  lane_ = b_.bindAs("lane", kir::index(kir::IndexOp::Rem, tid, kir::i32Const(32)));
+  b_.spread("blk", kir::Mapping::Blocks, k_.grid, [&](const ExprP& blk) { blocks(blk); });
+}
 
 void NormLowering::blocks(const ExprP& blk) {
-    const int T = k_.threads_per_row;
-    ExprP block = b_.bindAs("block", kir::convert(blk, Type::idx()));
-    vt_ = t_in_row_;
-    if (k_.split > 1) {
-      // A row split over `split` blocks (a cluster's consecutive blocks along x): block `rank`
-      // takes every split-th run of T chunks.
-      rank_ = b_.bindAs("rank", kir::index(kir::IndexOp::Rem, block, c(k_.split)));
-      block = b_.bindAs("block_set", kir::index(kir::IndexOp::Div, block, c(k_.split)));
-      vt_ = b_.bindAs("t_in_split", kir::add(kir::mul(rank_, c(T)), t_in_row_));
-    }
-    row_chunks_ = k_.rowElems() / k_.vec;
-    registers_ = k_.registers && k_.chunks * k_.vec <= 128;
-    // Every chunk unrolled (all loads up front) only while the row stays in registers; rows
-    // held in shared memory loop, unrolled by 4, or wholly (up to 8 chunks) where two loads or
-    // more stream from global memory per element each pass.
-    unrolled_ = registers_;
-    chunk_unroll_ = 1;
-    if (!k_.grid_sync && k_.cluster == 1 && !k_.thread_fill && !k_.rowTier() && !k_.smem_leaves.empty()) {
-      chunk_unroll_ = 4;
-      int streamed = 0;
-      for (const auto& [leaf, access] : k_.load_access)
-        streamed += access == kir::Access::Vector &&
-                    std::find(k_.smem_leaves.begin(), k_.smem_leaves.end(), leaf) == k_.smem_leaves.end();
-      if (streamed >= 2 && k_.chunks <= 8) chunk_unroll_ = k_.chunks;
-    }
-    if (tune_.chunk_unroll) chunk_unroll_ = *tune_.chunk_unroll;
-    if (k_.smem_bytes > 0) {
-      out_.buffers.push_back({"loom_row_smem", "loom_row_smem", kir::Place::SmemDyn, DType::F32, k_.smem_bytes, 16});
-      int64_t off = 0;
-      for (const auto& l : k_.smem_leaves) {
-        smem_offset_[l] = off;
-        const int64_t elems = k_.async_fill ? int64_t{k_.rows_per_block} * k_.chunks * k_.threads_per_row * k_.vec
-                                            : k_.rowElems();
-        const int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
-        off += (bytes + 15) / 16 * 16;
-      }
-    }
-    std::vector<lower::EPtr> roots;
-    for (const auto& st : k_.stores) roots.push_back(st.value);
-    lower::visitPostOrder(roots, [&](const ENode& n) {
-      if (n.kind == ENode::Kind::Reduce) reductions_.push_back(&n);
-    });
-    LOOM_ASSERT(k_.split == k_.cluster, "rows split over {} blocks outside a cluster", k_.split);
-    rowsAt(b_.bindAs("first_row", kir::mul(block, c(k_.rows_per_block))));
+  const int T = k_.threads_per_row;
+  ExprP block = b_.bindAs("block", kir::convert(blk, Type::idx()));
+  vt_ = t_in_row_;
+  if (k_.split > 1) {
+    // A row split over `split` blocks (a cluster's consecutive blocks along x): block `rank`
+    // takes every split-th run of T chunks.
+    rank_ = b_.bindAs("rank", kir::index(kir::IndexOp::Rem, block, c(k_.split)));
+    block = b_.bindAs("block_set", kir::index(kir::IndexOp::Div, block, c(k_.split)));
+    vt_ = b_.bindAs("t_in_split", kir::add(kir::mul(rank_, c(T)), t_in_row_));
   }
+  row_chunks_ = k_.rowElems() / k_.vec;
+  registers_ = k_.registers && k_.chunks * k_.vec <= 128;
+  // Every chunk unrolled (all loads up front) only while the row stays in registers; rows
+  // held in shared memory loop, unrolled by 4, or wholly (up to 8 chunks) where two loads or
+  // more stream from global memory per element each pass.
+  unrolled_ = registers_;
+  chunk_unroll_ = 1;
+  if (!k_.grid_sync && k_.cluster == 1 && !k_.thread_fill && !k_.rowTier() && !k_.smem_leaves.empty()) {
+    chunk_unroll_ = 4;
+    int streamed = 0;
+    for (const auto& [leaf, access] : k_.load_access)
+      streamed += access == kir::Access::Vector &&
+                  std::find(k_.smem_leaves.begin(), k_.smem_leaves.end(), leaf) == k_.smem_leaves.end();
+    if (streamed >= 2 && k_.chunks <= 8) chunk_unroll_ = k_.chunks;
+  }
+  if (tune_.chunk_unroll) chunk_unroll_ = *tune_.chunk_unroll;
+  if (k_.smem_bytes > 0) {
+    out_.buffers.push_back({"loom_row_smem", "loom_row_smem", kir::Place::SmemDyn, DType::F32, k_.smem_bytes, 16});
+    int64_t off = 0;
+    for (const auto& l : k_.smem_leaves) {
+      smem_offset_[l] = off;
+      const int64_t elems = k_.async_fill ? int64_t{k_.rows_per_block} * k_.chunks * k_.threads_per_row * k_.vec
+                                          : k_.rowElems();
+      const int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
+      off += (bytes + 15) / 16 * 16;
+    }
+  }
+  std::vector<lower::EPtr> roots;
+  for (const auto& st : k_.stores) roots.push_back(st.value);
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    if (n.kind == ENode::Kind::Reduce) reductions_.push_back(&n);
+  });
+  LOOM_ASSERT(k_.split == k_.cluster, "rows split over {} blocks outside a cluster", k_.split);
+  rowsAt(b_.bindAs("first_row", kir::mul(block, c(k_.rows_per_block))));
+}
 
 void NormLowering::rowsAt(const ExprP& first_row) {
-    first_row_ = first_row;
-    ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
-    row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, c(k_.rows())));
-    row = b_.bindAs("row", kir::select(row_valid_, row, c(k_.rows() - 1)));
-    outer_idx_ = unravel(row, k_.outer_shape, 1);
-    if (unrolled_)
-      for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
-    if (k_.async_fill) asyncFill();
-    for (const ENode* r : reductions_) reduce(*r);
-    publishReductions();
-    // No block of a cluster may leave while another still reads its shared memory: arrive
-    // after the last reduction, wait before returning (the stores run in between). Relaxed
-    // only where the remote reads it guards are complete (read after a block barrier).
-    if (k_.cluster > 1)
-      b_.emit(kir::barrier(coalescedStores() ? kir::Barrier::ClusterArriveRelaxed : kir::Barrier::ClusterArrive));
-    storeAll();
-    if (k_.cluster > 1) b_.emit(kir::barrier(kir::Barrier::ClusterWait));
-  }
+  first_row_ = first_row;
+  ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
+  row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, c(k_.rows())));
+  row = b_.bindAs("row", kir::select(row_valid_, row, c(k_.rows() - 1)));
+  outer_idx_ = unravel(row, k_.outer_shape, 1);
+  if (unrolled_)
+    for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
+  if (k_.async_fill) asyncFill();
+  for (const ENode* r : reductions_) reduce(*r);
+  publishReductions();
+  // No block of a cluster may leave while another still reads its shared memory: arrive
+  // after the last reduction, wait before returning (the stores run in between). Relaxed
+  // only where the remote reads it guards are complete (read after a block barrier).
+  if (k_.cluster > 1)
+    b_.emit(kir::barrier(coalescedStores() ? kir::Barrier::ClusterArriveRelaxed : kir::Barrier::ClusterArrive));
+  storeAll();
+  if (k_.cluster > 1) b_.emit(kir::barrier(kir::Barrier::ClusterWait));
+}
 
 std::vector<ExprP> NormLowering::unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec) {
-    std::vector<ExprP> idx(shape.size());
-    ExprP q = i;
-    for (size_t d = shape.size(); d-- > 0;) {
-      const int64_t e = d + 1 == shape.size() ? shape[d] / vec : shape[d];
-      idx[d] = d == 0 ? q : b_.urem(q, c(e));
-      if (d + 1 == shape.size() && vec > 1) idx[d] = b_.mul(idx[d], c(vec));
-      if (d > 0) q = b_.udiv(q, c(e));
-    }
-    return idx;
+  std::vector<ExprP> idx(shape.size());
+  ExprP q = i;
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t e = d + 1 == shape.size() ? shape[d] / vec : shape[d];
+    idx[d] = d == 0 ? q : b_.urem(q, c(e));
+    if (d + 1 == shape.size() && vec > 1) idx[d] = b_.mul(idx[d], c(vec));
+    if (d > 0) q = b_.udiv(q, c(e));
   }
+  return idx;
+}
 
 Chunk NormLowering::chunkOf(std::vector<ExprP> outer, const ExprP& t, const ExprP& k) {
-    Chunk ch;
-    ExprP vt = k_.split > 1 ? b_.add(b_.mul(rank_, c(k_.threads_per_row)), t) : t;
-    ExprP ci = b_.add(vt, b_.mul(k, c(int64_t{k_.threads_per_row} * k_.split)));
-    ch.valid = b_.op(kir::IndexOp::Ult, ci, c(row_chunks_));
-    ci = b_.select(ch.valid, ci, c(row_chunks_ - 1));
-    ch.slot = ci;
-    ch.idx = std::move(outer);
-    auto red = unravel(ci, k_.red_shape, k_.vec);
-    ch.idx.insert(ch.idx.end(), red.begin(), red.end());
-    return ch;
-  }
+  Chunk ch;
+  ExprP vt = k_.split > 1 ? b_.add(b_.mul(rank_, c(k_.threads_per_row)), t) : t;
+  ExprP ci = b_.add(vt, b_.mul(k, c(int64_t{k_.threads_per_row} * k_.split)));
+  ch.valid = b_.op(kir::IndexOp::Ult, ci, c(row_chunks_));
+  ci = b_.select(ch.valid, ci, c(row_chunks_ - 1));
+  ch.slot = ci;
+  ch.idx = std::move(outer);
+  auto red = unravel(ci, k_.red_shape, k_.vec);
+  ch.idx.insert(ch.idx.end(), red.begin(), red.end());
+  return ch;
+}
 
 Chunk NormLowering::chunkAt(const ExprP& k) {
-    Chunk ch = chunkOf(outer_idx_, t_in_row_, k);
-    if (k_.async_fill) ch.slot = b_.add(t_in_row_, b_.mul(k, c(k_.threads_per_row)));
-    return ch;
-  }
+  Chunk ch = chunkOf(outer_idx_, t_in_row_, k);
+  if (k_.async_fill) ch.slot = b_.add(t_in_row_, b_.mul(k, c(k_.threads_per_row)));
+  return ch;
+}
 
 Chunk NormLowering::unitChunk(const ExprP& m, const ExprP& first_row) {
-    if (k_.thread_fill) return chunkAt(m);
-    const int L = k_.rows_per_block, T = k_.threads_per_row;
-    const int64_t q = k_.red_shape.back() / k_.vec;
-    ExprP t = b_.convert(tid_, Type::idx());
-    ExprP slot = b_.add(t, b_.mul(m, c(int64_t{L} * T)));
-    ExprP r_sub = c(0);
-    if (L > 1) {
-      LOOM_ASSERT(T % q == 0, "{} threads per row, {} chunks per position", T, q);
-      ExprP c_in = b_.urem(t, c(q));
-      r_sub = b_.urem(b_.udiv(t, c(q)), c(L));
-      slot = b_.add(b_.mul(b_.add(b_.udiv(t, c(q * L)), b_.mul(m, c(T / q))), c(q)), c_in);
-    }
-    ExprP row = b_.add(first_row, r_sub);
-    ExprP row_ok = b_.op(kir::IndexOp::Ult, row, c(k_.rows()));
-    // (The chunk's arguments in the order the emitter computed them.)
-    ExprP k = b_.udiv(slot, c(T));
-    ExprP tr = b_.urem(slot, c(T));
-    std::vector<ExprP> outer = unravel(b_.select(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1);
-    Chunk ch = chunkOf(std::move(outer), tr, k);
-    ch.valid = b_.op(kir::IndexOp::And, row_ok, ch.valid);
-    ch.slot = slot;
-    ch.r_sub = b_.convert(r_sub, Type::i32());
-    return ch;
+  if (k_.thread_fill) return chunkAt(m);
+  const int L = k_.rows_per_block, T = k_.threads_per_row;
+  const int64_t q = k_.red_shape.back() / k_.vec;
+  ExprP t = b_.convert(tid_, Type::idx());
+  ExprP slot = b_.add(t, b_.mul(m, c(int64_t{L} * T)));
+  ExprP r_sub = c(0);
+  if (L > 1) {
+    LOOM_ASSERT(T % q == 0, "{} threads per row, {} chunks per position", T, q);
+    ExprP c_in = b_.urem(t, c(q));
+    r_sub = b_.urem(b_.udiv(t, c(q)), c(L));
+    slot = b_.add(b_.mul(b_.add(b_.udiv(t, c(q * L)), b_.mul(m, c(T / q))), c(q)), c_in);
   }
+  ExprP row = b_.add(first_row, r_sub);
+  ExprP row_ok = b_.op(kir::IndexOp::Ult, row, c(k_.rows()));
+  // (The chunk's arguments in the order the emitter computed them.)
+  ExprP k = b_.udiv(slot, c(T));
+  ExprP tr = b_.urem(slot, c(T));
+  std::vector<ExprP> outer = unravel(b_.select(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1);
+  Chunk ch = chunkOf(std::move(outer), tr, k);
+  ch.valid = b_.op(kir::IndexOp::And, row_ok, ch.valid);
+  ch.slot = slot;
+  ch.r_sub = b_.convert(r_sub, Type::i32());
+  return ch;
+}
 
 int64_t NormLowering::unitTrips() const { return k_.chunks; }
 
 Chunk NormLowering::rowChunk() {
-    Chunk ch;
-    ch.valid = kir::predConst(true);
-    ch.slot = c(0);
-    ch.global = true;
-    ch.idx = outer_idx_;
-    for (size_t i = 0; i < k_.red_shape.size(); ++i) ch.idx.push_back(c(0));
-    return ch;
-  }
+  Chunk ch;
+  ch.valid = kir::predConst(true);
+  ch.slot = c(0);
+  ch.global = true;
+  ch.idx = outer_idx_;
+  for (size_t i = 0; i < k_.red_shape.size(); ++i) ch.idx.push_back(c(0));
+  return ch;
+}
 
 ExprP NormLowering::offset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx) {
-    ExprP o = c(base);
-    for (size_t d = 0; d < strides.size(); ++d)
-      if (strides[d] != 0) o = kir::add(o, kir::mul(idx[d], c(strides[d])));
-    return o;
-  }
+  ExprP o = c(base);
+  for (size_t d = 0; d < strides.size(); ++d)
+    if (strides[d] != 0) o = kir::add(o, kir::mul(idx[d], c(strides[d])));
+  return o;
+}
 
 kir::Cache NormLowering::cache() const {
-    const bool noalias = std::none_of(k_.output_alias.begin(), k_.output_alias.end(), [](int a) { return a >= 0; });
-    return noalias ? kir::Cache::Invariant : kir::Cache::Default;
-  }
+  const bool noalias = std::none_of(k_.output_alias.begin(), k_.output_alias.end(), [](int a) { return a >= 0; });
+  return noalias ? kir::Cache::Invariant : kir::Cache::Default;
+}
 
 ExprP NormLowering::loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
-    return b_.bind(kir::load(l.input, t, offset(l.offset, l.strides, ch.idx), k_.vec, k_.load_access.at(l),
-                             l.strides.back(), cache()), "x");
-  }
+  return b_.bind(kir::load(l.input, t, offset(l.offset, l.strides, ch.idx), k_.vec, k_.load_access.at(l),
+                           l.strides.back(), cache()), "x");
+}
 
 ExprP NormLowering::smemByte(const Leaf& l, DType t, const Chunk& ch) {
-    const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
-    const int L = k_.rows_per_block;
-    const ExprP rib = ch.r_sub ? ch.r_sub : row_in_block_;
-    ExprP slot = ch.slot;
-    if (k_.async_fill && L > 1 && !k_.thread_fill) {
-      // Swizzled: a warp of the whole-line fill and stores touches 32 / L neighbouring slots of
-      // each of L rows, whose regions start on the same bank; XOR-ing the slot with
-      // row * 32 / L (within its aligned 32) spreads them over every bank.
-      ExprP r = kir::convert(rib, Type::idx());
-      slot = kir::index(kir::IndexOp::Xor, slot,
-                        kir::index(kir::IndexOp::And, kir::mul(r, c(32 / std::min(L, 32))), c(31)));
-    }
-    ExprP byte = kir::add(c(smem_offset_.at(l)), kir::mul(slot, c(piece)));
-    if (L > 1)
-      byte = kir::add(byte, kir::mul(kir::convert(rib, Type::idx()), c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
-    return byte;
+  const int64_t piece = int64_t{k_.vec} * dtypeBytes(t);
+  const int L = k_.rows_per_block;
+  const ExprP rib = ch.r_sub ? ch.r_sub : row_in_block_;
+  ExprP slot = ch.slot;
+  if (k_.async_fill && L > 1 && !k_.thread_fill) {
+    // Swizzled: a warp of the whole-line fill and stores touches 32 / L neighbouring slots of
+    // each of L rows, whose regions start on the same bank; XOR-ing the slot with
+    // row * 32 / L (within its aligned 32) spreads them over every bank.
+    ExprP r = kir::convert(rib, Type::idx());
+    slot = kir::index(kir::IndexOp::Xor, slot,
+                      kir::index(kir::IndexOp::And, kir::mul(r, c(32 / std::min(L, 32))), c(31)));
   }
+  ExprP byte = kir::add(c(smem_offset_.at(l)), kir::mul(slot, c(piece)));
+  if (L > 1)
+    byte = kir::add(byte, kir::mul(kir::convert(rib, Type::idx()), c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
+  return byte;
+}
 
 void NormLowering::asyncFill() {
-    bool copied = false;
-    for (const auto& l : k_.smem_leaves) {
-      const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
-      const int piece = k_.fillPieceBytes(t);
-      LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
-      b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
-        Chunk ch = unitChunk(m, first_row_);
-        b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t,
-                               offset(l.offset, l.strides, ch.idx), piece));
-        return carried;
-      });
-      filled_.insert(l);
-      copied = true;
-    }
-    if (copied) b_.emit(kir::asyncWaitAll());
-    if (k_.rows_per_block > 1 && !k_.thread_fill) b_.emit(kir::barrier(kir::Barrier::Block));
+  bool copied = false;
+  for (const auto& l : k_.smem_leaves) {
+    const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
+    const int piece = k_.fillPieceBytes(t);
+    LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
+    b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+      Chunk ch = unitChunk(m, first_row_);
+      b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t,
+                             offset(l.offset, l.strides, ch.idx), piece));
+      return carried;
+    });
+    filled_.insert(l);
+    copied = true;
   }
+  if (copied) b_.emit(kir::asyncWaitAll());
+  if (k_.rows_per_block > 1 && !k_.thread_fill) b_.emit(kir::barrier(kir::Barrier::Block));
+}
 
 bool NormLowering::coalescedStores() const { return k_.async_fill && k_.rows_per_block > 1 && !k_.thread_fill; }
 
 ExprP NormLowering::reducedSlot(const ENode* r, const ExprP& rib) {
-    return kir::add(kir::mul(kir::convert(rib, Type::idx()), c(static_cast<int64_t>(reduced_index_.size()))),
-                    c(reduced_index_.at(r)));
-  }
+  return kir::add(kir::mul(kir::convert(rib, Type::idx()), c(static_cast<int64_t>(reduced_index_.size()))),
+                  c(reduced_index_.at(r)));
+}
 
 void NormLowering::publishReductions() {
-    if (!coalescedStores() || reductions_.empty()) return;
-    const int64_t R = static_cast<int64_t>(reductions_.size());
-    out_.buffers.push_back({kir::bufferName(out_, "reduced_smem"), "reduced_smem", kir::Place::Smem, DType::I64,
-                            R * k_.rows_per_block, 8, true});
-    reduced_buf_ = out_.buffers.back().name;
-    for (int64_t j = 0; j < R; ++j) reduced_index_[reductions_[static_cast<size_t>(j)]] = j;
-    b_.ifThen(b_.op(kir::IndexOp::Eq, t_in_row_, c(0)), "rpublish", [&] {
-      for (const ENode* r : reductions_) b_.emit(kir::bufStore(reduced_buf_, reducedSlot(r, row_in_block_), reduced_.at(r)));
-    });
-    b_.emit(kir::barrier(kir::Barrier::Block));
-  }
+  if (!coalescedStores() || reductions_.empty()) return;
+  const int64_t R = static_cast<int64_t>(reductions_.size());
+  out_.buffers.push_back({kir::bufferName(out_, "reduced_smem"), "reduced_smem", kir::Place::Smem, DType::I64,
+                          R * k_.rows_per_block, 8, true});
+  reduced_buf_ = out_.buffers.back().name;
+  for (int64_t j = 0; j < R; ++j) reduced_index_[reductions_[static_cast<size_t>(j)]] = j;
+  b_.ifThen(b_.op(kir::IndexOp::Eq, t_in_row_, c(0)), "rpublish", [&] {
+    for (const ENode* r : reductions_) b_.emit(kir::bufStore(reduced_buf_, reducedSlot(r, row_in_block_), reduced_.at(r)));
+  });
+  b_.emit(kir::barrier(kir::Barrier::Block));
+}
 
 ExprP NormLowering::load(const Leaf& l, DType t, const Chunk& ch) {
-    if (!smem_offset_.count(l) || ch.global) return loadGlobal(l, t, ch);
-    const int align = std::min(16, k_.vec * dtypeBytes(t));
-    if (filled_.count(l)) return b_.bind(kir::bytesLoad("loom_row_smem", t, k_.vec, smemByte(l, t, ch), align), "s");
-    ExprP v = loadGlobal(l, t, ch);
-    b_.emit(kir::bytesStore("loom_row_smem", smemByte(l, t, ch), v, align));
-    pass_loaded_.insert(l);
-    return v;
-  }
+  if (!smem_offset_.count(l) || ch.global) return loadGlobal(l, t, ch);
+  const int align = std::min(16, k_.vec * dtypeBytes(t));
+  if (filled_.count(l)) return b_.bind(kir::bytesLoad("loom_row_smem", t, k_.vec, smemByte(l, t, ch), align), "s");
+  ExprP v = loadGlobal(l, t, ch);
+  b_.emit(kir::bytesStore("loom_row_smem", smemByte(l, t, ch), v, align));
+  pass_loaded_.insert(l);
+  return v;
+}
 
 // Evaluates in `ch` the parts of `n` that are the same for every unit of the thread: constants,
 // reductions, and loads along no reduced axis but the innermost. Whether `n` is such a part.

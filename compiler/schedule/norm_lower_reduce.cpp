@@ -12,106 +12,106 @@
 namespace loom::schedule::norm_lower_detail {
 
 bool NormLowering::perRow(const ENode& n) {
-    if (n.kind != ENode::Kind::Op) return n.kind != ENode::Kind::Load;
-    return std::all_of(n.args.begin(), n.args.end(), [](const lower::EPtr& a) { return perRow(*a); });
-  }
+  if (n.kind != ENode::Kind::Op) return n.kind != ENode::Kind::Load;
+  return std::all_of(n.args.begin(), n.args.end(), [](const lower::EPtr& a) { return perRow(*a); });
+}
 
 bool NormLowering::halfOutputs() const {
-    return std::all_of(k_.stores.begin(), k_.stores.end(),
-                       [](const auto& s) { return s.dtype == DType::F16 || s.dtype == DType::BF16; });
-  }
+  return std::all_of(k_.stores.begin(), k_.stores.end(),
+                     [](const auto& s) { return s.dtype == DType::F16 || s.dtype == DType::BF16; });
+}
 
 ExprP NormLowering::eval(const ENode& n, Chunk& ch) {
-    auto it = ch.memo.find(&n);
-    if (it != ch.memo.end()) return it->second;
-    const int v = k_.vec;
-    ExprP out;
-    switch (n.kind) {
-      case ENode::Kind::Load: out = load(n.leaf, n.dtype, ch); break;
-      case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, v); break;
-      case ENode::Kind::Reduce:
-        out = reduced_.at(&n);
-        if (ch.r_sub) out = b_.bind(kir::bufLoad(reduced_buf_, n.dtype, reducedSlot(&n, ch.r_sub)));  // another row's
-        break;
-      case ENode::Kind::Op: {
-        std::vector<ExprP> args;
-        for (const auto& a : n.args) args.push_back(eval(*a, ch));
-        if (n.op == ir::OpKind::Exp && n.dtype == DType::F32 && halfOutputs())
-          out = b_.bind(kir::intrinsic(kir::Intrinsic::ExpApprox, Type::data(DType::F32, v), args));
-        else if (n.op == ir::OpKind::Div && n.dtype == DType::F32 && perRow(*n.args[1]))
-          // By a value of the row (softmax's sum): a reciprocal and a multiply.
-          out = b_.bind(kir::intrinsic(kir::Intrinsic::MulRcp, Type::data(DType::F32, v), args));
-        else
-          out = b_.bind(kir::math(n.op, n.dtype, args, v));
-        break;
-      }
+  auto it = ch.memo.find(&n);
+  if (it != ch.memo.end()) return it->second;
+  const int v = k_.vec;
+  ExprP out;
+  switch (n.kind) {
+    case ENode::Kind::Load: out = load(n.leaf, n.dtype, ch); break;
+    case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, v); break;
+    case ENode::Kind::Reduce:
+      out = reduced_.at(&n);
+      if (ch.r_sub) out = b_.bind(kir::bufLoad(reduced_buf_, n.dtype, reducedSlot(&n, ch.r_sub)));  // another row's
+      break;
+    case ENode::Kind::Op: {
+      std::vector<ExprP> args;
+      for (const auto& a : n.args) args.push_back(eval(*a, ch));
+      if (n.op == ir::OpKind::Exp && n.dtype == DType::F32 && halfOutputs())
+        out = b_.bind(kir::intrinsic(kir::Intrinsic::ExpApprox, Type::data(DType::F32, v), args));
+      else if (n.op == ir::OpKind::Div && n.dtype == DType::F32 && perRow(*n.args[1]))
+        // By a value of the row (softmax's sum): a reciprocal and a multiply.
+        out = b_.bind(kir::intrinsic(kir::Intrinsic::MulRcp, Type::data(DType::F32, v), args));
+      else
+        out = b_.bind(kir::math(n.op, n.dtype, args, v));
+      break;
     }
-    return ch.memo[&n] = out;
   }
+  return ch.memo[&n] = out;
+}
 
 std::vector<ExprP> NormLowering::forEachChunk(std::vector<ExprP> carried, const StepFn& step) {
-    if (unrolled_) {
-      for (auto& ch : chunks_) carried = step(ch, carried);
-    } else {
-      carried = b_.repeat("k", k_.chunks, carried, [&](const ExprP& k, const std::vector<ExprP>& in) {
-        Chunk ch = chunkAt(k);
-        return step(ch, in);
-      }, chunk_unroll_);
-    }
-    filled_.insert(pass_loaded_.begin(), pass_loaded_.end());
-    pass_loaded_.clear();
-    return carried;
+  if (unrolled_) {
+    for (auto& ch : chunks_) carried = step(ch, carried);
+  } else {
+    carried = b_.repeat("k", k_.chunks, carried, [&](const ExprP& k, const std::vector<ExprP>& in) {
+      Chunk ch = chunkAt(k);
+      return step(ch, in);
+    }, chunk_unroll_);
   }
+  filled_.insert(pass_loaded_.begin(), pass_loaded_.end());
+  pass_loaded_.clear();
+  return carried;
+}
 
 ExprP NormLowering::values(const ENode& x, DType acc, Chunk& ch) {
-    ExprP v = eval(x, ch);
-    return x.dtype == acc ? v : b_.bind(kir::math(ir::OpKind::Cast, acc, {v}, k_.vec));
-  }
+  ExprP v = eval(x, ch);
+  return x.dtype == acc ? v : b_.bind(kir::math(ir::OpKind::Cast, acc, {v}, k_.vec));
+}
 
 ExprP NormLowering::identity(kir::Combine cb, DType acc) {
-    if (cb == kir::Combine::Sum) return kir::dataConst(acc, 0, 1);
-    if (isFloat(acc)) return kir::dataConst(acc, cb == kir::Combine::Max ? -INFINITY : INFINITY, 1);
-    const double big = acc == DType::I64 ? 9223372036854775807.0 : 2147483647.0;
-    return kir::dataConst(acc, cb == kir::Combine::Max ? -big - 1 : big, 1);
-  }
+  if (cb == kir::Combine::Sum) return kir::dataConst(acc, 0, 1);
+  if (isFloat(acc)) return kir::dataConst(acc, cb == kir::Combine::Max ? -INFINITY : INFINITY, 1);
+  const double big = acc == DType::I64 ? 9223372036854775807.0 : 2147483647.0;
+  return kir::dataConst(acc, cb == kir::Combine::Max ? -big - 1 : big, 1);
+}
 
 ir::OpKind NormLowering::opOf(kir::Combine cb) {
-    return cb == kir::Combine::Sum ? ir::OpKind::Add : cb == kir::Combine::Max ? ir::OpKind::Max : ir::OpKind::Min;
-  }
+  return cb == kir::Combine::Sum ? ir::OpKind::Add : cb == kir::Combine::Max ? ir::OpKind::Max : ir::OpKind::Min;
+}
 
 ExprP NormLowering::rowReduce(kir::Combine cb, DType acc, const std::function<ExprP(Chunk&)>& f) {
-    const auto fold = cb == kir::Combine::Sum ? kir::Intrinsic::FoldSum
-                      : cb == kir::Combine::Max ? kir::Intrinsic::FoldMax : kir::Intrinsic::FoldMin;
-    ExprP partial = forEachChunk({identity(cb, acc)}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
-      ExprP vals = f(ch);
-      ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {vals, identity(cb, acc)}));
-      ExprP part = b_.select(ch.valid, local, identity(cb, acc));
-      return std::vector<ExprP>{b_.math(opOf(cb), acc, {carried[0], part})};
-    })[0];
-    const std::string name = fmt::format("row_{}{}", kir::combineName(cb), next_combine_++);
-    b_.emit(kir::combine(name, partial, {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",
-                                         "row_in_block", "lane", k_.cluster}));
-    return kir::var(name, Type::data(acc, 1));
-  }
+  const auto fold = cb == kir::Combine::Sum ? kir::Intrinsic::FoldSum
+                    : cb == kir::Combine::Max ? kir::Intrinsic::FoldMax : kir::Intrinsic::FoldMin;
+  ExprP partial = forEachChunk({identity(cb, acc)}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
+    ExprP vals = f(ch);
+    ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {vals, identity(cb, acc)}));
+    ExprP part = b_.select(ch.valid, local, identity(cb, acc));
+    return std::vector<ExprP>{b_.math(opOf(cb), acc, {carried[0], part})};
+  })[0];
+  const std::string name = fmt::format("row_{}{}", kir::combineName(cb), next_combine_++);
+  b_.emit(kir::combine(name, partial, {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",
+                                       "row_in_block", "lane", k_.cluster}));
+  return kir::var(name, Type::data(acc, 1));
+}
 
 ExprP NormLowering::shiftedMean(const ENode& x, DType acc, double n) {
-    // A row whole in the block's shared memory behind a barrier has its first element there;
-    // with a thread fill, the row's first thread copied it: a shuffle.
-    Chunk first = k_.thread_fill ? chunkAt(c(0)) : rowChunk();
-    if (!k_.thread_fill) first.global = !(k_.async_fill && k_.split == 1 && k_.rows_per_block > 1);
-    ExprP x0 = b_.bind(kir::intrinsic(kir::Intrinsic::First, Type::data(x.dtype, 1), {eval(x, first)}));
-    if (x.dtype != acc) x0 = b_.bind(kir::math(ir::OpKind::Cast, acc, {x0}));
-    if (k_.thread_fill) {
-      const int T = k_.threads_per_row;
-      ExprP src = b_.mul(b_.udiv(lane_, kir::i32Const(T)), kir::i32Const(T));
-      x0 = b_.bind(kir::intrinsic(kir::Intrinsic::ShflIdx, x0->type, {x0, src}));
-    }
-    ExprP sum = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
-      return b_.bind(kir::math(ir::OpKind::Sub, acc, {values(x, acc, ch), x0}, k_.vec));
-    });
-    ExprP q = b_.math(ir::OpKind::Div, acc, {sum, kir::dataConst(acc, n, 1)});
-    return b_.bindAs(fmt::format("mean{}", next_mean_++), kir::math(ir::OpKind::Add, acc, {x0, q}));
+  // A row whole in the block's shared memory behind a barrier has its first element there;
+  // with a thread fill, the row's first thread copied it: a shuffle.
+  Chunk first = k_.thread_fill ? chunkAt(c(0)) : rowChunk();
+  if (!k_.thread_fill) first.global = !(k_.async_fill && k_.split == 1 && k_.rows_per_block > 1);
+  ExprP x0 = b_.bind(kir::intrinsic(kir::Intrinsic::First, Type::data(x.dtype, 1), {eval(x, first)}));
+  if (x.dtype != acc) x0 = b_.bind(kir::math(ir::OpKind::Cast, acc, {x0}));
+  if (k_.thread_fill) {
+    const int T = k_.threads_per_row;
+    ExprP src = b_.mul(b_.udiv(lane_, kir::i32Const(T)), kir::i32Const(T));
+    x0 = b_.bind(kir::intrinsic(kir::Intrinsic::ShflIdx, x0->type, {x0, src}));
   }
+  ExprP sum = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
+    return b_.bind(kir::math(ir::OpKind::Sub, acc, {values(x, acc, ch), x0}, k_.vec));
+  });
+  ExprP q = b_.math(ir::OpKind::Div, acc, {sum, kir::dataConst(acc, n, 1)});
+  return b_.bindAs(fmt::format("mean{}", next_mean_++), kir::math(ir::OpKind::Add, acc, {x0, q}));
+}
 
 // The row's (mean, M2) in one reduction: each chunk's exact two-pass statistics over its lanes
 // merged into the thread's (Chan), then the row's threads merged.
