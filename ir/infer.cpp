@@ -102,6 +102,92 @@ std::vector<TypedOutput> inferReduce(OpKind k, const Value* x, const ReduceAttrs
   return {{x->dtype(), axes}};
 }
 
+// The views' types: the operand's axes rearranged.
+std::vector<TypedOutput> inferBroadcast(OpKind k, const std::vector<const Value*>& in, const Attrs& attrs) {
+  expectArity(k, in, 1);
+  const auto& a = expectAttrs<BroadcastAttrs>(k, attrs);
+  int kept = static_cast<int>(std::count(a.is_new.begin(), a.is_new.end(), false));
+  LOOM_USER_CHECK(kept == in[0]->rank(),
+                  "{} of `{}` {}: the flags keep {} dims but the operand has rank {}; give "
+                  "one flag per output dim, false for each existing dim", where(k),
+                  in[0]->name(), in[0]->typeString(), kept, in[0]->rank());
+  std::vector<Axis> axes;
+  int src = 0;
+  for (bool b : a.is_new) axes.push_back(b ? Axis::bcast() : in[0]->axis(src++));
+  return {{in[0]->dtype(), axes}};
+}
+
+std::vector<TypedOutput> inferReshape(OpKind k, const std::vector<const Value*>& in, const Attrs& attrs) {
+  expectArity(k, in, 1);
+  const auto& a = expectAttrs<ShapeAttrs>(k, attrs);
+  auto groups = reshapeGroups(in[0]->shape(), a.shape);
+  std::vector<Axis> axes;
+  for (const auto& e : a.shape) axes.push_back(Axis::iter(e));
+  for (const auto& g : groups) {
+    bool all_b = g.in_end > g.in_begin;
+    for (int d = g.in_begin; d < g.in_end; ++d) all_b = all_b && in[0]->axis(d).broadcast;
+    if (all_b)
+      for (int d = g.out_begin; d < g.out_end; ++d) axes[d].broadcast = true;
+  }
+  return {{in[0]->dtype(), axes}};
+}
+
+std::vector<TypedOutput> inferPermute(OpKind k, const std::vector<const Value*>& in, const Attrs& attrs) {
+  expectArity(k, in, 1);
+  const auto& p = expectAttrs<DimsAttrs>(k, attrs).dims;
+  std::vector<int> sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = static_cast<int>(p.size()) == in[0]->rank();
+  for (int i = 0; ok && i < static_cast<int>(sorted.size()); ++i) ok = sorted[i] == i;
+  LOOM_USER_CHECK(ok, "{} of `{}` {}: the order must list each of dims 0..{} once",
+                  where(k), in[0]->name(), in[0]->typeString(), in[0]->rank() - 1);
+  std::vector<Axis> axes;
+  for (int d : p) axes.push_back(in[0]->axis(d));
+  return {{in[0]->dtype(), axes}};
+}
+
+std::vector<TypedOutput> inferSqueeze(OpKind k, const std::vector<const Value*>& in, const Attrs& attrs) {
+  expectArity(k, in, 1);
+  const auto& dims = expectAttrs<DimsAttrs>(k, attrs).dims;
+  checkDimsSortedUnique(k, in[0], dims);
+  std::vector<Axis> axes;
+  for (int d = 0; d < in[0]->rank(); ++d) {
+    bool sq = std::find(dims.begin(), dims.end(), d) != dims.end();
+    LOOM_USER_CHECK(!sq || in[0]->axis(d).extent.isOne(),
+                    "{}: dim {} of `{}` {} has extent {}, only size-1 dims can be squeezed",
+                    where(k), d, in[0]->name(), in[0]->typeString(),
+                    in[0]->axis(d).extent.str());
+    if (!sq) axes.push_back(in[0]->axis(d));
+  }
+  return {{in[0]->dtype(), axes}};
+}
+
+std::vector<TypedOutput> inferSlice(OpKind k, const std::vector<const Value*>& in, const Attrs& attrs) {
+  expectArity(k, in, 1);
+  const auto& a = expectAttrs<SliceAttrs>(k, attrs);
+  const Value* x = in[0];
+  LOOM_USER_CHECK(static_cast<int>(a.starts.size()) == x->rank() &&
+                      a.stops.size() == a.starts.size(),
+                  "{} of `{}` {}: give one [start, stop) per dim", where(k), x->name(),
+                  x->typeString());
+  std::vector<Axis> axes;
+  for (int d = 0; d < x->rank(); ++d) {
+    const Extent& e = x->axis(d).extent;
+    auto len = a.stops[d].minus(a.starts[d]);
+    LOOM_USER_CHECK(len.has_value() && !(len->isConstant() && len->constant() == 0),
+                    "{}: bounds [{}, {}) of dim {} of `{}` {} must be constants or multiples "
+                    "of one size, with start < stop", where(k), a.starts[d].str(),
+                    a.stops[d].str(), d, x->name(), x->typeString());
+    auto in_range = a.stops[d].lessEqual(e);
+    LOOM_USER_CHECK(in_range.value_or(false),
+                    "{}: stop {} of dim {} is past its extent {} in `{}` {}", where(k),
+                    a.stops[d].str(), d, e.str(), x->name(), x->typeString());
+    bool whole = a.starts[d].isConstant() && a.starts[d].constant() == 0 && a.stops[d] == e;
+    axes.push_back(whole ? x->axis(d) : Axis::iter(*len));
+  }
+  return {{x->dtype(), axes}};
+}
+
 }  // namespace
 
 std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>& in,
@@ -163,61 +249,14 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
       auto r = inferReduce(k, in[0], a);
       return {r[0], r[0], {DType::I64, r[0].axes}};  // var, mean, count
     }
-    case OpFamily::Broadcast: {
-      expectArity(k, in, 1);
-      const auto& a = expectAttrs<BroadcastAttrs>(k, attrs);
-      int kept = static_cast<int>(std::count(a.is_new.begin(), a.is_new.end(), false));
-      LOOM_USER_CHECK(kept == in[0]->rank(),
-                      "{} of `{}` {}: the flags keep {} dims but the operand has rank {}; give "
-                      "one flag per output dim, false for each existing dim", where(k),
-                      in[0]->name(), in[0]->typeString(), kept, in[0]->rank());
-      std::vector<Axis> axes;
-      int src = 0;
-      for (bool b : a.is_new) axes.push_back(b ? Axis::bcast() : in[0]->axis(src++));
-      return {{in[0]->dtype(), axes}};
-    }
-    case OpFamily::Reshape: {
-      expectArity(k, in, 1);
-      const auto& a = expectAttrs<ShapeAttrs>(k, attrs);
-      auto groups = reshapeGroups(in[0]->shape(), a.shape);
-      std::vector<Axis> axes;
-      for (const auto& e : a.shape) axes.push_back(Axis::iter(e));
-      for (const auto& g : groups) {
-        bool all_b = g.in_end > g.in_begin;
-        for (int d = g.in_begin; d < g.in_end; ++d) all_b = all_b && in[0]->axis(d).broadcast;
-        if (all_b)
-          for (int d = g.out_begin; d < g.out_end; ++d) axes[d].broadcast = true;
-      }
-      return {{in[0]->dtype(), axes}};
-    }
-    case OpFamily::Permute: {
-      expectArity(k, in, 1);
-      const auto& p = expectAttrs<DimsAttrs>(k, attrs).dims;
-      std::vector<int> sorted = p;
-      std::sort(sorted.begin(), sorted.end());
-      bool ok = static_cast<int>(p.size()) == in[0]->rank();
-      for (int i = 0; ok && i < static_cast<int>(sorted.size()); ++i) ok = sorted[i] == i;
-      LOOM_USER_CHECK(ok, "{} of `{}` {}: the order must list each of dims 0..{} once",
-                      where(k), in[0]->name(), in[0]->typeString(), in[0]->rank() - 1);
-      std::vector<Axis> axes;
-      for (int d : p) axes.push_back(in[0]->axis(d));
-      return {{in[0]->dtype(), axes}};
-    }
-    case OpFamily::Squeeze: {
-      expectArity(k, in, 1);
-      const auto& dims = expectAttrs<DimsAttrs>(k, attrs).dims;
-      checkDimsSortedUnique(k, in[0], dims);
-      std::vector<Axis> axes;
-      for (int d = 0; d < in[0]->rank(); ++d) {
-        bool sq = std::find(dims.begin(), dims.end(), d) != dims.end();
-        LOOM_USER_CHECK(!sq || in[0]->axis(d).extent.isOne(),
-                        "{}: dim {} of `{}` {} has extent {}, only size-1 dims can be squeezed",
-                        where(k), d, in[0]->name(), in[0]->typeString(),
-                        in[0]->axis(d).extent.str());
-        if (!sq) axes.push_back(in[0]->axis(d));
-      }
-      return {{in[0]->dtype(), axes}};
-    }
+    case OpFamily::Broadcast:
+      return inferBroadcast(k, in, attrs);
+    case OpFamily::Reshape:
+      return inferReshape(k, in, attrs);
+    case OpFamily::Permute:
+      return inferPermute(k, in, attrs);
+    case OpFamily::Squeeze:
+      return inferSqueeze(k, in, attrs);
     case OpFamily::Unsqueeze: {
       expectArity(k, in, 1);
       const auto& dims = expectAttrs<DimsAttrs>(k, attrs).dims;
@@ -227,31 +266,8 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
       axes.insert(axes.begin() + dims[0], Axis::bcast());
       return {{in[0]->dtype(), axes}};
     }
-    case OpFamily::Slice: {
-      expectArity(k, in, 1);
-      const auto& a = expectAttrs<SliceAttrs>(k, attrs);
-      const Value* x = in[0];
-      LOOM_USER_CHECK(static_cast<int>(a.starts.size()) == x->rank() &&
-                          a.stops.size() == a.starts.size(),
-                      "{} of `{}` {}: give one [start, stop) per dim", where(k), x->name(),
-                      x->typeString());
-      std::vector<Axis> axes;
-      for (int d = 0; d < x->rank(); ++d) {
-        const Extent& e = x->axis(d).extent;
-        auto len = a.stops[d].minus(a.starts[d]);
-        LOOM_USER_CHECK(len.has_value() && !(len->isConstant() && len->constant() == 0),
-                        "{}: bounds [{}, {}) of dim {} of `{}` {} must be constants or multiples "
-                        "of one size, with start < stop", where(k), a.starts[d].str(),
-                        a.stops[d].str(), d, x->name(), x->typeString());
-        auto in_range = a.stops[d].lessEqual(e);
-        LOOM_USER_CHECK(in_range.value_or(false),
-                        "{}: stop {} of dim {} is past its extent {} in `{}` {}", where(k),
-                        a.stops[d].str(), d, e.str(), x->name(), x->typeString());
-        bool whole = a.starts[d].isConstant() && a.starts[d].constant() == 0 && a.stops[d] == e;
-        axes.push_back(whole ? x->axis(d) : Axis::iter(*len));
-      }
-      return {{x->dtype(), axes}};
-    }
+    case OpFamily::Slice:
+      return inferSlice(k, in, attrs);
     case OpFamily::Constant: {
       expectArity(k, in, 0);
       const auto& a = expectAttrs<ScalarAttrs>(k, attrs);
