@@ -40,7 +40,7 @@ Kernel rowKernel(int threads, int cluster, bool welford_stats) {
       ExprP rank = b.urem(block, intConst(cluster));
       ExprP t = var("t_in_row", Type::idx());
       ExprP zero = dataConst(DType::F32, 0, 1);
-      const CombineSpec spec{Combine::Sum, "{D}", threads, 1, "t_in_row", "row_in_block", "lane", cluster};
+      const CombineSpec spec{Combine::Sum, "{D}", threads, 1, "t_in_row", "row_in_block", "lane", cluster, {}};
       auto acc = b.repeat("k", per_thread, {zero, zero}, [&](const ExprP& kk, const std::vector<ExprP>& in) {
         ExprP col = b.add(b.mul(rank, intConst(D / cluster)), b.add(b.mul(kk, intConst(threads)), t));
         ExprP x = b.bind(load(0, DType::F32, add(mul(row, intConst(D)), col), 1, Access::Gather, 1, Cache::Invariant));

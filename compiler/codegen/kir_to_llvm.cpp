@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <llvm/IR/IRBuilder.h>
@@ -69,6 +70,60 @@ class Translator {
     gv->setAlignment(llvm::Align(static_cast<uint64_t>(buf.align)));
     LOOM_ASSERT(gv->getName() == buf.name, "kir -> LLVM: buffer `{}` became `{}`", buf.name, gv->getName().str());
     buffers_[buf.name] = gv;
+  }
+
+  // An inline-asm call with side effects returning `ret` (void where null).
+  llvm::Value* asmCall(llvm::Type* ret, const std::vector<llvm::Value*>& args, const char* text, const char* constraints) {
+    std::vector<llvm::Type*> tys;
+    for (auto* v : args) tys.push_back(v->getType());
+    auto* fn = llvm::InlineAsm::get(llvm::FunctionType::get(ret ? ret : b_.getVoidTy(), tys, false), text, constraints, true);
+    return b_.CreateCall(fn, args);
+  }
+
+  // ld.relaxed.gpu of what other blocks published before a grid barrier: from the L2, never a
+  // stale L1 line, at GPU scope. A packed f32 pair comes as one vector.
+  llvm::Value* relaxedLoad(const kir::Type& t, llvm::Value* addr) {
+    if (t.packed) {
+      llvm::Type* f32 = b_.getFloatTy();
+      auto* vt = llvm::FixedVectorType::get(f32, 2);
+      llvm::Value* pair = asmCall(llvm::StructType::get(b_.getContext(), {f32, f32}), {addr},
+                                  "ld.relaxed.gpu.global.v2.f32 {$0, $1}, [$2];", "=f,=f,l,~{memory}");
+      llvm::Value* v = b_.CreateInsertElement(llvm::PoisonValue::get(vt), b_.CreateExtractValue(pair, 0), uint64_t{0});
+      return b_.CreateInsertElement(v, b_.CreateExtractValue(pair, 1), uint64_t{1});
+    }
+    if (t.dtype == DType::F32) return asmCall(b_.getFloatTy(), {addr}, "ld.relaxed.gpu.global.f32 $0, [$1];", "=f,l,~{memory}");
+    if (t.dtype == DType::F64) return asmCall(b_.getDoubleTy(), {addr}, "ld.relaxed.gpu.global.f64 $0, [$1];", "=d,l,~{memory}");
+    if (t.dtype == DType::I32) return asmCall(b_.getInt32Ty(), {addr}, "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}");
+    LOOM_ASSERT(t.dtype == DType::I64, "kir -> LLVM: a relaxed load of {}", t.str());
+    return asmCall(b_.getInt64Ty(), {addr}, "ld.relaxed.gpu.global.u64 $0, [$1];", "=l,l,~{memory}");
+  }
+
+  // Thread 0 of the block arrives (release) on the counter, polls it relaxed until it reaches
+  // the target, then acquires with one fence (an acquiring poll would invalidate the L1 on
+  // every try); the others skip to the end.
+  void gridSync(const Stmt& s) {
+    llvm::Value* target = scalar(*s.src);
+    llvm::Value* counter = scalar(*s.offset);
+    llvm::Function* fn = km_.function();
+    auto* lead = llvm::BasicBlock::Create(b_.getContext(), "gb_lead", fn);
+    auto* spin = llvm::BasicBlock::Create(b_.getContext(), "gb_spin", fn);
+    auto* done = llvm::BasicBlock::Create(b_.getContext(), "gb_done", fn);
+    b_.CreateCondBr(b_.CreateICmpEQ(env_.at(s.name)[0], b_.getInt32(0)), lead, done);
+    b_.SetInsertPoint(lead);
+    asmCall(b_.getInt32Ty(), {counter}, "atom.add.release.gpu.global.u32 $0, [$1], 1;", "=r,l,~{memory}");
+    b_.CreateBr(spin);
+    b_.SetInsertPoint(spin);
+    llvm::Value* seen = asmCall(b_.getInt32Ty(), {counter}, "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}");
+    auto* wait = llvm::BasicBlock::Create(b_.getContext(), "gb_wait", fn);
+    auto* acquire = llvm::BasicBlock::Create(b_.getContext(), "gb_acquire", fn);
+    b_.CreateCondBr(b_.CreateICmpUGE(seen, target), acquire, wait);
+    b_.SetInsertPoint(acquire);
+    asmCall(nullptr, {}, "fence.acq_rel.gpu;", "~{memory}");
+    b_.CreateBr(done);
+    b_.SetInsertPoint(wait);
+    asmCall(nullptr, {}, "nanosleep.u32 64;", "~{memory}");
+    b_.CreateBr(spin);
+    b_.SetInsertPoint(done);
   }
 
   llvm::Value* bytePtr(const std::string& name, llvm::Value* byte) {
@@ -146,6 +201,18 @@ class Translator {
     switch (e.intrinsic) {
       case kir::Intrinsic::Splat: return Lanes(static_cast<size_t>(e.type.lanes), a[0][0]);
       case kir::Intrinsic::First: return {a[0][0]};
+      case kir::Intrinsic::ParamAddr: return {km_.param(static_cast<int>(e.args[0]->ivalue))};
+      case kir::Intrinsic::ByteAddr:
+        return {b_.CreateInBoundsGEP(b_.getInt8Ty(), a[0][0], b_.CreateZExtOrTrunc(a[1][0], b_.getInt64Ty()))};
+      case kir::Intrinsic::RelaxedLoad: return {relaxedLoad(e.type, a[0][0])};
+      case kir::Intrinsic::AtomAddAcqRel:
+        return {asmCall(b_.getInt32Ty(), {a[0][0]}, "atom.add.acq_rel.gpu.global.u32 $0, [$1], 1;", "=r,l,~{memory}")};
+      case kir::Intrinsic::PackLo: {
+        auto* vt = llvm::FixedVectorType::get(a[0][0]->getType(), 2);
+        return {b_.CreateInsertElement(llvm::PoisonValue::get(vt), a[0][0], uint64_t{0})};
+      }
+      case kir::Intrinsic::PackHi: return {b_.CreateInsertElement(a[0][0], a[1][0], uint64_t{1})};
+      case kir::Intrinsic::Unpack: return {b_.CreateExtractElement(a[0][0], static_cast<uint64_t>(e.args[1]->ivalue))};
       case kir::Intrinsic::ToGeneric: return {b_.CreateAddrSpaceCast(a[0][0], llvm::PointerType::get(b_.getContext(), 0))};
       case kir::Intrinsic::Mapa: return {b_.CreateIntrinsic(llvm::Intrinsic::nvvm_mapa, {}, {a[0][0], a[1][0]})};
       case kir::Intrinsic::FoldSqDiff: {
@@ -373,6 +440,16 @@ class Translator {
         body(s.body);
         break;
       case Stmt::Kind::AsyncWait: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {}); break;
+      case Stmt::Kind::GlobalStore: {
+        llvm::Value* addr = scalar(*s.offset);
+        llvm::Value* v = scalar(*s.value);
+        b_.CreateAlignedStore(v, addr, llvm::Align(static_cast<uint64_t>(s.align)));
+        break;
+      }
+      case Stmt::Kind::GridSync: gridSync(s); break;
+      case Stmt::Kind::RelaxedZero:
+        asmCall(nullptr, {scalar(*s.offset)}, "st.relaxed.gpu.global.u32 [$0], 0;", "l,~{memory}");
+        break;
       case Stmt::Kind::BytesStore: {
         Lanes v = expr(*s.value);
         const DType t = s.value->type.dtype;
@@ -409,7 +486,7 @@ class Translator {
 
 std::unique_ptr<llvm::Module> translateKernel(const kir::Kernel& k, llvm::LLVMContext& ctx) {
   int inputs = 0;
-  for (const auto& p : k.params) inputs += p.output ? 0 : 1;
+  for (const auto& p : k.params) inputs += p.output || p.workspace ? 0 : 1;
   KernelModule km(ctx, k.name, static_cast<int>(k.params.size()), inputs, k.noalias, k.launch.block);
   if (k.min_blocks_per_sm > 0) km.minBlocksPerSM(k.min_blocks_per_sm);
   Translator(k, km).run();

@@ -104,6 +104,14 @@ void Builder::spread(const std::string& var, Mapping m, int64_t extent, const st
   emit(kir::spread(var, m, extent, std::move(inner)));
 }
 
+void Builder::uniformIf(ExprP cond, const std::string& label, const std::function<void()>& body) {
+  stack_.emplace_back();
+  body();
+  Body inner = std::move(stack_.back());
+  stack_.pop_back();
+  emit(kir::uniformIf(std::move(cond), label, std::move(inner)));
+}
+
 Body Builder::take() {
   LOOM_ASSERT(stack_.size() == 1, "kernel IR builder: {} bodies still open", stack_.size() - 1);
   Body b = std::move(stack_.back());

@@ -29,6 +29,7 @@ class Builder {
 
   void emit(StmtP s) { stack_.back().push_back(std::move(s)); }
   void ifThen(ExprP cond, const std::string& label, const std::function<void()>& body);
+  void uniformIf(ExprP cond, const std::string& label, const std::function<void()>& body);
   // for `var` in [0, extent) over threads or blocks (kir::spread); `body` gets the variable.
   void spread(const std::string& var, Mapping m, int64_t extent, const std::function<void(const ExprP&)>& body);
   // for `var` in [0, count) (at least one trip), carrying values that start at `init`; `body`

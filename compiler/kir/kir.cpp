@@ -101,12 +101,24 @@ std::string_view combineName(Combine c) {
 
 std::string Type::str() const {
   if (address) return "addr";
+  if (packed) return fmt::format("{}x{}.packed", dtypeName(dtype), lanes);
   if (index) return dtype == DType::I32 ? "i32" : dtype == DType::Bool ? "pred" : "index";
   return lanes == 1 ? std::string(dtypeName(dtype)) : fmt::format("{}x{}", dtypeName(dtype), lanes);
 }
 
 namespace {
 ExprP make(Expr e) { return std::make_shared<const Expr>(std::move(e)); }
+Expr blank(Expr::Kind k, Type t) {
+  Expr e;
+  e.kind = k;
+  e.type = t;
+  return e;
+}
+Stmt blank(Stmt::Kind k) {
+  Stmt s;
+  s.kind = k;
+  return s;
+}
 void checkIndex(const ExprP& e, std::string_view what) {
   LOOM_ASSERT(e && e->type.index, "kernel IR: {} must be an index expression", what);
 }
@@ -114,7 +126,7 @@ void checkIndex(const ExprP& e, std::string_view what) {
 
 ExprP intConst(int64_t v, Type t) {
   LOOM_ASSERT(t.index, "kernel IR: an integer constant of {}", t.str());
-  Expr e{Expr::Kind::Int, t};
+  Expr e = blank(Expr::Kind::Int, t);
   e.ivalue = v;
   return make(std::move(e));
 }
@@ -123,13 +135,13 @@ ExprP predConst(bool v) { return intConst(v ? 1 : 0, Type::pred()); }
 
 ExprP var(std::string name, Type t) {
   LOOM_ASSERT(!name.empty(), "kernel IR: a variable needs a name");
-  Expr e{Expr::Kind::Var, t};
+  Expr e = blank(Expr::Kind::Var, t);
   e.name = std::move(name);
   return make(std::move(e));
 }
 
 ExprP special(Special s) {
-  Expr e{Expr::Kind::Special, Type::i32()};
+  Expr e = blank(Expr::Kind::Special, Type::i32());
   e.special = s;
   return make(std::move(e));
 }
@@ -140,7 +152,7 @@ ExprP index(IndexOp op, ExprP a, ExprP b) {
   LOOM_ASSERT(a->type == b->type, "kernel IR: `{}` of {} and {}", indexOpName(op), a->type.str(), b->type.str());
   const bool logic = op == IndexOp::And || op == IndexOp::Or || op == IndexOp::Xor;
   LOOM_ASSERT(!a->type.isPred() || logic, "kernel IR: `{}` of predicates", indexOpName(op));
-  Expr e{Expr::Kind::Index, isComparison(op) ? Type::pred() : a->type};
+  Expr e = blank(Expr::Kind::Index, isComparison(op) ? Type::pred() : a->type);
   e.iop = op;
   e.args = {std::move(a), std::move(b)};
   return make(std::move(e));
@@ -150,7 +162,7 @@ ExprP mul(ExprP a, ExprP b) { return index(IndexOp::Mul, std::move(a), std::move
 
 ExprP dataConst(DType t, double v, int lanes) {
   LOOM_ASSERT(lanes >= 1, "kernel IR: a constant of {} lanes", lanes);
-  Expr e{Expr::Kind::Const, Type::data(t, lanes)};
+  Expr e = blank(Expr::Kind::Const, Type::data(t, lanes));
   e.fvalue = v;
   return make(std::move(e));
 }
@@ -169,7 +181,7 @@ ExprP math(ir::OpKind op, DType result, std::vector<ExprP> args, int result_lane
   }
   LOOM_ASSERT(result_lanes == 0 || lanes == 1 || result_lanes == lanes, "kernel IR: `{}` of {} lanes as {}",
               ir::opName(op), lanes, result_lanes);
-  Expr e{Expr::Kind::Math, Type::data(result, result_lanes ? result_lanes : lanes)};
+  Expr e = blank(Expr::Kind::Math, Type::data(result, result_lanes ? result_lanes : lanes));
   e.op = op;
   e.args = std::move(args);
   return make(std::move(e));
@@ -179,7 +191,7 @@ ExprP load(int param, DType t, ExprP offset, int lanes, Access a, int64_t inner_
            Cache cache) {
   LOOM_ASSERT(param >= 0 && lanes >= 1, "kernel IR: load of parameter {} x{}", param, lanes);
   checkIndex(offset, "a load's offset");
-  Expr e{Expr::Kind::Load, Type::data(t, lanes)};
+  Expr e = blank(Expr::Kind::Load, Type::data(t, lanes));
   e.param = param;
   e.args = {std::move(offset)};
   e.access = a;
@@ -195,7 +207,7 @@ ExprP select(ExprP cond, ExprP a, ExprP b) {
               "kernel IR: a select needs a predicate");
   LOOM_ASSERT(a && b && a->type == b->type, "kernel IR: a select of {} and {}", a ? a->type.str() : "?",
               b ? b->type.str() : "?");
-  Expr e{Expr::Kind::Select, a->type};
+  Expr e = blank(Expr::Kind::Select, a->type);
   e.args = {std::move(cond), std::move(a), std::move(b)};
   return make(std::move(e));
 }
@@ -203,7 +215,7 @@ ExprP select(ExprP cond, ExprP a, ExprP b) {
 ExprP convert(ExprP x, Type to) {
   LOOM_ASSERT(x && x->type.index && !x->type.isPred() && !to.isPred() && to.lanes == 1,
               "kernel IR: convert {} to {}", x ? x->type.str() : "?", to.str());
-  Expr e{Expr::Kind::Convert, to};
+  Expr e = blank(Expr::Kind::Convert, to);
   e.args = {std::move(x)};
   return make(std::move(e));
 }
@@ -212,7 +224,7 @@ ExprP intrinsic(Intrinsic i, Type result, std::vector<ExprP> args) {
   LOOM_ASSERT(static_cast<int>(args.size()) == intrinsicOperands(i), "kernel IR: `{}` takes {} operands, "
               "got {}", intrinsicName(i), intrinsicOperands(i), args.size());
   for (const auto& a : args) LOOM_ASSERT(a != nullptr, "kernel IR: `{}` of nothing", intrinsicName(i));
-  Expr e{Expr::Kind::Intrinsic, result};
+  Expr e = blank(Expr::Kind::Intrinsic, result);
   e.intrinsic = i;
   e.args = std::move(args);
   return make(std::move(e));
@@ -220,7 +232,7 @@ ExprP intrinsic(Intrinsic i, Type result, std::vector<ExprP> args) {
 
 ExprP bufLoad(std::string buffer, DType elem, ExprP index) {
   checkIndex(index, "a buffer's element");
-  Expr e{Expr::Kind::BufLoad, Type::data(elem, 1)};
+  Expr e = blank(Expr::Kind::BufLoad, Type::data(elem, 1));
   e.buffer = std::move(buffer);
   e.args = {std::move(index)};
   return make(std::move(e));
@@ -228,7 +240,7 @@ ExprP bufLoad(std::string buffer, DType elem, ExprP index) {
 
 ExprP bytesLoad(std::string buffer, DType t, int lanes, ExprP byte, int align) {
   checkIndex(byte, "a byte offset");
-  Expr e{Expr::Kind::BytesLoad, Type::data(t, lanes)};
+  Expr e = blank(Expr::Kind::BytesLoad, Type::data(t, lanes));
   e.buffer = std::move(buffer);
   e.args = {std::move(byte)};
   e.align = align;
@@ -238,7 +250,7 @@ ExprP bytesLoad(std::string buffer, DType t, int lanes, ExprP byte, int align) {
 ExprP bufAddr(std::string buffer, ExprP index) {
   checkIndex(index, "a buffer's element");
   LOOM_ASSERT(!index->type.address, "kernel IR: the address of an address");
-  Expr e{Expr::Kind::BufAddr, Type::addr()};
+  Expr e = blank(Expr::Kind::BufAddr, Type::addr());
   e.buffer = std::move(buffer);
   e.args = {std::move(index)};
   return make(std::move(e));
@@ -246,7 +258,7 @@ ExprP bufAddr(std::string buffer, ExprP index) {
 
 StmtP let(std::string name, ExprP value) {
   LOOM_ASSERT(!name.empty() && value, "kernel IR: `let` needs a name and a value");
-  Stmt s{Stmt::Kind::Let};
+  Stmt s = blank(Stmt::Kind::Let);
   s.name = std::move(name);
   s.value = std::move(value);
   return std::make_shared<const Stmt>(std::move(s));
@@ -260,7 +272,7 @@ StmtP loop(std::string var, ExprP init, ExprP cond, ExprP step, Mapping m, Body 
   LOOM_ASSERT(cond && cond->kind == Expr::Kind::Index && isComparison(cond->iop),
               "kernel IR: loop `{}` needs a comparison as its condition", var);
   LOOM_ASSERT(unroll >= 1, "kernel IR: loop `{}` unrolled {} times", var, unroll);
-  Stmt s{Stmt::Kind::Loop};
+  Stmt s = blank(Stmt::Kind::Loop);
   s.name = std::move(var);
   s.init = std::move(init);
   s.cond = std::move(cond);
@@ -276,7 +288,7 @@ StmtP store(int param, ExprP offset, ExprP value, Access a, int64_t inner_stride
   LOOM_ASSERT(param >= 0 && value && !value->type.index, "kernel IR: a store needs a parameter "
               "and data to write");
   checkIndex(offset, "a store's offset");
-  Stmt s{Stmt::Kind::Store};
+  Stmt s = blank(Stmt::Kind::Store);
   s.param = param;
   s.offset = std::move(offset);
   s.value = std::move(value);
@@ -293,7 +305,7 @@ StmtP store(int param, ExprP offset, ExprP value, Access a, int64_t inner_stride
 
 StmtP ifThen(ExprP cond, std::string label, Body body) {
   LOOM_ASSERT(cond && cond->type.isPred(), "kernel IR: `if {}` needs a predicate", label);
-  Stmt s{Stmt::Kind::If};
+  Stmt s = blank(Stmt::Kind::If);
   s.cond = std::move(cond);
   s.name = std::move(label);
   s.body = std::move(body);
@@ -301,7 +313,7 @@ StmtP ifThen(ExprP cond, std::string label, Body body) {
 }
 
 StmtP barrier(Barrier b) {
-  Stmt s{Stmt::Kind::Barrier};
+  Stmt s = blank(Stmt::Kind::Barrier);
   s.barrier = b;
   return std::make_shared<const Stmt>(std::move(s));
 }
@@ -310,7 +322,7 @@ StmtP bufStore(std::string buffer, ExprP index, ExprP value) {
   checkIndex(index, "a buffer's element");
   LOOM_ASSERT(value && !value->type.index && value->type.lanes == 1, "kernel IR: a buffer holds one "
               "element a slot");
-  Stmt s{Stmt::Kind::BufStore};
+  Stmt s = blank(Stmt::Kind::BufStore);
   s.name = std::move(buffer);
   s.offset = std::move(index);
   s.value = std::move(value);
@@ -323,7 +335,7 @@ StmtP combine(std::string result, ExprP value, const CombineSpec& spec) {
   LOOM_ASSERT(spec.threads >= 1 && (spec.threads & (spec.threads - 1)) == 0 && spec.rows >= 1,
               "kernel IR: combine `{}` over {} threads a row", result, spec.threads);
   LOOM_ASSERT(spec.threads <= 32 || spec.threads % 32 == 0, "kernel IR: combine over rows of whole warps");
-  Stmt s{Stmt::Kind::Combine};
+  Stmt s = blank(Stmt::Kind::Combine);
   s.name = std::move(result);
   s.value = std::move(value);
   s.combine = spec.op;
@@ -334,6 +346,7 @@ StmtP combine(std::string result, ExprP value, const CombineSpec& spec) {
   s.row_in_block = spec.row_in_block;
   s.lane = spec.lane;
   s.cluster = spec.cluster;
+  s.grid = spec.grid;
   return std::make_shared<const Stmt>(std::move(s));
 }
 
@@ -342,7 +355,7 @@ StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const 
   for (const auto& x : stats)
     LOOM_ASSERT(x && !x->type.index && x->type == stats[0]->type && x->type.lanes == 1,
                 "kernel IR: Welford statistics of one type and lane");
-  Stmt s{Stmt::Kind::Welford};
+  Stmt s = blank(Stmt::Kind::Welford);
   s.name = results[1];
   s.results = std::move(results);
   s.yields = std::move(stats);
@@ -352,6 +365,7 @@ StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const 
   s.thread_in_row = spec.thread_in_row;
   s.row_in_block = spec.row_in_block;
   s.lane = spec.lane;
+  s.grid = spec.grid;
   return std::make_shared<const Stmt>(std::move(s));
 }
 
@@ -364,7 +378,7 @@ StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, 
   for (size_t i = 0; i < carried.size(); ++i)
     LOOM_ASSERT(carried[i].second && yields[i] && carried[i].second->type == yields[i]->type,
                 "kernel IR: repeat `{}` carries `{}` of another type than it yields", var, carried[i].first);
-  Stmt s{Stmt::Kind::Repeat};
+  Stmt s = blank(Stmt::Kind::Repeat);
   s.name = std::move(var);
   s.count = count;
   s.carried = std::move(carried);
@@ -378,7 +392,7 @@ StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, 
 StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align) {
   checkIndex(byte, "a byte offset");
   LOOM_ASSERT(value && !value->type.index, "kernel IR: a store of data to shared memory");
-  Stmt s{Stmt::Kind::BytesStore};
+  Stmt s = blank(Stmt::Kind::BytesStore);
   s.name = std::move(buffer);
   s.offset = std::move(byte);
   s.value = std::move(value);
@@ -390,7 +404,7 @@ StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, i
   checkIndex(byte, "a byte offset");
   checkIndex(src, "a copy's source");
   LOOM_ASSERT(bytes == 4 || bytes == 8 || bytes == 16, "kernel IR: cp.async of {} bytes", bytes);
-  Stmt s{Stmt::Kind::AsyncCopy};
+  Stmt s = blank(Stmt::Kind::AsyncCopy);
   s.name = std::move(buffer);
   s.offset = std::move(byte);
   s.param = param;
@@ -402,7 +416,7 @@ StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, i
 
 StmtP spread(std::string var, Mapping m, int64_t extent, Body body) {
   LOOM_ASSERT(m == Mapping::Threads || m == Mapping::Blocks, "kernel IR: `{}` spread over {}", var, mappingName(m));
-  Stmt s{Stmt::Kind::Spread};
+  Stmt s = blank(Stmt::Kind::Spread);
   s.name = std::move(var);
   s.mapping = m;
   s.count = extent;
@@ -410,7 +424,40 @@ StmtP spread(std::string var, Mapping m, int64_t extent, Body body) {
   return std::make_shared<const Stmt>(std::move(s));
 }
 
-StmtP asyncWaitAll() { return std::make_shared<const Stmt>(Stmt{Stmt::Kind::AsyncWait}); }
+StmtP uniformIf(ExprP cond, std::string label, Body body) {
+  auto s = std::make_shared<Stmt>(*ifThen(std::move(cond), std::move(label), std::move(body)));
+  s->uniform = true;
+  return s;
+}
+
+StmtP globalStore(ExprP addr, ExprP value, int align) {
+  LOOM_ASSERT(addr && addr->type.address && value && !value->type.index, "kernel IR: a global store of data "
+              "through an address");
+  Stmt s = blank(Stmt::Kind::GlobalStore);
+  s.offset = std::move(addr);
+  s.value = std::move(value);
+  s.align = align;
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP gridSync(std::string tid, ExprP counter, ExprP target) {
+  LOOM_ASSERT(counter && counter->type.address && target && target->type == Type::i32(),
+              "kernel IR: a grid barrier on a counter's address up to an i32 target");
+  Stmt s = blank(Stmt::Kind::GridSync);
+  s.name = std::move(tid);
+  s.offset = std::move(counter);
+  s.src = std::move(target);
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP relaxedZero(ExprP addr) {
+  LOOM_ASSERT(addr && addr->type.address, "kernel IR: a relaxed store through an address");
+  Stmt s = blank(Stmt::Kind::RelaxedZero);
+  s.offset = std::move(addr);
+  return std::make_shared<const Stmt>(std::move(s));
+}
+
+StmtP asyncWaitAll() { return std::make_shared<const Stmt>(blank(Stmt::Kind::AsyncWait)); }
 
 namespace {
 // Replays LLVM's naming of module symbols: taken names, and one counter for every clash.

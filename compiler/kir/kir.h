@@ -86,13 +86,15 @@ struct Type {
   bool index = true;
   DType dtype = DType::I64;
   int lanes = 1;
-  bool address = false;  // the address of a buffer's slot (`index` too)
+  bool address = false;  // the address of a buffer's slot or of global memory (`index` too)
+  bool packed = false;   // data whose lanes travel as one vector value (a workspace pair)
   bool operator==(const Type&) const = default;
   static Type idx() { return {}; }
   static Type i32() { return {true, DType::I32, 1}; }
   static Type pred() { return {true, DType::Bool, 1}; }
   static Type addr() { return {true, DType::I64, 1, true}; }
   static Type data(DType t, int lanes) { return {false, t, lanes}; }
+  static Type pair(DType t) { return {false, t, 2, false, true}; }
   bool isPred() const { return index && dtype == DType::Bool && !address; }
   std::string str() const;
 };
@@ -102,7 +104,7 @@ using ExprP = std::shared_ptr<const Expr>;
 
 struct Expr {
   enum class Kind { Int, Var, Special, Index, Const, Math, Load, Select, Convert, Intrinsic, BufLoad, BytesLoad, BufAddr };
-  Kind kind;
+  Kind kind = Kind::Int;
   Type type;
   int64_t ivalue = 0;     // Int (of `type`: the index type, i32 or a predicate)
   double fvalue = 0;      // Const (every lane)
@@ -150,13 +152,30 @@ ExprP bufAddr(std::string buffer, ExprP index);
 // `lanes` elements of `t` at byte `byte` of a dynamic shared-memory buffer, as one access.
 ExprP bytesLoad(std::string buffer, DType t, int lanes, ExprP byte, int align);
 
+// The grid level of a combine (a cooperative launch): each block's leader publishes its part of
+// the row in the workspace, and after a grid barrier the row's first warp reads every block's, in
+// block order, so every block gets the same bits. `region` < 0: no grid level.
+struct GridLevel {
+  int region = -1;               // this reduction's slots in the group's workspace
+  int blocks = 1;                // blocks sharing each row (P)
+  int barrier = 0;               // this reduction's grid barrier within its set (from 1)
+  int barriers_per_set = 0;
+  std::string rank, parity, set;  // the block among the row's, the set's parity and number (indices)
+  std::string group_ws, tid;     // the group's workspace (an address), the raw thread id (i32)
+  // How a row is dealt to its blocks (runs of `threads` chunks of `vec` in turn), for the
+  // elements each block holds: Welford's packed f32 partials carry no count.
+  int64_t row_chunks = 0;
+  int chunks = 0, vec = 1;
+};
+
 struct Stmt;
 using StmtP = std::shared_ptr<const Stmt>;
 using Body = std::vector<StmtP>;
 
 struct Stmt {
-  enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine, Repeat, BytesStore, Welford, AsyncCopy, AsyncWait, Spread };
-  Kind kind;
+  enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine, Repeat, BytesStore, Welford, AsyncCopy, AsyncWait, Spread,
+                    GlobalStore, GridSync, RelaxedZero };
+  Kind kind = Kind::Let;
   std::string name;  // Let: the name bound; Loop: its variable
   ExprP value;       // Let; Store: what is written
   // Loop: for (name = init; cond; name += step) body, spread by `mapping`; `exit` (when not
@@ -185,6 +204,7 @@ struct Stmt {
   std::string domain;
   int threads = 1, rows = 1;
   int cluster = 1;  // Combine: blocks of a cluster sharing each row (their totals through DSMEM)
+  GridLevel grid;   // Combine, Welford: the grid level, if any
   std::string thread_in_row, row_in_block, lane;
   // Repeat: for (name = 0; ; ) { body; name += 1; if !(name < count) break } (at least one
   // trip), `carried` values (name, start) bound inside the body, `yields` their next values,
@@ -197,6 +217,13 @@ struct Stmt {
   std::vector<std::string> results;
   // BytesStore: `value` (all lanes, one access) to byte `offset` of dynamic buffer `name`.
   // Spread: `name` over [0, `count`) spread by `mapping` (threads or blocks), `body` once each.
+  // If with `uniform`: every thread of every block that shares the barriers inside takes the
+  // same branch, so barriers may sit under it.
+  // GlobalStore: `value` to global address `offset` (aligned `align`), for other blocks to read
+  // after a grid barrier. GridSync: the grid barrier on the u32 counter at address `offset`:
+  // thread `name` 0 of each block arrives (release) and waits until it reads `src` (acquire).
+  // RelaxedZero: a relaxed store of u32 0 to global address `offset`.
+  bool uniform = false;
   // AsyncCopy: cp.async of `bytes` bytes from element `src` of parameter `param` (of
   // `copy_dtype`) to byte `offset` of dynamic buffer `name`; AsyncWait: until every copy this
   // thread issued has landed.
@@ -218,6 +245,7 @@ struct CombineSpec {
   int threads = 1, rows = 1;
   std::string thread_in_row, row_in_block, lane;  // the thread's place (see Stmt)
   int cluster = 1;
+  GridLevel grid;
 };
 StmtP combine(std::string result, ExprP value, const CombineSpec& spec);
 StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const CombineSpec& spec);
@@ -229,6 +257,10 @@ StmtP asyncWaitAll();
 // for `var` in [0, `extent`) spread over the block's threads (`var` = tid.x) or the grid's blocks
 // (`var` = ctaid.x): every iteration at once, one a thread or a block. `var` is an i32.
 StmtP spread(std::string var, Mapping m, int64_t extent, Body body);
+StmtP uniformIf(ExprP cond, std::string label, Body body);
+StmtP globalStore(ExprP addr, ExprP value, int align);
+StmtP gridSync(std::string tid, ExprP counter, ExprP target);
+StmtP relaxedZero(ExprP addr);
 
 // A buffer of `count` elements of `elem` in `place`; `name` is its symbol in the kernel.
 struct Buffer {
@@ -248,6 +280,7 @@ struct Param {
   DType dtype;
   bool output = false;
   int64_t extent = 0;
+  bool workspace = false;  // a global scratch of `extent` bytes (zeroed once), after the outputs
 };
 
 struct Launch {

@@ -1,6 +1,8 @@
 #include "compiler/kir/lower_combines.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -40,7 +42,9 @@ class Lowering {
           for (auto& x : b.take()) out.push_back(std::move(x));
           break;
         }
-        case Stmt::Kind::If: out.push_back(ifThen(s->cond, s->name, body(s->body))); break;
+        case Stmt::Kind::If:
+          out.push_back(s->uniform ? uniformIf(s->cond, s->name, body(s->body)) : ifThen(s->cond, s->name, body(s->body)));
+          break;
         case Stmt::Kind::Spread: out.push_back(spread(s->name, s->mapping, s->count, body(s->body))); break;
         case Stmt::Kind::Repeat:
           out.push_back(repeat(s->name, s->count, s->carried, body(s->body), s->yields, s->results, s->unroll));
@@ -82,6 +86,7 @@ class Lowering {
       v = total;
     }
     if (s.cluster > 1) v = acrossCluster(s, b, v);
+    if (s.grid.region >= 0) v = acrossGrid(s, b, v);
     b.bindAs(s.name, v);
   }
 
@@ -139,10 +144,7 @@ class Lowering {
         b.emit(bufStore(wbuf, slot(warp, 2), st.m2));
       });
       b.emit(barrier(Barrier::Block));
-      const std::string rbuf = bufferName(k_, "row_result");
-      k_.buffers.push_back({rbuf, "row_result", Place::Smem, acc, int64_t{3} * s.rows, 8});
-      auto rslot = [&](int i) { return b.add(b.mul(row_in_block, i32Const(3)), i32Const(i)); };
-      b.ifThen(b.op(IndexOp::Ult, t_in_row, intConst(32)), "first_warp", [&] {
+      auto merged = byFirstWarp(s, b, acc, 3, [&] {
         ExprP w = b.convert(t_in_row, Type::i32());
         ExprP ok = b.op(IndexOp::Ult, w, i32Const(wpr));
         ExprP wc = b.select(ok, w, i32Const(0));
@@ -151,21 +153,168 @@ class Lowering {
         ExprP m2 = b.select(ok, b.bind(bufLoad(wbuf, acc, slot(wc, 2))), zero);
         Stats m{n, mean, m2};
         for (int off = std::min(wpr, 32) / 2; off >= 1; off /= 2) m = chanMerge(b, acc, m, shuffled(b, m, off));
-        b.ifThen(b.op(IndexOp::Eq, t_in_row, intConst(0)), "first_lane", [&] {
-          b.emit(bufStore(rbuf, rslot(0), m.n));
-          b.emit(bufStore(rbuf, rslot(1), m.mean));
-          b.emit(bufStore(rbuf, rslot(2), m.m2));
-        });
+        return std::vector<ExprP>{m.n, m.mean, m.m2};
       });
-      b.emit(barrier(Barrier::Block));
-      ExprP n = b.bind(bufLoad(rbuf, acc, rslot(0)));
-      ExprP mean = b.bind(bufLoad(rbuf, acc, rslot(1)));
-      ExprP m2 = b.bind(bufLoad(rbuf, acc, rslot(2)));
-      st = {n, mean, m2};
+      st = {merged[0], merged[1], merged[2]};
     }
+    if (s.grid.region >= 0) st = acrossGridStats(s, b, acc, st);
     b.bindAs(s.results[0], st.n);
     b.bindAs(s.results[1], st.mean);
     b.bindAs(s.results[2], st.m2);
+  }
+
+  // compute() by the first warp of each row only, and its lane 0's results for every thread of
+  // the row: one thread's bits, so that every thread normalizes with the same statistics.
+  std::vector<ExprP> byFirstWarp(const Stmt& s, Builder& b, DType acc, int n,
+                                 const std::function<std::vector<ExprP>()>& compute) {
+    const int T = s.threads;
+    if (T <= 32) {  // rows whole within a warp: the value of the row's first thread
+      std::vector<ExprP> out;
+      for (const ExprP& v : compute()) {
+        ExprP lane = var(s.lane, Type::i32());
+        ExprP src = b.mul(b.udiv(lane, i32Const(T)), i32Const(T));
+        out.push_back(b.bind(intrinsic(Intrinsic::ShflIdx, v->type, {v, src})));
+      }
+      return out;
+    }
+    const ExprP t_in_row = var(s.thread_in_row, Type::idx());
+    const ExprP row_in_block = var(s.row_in_block, Type::i32());
+    const std::string rbuf = bufferName(k_, "row_result");
+    k_.buffers.push_back({rbuf, "row_result", Place::Smem, acc, int64_t{n} * s.rows, 8});
+    auto rslot = [&](int i) { return b.add(b.mul(row_in_block, i32Const(n)), i32Const(i)); };
+    b.ifThen(b.op(IndexOp::Ult, t_in_row, intConst(32)), "first_warp", [&] {
+      std::vector<ExprP> vals = compute();
+      b.ifThen(b.op(IndexOp::Eq, t_in_row, intConst(0)), "first_lane", [&] {
+        for (int i = 0; i < n; ++i) b.emit(bufStore(rbuf, rslot(i), vals[static_cast<size_t>(i)]));
+      });
+    });
+    b.emit(barrier(Barrier::Block));
+    std::vector<ExprP> out;
+    for (int i = 0; i < n; ++i) out.push_back(b.bind(bufLoad(rbuf, acc, rslot(i))));
+    return out;
+  }
+
+  // --- the grid level ---
+  // The address of slot `field` (of 3, 8 bytes each) of block `rank`'s partial for the block's
+  // row `row` in the group's workspace: past the counters' 128 bytes, per region and set parity,
+  // blocks innermost (a warp reading 32 blocks' partials reads 256 contiguous bytes).
+  ExprP wsSlot(const Stmt& s, Builder& b, const ExprP& rank, int field) {
+    const GridLevel& g = s.grid;
+    ExprP plane = b.add(b.mul(b.add(intConst(int64_t{g.region} * 2), var(g.parity, Type::idx())), intConst(3)),
+                        intConst(field));
+    ExprP row = b.convert(var(s.row_in_block, Type::i32()), Type::idx());
+    ExprP entry = b.add(b.mul(b.add(b.mul(plane, intConst(s.rows)), row), intConst(g.blocks)), rank);
+    ExprP byte = b.add(intConst(128), b.mul(entry, intConst(8)));
+    return b.bind(intrinsic(Intrinsic::ByteAddr, Type::addr(), {var(g.group_ws, Type::addr()), byte}));
+  }
+
+  // Every block of the group arrives, then waits until all have: the group's e-th barrier (from
+  // 1) waits for e * blocks arrivals on its counter, which only grows during a launch.
+  void gridBarrier(const Stmt& s, Builder& b) {
+    const GridLevel& g = s.grid;
+    b.emit(barrier(Barrier::Block));
+    ExprP e = b.add(b.mul(var(g.set, Type::idx()), intConst(g.barriers_per_set)), intConst(g.barrier));
+    ExprP target = b.convert(b.mul(e, intConst(g.blocks)), Type::i32());
+    b.emit(gridSync(g.tid, var(g.group_ws, Type::addr()), target));
+    b.emit(barrier(Barrier::Block));
+  }
+
+  // Lane l of the row's first W = min(T, 32) threads visits blocks l, l + W, ... in order:
+  // fn(block, in range), the block clamped to 0 past the last.
+  void forEachLaneBlock(const Stmt& s, Builder& b, const std::function<void(const ExprP&, const ExprP&)>& fn) {
+    const int W = std::min(s.threads, 32);
+    ExprP lane = W == 32 ? b.convert(var(s.lane, Type::i32()), Type::idx()) : var(s.thread_in_row, Type::idx());
+    for (int64_t r0 = 0; r0 < s.grid.blocks; r0 += W) {
+      ExprP r = b.add(lane, intConst(r0));
+      ExprP ok = b.op(IndexOp::Ult, r, intConst(s.grid.blocks));
+      fn(b.select(ok, r, intConst(0)), ok);
+    }
+  }
+
+  // The row's total over every block: each block's leader publishes its total; after the
+  // barrier the row's first warp combines every block's in a fixed order, then a butterfly.
+  ExprP acrossGrid(const Stmt& s, Builder& b, const ExprP& v) {
+    const DType acc = v->type.dtype;
+    const ExprP id = identity(s.combine, acc);
+    b.ifThen(b.op(IndexOp::Eq, var(s.thread_in_row, Type::idx()), intConst(0)), "gpublish",
+             [&] { b.emit(globalStore(wsSlot(s, b, var(s.grid.rank, Type::idx()), 0), v, 8)); });
+    gridBarrier(s, b);
+    return byFirstWarp(s, b, acc, 1, [&] {
+      ExprP total = id;
+      forEachLaneBlock(s, b, [&](const ExprP& r, const ExprP& ok) {
+        ExprP x = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::data(acc, 1), {wsSlot(s, b, r, 0)}));
+        total = b.math(opOf(s.combine), acc, {total, b.select(ok, x, id)});
+      });
+      for (int off = std::min(s.threads, 32) / 2; off >= 1; off /= 2) {
+        ExprP other = b.bind(intrinsic(Intrinsic::ShflXor, total->type, {total, i32Const(off)}));
+        total = b.math(opOf(s.combine), acc, {total, other});
+      }
+      return std::vector<ExprP>{total};
+    })[0];
+  }
+
+  static ExprP identity(Combine cb, DType acc) {
+    if (cb == Combine::Sum) return dataConst(acc, 0, 1);
+    return dataConst(acc, cb == Combine::Max ? -INFINITY : INFINITY, 1);
+  }
+
+  // Elements of a row that block `rank` holds: vec per chunk rank * T + t + k * T * P inside the
+  // row, over t < T and k < chunks.
+  ExprP blockCount(const Stmt& s, Builder& b, const ExprP& rank, DType acc) {
+    const GridLevel& g = s.grid;
+    const int64_t T = s.threads, P = g.blocks;
+    ExprP n = intConst(0);
+    for (int64_t k = 0; k < g.chunks; ++k) {
+      ExprP left = b.op(IndexOp::Sub, intConst(g.row_chunks), b.add(b.mul(rank, intConst(T)), intConst(k * T * P)));
+      left = b.select(b.op(IndexOp::Lt, left, intConst(0)), intConst(0), left);
+      n = b.add(n, b.select(b.op(IndexOp::Gt, left, intConst(T)), intConst(T), left));
+    }
+    return b.convert(b.mul(n, intConst(g.vec)), Type::data(acc, 1));
+  }
+
+  // Chan's combination of every block's (count, mean, M2). f32 statistics: mean and M2 share
+  // one 8-byte slot and each block's count is known here, so a partial is one load.
+  Stats acrossGridStats(const Stmt& s, Builder& b, DType acc, const Stats& st) {
+    const bool packed = acc == DType::F32;
+    const ExprP rank = var(s.grid.rank, Type::idx());
+    b.ifThen(b.op(IndexOp::Eq, var(s.thread_in_row, Type::idx()), intConst(0)), "gspublish", [&] {
+      if (packed) {
+        ExprP lo = b.bind(intrinsic(Intrinsic::PackLo, Type::pair(acc), {st.mean}));
+        ExprP at = wsSlot(s, b, rank, 0);
+        b.emit(globalStore(at, b.bind(intrinsic(Intrinsic::PackHi, Type::pair(acc), {lo, st.m2})), 8));
+      } else {
+        b.emit(globalStore(wsSlot(s, b, rank, 0), st.n, 8));
+        b.emit(globalStore(wsSlot(s, b, rank, 1), st.mean, 8));
+        b.emit(globalStore(wsSlot(s, b, rank, 2), st.m2, 8));
+      }
+    });
+    gridBarrier(s, b);
+    auto merged = byFirstWarp(s, b, acc, 3, [&] {
+      const ExprP zero = dataConst(acc, 0, 1);
+      Stats total{zero, zero, zero};
+      forEachLaneBlock(s, b, [&](const ExprP& r, const ExprP& ok) {
+        Stats x;
+        if (packed) {
+          ExprP v = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::pair(acc), {wsSlot(s, b, r, 0)}));
+          ExprP n = blockCount(s, b, r, acc);
+          ExprP mean = b.bind(intrinsic(Intrinsic::Unpack, Type::data(acc, 1), {v, i32Const(0)}));
+          ExprP m2 = b.bind(intrinsic(Intrinsic::Unpack, Type::data(acc, 1), {v, i32Const(1)}));
+          x = {n, mean, m2};
+        } else {
+          ExprP n = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::data(acc, 1), {wsSlot(s, b, r, 0)}));
+          ExprP mean = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::data(acc, 1), {wsSlot(s, b, r, 1)}));
+          ExprP m2 = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::data(acc, 1), {wsSlot(s, b, r, 2)}));
+          x = {n, mean, m2};
+        }
+        x.n = b.select(ok, x.n, zero);
+        x.mean = b.select(ok, x.mean, zero);
+        x.m2 = b.select(ok, x.m2, zero);
+        total = chanMerge(b, acc, total, x);
+      });
+      for (int off = std::min(s.threads, 32) / 2; off >= 1; off /= 2) total = chanMerge(b, acc, total, shuffled(b, total, off));
+      return std::vector<ExprP>{total.n, total.mean, total.m2};
+    });
+    return {merged[0], merged[1], merged[2]};
   }
 
   Kernel& k_;

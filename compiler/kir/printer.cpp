@@ -48,7 +48,7 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
       printBody(k, s.body, depth + 1, out);
       break;
     case Stmt::Kind::If:
-      out += fmt::format("{}if {}:  [{}]\n", pad, printExpr(k, *s.cond), s.name);
+      out += fmt::format("{}if {}:  [{}{}]\n", pad, printExpr(k, *s.cond), s.name, s.uniform ? ", uniform" : "");
       printBody(k, s.body, depth + 1, out);
       break;
     case Stmt::Kind::Barrier: out += fmt::format("{}barrier.{}\n", pad, barrierName(s.barrier)); break;
@@ -90,6 +90,14 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
       printBody(k, s.body, depth + 1, out);
       break;
     case Stmt::Kind::AsyncWait: out += fmt::format("{}cp.async.wait_all\n", pad); break;
+    case Stmt::Kind::GlobalStore:
+      out += fmt::format("{}*{} = {}  (global, align {})\n", pad, printExpr(k, *s.offset), printExpr(k, *s.value), s.align);
+      break;
+    case Stmt::Kind::GridSync:
+      out += fmt::format("{}barrier.grid: counter *{} reaches {} (thread {} 0 of each block arrives and waits)\n", pad,
+                         printExpr(k, *s.offset), printExpr(k, *s.src), s.name);
+      break;
+    case Stmt::Kind::RelaxedZero: out += fmt::format("{}st.relaxed.gpu *{} = 0:u32\n", pad, printExpr(k, *s.offset)); break;
     case Stmt::Kind::BytesStore:
       out += fmt::format("{}{}[byte {}] = {}  (align {})\n", pad, s.name, printExpr(k, *s.offset),
                          printExpr(k, *s.value), s.align);
@@ -168,7 +176,8 @@ std::string printKernel(const Kernel& k) {
   std::string out = fmt::format("kernel {} ({}; {}-bit indices{})\n", k.name, k.scheduler, k.index_bits,
                                 k.noalias ? "" : "; an output aliases an input");
   for (const auto& p : k.params)
-    out += fmt::format("  {} {}: {}[{}]\n", p.output ? "out" : "in ", p.name, dtypeName(p.dtype), p.extent);
+    out += p.workspace ? fmt::format("  ws  {}: {} bytes, zeroed once\n", p.name, p.extent)
+                       : fmt::format("  {} {}: {}[{}]\n", p.output ? "out" : "in ", p.name, dtypeName(p.dtype), p.extent);
   out += fmt::format("  launch grid {}, block {}{}\n", k.launch.grid, k.launch.block,
                      k.min_blocks_per_sm ? fmt::format(", at least {} blocks an SM", k.min_blocks_per_sm) : "");
   for (const auto& b : k.buffers)

@@ -57,6 +57,12 @@ void collect(const Body& body, std::set<std::string>& out) {
   }
 }
 
+GridLevel renameGrid(GridLevel g, const Renames& r) {
+  for (std::string* n : {&g.rank, &g.parity, &g.set, &g.group_ws, &g.tid})
+    if (auto it = r.find(*n); it != r.end()) *n = it->second;
+  return g;
+}
+
 StmtP renameStmt(const Stmt& s, const Renames& r) {
   auto nm = [&](const std::string& n) {
     auto it = r.find(n);
@@ -74,7 +80,7 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
     case Stmt::Kind::If: {
       Body b;
       for (const auto& x : s.body) b.push_back(renameStmt(*x, r));
-      return ifThen(rename(s.cond, r), s.name, std::move(b));
+      return s.uniform ? uniformIf(rename(s.cond, r), s.name, std::move(b)) : ifThen(rename(s.cond, r), s.name, std::move(b));
     }
     case Stmt::Kind::Barrier: return barrier(s.barrier);
     case Stmt::Kind::BufStore: return bufStore(s.name, rename(s.offset, r), rename(s.value, r));
@@ -92,6 +98,9 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
     case Stmt::Kind::AsyncCopy:
       return asyncCopy(s.name, rename(s.offset, r), s.param, s.copy_dtype, rename(s.src, r), s.bytes);
     case Stmt::Kind::AsyncWait: return asyncWaitAll();
+    case Stmt::Kind::GlobalStore: return globalStore(rename(s.offset, r), rename(s.value, r), s.align);
+    case Stmt::Kind::GridSync: return gridSync(nm(s.name), rename(s.offset, r), rename(s.src, r));
+    case Stmt::Kind::RelaxedZero: return relaxedZero(rename(s.offset, r));
     case Stmt::Kind::Spread: {
       Body b;
       for (const auto& x : s.body) b.push_back(renameStmt(*x, r));
@@ -104,11 +113,13 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
       std::vector<std::string> results;
       for (const auto& n : s.results) results.push_back(nm(n));
       return welford(std::move(results), std::move(stats),
-                     {Combine::Sum, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane)});
+                     {Combine::Sum, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane), 1,
+                      renameGrid(s.grid, r)});
     }
     case Stmt::Kind::Combine:
       return combine(nm(s.name), rename(s.value, r),
-                     {s.combine, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane), s.cluster});
+                     {s.combine, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane), s.cluster,
+                      renameGrid(s.grid, r)});
   }
   return nullptr;
 }

@@ -53,7 +53,11 @@ void unrollLoop(const Stmt& s, Body& out) {
 Body unrollBody(const Body& body) {
   Body out;
   for (const auto& s : body) {
-    if (s->kind == Stmt::Kind::Spread) {
+    if (s->kind == Stmt::Kind::Repeat) {
+      out.push_back(repeat(s->name, s->count, s->carried, unrollBody(s->body), s->yields, s->results, s->unroll));
+    } else if (s->kind == Stmt::Kind::If) {
+      out.push_back(s->uniform ? uniformIf(s->cond, s->name, unrollBody(s->body)) : ifThen(s->cond, s->name, unrollBody(s->body)));
+    } else if (s->kind == Stmt::Kind::Spread) {
       out.push_back(spread(s->name, s->mapping, s->count, unrollBody(s->body)));
     } else if (s->kind != Stmt::Kind::Loop) {
       out.push_back(s);

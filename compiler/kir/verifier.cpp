@@ -48,10 +48,12 @@ Range apply(IndexOp op, Range a, Range b) {
       return {0, std::min(a.hi, b.hi)};
     case IndexOp::Or:
     case IndexOp::Xor: {
+      // a | b and a ^ b stay within the larger operand with the smaller one's bits all set.
       if (a.lo < 0 || b.lo < 0 || a.hi == kInf || b.hi == kInf) return {-kInf, kInf};
-      int64_t m = 1;
-      while (m <= std::max(a.hi, b.hi) && m < (int64_t{1} << 62)) m *= 2;
-      return {0, m - 1};
+      const int64_t small = std::min(a.hi, b.hi), large = std::max(a.hi, b.hi);
+      int64_t mask = 0;
+      while (mask < small) mask = mask * 2 + 1;
+      return {0, large | mask};
     }
     case IndexOp::Lt:
     case IndexOp::Gt:
@@ -104,13 +106,21 @@ class Verifier {
       case Expr::Kind::Select: {
         expr(*e.args[0]);
         Range a = expr(*e.args[1]), b = expr(*e.args[2]);
-        // `x < n ? x : y` (a value clamped into a range): x is below n where it is chosen.
+        // A value clamped into a range (`x < n ? x : y`, `x > n ? n : x`, ...): where x is
+        // chosen, the comparison says which side of n it is on.
         const Expr* cond = definition(*e.args[0]);
-        if (cond && cond->kind == Expr::Kind::Index && (cond->iop == IndexOp::Ult || cond->iop == IndexOp::Lt) &&
-            sameName(*cond->args[0], *e.args[1])) {
-          Range n = expr(*cond->args[1]);
-          if (n.hi != kInf) a.hi = std::min(a.hi, n.hi - 1);
-          if (cond->iop == IndexOp::Ult) a.lo = std::max<int64_t>(a.lo, 0);
+        if (cond && cond->kind == Expr::Kind::Index && isComparison(cond->iop)) {
+          const Range n = expr(*cond->args[1]);
+          const IndexOp op = cond->iop;
+          if (sameName(*cond->args[0], *e.args[1])) {  // x chosen where the comparison holds
+            if ((op == IndexOp::Ult || op == IndexOp::Lt) && n.hi != kInf) a.hi = std::min(a.hi, n.hi - 1);
+            if (op == IndexOp::Ult) a.lo = std::max<int64_t>(a.lo, 0);
+            if (op == IndexOp::Gt) a.lo = std::max(a.lo, n.lo == kInf ? a.lo : n.lo + 1);
+          }
+          if (sameName(*cond->args[0], *e.args[2])) {  // x chosen where it fails
+            if (op == IndexOp::Lt) b.lo = std::max(b.lo, n.lo);
+            if (op == IndexOp::Gt) b.hi = std::min(b.hi, n.hi);
+          }
         }
         return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
       }
@@ -170,6 +180,10 @@ class Verifier {
       return;
     }
     const Param& prm = k_.params[static_cast<size_t>(p)];
+    if (prm.workspace) {
+      problem(fmt::format("a {} of the workspace `{}` as a tensor", what, prm.name));
+      return;
+    }
     if (prm.output != write)
       problem(fmt::format("a {} of `{}`, an {}", what, prm.name, prm.output ? "output" : "input"));
     int64_t span = a == Access::Splat ? 0 : a == Access::Vector ? lanes - 1 : (lanes - 1) * inner_stride;
@@ -269,9 +283,20 @@ class Verifier {
     switch (s.kind) {
       case Stmt::Kind::If:
         expr(*s.cond);
-        ++if_depth_;
+        if_depth_ += s.uniform ? 0 : 1;
         scoped(s.body);
-        --if_depth_;
+        if_depth_ -= s.uniform ? 0 : 1;
+        break;
+      case Stmt::Kind::GlobalStore:
+      case Stmt::Kind::RelaxedZero:
+        expr(*s.offset);
+        if (s.value) expr(*s.value);
+        break;
+      case Stmt::Kind::GridSync:
+        if (if_depth_ > 0) problem("a grid barrier under `if`: blocks whose threads skip it would wait forever");
+        expr(*s.offset);
+        expr(*s.src);
+        for (auto& [name, st] : buf_) st.synced = true;
         break;
       case Stmt::Kind::Barrier:
         if (if_depth_ > 0)

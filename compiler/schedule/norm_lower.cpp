@@ -71,8 +71,78 @@ void NormLowering::blocks(const ExprP& blk) {
   lower::visitPostOrder(roots, [&](const ENode& n) {
     if (n.kind == ENode::Kind::Reduce) reductions_.push_back(&n);
   });
+  if (k_.grid_sync) {
+    gridSets(block);
+    return;
+  }
   LOOM_ASSERT(k_.split == k_.cluster, "rows split over {} blocks outside a cluster", k_.split);
   rowsAt(b_.bindAs("first_row", kir::mul(block, c(k_.rows_per_block))));
+}
+
+// The grid tier: group g of `grid_groups` (the block's number among the sets' blocks) walks sets
+// g, g + G, ... of neighbouring rows, each iteration the set's rows; the group's part of the
+// workspace holds its barrier counters and the partials. A block barrier opens each iteration:
+// the last set's stores may still read shared memory the next fill overwrites.
+void NormLowering::gridSets(const ExprP& group) {
+  const int64_t G = k_.grid_groups;
+  // Grid-wide barriers per set: one per reduction, one per distinct variance.
+  std::set<std::pair<const ENode*, double>> stats;
+  for (const ENode* r : reductions_)
+    if (r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second) ++barriers_per_set_;
+  const int ws = static_cast<int>(out_.params.size()) - 1;
+  ExprP base = b_.bindAs("workspace", kir::intrinsic(kir::Intrinsic::ParamAddr, Type::addr(), {kir::intConst(ws)}));
+  group_ws_ = b_.bindAs("group_ws", kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(),
+                                                   {base, kir::mul(group, c(k_.workspace_bytes / G))}));
+  const int64_t trips = (k_.row_sets + G - 1) / G;
+  b_.repeat("i", trips, {}, [&](const ExprP& i, const std::vector<ExprP>& carried) {
+    parity_ = b_.bindAs("parity", kir::index(kir::IndexOp::And, i, c(1)));
+    set_ = i;
+    barriers_done_ = 0;
+    ExprP set = b_.add(b_.mul(i, c(G)), group);
+    auto body = [&] {
+      b_.emit(kir::barrier(kir::Barrier::Block));
+      rowsAt(b_.mul(set, c(k_.rows_per_block)));
+    };
+    // The same for every block of a group: its barriers stay matched.
+    if (k_.row_sets % G != 0) b_.uniformIf(b_.op(kir::IndexOp::Lt, set, c(k_.row_sets)), "set", body);
+    else body();
+    return carried;
+  });
+  // Past its group's last barrier, each block's leader counts itself out; the last one out
+  // zeroes both counters (every other block has stopped polling), so the next launch finds
+  // them as the first did: no memset per launch.
+  b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "gexit", [&] {
+    ExprP exits = b_.bind(kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(), {group_ws_, c(64)}));
+    ExprP before = b_.bind(kir::intrinsic(kir::Intrinsic::AtomAddAcqRel, Type::i32(), {exits}));
+    b_.ifThen(b_.op(kir::IndexOp::Eq, before, kir::i32Const(k_.split - 1)), "greset", [&] {
+      b_.emit(kir::relaxedZero(group_ws_));
+      b_.emit(kir::relaxedZero(exits));
+    });
+  });
+}
+
+// The grid level of the next reduction (none outside the grid tier): its workspace region, its
+// barrier within the set, and how the row is dealt to the blocks.
+kir::GridLevel NormLowering::gridLevel() {
+  kir::GridLevel g;
+  if (!k_.grid_sync) return g;
+  g.region = next_region_++;
+  const int64_t per = 2 * int64_t{k_.split} * k_.rows_per_block * 24;
+  LOOM_ASSERT((128 + (g.region + 1) * per) * k_.grid_groups <= k_.workspace_bytes,
+              "grid reduction {} beyond the {}-byte workspace of {} groups", g.region, k_.workspace_bytes, k_.grid_groups);
+  g.blocks = k_.split;
+  g.barrier = ++barriers_done_;
+  LOOM_ASSERT(g.barrier <= barriers_per_set_, "grid barrier {} of a set counted as {}", g.barrier, barriers_per_set_);
+  g.barriers_per_set = barriers_per_set_;
+  g.rank = "rank";
+  g.parity = "parity";
+  g.set = set_->name;
+  g.group_ws = "group_ws";
+  g.tid = "tid";
+  g.row_chunks = row_chunks_;
+  g.chunks = k_.chunks;
+  g.vec = k_.vec;
+  return g;
 }
 
 void NormLowering::rowsAt(const ExprP& first_row) {
@@ -324,7 +394,7 @@ using norm_lower_detail::NormLowering;
 using norm_lower_detail::extentOf;
 
 std::string normKirGap(const NormKernel& k) {
-  if (k.grid_sync) return "rows split over the grid";
+  if (k.grid_sync && k.fill_buffers == 2) return "two fill buffers over the grid";
   if (k.rowTier()) return "vectors of rows";
   return "";
 }
@@ -339,6 +409,7 @@ std::optional<kir::Kernel> lowerNormalization(const ir::Fusion& f, const NormKer
     out.params.push_back({f.inputs()[i]->name(), inputs[i].dtype, false, extentOf(inputs[i])});
   for (size_t i = 0; i < k.outputs.size(); ++i)
     out.params.push_back({f.outputs()[i].name, k.outputs[i].dtype, true, extentOf(k.outputs[i])});
+  if (k.grid_sync) out.params.push_back({"workspace", DType::I64, false, k.workspace_bytes, true});
   out.noalias = std::none_of(k.output_alias.begin(), k.output_alias.end(), [](int a) { return a >= 0; });
   out.index_bits = k.index64 ? 64 : 32;
   out.launch = {k.grid, k.block};

@@ -90,7 +90,7 @@ ExprP NormLowering::rowReduce(kir::Combine cb, DType acc, const std::function<Ex
   })[0];
   const std::string name = fmt::format("row_{}{}", kir::combineName(cb), next_combine_++);
   b_.emit(kir::combine(name, partial, {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",
-                                       "row_in_block", "lane", k_.cluster}));
+                                       "row_in_block", "lane", k_.cluster, gridLevel()}));
   return kir::var(name, Type::data(acc, 1));
 }
 
@@ -117,7 +117,28 @@ ExprP NormLowering::shiftedMean(const ENode& x, DType acc, double n) {
 // merged into the thread's (Chan), then the row's threads merged.
 std::pair<ExprP, ExprP> NormLowering::welford(const ENode& x, DType acc) {
   const ExprP zero = kir::dataConst(acc, 0, 1);
-  auto folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
+  LOOM_ASSERT(k_.cluster == 1, "Welford statistics over a cluster");
+  LOOM_ASSERT(!k_.grid_sync || k_.threads_per_row >= 32 || 32 % k_.threads_per_row == 0,
+              "grid statistics need rows of whole warps or of threads dividing a warp");
+  std::vector<ExprP> folded;
+  if (k_.async_fill) {
+    // The thread's chunks are on chip: an exact two-pass over them (its sum and count, then
+    // squared deviations from its own mean); Chan's merge starts across threads.
+    auto sums = forEachChunk({zero, zero}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
+      ExprP s = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSum, Type::data(acc, 1), {values(x, acc, ch), zero}));
+      ExprP n = b_.math(ir::OpKind::Add, acc, {carried[0], b_.select(ch.valid, kir::dataConst(acc, k_.vec, 1), zero)});
+      ExprP t = b_.math(ir::OpKind::Add, acc, {carried[1], b_.select(ch.valid, s, zero)});
+      return std::vector<ExprP>{n, t};
+    });
+    ExprP n = sums[0];
+    ExprP safe = b_.select(b_.math(ir::OpKind::Gt, DType::Bool, {n, zero}), n, kir::dataConst(acc, 1, 1));
+    ExprP mean = b_.math(ir::OpKind::Div, acc, {sums[1], safe});
+    auto m2 = forEachChunk({zero}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
+      ExprP s = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSqDiff, Type::data(acc, 1), {values(x, acc, ch), mean, zero}));
+      return std::vector<ExprP>{b_.math(ir::OpKind::Add, acc, {carried[0], b_.select(ch.valid, s, zero)})};
+    });
+    folded = {n, mean, m2[0]};
+  } else folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
     ExprP v = values(x, acc, ch);
     ExprP s = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSum, Type::data(acc, 1), {v, zero}));
     ExprP cnt = kir::dataConst(acc, k_.vec, 1);
@@ -132,7 +153,7 @@ std::pair<ExprP, ExprP> NormLowering::welford(const ENode& x, DType acc) {
   const std::string id = std::to_string(next_combine_++);
   std::vector<std::string> names = {"row_n" + id, "row_mean" + id, "row_m2" + id};
   b_.emit(kir::welford(names, folded, {kir::Combine::Sum, k_.red_atoms, k_.threads_per_row, k_.rows_per_block,
-                                       "t_in_row", "row_in_block", "lane"}));
+                                       "t_in_row", "row_in_block", "lane", 1, gridLevel()}));
   return {kir::var(names[1], Type::data(acc, 1)), kir::var(names[2], Type::data(acc, 1))};
 }
 
@@ -152,7 +173,7 @@ void NormLowering::reduce(const ENode& r) {
       // Two passes over the row in registers: the mean, then squared deviations from it.
       auto key = std::make_pair(&x, r.correction);
       auto it = stats_.find(key);
-      if (it == stats_.end() && !registers_ && !k_.async_fill) {
+      if (it == stats_.end() && ((!registers_ && !k_.async_fill) || k_.grid_sync)) {
         // Streaming rows: one Welford pass instead of two reads for the statistics.
         auto [mean, m2] = welford(x, acc);
         ExprP var = b_.math(ir::OpKind::Div, acc, {m2, kir::dataConst(acc, n - r.correction, 1)});

@@ -59,6 +59,8 @@ class NormLowering {
 
   // What every block does with its rows.
   void blocks(const ExprP& blk);
+  void gridSets(const ExprP& group);
+  kir::GridLevel gridLevel();
   void rowsAt(const ExprP& first_row);
   std::vector<ExprP> unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec);
 
@@ -144,6 +146,8 @@ class NormLowering {
   std::map<const ENode*, ExprP> reduced_;
   std::map<std::pair<const ENode*, double>, std::pair<ExprP, ExprP>> stats_;
   int next_combine_ = 0, next_mean_ = 0;
+  ExprP group_ws_, parity_, set_;
+  int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0;
 
 };
 
