@@ -6,10 +6,9 @@
 #include <numeric>
 #include <set>
 
-#include "compiler/analysis/domains.h"
-#include "compiler/lower/atom_expr.h"
 #include "compiler/schedule/norm_common.h"
 #include "compiler/schedule/norm_row_tier.h"
+#include "compiler/schedule/norm_shape.h"
 #include "ir/error.h"
 
 namespace loom::schedule {
@@ -26,26 +25,6 @@ int64_t NormKernel::rowElems() const {
   return std::accumulate(red_shape.begin(), red_shape.end(), int64_t{1}, std::multiplies<>());
 }
 
-namespace {
-
-// The row a kernel holds on chip: the loads under a reduction that vary along the row's
-// innermost axis (they are read again by the next pass or by the outputs; loads used only by
-// the outputs are read once, at the end), with their strides over the kernel's axes (`remap`).
-template <typename Remap>
-std::set<Leaf> heldLoads(const std::vector<EPtr>& roots, Remap remap) {
-  std::set<Leaf> held;
-  lower::visitPostOrder(roots, [&](const ENode& n) {
-    if (n.kind != ENode::Kind::Reduce) return;
-    lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
-      if (m.kind == ENode::Kind::Load && remap(m.leaf.strides).back() != 0)
-        held.insert(Leaf{m.leaf.input, m.leaf.offset, remap(m.leaf.strides)});
-    });
-  });
-  return held;
-}
-
-}  // namespace
-
 int64_t NormKernel::rowVectorUnits() const {
   return (split > 1 ? int64_t{chunks} * threads_per_row : rowElems()) * (rows_per_block / row_vec);
 }
@@ -55,212 +34,20 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                                                 const CompileOptions& opts, std::string* why_not) {
   const DeviceInfo& dev = opts.device;
   const Tuning& tune = opts.tuning;
-  auto reject = [&](std::string why) -> std::optional<NormKernel> {
-    if (why_not) *why_not = std::move(why);
-    return std::nullopt;
-  };
-  analysis::DomainAnalysis da(f);
-  if (!da.conflicts().empty()) return reject(da.conflicts()[0]);
-  // Every reduction must reduce the same atoms: they then share the rows.
-  std::vector<int> red;
-  const ir::Op* first = nullptr;
-  for (const ir::Op* op : f.ops()) {
-    if (!ir::isReduction(op->kind())) continue;
-    auto r = da.reducedAtoms(op);
-    if (!first) {
-      first = op;
-      red = r;
-    } else if (r != red) {
-      return reject(fmt::format("reduction `{}` ({}) over {} and reduction `{}` ({}) over {} "
-                                "cannot share one kernel: their iterated atoms differ",
-                                first->name(), first->output()->name(), da.atomSetStr(red),
-                                op->name(), op->output()->name(), da.atomSetStr(r)));
-    }
-  }
-  if (!first) return reject("it has no reduction");
-  lower::AtomExprBuilder eb(f, sizes, inputs, da);
-  std::vector<EPtr> roots;
-  try {
-    for (const auto& o : f.outputs()) roots.push_back(eb.exprOf(o.value));
-  } catch (const lower::NotPointwise& np) {
-    return reject(np.reason);
-  }
-  const int natoms = static_cast<int>(da.atoms().size());
-  std::vector<int64_t> ext;
-  for (int a = 0; a < natoms; ++a) ext.push_back(eb.atomExtent(a));
-  std::set<int> red_set(red.begin(), red.end());
-
-  // Atom order: the memory order of the largest input (the one the kernel streams).
-  int dominant = -1;
-  int64_t best = -1;
-  for (size_t i = 0; i < f.inputs().size(); ++i) {
-    int64_t n = 1;
-    for (auto s : inputs[i].shape) n *= s;
-    if (n > best) {
-      best = n;
-      dominant = static_cast<int>(i);
-    }
-  }
-  std::vector<int> order = da.memoryOrder(f.inputs()[static_cast<size_t>(dominant)],
-                                          inputs[static_cast<size_t>(dominant)].strides, sizes);
-  for (int a = natoms - 1; a >= 0; --a)  // atoms the dominant input lacks go outermost
-    if (std::find(order.begin(), order.end(), a) == order.end()) order.insert(order.begin(), a);
-  std::vector<int> outer_order, red_order;
-  for (int a : order) (red_set.count(a) ? red_order : outer_order).push_back(a);
-
-  NormKernel k;
-  k.num_inputs = static_cast<int>(f.inputs().size());
-  k.red_atoms = da.atomSetStr(red_order);
-  // Outputs: allocated with their axes in the kernel's atom order (NHWC in, NHWC out), or the
-  // aliased input. Their strides over atoms follow from the axis strides.
-  std::vector<std::vector<int64_t>> store_atom_strides;
-  for (const auto& o : f.outputs()) {
-    int alias = -1;
-    for (size_t i = 0; i < f.inputs().size(); ++i)
-      if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
-    k.output_alias.push_back(alias);
-    std::vector<int64_t> shape;
-    for (const auto& a : o.value->axes()) shape.push_back(a.broadcast ? 1 : a.extent.evaluate(sizes));
-    std::vector<int> axis_order(shape.size());
-    std::iota(axis_order.begin(), axis_order.end(), 0);
-    auto pos = [&](int axis) {
-      const auto& as = da.axisAtoms(o.value, axis);
-      if (as.empty()) return -1;
-      return static_cast<int>(std::find(order.begin(), order.end(), as[0]) - order.begin());
-    };
-    std::stable_sort(axis_order.begin(), axis_order.end(), [&](int a, int b) { return pos(a) < pos(b); });
-    TensorDesc d{o.value->dtype(), shape, stridesForOrder(shape, axis_order), 16};
-    if (alias >= 0) d = inputs[static_cast<size_t>(alias)];
-    k.outputs.push_back(d);
-    store_atom_strides.push_back(da.atomStrides(o.value, d.strides, sizes));
-  }
-
-  // Kernel axes: iterated atoms then reduced atoms, neighbours collapsed where every access
-  // walks them as one run.
-  std::vector<std::vector<int64_t>> all;
-  lower::visitPostOrder(roots, [&](const ENode& n) {
-    if (n.kind == ENode::Kind::Load) all.push_back(n.leaf.strides);
-  });
-  for (const auto& s : store_atom_strides) all.push_back(s);
-  auto collapse = [&](const std::vector<int>& atoms) {
-    std::vector<std::vector<int>> groups;
-    for (int a : atoms) {
-      if (ext[static_cast<size_t>(a)] == 1) continue;
-      if (!groups.empty()) {
-        int o = groups.back().back();
-        bool merge = std::all_of(all.begin(), all.end(), [&](const auto& s) {
-          return s[static_cast<size_t>(o)] == s[static_cast<size_t>(a)] * ext[static_cast<size_t>(a)];
-        });
-        if (merge) {
-          groups.back().push_back(a);
-          continue;
-        }
-      }
-      groups.push_back({a});
-    }
-    return groups;
-  };
-  // An iterated atom that no load and no store moves along (the whole axis of a sliced input,
-  // which only the input has) would repeat every row for nothing: layer norm of a [N, D] slice
-  // of a [N, 3*D] matrix ran N * 3D rows. Not iterated.
-  outer_order.erase(std::remove_if(outer_order.begin(), outer_order.end(), [&](int a) {
-    return std::all_of(all.begin(), all.end(), [&](const auto& s) { return s[static_cast<size_t>(a)] == 0; });
-  }), outer_order.end());
-  k.outer_atoms = da.atomSetStr(outer_order);
-  auto outer_groups = collapse(outer_order), red_groups = collapse(red_order);
-  // Reducing only size-1 dims: a row of one element (atom -1 stands for "no atom").
-  if (red_groups.empty()) red_groups.push_back({-1});
-  auto extentOf = [&](const std::vector<int>& g) {
-    int64_t e = 1;
-    for (int a : g) e *= a < 0 ? 1 : ext[static_cast<size_t>(a)];
-    return e;
-  };
-  for (const auto& g : outer_groups) k.outer_shape.push_back(extentOf(g));
-  for (const auto& g : red_groups) k.red_shape.push_back(extentOf(g));
-  // Parts of a fusion that share no value (say one output from one input, another from another)
-  // would iterate the product of their atoms, each part repeated across the other's: refused,
-  // so that the segmenter gives each part its own kernel. (In double: no overflow.)
-  double iterated = 1, largest = 1;
-  for (int64_t e : k.outer_shape) iterated *= static_cast<double>(e);
-  for (int64_t e : k.red_shape) iterated *= static_cast<double>(e);
-  for (const ir::Value* v : f.values()) {
-    double n = 1;
-    for (const auto& a : v->axes()) n *= a.broadcast ? 1.0 : static_cast<double>(a.extent.evaluate(sizes));
-    largest = std::max(largest, n);
-  }
-  if (iterated > largest)
-    return reject(fmt::format("its parts share no iteration space: one kernel would iterate {:.0f} elements "
-                              "over {} and {}, more than its largest value holds ({:.0f})",
-                              iterated, k.outer_atoms.empty() ? "{}" : k.outer_atoms, k.red_atoms, largest));
-  std::vector<std::vector<int>> groups = outer_groups;
-  groups.insert(groups.end(), red_groups.begin(), red_groups.end());
-  auto remap = [&](const std::vector<int64_t>& atom_strides) {
-    std::vector<int64_t> s;
-    for (const auto& g : groups) s.push_back(g.back() < 0 ? 0 : atom_strides[static_cast<size_t>(g.back())]);
-    return s;
-  };
-
+  std::optional<NormAxes> ax = normAxes(f, sizes, inputs, why_not);
+  if (!ax) return std::nullopt;
+  NormKernel& k = ax->k;
   const size_t nout = k.outer_shape.size();
-  const std::set<Leaf> held_leaves = heldLoads(roots, remap);
+  const std::set<Leaf> held_leaves = heldLoads(*ax);
   const RowTierChoice row_choice = chooseRowTier(k, held_leaves, inputs, opts);
   const std::optional<RowPlacement>& row_place = row_choice.place;
   const int row_vec = row_choice.row_vec;
-
-  // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read
-  // (f16 rows: 8 lanes). Other loads (an f32 per-channel weight beside them) take two vectors
-  // or one per lane; loads constant along the axis are splats at any width.
-  int max_bytes = 1, row_bytes = 0;
-  lower::visitPostOrder(roots, [&](const ENode& n) {
-    if (n.kind == ENode::Kind::Load && remap(n.leaf.strides).back() != 0)
-      max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
-  });
-  for (const Leaf& l : held_leaves) row_bytes = std::max(row_bytes, heldBytes(l, inputs));
-  if (row_bytes > 0) max_bytes = row_bytes;
-  else for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
-  int vec = row_place ? 1 : std::min(8, 16 / max_bytes);
-  while (vec > 1 && k.red_shape.back() % vec != 0) vec /= 2;
-  k.vec = vec;
-  auto accessFor = [&](DType t, int64_t offset, const std::vector<int64_t>& s, int align) {
-    return chooseAccess(t, offset, s, align, vec);
-  };
-  int64_t max_offset = 0;
-  auto track = [&](int64_t off, const std::vector<int64_t>& s) {
-    int64_t m = off;
-    std::vector<int64_t> shape = k.outer_shape;
-    shape.insert(shape.end(), k.red_shape.begin(), k.red_shape.end());
-    for (size_t i = 0; i < s.size(); ++i) m += (shape[i] - 1) * std::abs(s[i]);
-    max_offset = std::max(max_offset, m + vec);
-  };
-  std::vector<EPtr> remapped;
-  for (const auto& r : roots)
-    remapped.push_back(lower::mapLeaves(r, [&](const Leaf& l) {
-      Leaf n{l.input, l.offset, remap(l.strides)};
-      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
-      Access a = accessFor(d.dtype, n.offset, n.strides, d.align_bytes);
-      k.load_access[n] = a;
-      track(n.offset, n.strides);
-      return n;
-    }));
-  remapped = lower::hashCons(remapped);
-  int reductions = 0;
-  lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
-  // The row held on chip (the remapped leaves are the held loads' own: mapLeaves gives each its
-  // strides over the kernel's axes, and a held load is never a splat).
+  k.vec = chooseVectorWidth(*ax, held_leaves, inputs, row_place.has_value()).value;
+  const int vec = k.vec;
+  const int reductions = mapAccesses(*ax, f, held_leaves, inputs);
   const int live_leaves = static_cast<int>(held_leaves.size());
-  k.smem_leaves.assign(held_leaves.begin(), held_leaves.end());
-  for (size_t i = 0; i < f.outputs().size(); ++i) {
-    NormKernel::Store s;
-    s.output = static_cast<int>(i);
-    s.strides = remap(store_atom_strides[i]);
-    s.dtype = f.outputs()[i].value->dtype();
-    s.value = remapped[i];
-    s.row_only = std::all_of(s.strides.begin() + static_cast<long>(nout), s.strides.end(), [](int64_t x) { return x == 0; });
-    s.access = accessFor(s.dtype, 0, s.strides, k.outputs[i].align_bytes);
-    if (s.access == Access::Splat) s.access = Access::Gather;
-    track(0, s.strides);
-    k.stores.push_back(s);
-  }
-  k.index64 = max_offset >= (int64_t{1} << 31);
+  std::vector<EPtr> remapped;
+  for (const auto& st : k.stores) remapped.push_back(st.value);
 
   // f64 math holds a value in two registers and divides and takes square roots in long
   // sequences: its blocks stop at 512 threads, whose 128 registers a thread hold them (blocks
@@ -561,7 +348,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                                    "then a second read (from L2 where it fits) to normalize",
                                    heldText(held), budget));
   k.reason += row_choice.strided_note;
-  return k;
+  return std::move(ax->k);
 }
 
 std::string printNormKernel(const ir::Fusion& f, const NormKernel& k) {
