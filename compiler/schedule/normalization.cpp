@@ -41,7 +41,6 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   const std::set<Leaf> held_leaves = heldLoads(*ax);
   const RowTierChoice row_choice = chooseRowTier(k, held_leaves, inputs, opts);
   const std::optional<RowPlacement>& row_place = row_choice.place;
-  const int row_vec = row_choice.row_vec;
   k.vec = chooseVectorWidth(*ax, held_leaves, inputs, row_place.has_value()).value;
   const int vec = k.vec;
   const int reductions = mapAccesses(*ax, f, held_leaves, inputs);
@@ -65,13 +64,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   int held = 0, budget = 0;
   const bool row_tier = row_place.has_value();
   if (row_tier) {
-    applyRowVectors(k, *row_place, row_vec, inputs);
-    if (row_choice.groups > 0) {
-      k.split = row_choice.split;
-      setGrid(k, row_choice.groups, k.rows_per_block, reductions);
-      k.fill_buffers = gridFillBuffers(tune);
-      k.smem_bytes *= k.fill_buffers;
-    }
+    applyRowTier(k, row_choice, reductions, inputs, opts);
   }
   else {
     // Threads per row: enough that each holds at most 8 chunks, a power of two up to 1024; more
@@ -347,7 +340,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
                                    "registers or shared memory: statistics in one Welford pass, "
                                    "then a second read (from L2 where it fits) to normalize",
                                    heldText(held), budget));
-  k.reason += row_choice.strided_note;
+  if (!row_tier && !row_choice.why.empty()) k.reason += "; " + row_choice.why;
   return std::move(ax->k);
 }
 
