@@ -20,6 +20,9 @@ inline int nextPow2(int64_t v) {
   return p;
 }
 
+// Bytes as whole KiB, rounded up (for the schedule dump).
+inline int64_t kib(int64_t bytes) { return (bytes + 1023) / 1024; }
+
 // Strides over the kernel's axes with the innermost row axis moved last: the axis the
 // row-vector tier's lanes run along.
 std::vector<int64_t> rowsLast(std::vector<int64_t> s, size_t nout);

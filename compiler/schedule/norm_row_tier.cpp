@@ -352,19 +352,4 @@ void applyRowTier(NormKernel& k, const RowTierChoice& c, int reductions, const s
   k.smem_bytes *= k.fill_buffers;
 }
 
-std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs) {
-  if (k.row_vec > 1) return fmt::format("with cp.async in vectors of {} rows", k.row_vec);
-  int small = 0;
-  for (const Leaf& l : k.smem_leaves) small += k.fillPieceBytes(inputs[static_cast<size_t>(l.input)].dtype) < 4;
-  const int copied = static_cast<int>(k.smem_leaves.size()) - small;
-  return fmt::format("a row's element at a time, {} (no vector of rows fits: {}{})",
-                     small == 0    ? "with cp.async"
-                     : copied == 0 ? "by loads and stores"
-                                   : "by loads and stores below 4 bytes, with cp.async from 4",
-                     k.outer_shape.back() % 2 != 0
-                         ? fmt::format("the innermost row axis has {} rows, an odd number", k.outer_shape.back())
-                         : std::string("the rows' alignment or size allows none"),
-                     small > 0 ? "; cp.async copies 4 bytes or more" : "");
-}
-
 }  // namespace loom::schedule::norm_detail

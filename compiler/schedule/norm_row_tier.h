@@ -41,8 +41,4 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
 void applyRowTier(NormKernel& k, const RowTierChoice& c, int reductions, const std::vector<TensorDesc>& inputs,
                   const CompileOptions& opts);
 
-// How the row-vector tier fills shared memory (for the schedule dump): pieces of 4 bytes or
-// more with cp.async, smaller ones by loads and stores.
-std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs);
-
 }  // namespace loom::schedule::norm_detail
