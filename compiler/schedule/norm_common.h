@@ -1,6 +1,7 @@
 #pragma once
-// What the normalization scheduler's tiers share (normalization.cpp, norm_row_tier.cpp): the
-// held loads' bytes, the GPU's shared memory, and the grid tier's shape and bookkeeping.
+// What the normalization scheduler's decisions share (norm_threads, norm_smem_tiers,
+// norm_row_tier, norm_explain): the held loads' bytes, the GPU's shared memory, and the grid
+// tier's shape and bookkeeping.
 #include <cstdint>
 #include <functional>
 #include <set>
