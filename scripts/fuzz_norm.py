@@ -97,18 +97,10 @@ def args_for(f, dt, dims, layout):
     return a
 
 
-TIERS = [("grid-wide barrier", "grid"), ("cut short", "cut short"), ("cluster", "cluster"),
-         ("reads back only those", "thread fill"), ("vectors of", "row vectors"),
-         ("a row's element at a time", "pieces"), ("shared memory", "shared memory"),
-         ("stays in registers", "registers")]
-
-
 def tier(loom, a):
+    """The schedule's tiers (compiler/schedule/norm_tiers.def), joined by '+' across kernels."""
     p = subprocess.run([loom, "dump", *a, "--stage", "schedule"], capture_output=True, text=True, timeout=120)
-    text = p.stdout
-    names = [t for key, t in TIERS if key in text]
-    if ("row vectors" in names or "pieces" in names) and "shared memory" in names:
-        names.remove("shared memory")
+    names = re.findall(r"; tier ([^:;]+):", p.stdout)
     return "+".join(names) or ("pointwise" if p.returncode == 0 else "?")
 
 

@@ -1,6 +1,7 @@
 #pragma once
-// What the normalization scheduler's tiers share (normalization.cpp, norm_row_tier.cpp): the
-// held loads' bytes, the GPU's shared memory, and the grid tier's shape and bookkeeping.
+// What the normalization scheduler's decisions share (norm_threads, norm_smem_tiers,
+// norm_row_tier, norm_explain): the held loads' bytes, the GPU's shared memory, and the grid
+// tier's shape and bookkeeping.
 #include <cstdint>
 #include <functional>
 #include <set>
@@ -19,6 +20,9 @@ inline int nextPow2(int64_t v) {
   while (p < v && p < (1 << 20)) p *= 2;
   return p;
 }
+
+// Bytes as whole KiB, rounded up (for the schedule dump).
+inline int64_t kib(int64_t bytes) { return (bytes + 1023) / 1024; }
 
 // Strides over the kernel's axes with the innermost row axis moved last: the axis the
 // row-vector tier's lanes run along.

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/error.h"
+
 namespace loom::schedule::norm_detail {
 
 namespace {
@@ -192,76 +194,71 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
   return std::nullopt;
 }
 
-}  // namespace
+// How chooseRowTier came to its choice, for its reason: the lanes of a vector of rows (0: the
+// tier does not apply, `no_tier` says why), the fewest rows that fill a 32-byte sector, blocks
+// refused as too few for the SMs, and which of the later tiers were tried.
+struct RowTierPath {
+  int row_vec = 0, sector_rows = 0;
+  std::string no_tier;
+  std::optional<RowPlacement> too_few;
+  bool few_pieces = false, partial_sets = false;
+};
 
-RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leaves,
-                            const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+// Why rows strided along their reduction take no row-vector tier, so that each element is a
+// load of its own (a performance cliff the user may avoid): `no_tier` where the tier does not
+// apply, else blocks refused as `too_few` for the SMs, or the fewest rows fitting no block.
+std::string stridedWhy(const NormKernel& k, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
+                       const CompileOptions& opts, const RowTierPath& path) {
   const DeviceInfo& dev = opts.device;
-  const size_t nout = k.outer_shape.size();
-  RowTierChoice out;
-  std::string no_tier;  // why the row-vector tier does not apply
-  const int row_vec = rowVectorWidth(held_leaves, nout, inputs, k.outer_shape, opts, &no_tier);
-  std::optional<RowPlacement>& row_place = out.place;
-  // 40 KiB with the scratch, under the 48 KiB of no opt-in: several blocks an SM.
-  if (row_vec > 0) row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, opts, 40 * 1024);
-  auto blocksOf = [&](const RowPlacement& p) { return (k.rows() + p.rows - 1) / p.rows; };
-  std::optional<RowPlacement> too_few;  // refused: too few blocks for the SMs
-  // A row's element a piece (no vector of rows fits) where the blocks would leave most SMs idle:
-  // a row a block instead, and no tier below (each takes more rows, or the whole GPU).
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#choose-row-tier-few-pieces
-  const bool few_pieces = row_place && row_vec == 1 && blocksOf(*row_place) * 4 < dev.sm_count;
-  if (few_pieces) too_few.swap(row_place);
-  const bool more_tiers = row_vec > 0 && !few_pieces;
-  if (more_tiers && !row_place)
-    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, opts,
-                                    true, &out.groups, &out.split);
-  // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
-  // the opt-in limit, one or two an SM, rather than a row a block reading one element of
-  // each 32-byte sector; where they are enough to give every SM one.
-  if (more_tiers && !row_place) {
-    row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, row_vec, opts, blockSmemLimit(dev));
-    if (row_place && blocksOf(*row_place) < dev.sm_count) too_few.swap(row_place);
-  }
-  // Still nothing (rows too long for a block, or too few blocks of them): sets of the grid
-  // tier that do not divide the row axis, the last one cut short (its missing rows fill and
-  // store nothing), where the rows hold 2048 elements an SM or more (far faster than a row a
-  // block there; smaller ones measured level or slower).
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#choose-row-tier-partial-sets
-  const bool whole_sets_only = opts.tuning.no_partial_sets;
-  const bool partial_sets = more_tiers && !row_place && !whole_sets_only &&
-                            k.rows() * k.rowElems() >= int64_t{2048} * dev.sm_count;
-  if (partial_sets) {
-    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, row_vec, opts,
-                                    false, &out.groups, &out.split);
-    if (row_place) too_few.reset();
-  }
-  out.row_vec = row_place ? row_vec : 0;
-  // Rows strided along their reduction that no row-vector tier takes: each element is a load of
-  // its own, and the schedule dump says why (a performance cliff the user may avoid).
-  const auto strided = std::find_if(held_leaves.begin(), held_leaves.end(),
-                                    [](const Leaf& l) { return l.strides.back() != 1; });
-  if (!row_place && nout > 0 && strided != held_leaves.end()) {
-    const int sector_rows = minSetRows(held_leaves, inputs, row_vec);
-    const std::string no_division =
-        fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back());
-    const std::string grid_text =
-        few_pieces ? std::string("so few rows' pieces are not split over the grid")
-        : k.outer_shape.back() % sector_rows == 0 || partial_sets ? std::string("the grid tier does not place them")
-        : whole_sets_only ? no_division + " (and LOOM_NO_PARTIAL_SETS is set)"
-                          : no_division + ", and so few elements take no sets cut short";
-    out.strided_note = fmt::format(
-        "; the rows are strided along their reduction ({} elements apart), so each element is a load of its "
-        "own: {}", std::abs(strided->strides.back()),
-        row_vec == 0 ? no_tier
-        : too_few
-            ? fmt::format("blocks of {} rows would be {}, fewer than {} {} SMs, and {}", too_few->rows,
-                          blocksOf(*too_few), few_pieces ? "a quarter of the" : "the", dev.sm_count, grid_text)
-            : fmt::format("the fewest neighbouring rows that fill a 32-byte sector do not fit a block's shared "
-                          "memory, and {}", grid_text));
-  }
-  return out;
+  const auto strided = std::find_if(held.begin(), held.end(), [](const Leaf& l) { return l.strides.back() != 1; });
+  const int sector_rows = minSetRows(held, inputs, path.row_vec);
+  const std::string no_division =
+      fmt::format("the grid's sets of {} rows or more do not divide {}", sector_rows, k.outer_shape.back());
+  const std::string grid_text =
+      path.few_pieces ? std::string("so few rows' pieces are not split over the grid")
+      : k.outer_shape.back() % sector_rows == 0 || path.partial_sets ? std::string("the grid tier does not place them")
+      : opts.tuning.no_partial_sets ? no_division + " (and LOOM_NO_PARTIAL_SETS is set)"
+                                    : no_division + ", and so few elements take no sets cut short";
+  const int64_t blocks = path.too_few ? (k.rows() + path.too_few->rows - 1) / path.too_few->rows : 0;
+  return fmt::format(
+      "the rows are strided along their reduction ({} elements apart), so each element is a load of its own: {}",
+      std::abs(strided->strides.back()),
+      path.row_vec == 0 ? path.no_tier
+      : path.too_few ? fmt::format("blocks of {} rows would be {}, fewer than {} {} SMs, and {}", path.too_few->rows, blocks,
+                                   path.few_pieces ? "a quarter of the" : "the", dev.sm_count, grid_text)
+                     : fmt::format("the fewest neighbouring rows that fill a 32-byte sector do not fit a block's shared "
+                                   "memory, and {}", grid_text));
 }
 
+// Why the row-vector tier `tier` placed the rows (`path`: how the choice got there).
+std::string placedWhy(const NormKernel& k, NormTier tier, const RowTierPath& path, const CompileOptions& opts) {
+  const int sms = opts.device.sm_count;
+  const std::string no_block =
+      fmt::format("the fewest neighbouring rows that fill a 32-byte sector ({}) do not fit 40 KiB of shared memory",
+                  path.sector_rows);
+  const std::string too_few =
+      path.too_few ? fmt::format("blocks of {} rows past 40 KiB would be {}, fewer than the {} SMs", path.too_few->rows,
+                                 (k.rows() + path.too_few->rows - 1) / path.too_few->rows, sms)
+                   : no_block + ", nor a block's opt-in limit";
+  switch (tier) {
+    case NormTier::RowVectors:
+    case NormTier::RowPieces:
+      return fmt::format("blocks of up to 40 KiB of shared memory (several an SM){}",
+                         tier == NormTier::RowPieces ? fmt::format(", at least a quarter of the {} SMs", sms) : "");
+    case NormTier::RowVectorsGrid: return no_block;
+    case NormTier::RowVectorsLargeBlock:
+      return no_block + fmt::format(", and the grid's whole sets do not take them; the blocks are at least the {} SMs", sms);
+    case NormTier::RowGridCutShort:
+      return fmt::format("{}, and no grid set of rows dividing the {} of the innermost row axis fits; the rows hold {} "
+                         "elements, 2048 an SM or more", too_few, k.outer_shape.back(), k.rows() * k.rowElems());
+    default: break;
+  }
+  LOOM_ASSERT(false, "{} is no row-vector tier", normTierName(tier));
+  return {};
+}
+
+// The row-vector tier as placed: the kernel's block, its shared memory, and each access over
+// vectors of rows.
 void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const std::vector<TensorDesc>& inputs) {
   const size_t nout = k.outer_shape.size();
   k.row_vec = row_vec;
@@ -286,19 +283,73 @@ void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const st
   }
 }
 
-std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs) {
-  if (k.row_vec > 1) return fmt::format("with cp.async in vectors of {} rows", k.row_vec);
-  int small = 0;
-  for (const Leaf& l : k.smem_leaves) small += k.fillPieceBytes(inputs[static_cast<size_t>(l.input)].dtype) < 4;
-  const int copied = static_cast<int>(k.smem_leaves.size()) - small;
-  return fmt::format("a row's element at a time, {} (no vector of rows fits: {}{})",
-                     small == 0    ? "with cp.async"
-                     : copied == 0 ? "by loads and stores"
-                                   : "by loads and stores below 4 bytes, with cp.async from 4",
-                     k.outer_shape.back() % 2 != 0
-                         ? fmt::format("the innermost row axis has {} rows, an odd number", k.outer_shape.back())
-                         : std::string("the rows' alignment or size allows none"),
-                     small > 0 ? "; cp.async copies 4 bytes or more" : "");
+}  // namespace
+
+RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leaves,
+                            const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+  const DeviceInfo& dev = opts.device;
+  RowTierChoice out;
+  RowTierPath path;
+  path.row_vec = rowVectorWidth(held_leaves, k.outer_shape.size(), inputs, k.outer_shape, opts, &path.no_tier);
+  if (path.row_vec > 0) path.sector_rows = minSetRows(held_leaves, inputs, path.row_vec);
+  std::optional<RowPlacement>& row_place = out.place;
+  auto blocksOf = [&](const RowPlacement& p) { return (k.rows() + p.rows - 1) / p.rows; };
+  // 40 KiB with the scratch, under the 48 KiB of no opt-in: several blocks an SM.
+  if (path.row_vec > 0) {
+    row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, path.row_vec, opts, 40 * 1024);
+    out.tier = path.row_vec == 1 ? NormTier::RowPieces : NormTier::RowVectors;
+  }
+  // A row's element a piece (no vector of rows fits) where the blocks would leave most SMs idle:
+  // a row a block instead, and no tier below (each takes more rows, or the whole GPU).
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#choose-row-tier-few-pieces
+  path.few_pieces = row_place && path.row_vec == 1 && blocksOf(*row_place) * 4 < dev.sm_count;
+  if (path.few_pieces) path.too_few.swap(row_place);
+  const bool more_tiers = path.row_vec > 0 && !path.few_pieces;
+  if (more_tiers && !row_place) {
+    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, path.row_vec,
+                                    opts, true, &out.groups, &out.split);
+    out.tier = NormTier::RowVectorsGrid;
+  }
+  // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
+  // the opt-in limit, one or two an SM, rather than a row a block reading one element of
+  // each 32-byte sector; where they are enough to give every SM one.
+  if (more_tiers && !row_place) {
+    row_place = placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, path.row_vec, opts, blockSmemLimit(dev));
+    if (row_place && blocksOf(*row_place) < dev.sm_count) path.too_few.swap(row_place);
+    out.tier = NormTier::RowVectorsLargeBlock;
+  }
+  // Still nothing (rows too long for a block, or too few blocks of them): sets of the grid
+  // tier that do not divide the row axis, the last one cut short (its missing rows fill and
+  // store nothing), where the rows hold 2048 elements an SM or more (far faster than a row a
+  // block there; smaller ones measured level or slower).
+  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#choose-row-tier-partial-sets
+  path.partial_sets = more_tiers && !row_place && !opts.tuning.no_partial_sets &&
+                      k.rows() * k.rowElems() >= int64_t{2048} * dev.sm_count;
+  if (path.partial_sets) {
+    row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, path.row_vec,
+                                    opts, false, &out.groups, &out.split);
+    out.tier = NormTier::RowGridCutShort;
+  }
+  out.row_vec = row_place ? path.row_vec : 0;
+  if (row_place) {
+    out.why = placedWhy(k, out.tier, path, opts);
+  } else if (k.outer_shape.size() > 0 &&
+             std::any_of(held_leaves.begin(), held_leaves.end(), [](const Leaf& l) { return l.strides.back() != 1; })) {
+    out.why = stridedWhy(k, held_leaves, inputs, opts, path);
+  }
+  return out;
+}
+
+void applyRowTier(NormKernel& k, const RowTierChoice& c, int reductions, const std::vector<TensorDesc>& inputs,
+                  const CompileOptions& opts) {
+  LOOM_ASSERT(c.place, "applying no row-vector tier");
+  applyRowVectors(k, *c.place, c.row_vec, inputs);
+  k.tier = c.tier;
+  if (c.groups == 0) return;
+  k.split = c.split;
+  setGrid(k, c.groups, k.rows_per_block, reductions);
+  k.fill_buffers = gridFillBuffers(opts.tuning);
+  k.smem_bytes *= k.fill_buffers;
 }
 
 }  // namespace loom::schedule::norm_detail

@@ -21,24 +21,24 @@ struct RowPlacement {
 };
 
 // The row-vector tier's choice for a kernel's rows (its shapes set) and the loads held on chip
-// (`held`): the lanes of a vector of rows (0: no tier), the placement, the grid's groups and
-// split where it goes over the grid (else 0), and, where rows strided along their reduction
-// take no tier, the schedule dump's note on why each element is a load of its own.
+// (`held`): the tier (meaningful where `place` is set), the lanes of a vector of rows (0: no
+// tier), the placement, the grid's groups and split where it goes over the grid (else 0), and
+// why: why that tier, or, where rows strided along their reduction take none, why each element
+// is a load of its own (empty where the rows are contiguous along their reduction).
 struct RowTierChoice {
+  NormTier tier = NormTier::RowVectors;
   int row_vec = 0;
   std::optional<RowPlacement> place;
   int groups = 0, split = 0;
-  std::string strided_note;
+  std::string why;
 };
 RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leaves,
                             const std::vector<TensorDesc>& inputs, const CompileOptions& opts);
 
-// The row-vector tier as placed: the kernel's block, its shared memory, and each access over
-// vectors of rows.
-void applyRowVectors(NormKernel& k, const RowPlacement& p, int row_vec, const std::vector<TensorDesc>& inputs);
-
-// How the row-vector tier fills shared memory (for the schedule dump): pieces of 4 bytes or
-// more with cp.async, smaller ones by loads and stores.
-std::string rowFillText(const NormKernel& k, const std::vector<TensorDesc>& inputs);
+// The chosen row-vector tier applied to the kernel (`c.place` set): its block, shared memory
+// and accesses over vectors of rows, the tier, and over the grid its sets (of `reductions`
+// reductions), groups and fill buffers.
+void applyRowTier(NormKernel& k, const RowTierChoice& c, int reductions, const std::vector<TensorDesc>& inputs,
+                  const CompileOptions& opts);
 
 }  // namespace loom::schedule::norm_detail

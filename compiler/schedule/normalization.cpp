@@ -1,16 +1,18 @@
 #include "compiler/schedule/normalization.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <set>
 
-#include "compiler/analysis/domains.h"
-#include "compiler/lower/atom_expr.h"
-#include "compiler/schedule/norm_common.h"
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/schedule/norm_explain.h"
 #include "compiler/schedule/norm_row_tier.h"
-#include "ir/error.h"
+#include "compiler/schedule/norm_shape.h"
+#include "compiler/schedule/norm_smem_tiers.h"
+#include "compiler/schedule/norm_threads.h"
 
 namespace loom::schedule {
 
@@ -26,542 +28,108 @@ int64_t NormKernel::rowElems() const {
   return std::accumulate(red_shape.begin(), red_shape.end(), int64_t{1}, std::multiplies<>());
 }
 
-namespace {
-
-// The row a kernel holds on chip: the loads under a reduction that vary along the row's
-// innermost axis (they are read again by the next pass or by the outputs; loads used only by
-// the outputs are read once, at the end), with their strides over the kernel's axes (`remap`).
-template <typename Remap>
-std::set<Leaf> heldLoads(const std::vector<EPtr>& roots, Remap remap) {
-  std::set<Leaf> held;
-  lower::visitPostOrder(roots, [&](const ENode& n) {
-    if (n.kind != ENode::Kind::Reduce) return;
-    lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
-      if (m.kind == ENode::Kind::Load && remap(m.leaf.strides).back() != 0)
-        held.insert(Leaf{m.leaf.input, m.leaf.offset, remap(m.leaf.strides)});
-    });
-  });
-  return held;
-}
-
-}  // namespace
-
 int64_t NormKernel::rowVectorUnits() const {
   return (split > 1 ? int64_t{chunks} * threads_per_row : rowElems()) * (rows_per_block / row_vec);
 }
 
+namespace {
+
+// The tiers of rows that no row-vector tier takes (contiguous along their reduction, or
+// gathered), tried in norm_tiers.def's order: each decision applied to the kernel, and noted.
+void placeRows(NormKernel& k, const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
+               int reductions, TierChoice& c) {
+  const Decision<BlockLimit> lim = chooseBlockLimit(f, inputs, opts.tuning);
+  c.limit = lim.value;
+  c.note(lim.why);
+  const Decision<Threads> th = chooseThreads(k, lim.value, opts);
+  k.threads_per_row = th.value.per_row;
+  k.chunks = th.value.chunks;
+  k.block = th.value.block;
+  k.rows_per_block = th.value.rows_per_block;
+  const size_t threads_why_at = c.why.size();  // noted where the tier keeps these threads
+  const Decision<RegisterFit> regs = fitRegisters(k, th.value, lim.value);
+  k.registers = regs.value.fits;
+  c.held = regs.value.held;
+  c.budget = regs.value.budget;
+  c.note(regs.why);
+  const OnChip chip = onChipFacts(k, inputs, opts, lim.value.max_block);
+  if (const auto fill = chooseThreadFill(chip, regs.value.fits); fill.value) {
+    applyPlacement(k, *fill.value);
+    k.thread_fill = true;
+    k.registers = false;
+    c.tier = NormTier::ThreadFill;
+    c.note(fill.why);
+    return;
+  }
+  if (!regs.value.fits && chip.async_ok && !opts.tuning.no_smem_rows) {
+    const auto block = chooseOnChip(chip);
+    const auto grid = chooseGrid(chip, block.value ? block.value->rows : 0);
+    if (grid.value) {
+      applyPlacement(k, grid.value->p);
+      setGrid(k, grid.value->groups, grid.value->set_rows, reductions);
+      c.tier = NormTier::Grid;
+      c.note(grid.why);
+      return;
+    }
+    if (block.value) {
+      applyPlacement(k, *block.value);
+      c.tier = block.value->cluster > 1 ? NormTier::Cluster : NormTier::SharedMemory;
+      c.note(block.why);
+      return;
+    }
+    c.note("no block, cluster or grid holds the row in shared memory");
+  } else if (!regs.value.fits) {
+    c.note(chip.no_async);
+  }
+  const Decision<bool> gathered = keepGathered(chip, th.value, regs.value.fits);
+  if (gathered.value) k.smem_bytes = static_cast<int>(chip.row_smem);
+  else k.smem_leaves.clear();  // the first pass keeps nothing in shared memory
+  c.tier = gathered.value ? NormTier::SharedWelford : regs.value.fits ? NormTier::Registers : NormTier::Streamed;
+  c.note(gathered.why);
+  c.why.insert(c.why.begin() + static_cast<long>(threads_why_at), th.why);
+}
+
+// The launch once the tier is placed: the grid tier's blocks per SM (its groups, or as many as
+// a smaller split packs on one), the registers' allowance for them, and the grid. Returns the
+// grid tier's blocks per SM (0 for the other tiers).
+int finishLaunch(NormKernel& k, const CompileOptions& opts) {
+  const int sms = opts.device.sm_count;
+  const int grid_per_sm = k.grid_sync ? static_cast<int>((int64_t{k.grid_groups} * k.split + sms - 1) / sms) : 0;
+  if (k.grid_sync) k.min_blocks_per_sm = grid_per_sm > 1 ? grid_per_sm : 0;
+  // For tuning sweeps only (part of the cache key).
+  if (opts.tuning.min_blocks && !k.grid_sync) k.min_blocks_per_sm = *opts.tuning.min_blocks;
+  k.grid = k.grid_sync ? int64_t{k.split} * k.grid_groups
+                       : (k.rows() + k.rows_per_block - 1) / k.rows_per_block * k.cluster;
+  return grid_per_sm;
+}
+
+}  // namespace
+
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,
                                                 const CompileOptions& opts, std::string* why_not) {
-  const DeviceInfo& dev = opts.device;
-  const Tuning& tune = opts.tuning;
-  auto reject = [&](std::string why) -> std::optional<NormKernel> {
-    if (why_not) *why_not = std::move(why);
-    return std::nullopt;
-  };
-  analysis::DomainAnalysis da(f);
-  if (!da.conflicts().empty()) return reject(da.conflicts()[0]);
-  // Every reduction must reduce the same atoms: they then share the rows.
-  std::vector<int> red;
-  const ir::Op* first = nullptr;
-  for (const ir::Op* op : f.ops()) {
-    if (!ir::isReduction(op->kind())) continue;
-    auto r = da.reducedAtoms(op);
-    if (!first) {
-      first = op;
-      red = r;
-    } else if (r != red) {
-      return reject(fmt::format("reduction `{}` ({}) over {} and reduction `{}` ({}) over {} "
-                                "cannot share one kernel: their iterated atoms differ",
-                                first->name(), first->output()->name(), da.atomSetStr(red),
-                                op->name(), op->output()->name(), da.atomSetStr(r)));
-    }
+  std::optional<NormAxes> ax = normAxes(f, sizes, inputs, why_not);
+  if (!ax) return std::nullopt;
+  NormKernel& k = ax->k;
+  const std::set<Leaf> held = heldLoads(*ax);
+  // Rows side by side in memory but strided along their reduction: the row-vector tiers.
+  const RowTierChoice row_tier = chooseRowTier(k, held, inputs, opts);
+  const Decision<int> vec = chooseVectorWidth(*ax, held, inputs, row_tier.place.has_value());
+  k.vec = vec.value;
+  const int reductions = mapAccesses(*ax, f, held, inputs);
+  TierChoice c;
+  c.note(row_tier.why);
+  c.note(vec.why);
+  if (row_tier.place) {
+    applyRowTier(k, row_tier, reductions, inputs, opts);
+    c.tier = row_tier.tier;
+  } else {
+    placeRows(k, f, inputs, opts, reductions, c);
   }
-  if (!first) return reject("it has no reduction");
-  lower::AtomExprBuilder eb(f, sizes, inputs, da);
-  std::vector<EPtr> roots;
-  try {
-    for (const auto& o : f.outputs()) roots.push_back(eb.exprOf(o.value));
-  } catch (const lower::NotPointwise& np) {
-    return reject(np.reason);
-  }
-  const int natoms = static_cast<int>(da.atoms().size());
-  std::vector<int64_t> ext;
-  for (int a = 0; a < natoms; ++a) ext.push_back(eb.atomExtent(a));
-  std::set<int> red_set(red.begin(), red.end());
-
-  // Atom order: the memory order of the largest input (the one the kernel streams).
-  int dominant = -1;
-  int64_t best = -1;
-  for (size_t i = 0; i < f.inputs().size(); ++i) {
-    int64_t n = 1;
-    for (auto s : inputs[i].shape) n *= s;
-    if (n > best) {
-      best = n;
-      dominant = static_cast<int>(i);
-    }
-  }
-  std::vector<int> order = da.memoryOrder(f.inputs()[static_cast<size_t>(dominant)],
-                                          inputs[static_cast<size_t>(dominant)].strides, sizes);
-  for (int a = natoms - 1; a >= 0; --a)  // atoms the dominant input lacks go outermost
-    if (std::find(order.begin(), order.end(), a) == order.end()) order.insert(order.begin(), a);
-  std::vector<int> outer_order, red_order;
-  for (int a : order) (red_set.count(a) ? red_order : outer_order).push_back(a);
-
-  NormKernel k;
-  k.num_inputs = static_cast<int>(f.inputs().size());
-  k.red_atoms = da.atomSetStr(red_order);
-  // Outputs: allocated with their axes in the kernel's atom order (NHWC in, NHWC out), or the
-  // aliased input. Their strides over atoms follow from the axis strides.
-  std::vector<std::vector<int64_t>> store_atom_strides;
-  for (const auto& o : f.outputs()) {
-    int alias = -1;
-    for (size_t i = 0; i < f.inputs().size(); ++i)
-      if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
-    k.output_alias.push_back(alias);
-    std::vector<int64_t> shape;
-    for (const auto& a : o.value->axes()) shape.push_back(a.broadcast ? 1 : a.extent.evaluate(sizes));
-    std::vector<int> axis_order(shape.size());
-    std::iota(axis_order.begin(), axis_order.end(), 0);
-    auto pos = [&](int axis) {
-      const auto& as = da.axisAtoms(o.value, axis);
-      if (as.empty()) return -1;
-      return static_cast<int>(std::find(order.begin(), order.end(), as[0]) - order.begin());
-    };
-    std::stable_sort(axis_order.begin(), axis_order.end(), [&](int a, int b) { return pos(a) < pos(b); });
-    TensorDesc d{o.value->dtype(), shape, stridesForOrder(shape, axis_order), 16};
-    if (alias >= 0) d = inputs[static_cast<size_t>(alias)];
-    k.outputs.push_back(d);
-    store_atom_strides.push_back(da.atomStrides(o.value, d.strides, sizes));
-  }
-
-  // Kernel axes: iterated atoms then reduced atoms, neighbours collapsed where every access
-  // walks them as one run.
-  std::vector<std::vector<int64_t>> all;
-  lower::visitPostOrder(roots, [&](const ENode& n) {
-    if (n.kind == ENode::Kind::Load) all.push_back(n.leaf.strides);
-  });
-  for (const auto& s : store_atom_strides) all.push_back(s);
-  auto collapse = [&](const std::vector<int>& atoms) {
-    std::vector<std::vector<int>> groups;
-    for (int a : atoms) {
-      if (ext[static_cast<size_t>(a)] == 1) continue;
-      if (!groups.empty()) {
-        int o = groups.back().back();
-        bool merge = std::all_of(all.begin(), all.end(), [&](const auto& s) {
-          return s[static_cast<size_t>(o)] == s[static_cast<size_t>(a)] * ext[static_cast<size_t>(a)];
-        });
-        if (merge) {
-          groups.back().push_back(a);
-          continue;
-        }
-      }
-      groups.push_back({a});
-    }
-    return groups;
-  };
-  // An iterated atom that no load and no store moves along (the whole axis of a sliced input,
-  // which only the input has) would repeat every row for nothing: layer norm of a [N, D] slice
-  // of a [N, 3*D] matrix ran N * 3D rows. Not iterated.
-  outer_order.erase(std::remove_if(outer_order.begin(), outer_order.end(), [&](int a) {
-    return std::all_of(all.begin(), all.end(), [&](const auto& s) { return s[static_cast<size_t>(a)] == 0; });
-  }), outer_order.end());
-  k.outer_atoms = da.atomSetStr(outer_order);
-  auto outer_groups = collapse(outer_order), red_groups = collapse(red_order);
-  // Reducing only size-1 dims: a row of one element (atom -1 stands for "no atom").
-  if (red_groups.empty()) red_groups.push_back({-1});
-  auto extentOf = [&](const std::vector<int>& g) {
-    int64_t e = 1;
-    for (int a : g) e *= a < 0 ? 1 : ext[static_cast<size_t>(a)];
-    return e;
-  };
-  for (const auto& g : outer_groups) k.outer_shape.push_back(extentOf(g));
-  for (const auto& g : red_groups) k.red_shape.push_back(extentOf(g));
-  // Parts of a fusion that share no value (say one output from one input, another from another)
-  // would iterate the product of their atoms, each part repeated across the other's: refused,
-  // so that the segmenter gives each part its own kernel. (In double: no overflow.)
-  double iterated = 1, largest = 1;
-  for (int64_t e : k.outer_shape) iterated *= static_cast<double>(e);
-  for (int64_t e : k.red_shape) iterated *= static_cast<double>(e);
-  for (const ir::Value* v : f.values()) {
-    double n = 1;
-    for (const auto& a : v->axes()) n *= a.broadcast ? 1.0 : static_cast<double>(a.extent.evaluate(sizes));
-    largest = std::max(largest, n);
-  }
-  if (iterated > largest)
-    return reject(fmt::format("its parts share no iteration space: one kernel would iterate {:.0f} elements "
-                              "over {} and {}, more than its largest value holds ({:.0f})",
-                              iterated, k.outer_atoms.empty() ? "{}" : k.outer_atoms, k.red_atoms, largest));
-  std::vector<std::vector<int>> groups = outer_groups;
-  groups.insert(groups.end(), red_groups.begin(), red_groups.end());
-  auto remap = [&](const std::vector<int64_t>& atom_strides) {
-    std::vector<int64_t> s;
-    for (const auto& g : groups) s.push_back(g.back() < 0 ? 0 : atom_strides[static_cast<size_t>(g.back())]);
-    return s;
-  };
-
-  const size_t nout = k.outer_shape.size();
-  const std::set<Leaf> held_leaves = heldLoads(roots, remap);
-  const RowTierChoice row_choice = chooseRowTier(k, held_leaves, inputs, opts);
-  const std::optional<RowPlacement>& row_place = row_choice.place;
-  const int row_vec = row_choice.row_vec;
-
-  // Vector width along the innermost reduced axis: 16 bytes of the rows the reductions read
-  // (f16 rows: 8 lanes). Other loads (an f32 per-channel weight beside them) take two vectors
-  // or one per lane; loads constant along the axis are splats at any width.
-  int max_bytes = 1, row_bytes = 0;
-  lower::visitPostOrder(roots, [&](const ENode& n) {
-    if (n.kind == ENode::Kind::Load && remap(n.leaf.strides).back() != 0)
-      max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
-  });
-  for (const Leaf& l : held_leaves) row_bytes = std::max(row_bytes, heldBytes(l, inputs));
-  if (row_bytes > 0) max_bytes = row_bytes;
-  else for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
-  int vec = row_place ? 1 : std::min(8, 16 / max_bytes);
-  while (vec > 1 && k.red_shape.back() % vec != 0) vec /= 2;
-  k.vec = vec;
-  auto accessFor = [&](DType t, int64_t offset, const std::vector<int64_t>& s, int align) {
-    return chooseAccess(t, offset, s, align, vec);
-  };
-  int64_t max_offset = 0;
-  auto track = [&](int64_t off, const std::vector<int64_t>& s) {
-    int64_t m = off;
-    std::vector<int64_t> shape = k.outer_shape;
-    shape.insert(shape.end(), k.red_shape.begin(), k.red_shape.end());
-    for (size_t i = 0; i < s.size(); ++i) m += (shape[i] - 1) * std::abs(s[i]);
-    max_offset = std::max(max_offset, m + vec);
-  };
-  std::vector<EPtr> remapped;
-  for (const auto& r : roots)
-    remapped.push_back(lower::mapLeaves(r, [&](const Leaf& l) {
-      Leaf n{l.input, l.offset, remap(l.strides)};
-      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
-      Access a = accessFor(d.dtype, n.offset, n.strides, d.align_bytes);
-      k.load_access[n] = a;
-      track(n.offset, n.strides);
-      return n;
-    }));
-  remapped = lower::hashCons(remapped);
-  int reductions = 0;
-  lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
-  // The row held on chip (the remapped leaves are the held loads' own: mapLeaves gives each its
-  // strides over the kernel's axes, and a held load is never a splat).
-  const int live_leaves = static_cast<int>(held_leaves.size());
-  k.smem_leaves.assign(held_leaves.begin(), held_leaves.end());
-  for (size_t i = 0; i < f.outputs().size(); ++i) {
-    NormKernel::Store s;
-    s.output = static_cast<int>(i);
-    s.strides = remap(store_atom_strides[i]);
-    s.dtype = f.outputs()[i].value->dtype();
-    s.value = remapped[i];
-    s.row_only = std::all_of(s.strides.begin() + static_cast<long>(nout), s.strides.end(), [](int64_t x) { return x == 0; });
-    s.access = accessFor(s.dtype, 0, s.strides, k.outputs[i].align_bytes);
-    if (s.access == Access::Splat) s.access = Access::Gather;
-    track(0, s.strides);
-    k.stores.push_back(s);
-  }
-  k.index64 = max_offset >= (int64_t{1} << 31);
-
-  // f64 math holds a value in two registers and divides and takes square roots in long
-  // sequences: its blocks stop at 512 threads, whose 128 registers a thread hold them (blocks
-  // of 1024, at 64 registers, spilled at sm_90). For tuning sweeps only:
-  // LOOM_TUNE_WIDE_BLOCK=T (0: scheduled as f32 math).
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#f64-block-limit
-  const std::optional<int>& tune_wide = tune.wide_block;
-  const bool wide = (!tune_wide || *tune_wide > 0) &&
-                    (std::any_of(inputs.begin(), inputs.end(), [](const TensorDesc& d) { return d.dtype == DType::F64; }) ||
-                     std::any_of(f.outputs().begin(), f.outputs().end(), [](const auto& o) { return o.value->dtype() == DType::F64; }));
-  int max_block = wide ? 512 : 1024;
-  if (tune_wide && wide) max_block = std::clamp(nextPow2(*tune_wide), 128, 1024);
-  const int value_regs = wide ? 2 : 1;
-  // Rows side by side in memory but strided along their reduction: the row-vector tier.
-  int held = 0, budget = 0;
-  const bool row_tier = row_place.has_value();
-  if (row_tier) {
-    applyRowVectors(k, *row_place, row_vec, inputs);
-    if (row_choice.groups > 0) {
-      k.split = row_choice.split;
-      setGrid(k, row_choice.groups, k.rows_per_block, reductions);
-      k.fill_buffers = gridFillBuffers(tune);
-      k.smem_bytes *= k.fill_buffers;
-    }
-  }
-  else {
-    // Threads per row: enough that each holds at most 8 chunks, a power of two up to 1024; more
-    // while the whole grid would not fill the GPU twice over (few, long rows).
-    const int64_t row_chunks = k.rowElems() / vec;
-    const int kMaxChunks = 8;
-    k.threads_per_row = std::min(max_block, nextPow2((row_chunks + kMaxChunks - 1) / kMaxChunks));
-    // Short rows read as contiguous vectors: a chunk per thread, for occupancy. Rows strided
-    // along their reduction (NCHW LayerNorm2d) keep few threads, whose neighbours then read
-    // neighbouring rows (many threads a row measured far slower there).
-    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#threads-per-row-short-rows
-    const bool contiguous_rows = !k.smem_leaves.empty() && std::all_of(k.smem_leaves.begin(), k.smem_leaves.end(),
-        [&](const Leaf& l) { return k.load_access[l] == Access::Vector; });
-    if (contiguous_rows && row_chunks <= 16) k.threads_per_row = nextPow2(row_chunks);
-    while (k.threads_per_row < max_block && k.threads_per_row < row_chunks &&
-           k.rows() * k.threads_per_row < int64_t{dev.sm_count} * 2048)
-      k.threads_per_row *= 2;
-    // For tuning sweeps only (part of the cache key, like every override here).
-    const std::optional<int>& tune_threads = tune.threads_per_row;
-    if (tune_threads) k.threads_per_row = *tune_threads;
-    k.chunks = static_cast<int>((row_chunks + k.threads_per_row - 1) / k.threads_per_row);
-    // Registers per thread for the persistent row: chunks * vec values per streamed input.
-    held = k.chunks * vec * std::max(1, live_leaves);
-    k.block = std::max(k.threads_per_row, 128);
-    k.rows_per_block = k.block / k.threads_per_row;
-    // 64K registers per SM: a block of 1024 threads gets 64 each, so the row it may hold
-    // shrinks as blocks grow (what is left covers addresses, statistics and the epilogue).
-    budget = std::min(128, 65536 / k.block / 2 - 8);
-    k.registers = held * value_regs <= budget && k.chunks <= 16;
-    // Next tiers: shared memory, one row per block (or per cluster), within the opt-in limit
-    // (with room for the reductions' scratch).
-    int64_t row_smem = 0;
-    bool async_ok = dev.sm >= 80 && !k.smem_leaves.empty();
-    for (const auto& l : k.smem_leaves) {
-      const int bytes = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-      row_smem += (k.rowElems() * bytes + 15) / 16 * 16;
-      const int piece = vec * bytes;
-      if (k.load_access[l] != Access::Vector || (piece != 4 && piece != 8 && piece != 16)) async_ok = false;
-    }
-    const int64_t smem_limit = blockSmemLimit(dev);
-    const bool no_smem = tune.no_smem_rows;
-    // Neighbouring rows side by side in memory (group norm's groups in channels-last: each
-    // pixel holds C/G channels of one group, then the next group's): a block takes `rows`
-    // of them and fills shared memory with the pieces of all of them at each pixel together,
-    // so that its loads cover whole 128-byte lines rather than a group's 8 or 32 bytes.
-    const int64_t inner_run = k.red_shape.back();  // elements of a row at one outer position
-    const int64_t q = inner_run / vec;             // chunks of them
-    int max_rows_together = 1, max_rows_adjacent = 1;
-    if (nout > 0 && (q & (q - 1)) == 0 && q <= 32) {
-      bool adjacent = true;
-      int bytes = 1;
-      for (const auto& l : k.smem_leaves) {
-        adjacent = adjacent && l.strides[nout - 1] == inner_run && l.strides.back() == 1;
-        bytes = std::max(bytes, dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype));
-      }
-      while (adjacent && max_rows_together < 32 && inner_run * bytes * max_rows_together < 128 &&
-             k.outer_shape.back() % (2 * max_rows_together) == 0)
-        max_rows_together *= 2;
-      max_rows_adjacent = max_rows_together;
-      while (adjacent && max_rows_adjacent < 32 && k.outer_shape.back() % (2 * max_rows_adjacent) == 0)
-        max_rows_adjacent *= 2;
-    }
-    // For tuning sweeps only: LOOM_TUNE_ROWS_TOGETHER=R caps the neighbouring rows a block (or
-    // a grid set) takes together.
-    if (tune.rows_together) {
-      const int cap = *tune.rows_together;
-      while (max_rows_together > cap) max_rows_together /= 2;
-      while (max_rows_adjacent > cap) max_rows_adjacent /= 2;
-    }
-    // The block's shared memory for `rows` rows of `t` threads, each row split over `split`
-    // blocks: placed (the cp.async tiers) if it fits.
-    auto chunksAt = [&](int t, int split) {
-      return static_cast<int>((row_chunks + int64_t{t} * split - 1) / (int64_t{t} * split));
-    };
-    auto bytesAt = [&](int rows, int t, int split, int buffers) {
-      int64_t bytes = 0;
-      for (const auto& l : k.smem_leaves) {
-        const int b = dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-        bytes += (int64_t{chunksAt(t, split)} * t * rows * vec * b + 15) / 16 * 16;
-      }
-      return bytes * buffers;
-    };
-    // `per_sm` blocks sharing an SM (each with its kBlockSmemExtra).
-    auto fits = [&](int64_t bytes, int per_sm) {
-      return bytes <= smem_limit && (per_sm == 1 || smemBlocksPerSm(dev, bytes) >= per_sm);
-    };
-    auto place = [&](int rows, int t, int split, int per_sm = 1, int buffers = 1) {
-      const int chunks = chunksAt(t, split);
-      const int64_t bytes = bytesAt(rows, t, split, buffers);
-      if (!fits(bytes, per_sm)) return false;
-      k.fill_buffers = buffers;
-      k.async_fill = true;
-      k.split = split;
-      k.threads_per_row = t;
-      k.rows_per_block = rows;
-      k.block = t * rows;
-      k.chunks = chunks;
-      k.smem_bytes = static_cast<int>(bytes);
-      return true;
-    };
-    // Short rows that fit registers go to shared memory instead (thread fill): each thread
-    // copies four chunks of its row with cp.async and reads back only those, so no barrier
-    // is needed, and a thread's 64 bytes in flight (f16/bf16) cost no registers: 2048 threads
-    // of 32 registers each per SM rather than 1024 of 64. Not where the passes would recompute
-    // math of the Unary family on every element (softmax's exp), nor below a quarter of the
-    // GPU's thread slots: both measured slower.
-    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#thread-fill
-    if (k.registers && async_ok && !no_smem && !k.smem_leaves.empty() && !tune.no_thread_fill) {
-      // Four chunks a thread, and a power of two of threads a row: the rows' threads then sit
-      // whole within warps, as the shuffles across them need (384 or 768 f16 values: no).
-      int t = row_chunks % 4 == 0 && ((row_chunks / 4) & (row_chunks / 4 - 1)) == 0 ? static_cast<int>(row_chunks / 4) : 0;
-      bool cheap_passes = true;
-      lower::visitPostOrder(remapped, [&](const ENode& n) {
-        if (n.kind != ENode::Kind::Reduce) return;
-        lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
-          if (m.kind == ENode::Kind::Op && ir::opFamily(m.op) == ir::OpFamily::Unary) cheap_passes = false;
-        });
-      });
-      if (!cheap_passes || k.rows() * t < int64_t{dev.sm_count} * 512) t = 0;
-      // For tuning sweeps only: LOOM_TUNE_THREAD_FILL=T threads per row, LOOM_TUNE_FILL_BLOCK.
-      if (tune.thread_fill) t = nextPow2(*tune.thread_fill);
-      // (Sweeps may take fewer than 8 threads a row: rows of 4 to 7 chunks of 4.)
-      if ((t >= 8 || (tune.thread_fill && t >= 2)) && t <= 32) {
-        int blk = t >= 16 ? 256 : 128;
-        if (tune.fill_block) blk = std::max(t, *tune.fill_block);
-        if (place(blk / t, t, 1)) {
-          k.thread_fill = true;
-          k.registers = false;
-        }
-      }
-    }
-    auto onChip = [&](int rows_together) {
-      // Split the row over a cluster (at most 8 blocks) only when one block cannot hold it:
-      // one block of a whole row measured faster than two of half of it.
-      // Measurements: bench/results/2026-11-25-code-comment-measurements.md#cluster-split
-      int64_t block_limit = smem_limit;
-      // For tuning sweeps only, like LOOM_TUNE_THREADS_PER_ROW.
-      if (tune.block_smem_kb) block_limit = int64_t{*tune.block_smem_kb} * 1024;
-      // Once split, blocks of 64 KiB: three per SM keep the SM busy while one waits at a
-      // cluster barrier (measured faster than blocks of 128 KiB).
-      // Measurements: bench/results/2026-11-25-code-comment-measurements.md#cluster-split
-      int cs = 1;
-      if (dev.sm >= 90 && !tune.no_cluster) {
-        while (cs < 8 && row_smem * rows_together > block_limit * cs) cs *= 2;
-        while (cs > 1 && cs < 8 && row_smem * rows_together > int64_t{64 * 1024} * cs) cs *= 2;
-        // For tuning sweeps only: LOOM_TUNE_CLUSTER=C blocks (1 to 8) where a row is split.
-        if (tune.cluster && cs > 1) cs = std::clamp(nextPow2(*tune.cluster), 1, 8);
-      }
-      const int64_t block_chunks = (row_chunks + cs - 1) / cs;
-      int t = std::max(32, std::min(max_block / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
-      if (tune_threads) t = std::max(32, *tune_threads / 32 * 32);
-      if (rows_together > 1 && t % q != 0) return false;
-      if (!place(rows_together, t, cs)) return false;
-      k.cluster = cs;
-      return true;
-    };
-    // The grid tier: every SM's block takes a slice of each set of `rows` neighbouring rows.
-    auto onGrid = [&](int rows, int groups) {
-      const int P = dev.sm_count;
-      if (P < 2) return false;  // one SM: no blocks to split a set over
-      int t = max_block / groups / rows;
-      if (groups == 3 && t < 32 && 2 * max_block / groups / rows >= 32) t = 32;  // 16-row sets: 512 threads
-      if (t < 32 || t % 32 != 0 || (rows > 1 && t % q != 0)) return false;
-      if (groups > 1 && k.rows() / rows < 2 * groups) return false;  // each group walks two sets or more
-      // Sets of neighbouring rows: more at once over fewer blocks each where that fits (see
-      // gridShape), `groups` blocks an SM. (Sets of one long row keep the rule above.)
-      GridShape gs{P, groups};
-      if (rows > 1)
-        gs = gridShape(k.rows() / rows, groups, groups, opts,
-                       [&](int S) { return fits(bytesAt(rows, t, S, gridFillBuffers(tune)), groups); });
-      if (!place(rows, t, gs.split, groups, gridFillBuffers(tune))) return false;
-      setGrid(k, gs.groups, rows, reductions);
-      return true;
-    };
-    if (!k.registers && async_ok && !no_smem && !k.thread_fill) {
-      int placed = 0;
-      for (int r = max_rows_together; r >= 1 && !placed; r /= 2)
-        if (onChip(r)) placed = r;
-      // Rows a cluster cannot hold, or neighbouring rows a cluster cannot take enough of to
-      // read whole lines: the grid tier, with as many neighbouring rows per set as fit.
-      // Two groups where both fit an SM with whole lines: the memory keeps streaming while a
-      // group waits at its barrier (group norm 32x128x256x256 f16 channels-last).
-      if ((placed < max_rows_together) && dev.sm >= 80 && !tune.no_grid) {
-        bool done = false;
-        // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).
-        // Sets of one long row: more groups (up to 8) while each still walks four sets or
-        // more. Sets of several rows: three groups first (512-thread blocks of 64 KiB, three
-        // per SM), then two.
-        // Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-groups
-        if (tune.grid_groups)
-          for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, *tune.grid_groups);
-        if (!tune.no_grid_groups)
-          for (int r = max_rows_adjacent; r >= max_rows_together && !done; r /= 2) {
-            int groups = 2;
-            while (r == 1 && groups < 8 && k.rows() >= 8 * groups) groups *= 2;
-            if (r > 1) done = onGrid(r, 3);
-            for (; groups >= 2 && !done; groups /= 2) done = onGrid(r, groups);
-          }
-        for (int r = max_rows_adjacent; r >= 1 && !done; r /= 2) done = onGrid(r, 1);
-      }
-    }
-    if (!k.async_fill) {
-      // The first pass keeps what it reads in shared memory (rows of gathered elements).
-      if (k.registers || k.rows_per_block != 1 || row_smem > smem_limit || no_smem) k.smem_leaves.clear();
-      else k.smem_bytes = static_cast<int>(row_smem);
-    }
-  }
-  // The grid tier's blocks per SM (its groups, or as many as a smaller split packs on one).
-  const int grid_per_sm =
-      k.grid_sync ? static_cast<int>((int64_t{k.grid_groups} * k.split + dev.sm_count - 1) / dev.sm_count) : 0;
-  if (k.grid_sync) k.min_blocks_per_sm = grid_per_sm > 1 ? grid_per_sm : 0;
-  // For tuning sweeps only (part of the cache key).
-  if (tune.min_blocks && !k.grid_sync) k.min_blocks_per_sm = *tune.min_blocks;
-  k.grid = k.grid_sync ? int64_t{k.split} * k.grid_groups : (k.rows() + k.rows_per_block - 1) / k.rows_per_block * k.cluster;
-  // Several groups: in turns by set, or (no more sets than groups) all at once.
-  auto groupsText = [&] {
-    if (k.grid_groups <= 1) return std::string();
-    return fmt::format("; {} independent groups of {} blocks, each with its own barrier, {}", k.grid_groups, k.split,
-                       k.row_sets > k.grid_groups ? "take turns by set" : "a set each, all at once");
-  };
-  auto heldText = [&](int values) {
-    return wide ? fmt::format("{} f64 values per thread, {} registers", values, values * value_regs)
-                : fmt::format("{} values per thread", values);
-  };
-  const std::string prefetch =
-      k.fill_buffers > 1 ? "; two fill buffers: the next set's slice is copied while the block works on this one" : "";
-  k.reason = fmt::format(
-      "{} rows over {} x {} elements over {}; {} threads per row{}, {} chunk{} of {} each, {} "
-      "row{} per block of {}, grid {}; {}", k.rows(), k.outer_atoms, k.rowElems(), k.red_atoms,
-      k.threads_per_row * k.split, k.split > 1 ? fmt::format(" ({} per block)", k.threads_per_row) : "", k.chunks, k.chunks == 1 ? "" : "s", vec, k.rows_per_block,
-      k.rows_per_block == 1 ? "" : "s", k.block, k.grid,
-      row_tier
-        ? fmt::format("rows side by side in memory, strided along their reduction: the block's rows are "
-                      "copied into {} KiB of shared memory {}, each element of them {} elements after the "
-                      "last; exact two-pass statistics from there{}, the outputs stored in the same {}{}",
-                      (k.smem_bytes + 1023) / 1024, rowFillText(k, inputs), k.row_pitch, k.registers ? " (each thread's elements kept in registers between passes)" : "",
-                      k.row_vec > 1 ? "vectors of rows" : "pieces",
-                      k.grid_sync ? fmt::format("; {} set{} of {} rows{}, each split over {} blocks of a cooperative grid "
-                                                "({} per SM) whose partial statistics meet in a global workspace at "
-                                                "a grid-wide barrier (Chan){}", k.row_sets, k.row_sets == 1 ? "" : "s", k.rows_per_block,
-                                                k.rows() % k.rows_per_block == 0 ? std::string()
-                                                    : fmt::format(" (the last cut short to {})", k.rows() % k.rows_per_block),
-                                                k.split, grid_per_sm, groupsText())
-                                      + prefetch
-                                  : "")
-      : k.registers ? fmt::format("the row stays in registers ({})", heldText(held))
-      : k.thread_fill
-          ? fmt::format("the row would fit registers, but is held in {} KiB of shared memory per block: "
-                        "each thread copies its {} chunks with cp.async and reads back only those (no "
-                        "block barrier), so its bytes in flight cost no registers; exact two-pass "
-                        "statistics and the outputs from there", (k.smem_bytes + 1023) / 1024, k.chunks)
-      : k.async_fill
-          ? fmt::format("the row ({}, register budget {}) is copied into {} "
-                        "KiB of shared memory per block with cp.async{}: read once, {} and the outputs "
-                        "from shared memory", heldText(k.chunks * vec * std::max(1, live_leaves)), budget,
-                        (k.smem_bytes + 1023) / 1024,
-                        k.grid_sync ? fmt::format(", {} sets of {} neighbouring row{} each split over "
-                                                  "{} blocks of a cooperative grid ({} per SM) "
-                                                  "whose partial reductions meet in a global "
-                                                  "workspace at a grid-wide barrier per reduction{}",
-                                                  k.row_sets, k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.split,
-                                                  grid_per_sm, groupsText()) + prefetch
-                        : k.cluster > 1 ? fmt::format(", split over a cluster of {} blocks whose "
-                                                    "partial reductions meet in distributed shared "
-                                                    "memory", k.cluster) : "",
-                        k.grid_sync ? "statistics merged from exact per-thread ones (Chan)"
-                                    : "exact two-pass statistics")
-      : k.smem_bytes ? fmt::format("the row ({}, register budget {}) stays in "
-                                   "{} KiB of shared memory: read once, statistics in one "
-                                   "Welford pass, normalized from shared memory", heldText(held), budget,
-                                   (k.smem_bytes + 1023) / 1024)
-                     : fmt::format("the row ({}, budget {}) does not fit in "
-                                   "registers or shared memory: statistics in one Welford pass, "
-                                   "then a second read (from L2 where it fits) to normalize",
-                                   heldText(held), budget));
-  k.reason += row_choice.strided_note;
-  return k;
+  k.tier = c.tier;
+  c.grid_per_sm = finishLaunch(k, opts);
+  k.reason = explainNormKernel(k, c, inputs);
+  return std::move(ax->k);
 }
 
 std::string printNormKernel(const ir::Fusion& f, const NormKernel& k) {

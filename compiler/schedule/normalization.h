@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler/lower/strided_expr.h"
+#include "compiler/schedule/norm_tier.h"
 #include "compiler/schedule/pointwise.h"
 
 namespace loom::schedule {
@@ -26,6 +27,9 @@ struct NormKernel {
   int vec = 1, threads_per_row = 32, rows_per_block = 1, block = 128, chunks = 1;
   int64_t grid = 1;
   bool index64 = false;
+  // Where the rows live (norm_tiers.def); the fields below are its parameters, read by the
+  // lowering and the emitter.
+  NormTier tier = NormTier::Registers;
   bool registers = true;  // the row stays in registers; else each pass re-reads it
   // When the row does not fit in registers but fits in shared memory: the first pass keeps
   // each of these loads' values there (per row, `row elements` values each), later passes
@@ -97,7 +101,7 @@ struct NormKernel {
   std::vector<TensorDesc> outputs;
   std::vector<int> output_alias;
   std::map<lower::Leaf, Access> load_access;
-  std::string reason;
+  std::string reason;  // the schedule dump's English: the tier, its parameters and why
 
   int64_t rows() const;
   int64_t rowElems() const;

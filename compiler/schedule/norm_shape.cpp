@@ -1,0 +1,279 @@
+#include "compiler/schedule/norm_shape.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "compiler/analysis/domains.h"
+#include "compiler/lower/atom_expr.h"
+
+namespace loom::schedule::norm_detail {
+
+using lower::ENode;
+using lower::EPtr;
+
+namespace {
+
+// The atoms every reduction reduces (they must be the same: the reductions then share the
+// rows), or nullopt with why not.
+std::optional<std::vector<int>> sharedReducedAtoms(const ir::Fusion& f, const analysis::DomainAnalysis& da,
+                                                   std::string* why_not) {
+  std::vector<int> red;
+  const ir::Op* first = nullptr;
+  for (const ir::Op* op : f.ops()) {
+    if (!ir::isReduction(op->kind())) continue;
+    auto r = da.reducedAtoms(op);
+    if (!first) {
+      first = op;
+      red = r;
+    } else if (r != red) {
+      *why_not = fmt::format("reduction `{}` ({}) over {} and reduction `{}` ({}) over {} "
+                             "cannot share one kernel: their iterated atoms differ",
+                             first->name(), first->output()->name(), da.atomSetStr(red), op->name(),
+                             op->output()->name(), da.atomSetStr(r));
+      return std::nullopt;
+    }
+  }
+  if (!first) {
+    *why_not = "it has no reduction";
+    return std::nullopt;
+  }
+  return red;
+}
+
+// Atom order: the memory order of the largest input (the one the kernel streams), the atoms it
+// lacks outermost.
+std::vector<int> atomOrder(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                           const analysis::DomainAnalysis& da) {
+  int dominant = -1;
+  int64_t best = -1;
+  for (size_t i = 0; i < f.inputs().size(); ++i) {
+    int64_t n = 1;
+    for (auto s : inputs[i].shape) n *= s;
+    if (n > best) {
+      best = n;
+      dominant = static_cast<int>(i);
+    }
+  }
+  std::vector<int> order = da.memoryOrder(f.inputs()[static_cast<size_t>(dominant)],
+                                          inputs[static_cast<size_t>(dominant)].strides, sizes);
+  for (int a = static_cast<int>(da.atoms().size()) - 1; a >= 0; --a)
+    if (std::find(order.begin(), order.end(), a) == order.end()) order.insert(order.begin(), a);
+  return order;
+}
+
+// Outputs: allocated with their axes in the kernel's atom order (NHWC in, NHWC out), or the
+// aliased input. Their strides over atoms follow from the axis strides.
+void planOutputs(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                 const analysis::DomainAnalysis& da, const std::vector<int>& order, NormAxes& ax) {
+  NormKernel& k = ax.k;
+  for (const auto& o : f.outputs()) {
+    int alias = -1;
+    for (size_t i = 0; i < f.inputs().size(); ++i)
+      if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
+    k.output_alias.push_back(alias);
+    std::vector<int64_t> shape;
+    for (const auto& a : o.value->axes()) shape.push_back(a.broadcast ? 1 : a.extent.evaluate(sizes));
+    std::vector<int> axis_order(shape.size());
+    std::iota(axis_order.begin(), axis_order.end(), 0);
+    auto pos = [&](int axis) {
+      const auto& as = da.axisAtoms(o.value, axis);
+      if (as.empty()) return -1;
+      return static_cast<int>(std::find(order.begin(), order.end(), as[0]) - order.begin());
+    };
+    std::stable_sort(axis_order.begin(), axis_order.end(), [&](int a, int b) { return pos(a) < pos(b); });
+    TensorDesc d{o.value->dtype(), shape, stridesForOrder(shape, axis_order), 16};
+    if (alias >= 0) d = inputs[static_cast<size_t>(alias)];
+    k.outputs.push_back(d);
+    ax.store_atom_strides.push_back(da.atomStrides(o.value, d.strides, sizes));
+  }
+}
+
+// Neighbouring atoms collapsed into one axis where every access (`all`: strides over atoms)
+// walks them as one run; size-1 atoms dropped.
+std::vector<std::vector<int>> collapseAtoms(const std::vector<int>& atoms, const std::vector<int64_t>& ext,
+                                            const std::vector<std::vector<int64_t>>& all) {
+  std::vector<std::vector<int>> groups;
+  for (int a : atoms) {
+    if (ext[static_cast<size_t>(a)] == 1) continue;
+    if (!groups.empty()) {
+      const int o = groups.back().back();
+      const bool merge = std::all_of(all.begin(), all.end(), [&](const auto& s) {
+        return s[static_cast<size_t>(o)] == s[static_cast<size_t>(a)] * ext[static_cast<size_t>(a)];
+      });
+      if (merge) {
+        groups.back().push_back(a);
+        continue;
+      }
+    }
+    groups.push_back({a});
+  }
+  return groups;
+}
+
+// Parts of a fusion that share no value (say one output from one input, another from another)
+// would iterate the product of their atoms, each part repeated across the other's: refused, so
+// that the segmenter gives each part its own kernel. (In double: no overflow.) Empty: shared.
+std::string unsharedParts(const ir::Fusion& f, const Bindings& sizes, const NormKernel& k) {
+  double iterated = 1, largest = 1;
+  for (int64_t e : k.outer_shape) iterated *= static_cast<double>(e);
+  for (int64_t e : k.red_shape) iterated *= static_cast<double>(e);
+  for (const ir::Value* v : f.values()) {
+    double n = 1;
+    for (const auto& a : v->axes()) n *= a.broadcast ? 1.0 : static_cast<double>(a.extent.evaluate(sizes));
+    largest = std::max(largest, n);
+  }
+  if (iterated <= largest) return {};
+  return fmt::format("its parts share no iteration space: one kernel would iterate {:.0f} elements "
+                     "over {} and {}, more than its largest value holds ({:.0f})",
+                     iterated, k.outer_atoms.empty() ? "{}" : k.outer_atoms, k.red_atoms, largest);
+}
+
+}  // namespace
+
+std::vector<int64_t> NormAxes::axisStrides(const std::vector<int64_t>& atom_strides) const {
+  std::vector<int64_t> s;
+  for (const auto& g : groups) s.push_back(g.back() < 0 ? 0 : atom_strides[static_cast<size_t>(g.back())]);
+  return s;
+}
+
+std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                                 std::string* why_not) {
+  std::string why;
+  auto reject = [&](std::string w) -> std::optional<NormAxes> {
+    if (why_not) *why_not = std::move(w);
+    return std::nullopt;
+  };
+  analysis::DomainAnalysis da(f);
+  if (!da.conflicts().empty()) return reject(da.conflicts()[0]);
+  const std::optional<std::vector<int>> red = sharedReducedAtoms(f, da, &why);
+  if (!red) return reject(why);
+  NormAxes ax;
+  NormKernel& k = ax.k;
+  lower::AtomExprBuilder eb(f, sizes, inputs, da);
+  try {
+    for (const auto& o : f.outputs()) ax.roots.push_back(eb.exprOf(o.value));
+  } catch (const lower::NotPointwise& np) {
+    return reject(np.reason);
+  }
+  std::vector<int64_t> ext;
+  for (int a = 0; a < static_cast<int>(da.atoms().size()); ++a) ext.push_back(eb.atomExtent(a));
+  const std::set<int> red_set(red->begin(), red->end());
+  const std::vector<int> order = atomOrder(f, sizes, inputs, da);
+  std::vector<int> outer_order, red_order;
+  for (int a : order) (red_set.count(a) ? red_order : outer_order).push_back(a);
+  k.num_inputs = static_cast<int>(f.inputs().size());
+  k.red_atoms = da.atomSetStr(red_order);
+  planOutputs(f, sizes, inputs, da, order, ax);
+  // Kernel axes: iterated atoms then reduced atoms, neighbours collapsed where every access
+  // walks them as one run.
+  std::vector<std::vector<int64_t>> all;
+  lower::visitPostOrder(ax.roots, [&](const ENode& n) {
+    if (n.kind == ENode::Kind::Load) all.push_back(n.leaf.strides);
+  });
+  for (const auto& s : ax.store_atom_strides) all.push_back(s);
+  // An iterated atom that no load and no store moves along (the whole axis of a sliced input,
+  // which only the input has) would repeat every row for nothing: layer norm of a [N, D] slice
+  // of a [N, 3*D] matrix ran N * 3D rows. Not iterated.
+  outer_order.erase(std::remove_if(outer_order.begin(), outer_order.end(), [&](int a) {
+    return std::all_of(all.begin(), all.end(), [&](const auto& s) { return s[static_cast<size_t>(a)] == 0; });
+  }), outer_order.end());
+  k.outer_atoms = da.atomSetStr(outer_order);
+  auto outer_groups = collapseAtoms(outer_order, ext, all), red_groups = collapseAtoms(red_order, ext, all);
+  // Reducing only size-1 dims: a row of one element (atom -1 stands for "no atom").
+  if (red_groups.empty()) red_groups.push_back({-1});
+  auto extentOf = [&](const std::vector<int>& g) {
+    int64_t e = 1;
+    for (int a : g) e *= a < 0 ? 1 : ext[static_cast<size_t>(a)];
+    return e;
+  };
+  for (const auto& g : outer_groups) k.outer_shape.push_back(extentOf(g));
+  for (const auto& g : red_groups) k.red_shape.push_back(extentOf(g));
+  why = unsharedParts(f, sizes, k);
+  if (!why.empty()) return reject(why);
+  ax.groups = outer_groups;
+  ax.groups.insert(ax.groups.end(), red_groups.begin(), red_groups.end());
+  return ax;
+}
+
+std::set<Leaf> heldLoads(const NormAxes& ax) {
+  std::set<Leaf> held;
+  lower::visitPostOrder(ax.roots, [&](const ENode& n) {
+    if (n.kind != ENode::Kind::Reduce) return;
+    lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
+      if (m.kind == ENode::Kind::Load && ax.axisStrides(m.leaf.strides).back() != 0)
+        held.insert(Leaf{m.leaf.input, m.leaf.offset, ax.axisStrides(m.leaf.strides)});
+    });
+  });
+  return held;
+}
+
+Decision<int> chooseVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
+                                bool row_tier) {
+  // 16 bytes of the rows the reductions read (f16 rows: 8 lanes). Other loads (an f32
+  // per-channel weight beside them) take two vectors or one per lane; loads constant along the
+  // axis are splats at any width.
+  int max_bytes = 1, row_bytes = 0;
+  lower::visitPostOrder(ax.roots, [&](const ENode& n) {
+    if (n.kind == ENode::Kind::Load && ax.axisStrides(n.leaf.strides).back() != 0)
+      max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
+  });
+  for (const Leaf& l : held) row_bytes = std::max(row_bytes, heldBytes(l, inputs));
+  if (row_bytes > 0) max_bytes = row_bytes;
+  else for (const auto& d : ax.k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
+  if (row_tier) return {1, ""};  // the row-vector tiers' lanes run along the rows
+  const int full = std::min(8, 16 / max_bytes);
+  int vec = full;
+  while (vec > 1 && ax.k.red_shape.back() % vec != 0) vec /= 2;
+  if (vec == full) return {vec, ""};
+  return {vec, fmt::format("{}, not vectors of {}: the innermost reduced axis has {} elements",
+                           vec == 1 ? std::string("one element a chunk") : fmt::format("vectors of {}", vec), full,
+                           ax.k.red_shape.back())};
+}
+
+int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {
+  NormKernel& k = ax.k;
+  const int vec = k.vec;
+  std::vector<int64_t> shape = k.outer_shape;
+  shape.insert(shape.end(), k.red_shape.begin(), k.red_shape.end());
+  int64_t max_offset = 0;
+  auto track = [&](int64_t off, const std::vector<int64_t>& s) {
+    int64_t m = off;
+    for (size_t i = 0; i < s.size(); ++i) m += (shape[i] - 1) * std::abs(s[i]);
+    max_offset = std::max(max_offset, m + vec);
+  };
+  std::vector<EPtr> remapped;
+  for (const auto& r : ax.roots)
+    remapped.push_back(lower::mapLeaves(r, [&](const Leaf& l) {
+      Leaf n{l.input, l.offset, ax.axisStrides(l.strides)};
+      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+      k.load_access[n] = chooseAccess(d.dtype, n.offset, n.strides, d.align_bytes, vec);
+      track(n.offset, n.strides);
+      return n;
+    }));
+  remapped = lower::hashCons(remapped);
+  int reductions = 0;
+  lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
+  // The row held on chip (the remapped leaves are the held loads' own: mapLeaves gives each its
+  // strides over the kernel's axes, and a held load is never a splat).
+  k.smem_leaves.assign(held.begin(), held.end());
+  const size_t nout = k.outer_shape.size();
+  for (size_t i = 0; i < f.outputs().size(); ++i) {
+    NormKernel::Store s;
+    s.output = static_cast<int>(i);
+    s.strides = ax.axisStrides(ax.store_atom_strides[i]);
+    s.dtype = f.outputs()[i].value->dtype();
+    s.value = remapped[i];
+    s.row_only = std::all_of(s.strides.begin() + static_cast<long>(nout), s.strides.end(), [](int64_t x) { return x == 0; });
+    s.access = chooseAccess(s.dtype, 0, s.strides, k.outputs[i].align_bytes, vec);
+    if (s.access == Access::Splat) s.access = Access::Gather;
+    track(0, s.strides);
+    k.stores.push_back(s);
+  }
+  k.index64 = max_offset >= (int64_t{1} << 31);
+  return reductions;
+}
+
+}  // namespace loom::schedule::norm_detail

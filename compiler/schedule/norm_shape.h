@@ -1,0 +1,46 @@
+#pragma once
+// The normalization kernel's shape, before any tier is chosen: which atoms are its rows and
+// which its reduced elements, in what order, collapsed into the kernel's axes; its outputs; the
+// loads it holds on chip; its vector width; and each load's and store's access.
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/schedule/norm_common.h"
+#include "compiler/schedule/norm_tier.h"
+
+namespace loom::schedule::norm_detail {
+
+// A kernel's axes: `k` with its row and reduced shapes and atoms, outputs and aliases set; each
+// output's expression over the atoms (`roots`) and its strides over them; the atoms each kernel
+// axis collapses (rows, then reduced; {-1}: a row of one element).
+struct NormAxes {
+  NormKernel k;
+  std::vector<lower::EPtr> roots;
+  std::vector<std::vector<int64_t>> store_atom_strides;
+  std::vector<std::vector<int>> groups;
+  // Strides over the atoms as strides over the kernel's axes.
+  std::vector<int64_t> axisStrides(const std::vector<int64_t>& atom_strides) const;
+};
+
+// The fusion's axes as one normalization kernel, or nullopt with why not (`why_not`): reductions
+// over different atoms, what the atom expressions cannot express, parts that share no value.
+std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                                 std::string* why_not);
+
+// The row a kernel holds on chip: the loads under a reduction that vary along the row's
+// innermost axis (they are read again by the next pass or by the outputs; loads used only by
+// the outputs are read once, at the end), with their strides over the kernel's axes.
+std::set<Leaf> heldLoads(const NormAxes& ax);
+
+// Lanes of a vector along the innermost reduced axis: 16 bytes of the held rows (1 where the
+// row-vector tier holds them).
+Decision<int> chooseVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
+                                bool row_tier);
+
+// Sets `ax.k`'s loads' and stores' accesses at its vector width, its stores, its held loads
+// (`smem_leaves`) and its index width; returns the number of reductions.
+int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);
+
+}  // namespace loom::schedule::norm_detail
