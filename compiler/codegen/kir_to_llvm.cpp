@@ -212,6 +212,14 @@ class Translator {
         return {b_.CreateInsertElement(llvm::PoisonValue::get(vt), a[0][0], uint64_t{0})};
       }
       case kir::Intrinsic::PackHi: return {b_.CreateInsertElement(a[0][0], a[1][0], uint64_t{1})};
+      case kir::Intrinsic::Lane: return {a[0][static_cast<size_t>(e.args[1]->ivalue)]};
+      case kir::Intrinsic::Concat: {
+        Lanes out;
+        for (const auto& x : a) out.push_back(x[0]);
+        return out;
+      }
+      case kir::Intrinsic::ElemAddr:
+        return {b_.CreateInBoundsGEP(memType(b_.getContext(), e.type.dtype), km_.param(static_cast<int>(e.args[0]->ivalue)), a[1][0])};
       case kir::Intrinsic::Unpack: return {b_.CreateExtractElement(a[0][0], static_cast<uint64_t>(e.args[1]->ivalue))};
       case kir::Intrinsic::ToGeneric: return {b_.CreateAddrSpaceCast(a[0][0], llvm::PointerType::get(b_.getContext(), 0))};
       case kir::Intrinsic::Mapa: return {b_.CreateIntrinsic(llvm::Intrinsic::nvvm_mapa, {}, {a[0][0], a[1][0]})};
@@ -270,6 +278,7 @@ class Translator {
       case kir::IndexOp::And: return b_.CreateAnd(a, b);
       case kir::IndexOp::Or: return b_.CreateOr(a, b);
       case kir::IndexOp::Xor: return b_.CreateXor(a, b);
+      case kir::IndexOp::Shr: return b_.CreateLShr(a, b);
       case kir::IndexOp::Lt: return b_.CreateICmpSLT(a, b);
       case kir::IndexOp::Gt: return b_.CreateICmpSGT(a, b);
       case kir::IndexOp::Ult: return b_.CreateICmpULT(a, b);
@@ -427,7 +436,8 @@ class Translator {
         break;
       case Stmt::Kind::Repeat: repeat(s); break;
       case Stmt::Kind::AsyncCopy: {
-        llvm::Value* g = b_.CreateInBoundsGEP(memType(b_.getContext(), s.copy_dtype), km_.param(s.param), scalar(*s.src));
+        llvm::Value* g = s.src->type.address ? scalar(*s.src)
+                                             : b_.CreateInBoundsGEP(memType(b_.getContext(), s.copy_dtype), km_.param(s.param), scalar(*s.src));
         const auto id = s.bytes == 16 ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16
                         : s.bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8
                                        : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
@@ -454,6 +464,11 @@ class Translator {
         Lanes v = expr(*s.value);
         const DType t = s.value->type.dtype;
         llvm::Type* ety = memType(b_.getContext(), t);
+        if (s.access == kir::Access::Gather) {  // one element, stored as such
+          llvm::Value* byte = scalar(*s.offset);
+          b_.CreateAlignedStore(v[0], bytePtr(s.name, byte), llvm::Align(static_cast<uint64_t>(s.align)));
+          break;
+        }
         auto* vt = llvm::FixedVectorType::get(ety, static_cast<unsigned>(v.size()));
         llvm::Value* vec = llvm::PoisonValue::get(vt);
         for (size_t j = 0; j < v.size(); ++j) vec = b_.CreateInsertElement(vec, toMemory(b_, v[j], t), static_cast<uint64_t>(j));

@@ -19,6 +19,7 @@ int64_t fold(IndexOp o, int64_t a, int64_t b) {
     case IndexOp::And: return a & b;
     case IndexOp::Or: return a | b;
     case IndexOp::Xor: return a ^ b;
+    case IndexOp::Shr: return static_cast<int64_t>(static_cast<uint64_t>(a) >> b);
     case IndexOp::Lt: return a < b;
     case IndexOp::Gt: return a > b;
     case IndexOp::Ult: return static_cast<uint64_t>(a) < static_cast<uint64_t>(b);

@@ -221,7 +221,7 @@ ExprP convert(ExprP x, Type to) {
 }
 
 ExprP intrinsic(Intrinsic i, Type result, std::vector<ExprP> args) {
-  LOOM_ASSERT(static_cast<int>(args.size()) == intrinsicOperands(i), "kernel IR: `{}` takes {} operands, "
+  LOOM_ASSERT(intrinsicOperands(i) < 0 || static_cast<int>(args.size()) == intrinsicOperands(i), "kernel IR: `{}` takes {} operands, "
               "got {}", intrinsicName(i), intrinsicOperands(i), args.size());
   for (const auto& a : args) LOOM_ASSERT(a != nullptr, "kernel IR: `{}` of nothing", intrinsicName(i));
   Expr e = blank(Expr::Kind::Intrinsic, result);
@@ -366,6 +366,7 @@ StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const 
   s.row_in_block = spec.row_in_block;
   s.lane = spec.lane;
   s.grid = spec.grid;
+  s.threads_merged = spec.threads_merged;
   return std::make_shared<const Stmt>(std::move(s));
 }
 
@@ -389,10 +390,12 @@ StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, 
   return std::make_shared<const Stmt>(std::move(s));
 }
 
-StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align) {
+StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align, bool scalar) {
   checkIndex(byte, "a byte offset");
   LOOM_ASSERT(value && !value->type.index, "kernel IR: a store of data to shared memory");
+  LOOM_ASSERT(!scalar || value->type.lanes == 1, "kernel IR: a scalar store of {} lanes", value->type.lanes);
   Stmt s = blank(Stmt::Kind::BytesStore);
+  s.access = scalar ? Access::Gather : Access::Vector;
   s.name = std::move(buffer);
   s.offset = std::move(byte);
   s.value = std::move(value);
@@ -402,7 +405,7 @@ StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align) {
 
 StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, int bytes) {
   checkIndex(byte, "a byte offset");
-  checkIndex(src, "a copy's source");
+  LOOM_ASSERT(src && src->type.index, "kernel IR: a copy's source is an element or an address");
   LOOM_ASSERT(bytes == 4 || bytes == 8 || bytes == 16, "kernel IR: cp.async of {} bytes", bytes);
   Stmt s = blank(Stmt::Kind::AsyncCopy);
   s.name = std::move(buffer);

@@ -205,6 +205,7 @@ struct Stmt {
   int threads = 1, rows = 1;
   int cluster = 1;  // Combine: blocks of a cluster sharing each row (their totals through DSMEM)
   GridLevel grid;   // Combine, Welford: the grid level, if any
+  bool threads_merged = false;  // Welford: the row's threads agree already (the grid level only)
   std::string thread_in_row, row_in_block, lane;
   // Repeat: for (name = 0; ; ) { body; name += 1; if !(name < count) break } (at least one
   // trip), `carried` values (name, start) bound inside the body, `yields` their next values,
@@ -246,12 +247,14 @@ struct CombineSpec {
   std::string thread_in_row, row_in_block, lane;  // the thread's place (see Stmt)
   int cluster = 1;
   GridLevel grid;
+  bool threads_merged = false;  // Welford: every thread of the row holds its block's statistics already
 };
 StmtP combine(std::string result, ExprP value, const CombineSpec& spec);
 StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const CombineSpec& spec);
 StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, ExprP>> carried, Body body,
              std::vector<ExprP> yields, std::vector<std::string> results, int unroll);
-StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align);
+// `scalar`: one element stored as such, not as a one-lane vector.
+StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align, bool scalar = false);
 StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, int bytes);
 StmtP asyncWaitAll();
 // for `var` in [0, `extent`) spread over the block's threads (`var` = tid.x) or the grid's blocks

@@ -128,8 +128,8 @@ class Lowering {
     const int T = s.threads;
     const ExprP zero = dataConst(acc, 0, 1);
     Stats st{s.yields[0], s.yields[1], s.yields[2]};
-    for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) st = chanMerge(b, acc, st, shuffled(b, st, off));
-    if (T > 32) {
+    for (int off = std::min(T, 32) / 2; off >= 1 && !s.threads_merged; off /= 2) st = chanMerge(b, acc, st, shuffled(b, st, off));
+    if (T > 32 && !s.threads_merged) {
       const int wpr = T / 32;
       const ExprP t_in_row = var(s.thread_in_row, Type::idx());
       const ExprP row_in_block = var(s.row_in_block, Type::i32());
@@ -258,20 +258,6 @@ class Lowering {
     return dataConst(acc, cb == Combine::Max ? -INFINITY : INFINITY, 1);
   }
 
-  // Elements of a row that block `rank` holds: vec per chunk rank * T + t + k * T * P inside the
-  // row, over t < T and k < chunks.
-  ExprP blockCount(const Stmt& s, Builder& b, const ExprP& rank, DType acc) {
-    const GridLevel& g = s.grid;
-    const int64_t T = s.threads, P = g.blocks;
-    ExprP n = intConst(0);
-    for (int64_t k = 0; k < g.chunks; ++k) {
-      ExprP left = b.op(IndexOp::Sub, intConst(g.row_chunks), b.add(b.mul(rank, intConst(T)), intConst(k * T * P)));
-      left = b.select(b.op(IndexOp::Lt, left, intConst(0)), intConst(0), left);
-      n = b.add(n, b.select(b.op(IndexOp::Gt, left, intConst(T)), intConst(T), left));
-    }
-    return b.convert(b.mul(n, intConst(g.vec)), Type::data(acc, 1));
-  }
-
   // Chan's combination of every block's (count, mean, M2). f32 statistics: mean and M2 share
   // one 8-byte slot and each block's count is known here, so a partial is one load.
   Stats acrossGridStats(const Stmt& s, Builder& b, DType acc, const Stats& st) {
@@ -296,7 +282,7 @@ class Lowering {
         Stats x;
         if (packed) {
           ExprP v = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::pair(acc), {wsSlot(s, b, r, 0)}));
-          ExprP n = blockCount(s, b, r, acc);
+          ExprP n = blockCount(b, r, s.threads, s.grid.blocks, s.grid.chunks, s.grid.row_chunks, s.grid.vec, acc);
           ExprP mean = b.bind(intrinsic(Intrinsic::Unpack, Type::data(acc, 1), {v, i32Const(0)}));
           ExprP m2 = b.bind(intrinsic(Intrinsic::Unpack, Type::data(acc, 1), {v, i32Const(1)}));
           x = {n, mean, m2};

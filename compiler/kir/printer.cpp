@@ -99,8 +99,8 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
       break;
     case Stmt::Kind::RelaxedZero: out += fmt::format("{}st.relaxed.gpu *{} = 0:u32\n", pad, printExpr(k, *s.offset)); break;
     case Stmt::Kind::BytesStore:
-      out += fmt::format("{}{}[byte {}] = {}  (align {})\n", pad, s.name, printExpr(k, *s.offset),
-                         printExpr(k, *s.value), s.align);
+      out += fmt::format("{}{}[byte {}] = {}  (align {}{})\n", pad, s.name, printExpr(k, *s.offset),
+                         printExpr(k, *s.value), s.align, s.access == Access::Gather ? ", scalar" : "");
       break;
     case Stmt::Kind::Welford: {
       std::vector<std::string> v;

@@ -106,7 +106,8 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
       for (const auto& x : s.body) b.push_back(renameStmt(*x, r));
       return spread(nm(s.name), s.mapping, s.count, std::move(b));
     }
-    case Stmt::Kind::BytesStore: return bytesStore(s.name, rename(s.offset, r), rename(s.value, r), s.align);
+    case Stmt::Kind::BytesStore:
+      return bytesStore(s.name, rename(s.offset, r), rename(s.value, r), s.align, s.access == Access::Gather);
     case Stmt::Kind::Welford: {
       std::vector<ExprP> stats;
       for (const auto& e : s.yields) stats.push_back(rename(e, r));
@@ -114,7 +115,7 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
       for (const auto& n : s.results) results.push_back(nm(n));
       return welford(std::move(results), std::move(stats),
                      {Combine::Sum, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane), 1,
-                      renameGrid(s.grid, r)});
+                      renameGrid(s.grid, r), s.threads_merged});
     }
     case Stmt::Kind::Combine:
       return combine(nm(s.name), rename(s.value, r),

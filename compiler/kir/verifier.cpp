@@ -19,7 +19,13 @@ constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
 // A closed interval of values an index takes; `hi == kInf` when unbounded above.
 struct Range {
   int64_t lo = 0, hi = kInf;
+  int64_t mult = 1;  // every value is a multiple of this (0: the value is 0)
 };
+
+int64_t gcd(int64_t a, int64_t b) { return b == 0 ? (a < 0 ? -a : a) : gcd(b, a % b); }
+
+// The largest multiple of m at most v (v >= 0).
+int64_t floorTo(int64_t v, int64_t m) { return m > 1 && v >= 0 && v != kInf ? v / m * m : v; }
 
 int64_t sat(__int128 v) {
   if (v > kInf) return kInf;
@@ -27,7 +33,30 @@ int64_t sat(__int128 v) {
   return static_cast<int64_t>(v);
 }
 
+int64_t multOf(IndexOp op, const Range& a, const Range& b) {
+  switch (op) {
+    case IndexOp::Add:
+    case IndexOp::Sub: return gcd(a.mult, b.mult);
+    case IndexOp::Mul: {
+      __int128 m = __int128{a.mult} * b.mult;
+      return m > (int64_t{1} << 40) ? 1 : static_cast<int64_t>(m);
+    }
+    case IndexOp::Rem: return b.lo == b.hi && b.lo > 0 ? gcd(a.mult, b.lo) : 1;
+    case IndexOp::Div: return b.lo == b.hi && b.lo > 0 && a.mult % b.lo == 0 ? a.mult / b.lo : 1;
+    default: return 1;
+  }
+}
+
+Range applyRange(IndexOp op, Range a, Range b);
+
 Range apply(IndexOp op, Range a, Range b) {
+  Range r = applyRange(op, a, b);
+  r.mult = isComparison(op) ? 1 : multOf(op, a, b);
+  if (r.lo >= 0) r.hi = floorTo(r.hi, r.mult);
+  return r;
+}
+
+Range applyRange(IndexOp op, Range a, Range b) {
   switch (op) {
     case IndexOp::Add:
       return {sat(__int128{a.lo} + b.lo), a.hi == kInf || b.hi == kInf ? kInf : sat(__int128{a.hi} + b.hi)};
@@ -46,6 +75,9 @@ Range apply(IndexOp op, Range a, Range b) {
     case IndexOp::And:
       if (a.lo < 0 || b.lo < 0) return {-kInf, kInf};
       return {0, std::min(a.hi, b.hi)};
+    case IndexOp::Shr:
+      if (a.lo < 0 || b.lo < 0 || b.hi > 62) return {-kInf, kInf};
+      return {a.lo >> b.hi, a.hi == kInf ? kInf : a.hi >> b.lo};
     case IndexOp::Or:
     case IndexOp::Xor: {
       // a | b and a ^ b stay within the larger operand with the smaller one's bits all set.
@@ -83,6 +115,30 @@ class Verifier {
  private:
   void problem(std::string s) { problems_.push_back(std::move(s)); }
 
+  // The ranges of a select's two choices where its condition (comparisons, and-ed) holds or not.
+  void narrow(const ExprP& cond_expr, const Expr& x_true, const Expr& x_false, Range& a, Range& b) {
+    const Expr* cond = definition(*cond_expr);
+    if (!cond || cond->kind != Expr::Kind::Index) return;
+    if (cond->iop == IndexOp::And) {  // both hold where the value is chosen
+      Range dummy = b;
+      narrow(cond->args[0], x_true, x_true, a, dummy);
+      narrow(cond->args[1], x_true, x_true, a, dummy);
+      return;
+    }
+    if (!isComparison(cond->iop)) return;
+    const Range n = expr(*cond->args[1]);
+    const IndexOp op = cond->iop;
+    if (sameName(*cond->args[0], x_true)) {  // x chosen where the comparison holds
+      if ((op == IndexOp::Ult || op == IndexOp::Lt) && n.hi != kInf) a.hi = floorTo(std::min(a.hi, n.hi - 1), a.mult);
+      if (op == IndexOp::Ult) a.lo = std::max<int64_t>(a.lo, 0);
+      if (op == IndexOp::Gt) a.lo = std::max(a.lo, n.lo == kInf ? a.lo : n.lo + 1);
+    }
+    if (&x_true != &x_false && sameName(*cond->args[0], x_false)) {  // x chosen where it fails
+      if (op == IndexOp::Lt) b.lo = std::max(b.lo, n.lo);
+      if (op == IndexOp::Gt) b.hi = std::min(b.hi, n.hi);
+    }
+  }
+
   // What a name was bound to by `let`, or the expression itself.
   const Expr* definition(const Expr& e) const {
     if (e.kind != Expr::Kind::Var) return &e;
@@ -102,27 +158,14 @@ class Verifier {
 
   Range expr(const Expr& e) {
     switch (e.kind) {
-      case Expr::Kind::Int: return {e.ivalue, e.ivalue};
+      case Expr::Kind::Int: return {e.ivalue, e.ivalue, e.ivalue < 0 ? -e.ivalue : e.ivalue};
       case Expr::Kind::Select: {
         expr(*e.args[0]);
         Range a = expr(*e.args[1]), b = expr(*e.args[2]);
         // A value clamped into a range (`x < n ? x : y`, `x > n ? n : x`, ...): where x is
-        // chosen, the comparison says which side of n it is on.
-        const Expr* cond = definition(*e.args[0]);
-        if (cond && cond->kind == Expr::Kind::Index && isComparison(cond->iop)) {
-          const Range n = expr(*cond->args[1]);
-          const IndexOp op = cond->iop;
-          if (sameName(*cond->args[0], *e.args[1])) {  // x chosen where the comparison holds
-            if ((op == IndexOp::Ult || op == IndexOp::Lt) && n.hi != kInf) a.hi = std::min(a.hi, n.hi - 1);
-            if (op == IndexOp::Ult) a.lo = std::max<int64_t>(a.lo, 0);
-            if (op == IndexOp::Gt) a.lo = std::max(a.lo, n.lo == kInf ? a.lo : n.lo + 1);
-          }
-          if (sameName(*cond->args[0], *e.args[2])) {  // x chosen where it fails
-            if (op == IndexOp::Lt) b.lo = std::max(b.lo, n.lo);
-            if (op == IndexOp::Gt) b.hi = std::min(b.hi, n.hi);
-          }
-        }
-        return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
+        // chosen, the comparison (or each of several and-ed together) says which side of n it is.
+        narrow(e.args[0], *e.args[1], *e.args[2], a, b);
+        return {std::min(a.lo, b.lo), std::max(a.hi, b.hi), gcd(a.mult, b.mult)};
       }
       case Expr::Kind::Convert: {
         Range r = expr(*e.args[0]);
@@ -312,7 +355,16 @@ class Verifier {
         break;
       case Stmt::Kind::AsyncCopy: {
         const int64_t lanes = s.bytes / dtypeBytes(s.copy_dtype);
-        access("cp.async", s.param, false, *s.src, Access::Vector, static_cast<int>(lanes), 1);
+        const Expr* src = s.src.get();
+        if (src->type.address) {  // an element's address: check the element
+          const Expr* d = definition(*src);
+          if (!d || d->kind != Expr::Kind::Intrinsic || d->intrinsic != Intrinsic::ElemAddr) {
+            problem("a cp.async from an address that is not a parameter's element");
+            break;
+          }
+          src = d->args[1].get();
+        }
+        access("cp.async", s.param, false, *src, Access::Vector, static_cast<int>(lanes), 1);
         bytesAccess(s.name, *s.offset, true, Type::data(s.copy_dtype, static_cast<int>(lanes)));
         buf_[s.name].pending = true;
         break;

@@ -17,4 +17,16 @@ Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y) {
   return {n, mean, m2};
 }
 
+ExprP blockCount(Builder& b, const ExprP& rank, int64_t threads, int64_t blocks, int chunks, int64_t row_chunks,
+                 int vec, DType acc) {
+  const int64_t T = threads, P = blocks;
+  ExprP n = intConst(0);
+  for (int64_t k = 0; k < chunks; ++k) {
+    ExprP left = b.op(IndexOp::Sub, intConst(row_chunks), b.add(b.mul(rank, intConst(T)), intConst(k * T * P)));
+    left = b.select(b.op(IndexOp::Lt, left, intConst(0)), intConst(0), left);
+    n = b.add(n, b.select(b.op(IndexOp::Gt, left, intConst(T)), intConst(T), left));
+  }
+  return b.convert(b.mul(n, intConst(vec)), Type::data(acc, 1));
+}
+
 }  // namespace loom::kir

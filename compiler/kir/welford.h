@@ -12,4 +12,9 @@ struct Stats {
 // b's share of the merged count is one division (div.approx in f32: a weight, not a result).
 Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y);
 
+// Elements of a row that block `rank` holds, as `acc`: a row of `row_chunks` chunks of `vec`
+// dealt to `blocks` blocks in runs of `threads` chunks, `chunks` runs a block.
+ExprP blockCount(Builder& b, const ExprP& rank, int64_t threads, int64_t blocks, int chunks, int64_t row_chunks,
+                 int vec, DType acc);
+
 }  // namespace loom::kir

@@ -60,8 +60,9 @@ void NormLowering::blocks(const ExprP& blk) {
     int64_t off = 0;
     for (const auto& l : k_.smem_leaves) {
       smem_offset_[l] = off;
-      const int64_t elems = k_.async_fill ? int64_t{k_.rows_per_block} * k_.chunks * k_.threads_per_row * k_.vec
-                                          : k_.rowElems();
+      const int64_t elems = k_.rowTier()     ? int64_t{k_.chunks} * k_.threads_per_row * k_.row_pitch
+                            : k_.async_fill ? int64_t{k_.rows_per_block} * k_.chunks * k_.threads_per_row * k_.vec
+                                            : k_.rowElems();
       const int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
       off += (bytes + 15) / 16 * 16;
     }
@@ -222,7 +223,9 @@ Chunk NormLowering::unitChunk(const ExprP& m, const ExprP& first_row) {
   return ch;
 }
 
-int64_t NormLowering::unitTrips() const { return k_.chunks; }
+int64_t NormLowering::unitTrips() const {
+  return k_.rowTier() ? (k_.rowVectorUnits() + k_.block - 1) / k_.block : k_.chunks;
+}
 
 Chunk NormLowering::rowChunk() {
   Chunk ch;
@@ -247,6 +250,9 @@ kir::Cache NormLowering::cache() const {
 }
 
 ExprP NormLowering::loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
+  if (ch.row_lanes)
+    return b_.bind(kir::load(l.input, t, offset(l.offset, l.strides, ch.idx), k_.row_vec, k_.row_load_access.at(l),
+                             l.strides[k_.outer_shape.size() - 1], cache()), "x");
   return b_.bind(kir::load(l.input, t, offset(l.offset, l.strides, ch.idx), k_.vec, k_.load_access.at(l),
                            l.strides.back(), cache()), "x");
 }
@@ -256,6 +262,11 @@ ExprP NormLowering::smemByte(const Leaf& l, DType t, const Chunk& ch) {
   const int L = k_.rows_per_block;
   const ExprP rib = ch.r_sub ? ch.r_sub : row_in_block_;
   ExprP slot = ch.slot;
+  if (k_.rowTier()) {  // element `slot` of the block's rows, row after row at a pitch
+    ExprP r = b_.convert(rib, Type::idx());
+    ExprP at = kir::add(kir::mul(slot, c(k_.row_pitch)), r);
+    return kir::add(c(smem_offset_.at(l)), kir::mul(at, c(dtypeBytes(t))));
+  }
   if (k_.async_fill && L > 1 && !k_.thread_fill) {
     // Swizzled: a warp of the whole-line fill and stores touches 32 / L neighbouring slots of
     // each of L rows, whose regions start on the same bank; XOR-ing the slot with
@@ -275,11 +286,26 @@ void NormLowering::asyncFill() {
   for (const auto& l : k_.smem_leaves) {
     const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
     const int piece = k_.fillPieceBytes(t);
+    if (piece < 4) {  // one row's 2-byte (or 1-byte) element: below cp.async's 4 bytes
+      copyFill(l, t, first_row_);
+      filled_.insert(l);
+      continue;
+    }
     LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
     b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
-      Chunk ch = unitChunk(m, first_row_);
-      b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t,
-                             offset(l.offset, l.strides, ch.idx), piece));
+      if (!k_.rowTier()) {
+        Chunk ch = unitChunk(m, first_row_);
+        b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t,
+                               offset(l.offset, l.strides, ch.idx), piece));
+        return carried;
+      }
+      // Row vectors past the row's last element have no slot.
+      Chunk ch = rowUnitChunk(m, first_row_);
+      b_.ifThen(ch.valid, "fill", [&] {
+        ExprP g = b_.bind(kir::intrinsic(kir::Intrinsic::ElemAddr, Type{true, t, 1, true},
+                                         {kir::intConst(l.input), offset(l.offset, l.strides, ch.idx)}));
+        b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t, g, piece));
+      });
       return carried;
     });
     filled_.insert(l);
@@ -311,8 +337,12 @@ void NormLowering::publishReductions() {
 
 ExprP NormLowering::load(const Leaf& l, DType t, const Chunk& ch) {
   if (!smem_offset_.count(l) || ch.global) return loadGlobal(l, t, ch);
-  const int align = std::min(16, k_.vec * dtypeBytes(t));
-  if (filled_.count(l)) return b_.bind(kir::bytesLoad("loom_row_smem", t, k_.vec, smemByte(l, t, ch), align), "s");
+  const int lanes = lanesOf(ch);
+  const int align = std::min(16, lanes * dtypeBytes(t));
+  if (filled_.count(l)) {
+    ExprP byte = smemByte(l, t, ch);
+    return b_.bind(kir::bytesLoad("loom_row_smem", t, lanes, byte, align), "s");
+  }
   ExprP v = loadGlobal(l, t, ch);
   b_.emit(kir::bytesStore("loom_row_smem", smemByte(l, t, ch), v, align));
   pass_loaded_.insert(l);
@@ -329,7 +359,8 @@ bool NormLowering::hoistInvariant(const ENode& n, Chunk& ch) {
     case ENode::Kind::Const:
     case ENode::Kind::Reduce: break;
     case ENode::Kind::Load:
-      for (size_t d = k_.outer_shape.size(); d + 1 < n.leaf.strides.size(); ++d) inv = inv && n.leaf.strides[d] == 0;
+      for (size_t d = k_.outer_shape.size(); d + (k_.rowTier() ? 0 : 1) < n.leaf.strides.size(); ++d)
+        inv = inv && n.leaf.strides[d] == 0;
       inv = inv && !smem_offset_.count(n.leaf);
       break;
     case ENode::Kind::Op:
@@ -342,8 +373,10 @@ bool NormLowering::hoistInvariant(const ENode& n, Chunk& ch) {
 
 void NormLowering::storeChunk(const NormKernel::Store& s, const ExprP& value, const Chunk& ch, const ExprP& pred) {
   ExprP off = b_.bind(offset(s.offset, s.strides, ch.idx), "off");
-  const kir::Access a = s.access == kir::Access::Splat ? kir::Access::Gather : s.access;
-  b_.ifThen(pred, "store", [&] { b_.emit(kir::store(k_.num_inputs + s.output, off, value, a, s.strides.back())); });
+  const kir::Access access = ch.row_lanes ? s.row_access : s.access;
+  const kir::Access a = access == kir::Access::Splat ? kir::Access::Gather : access;
+  const int64_t stride = ch.row_lanes ? s.strides[k_.outer_shape.size() - 1] : s.strides.back();
+  b_.ifThen(pred, "store", [&] { b_.emit(kir::store(k_.num_inputs + s.output, off, value, a, stride)); });
 }
 
 void NormLowering::storeAll() {
@@ -360,17 +393,20 @@ void NormLowering::storeAll() {
     // Whole lines: the units of the fill, each with its own row's reductions. What depends on
     // nothing but the thread's place (the row's statistics, a per-channel weight) is evaluated
     // once, before the loop, unrolled by 4 so that a thread has several units' loads in flight.
-    Chunk first = unitChunk(c(0), first_row_);
+    // (The row-vector tiers' units share their rows and nothing else.)
+    auto unit = [&](const ExprP& m) { return k_.rowTier() ? rowUnitChunk(m, first_row_) : unitChunk(m, first_row_); };
+    Chunk first = unit(c(0));
     for (const auto& s : k_.stores)
       if (!s.row_only) hoistInvariant(*s.value, first);
-    const int unroll = tune_.store_unroll ? *tune_.store_unroll : k_.cluster > 1 ? 1 : 4;
+    const int unroll = tune_.store_unroll ? *tune_.store_unroll : (k_.rowTier() && k_.grid_sync) || k_.cluster > 1 ? 1 : 4;
     b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
-      Chunk ch = unitChunk(m, first_row_);
+      Chunk ch = unit(m);
       ch.memo = first.memo;
       for (const auto& s : k_.stores) {
         if (s.row_only) continue;
         ExprP v = eval(*s.value, ch);
-        if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, k_.vec), {v}));
+        const int lanes = lanesOf(ch);
+        if (v->type.lanes != lanes) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, lanes), {v}));
         storeChunk(s, v, ch, ch.valid);
       }
       return carried;
@@ -395,7 +431,6 @@ using norm_lower_detail::extentOf;
 
 std::string normKirGap(const NormKernel& k) {
   if (k.grid_sync && k.fill_buffers == 2) return "two fill buffers over the grid";
-  if (k.rowTier()) return "vectors of rows";
   return "";
 }
 

@@ -24,21 +24,30 @@ bool NormLowering::halfOutputs() const {
 ExprP NormLowering::eval(const ENode& n, Chunk& ch) {
   auto it = ch.memo.find(&n);
   if (it != ch.memo.end()) return it->second;
-  const int v = k_.vec;
+  const int v = lanesOf(ch);
   ExprP out;
   switch (n.kind) {
     case ENode::Kind::Load: out = load(n.leaf, n.dtype, ch); break;
     case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, v); break;
     case ENode::Kind::Reduce:
       out = reduced_.at(&n);
-      if (ch.r_sub) out = b_.bind(kir::bufLoad(reduced_buf_, n.dtype, reducedSlot(&n, ch.r_sub)));  // another row's
+      if (ch.row_lanes) {  // lane j: row r_sub + j's
+        std::vector<ExprP> lanes;
+        for (int j = 0; j < v; ++j) {
+          ExprP row = b_.add(ch.r_sub, kir::i32Const(j));
+          lanes.push_back(b_.bind(kir::bufLoad(reduced_buf_, n.dtype, reducedSlot(&n, row))));
+        }
+        out = b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(n.dtype, v), lanes));
+      } else if (ch.r_sub) {
+        out = b_.bind(kir::bufLoad(reduced_buf_, n.dtype, reducedSlot(&n, ch.r_sub)));  // another row's
+      }
       break;
     case ENode::Kind::Op: {
       std::vector<ExprP> args;
       for (const auto& a : n.args) args.push_back(eval(*a, ch));
       if (n.op == ir::OpKind::Exp && n.dtype == DType::F32 && halfOutputs())
         out = b_.bind(kir::intrinsic(kir::Intrinsic::ExpApprox, Type::data(DType::F32, v), args));
-      else if (n.op == ir::OpKind::Div && n.dtype == DType::F32 && perRow(*n.args[1]))
+      else if (n.op == ir::OpKind::Div && n.dtype == DType::F32 && !ch.row_lanes && perRow(*n.args[1]))
         // By a value of the row (softmax's sum): a reciprocal and a multiply.
         out = b_.bind(kir::intrinsic(kir::Intrinsic::MulRcp, Type::data(DType::F32, v), args));
       else
@@ -65,7 +74,7 @@ std::vector<ExprP> NormLowering::forEachChunk(std::vector<ExprP> carried, const 
 
 ExprP NormLowering::values(const ENode& x, DType acc, Chunk& ch) {
   ExprP v = eval(x, ch);
-  return x.dtype == acc ? v : b_.bind(kir::math(ir::OpKind::Cast, acc, {v}, k_.vec));
+  return x.dtype == acc ? v : b_.bind(kir::math(ir::OpKind::Cast, acc, {v}, lanesOf(ch)));
 }
 
 ExprP NormLowering::identity(kir::Combine cb, DType acc) {
@@ -121,6 +130,18 @@ std::pair<ExprP, ExprP> NormLowering::welford(const ENode& x, DType acc) {
   LOOM_ASSERT(!k_.grid_sync || k_.threads_per_row >= 32 || 32 % k_.threads_per_row == 0,
               "grid statistics need rows of whole warps or of threads dividing a warp");
   std::vector<ExprP> folded;
+  if (k_.async_fill && statsByRowVectors()) {
+    // Every thread of a row already holds its block's statistics: no merge across threads.
+    kir::Stats st = rowVectorStats(x, acc);
+    if (!k_.grid_sync) return {st.mean, st.m2};
+    const std::string id = std::to_string(next_combine_++);
+    std::vector<std::string> names = {"row_n" + id, "row_mean" + id, "row_m2" + id};
+    kir::CombineSpec spec{kir::Combine::Sum, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",
+                          "row_in_block", "lane", 1, gridLevel()};
+    spec.threads_merged = true;
+    b_.emit(kir::welford(names, {st.n, st.mean, st.m2}, spec));
+    return {kir::var(names[1], Type::data(acc, 1)), kir::var(names[2], Type::data(acc, 1))};
+  }
   if (k_.async_fill) {
     // The thread's chunks are on chip: an exact two-pass over them (its sum and count, then
     // squared deviations from its own mean); Chan's merge starts across threads.

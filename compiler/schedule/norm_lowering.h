@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/kir/builder.h"
+#include "compiler/kir/welford.h"
 #include "compiler/schedule/normalization.h"
 #include "compiler/tuning.h"
 
@@ -41,6 +42,7 @@ struct Chunk {
   ExprP slot;              // its place in the row's copy in shared memory
   bool global = false;     // read from global memory even where the row is on chip
   ExprP r_sub;             // another row of the block (whole-line fills and stores): i32
+  bool row_lanes = false;  // lanes are `row_vec` neighbouring rows from r_sub on
   std::map<const ENode*, ExprP> memo;
 };
 
@@ -77,6 +79,14 @@ class NormLowering {
   // own chunk m).
   Chunk unitChunk(const ExprP& m, const ExprP& first_row);
   int64_t unitTrips() const;
+  int lanesOf(const Chunk& ch) const { return ch.row_lanes ? k_.row_vec : k_.vec; }
+  // The row-vector tiers (norm_lower_rows.cpp): units of the block's rows, their fill where a
+  // piece is below cp.async's 4 bytes, and statistics read by vectors of rows.
+  Chunk rowUnitChunk(const ExprP& m, const ExprP& first_row);
+  Chunk rowPiece(const ExprP& p, const ExprP& first_row);
+  void copyFill(const Leaf& l, DType t, const ExprP& first_row);
+  bool statsByRowVectors() const;
+  kir::Stats rowVectorStats(const ENode& x, DType acc);
 
   // For values constant along the row: its reduced coordinates 0.
   Chunk rowChunk();
