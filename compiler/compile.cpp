@@ -6,7 +6,6 @@
 
 #include "compiler/analysis/domains.h"
 #include "compiler/codegen/kir_to_llvm.h"
-#include "compiler/codegen/llvm_norm.h"
 #include "compiler/codegen/ptx_backend.h"
 #include "compiler/kir/pipeline.h"
 #include "compiler/schedule/normalization.h"
@@ -63,15 +62,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
   if (!p) fail("fusion `{}` cannot run as one kernel: no scheduler accepts it ({})", f.name(), fmt::join(why, "; "));
   if (wanted(stages, DumpStage::Schedule)) record(stages, DumpStage::Schedule, f.name(), p->summary);
   if (wanted(stages, DumpStage::Kernel)) record(stages, DumpStage::Kernel, f.name(), p->detail);
-  if (auto kk = p->lower()) {
-    m = codegen::translateKernel(kir::runPasses(*kk, p->first_pass, kir::standardPasses(), kirDump(stages, f)), ctx);
-  } else {
-    LOOM_ASSERT(p->legacy_norm != nullptr, "scheduler {} gave no kernel IR", p->scheduler);
-    if (wanted(stages, DumpStage::KIR))
-      record(stages, DumpStage::KIR, f.name(), fmt::format("// kernel {}: not in kernel IR yet ({}); the "
-             "normalization emitter makes it\n", kernel_name, p->gap));
-    m = codegen::emitNormKernel(f, *p->legacy_norm, opts.tuning, ctx);
-  }
+  m = codegen::translateKernel(kir::runPasses(p->lower(), p->first_pass, kir::standardPasses(), kirDump(stages, f)), ctx);
   out.block = static_cast<unsigned>(p->launch.block);
   out.grid = static_cast<unsigned>(p->launch.grid);
   out.shared_bytes = static_cast<unsigned>(p->launch.shared_bytes);

@@ -449,7 +449,11 @@ class Translator {
         env_[s.name] = {s.mapping == kir::Mapping::Threads ? km_.threadIdx() : km_.blockIdx()};
         body(s.body);
         break;
-      case Stmt::Kind::AsyncWait: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {}); break;
+      case Stmt::Kind::AsyncWait:
+        if (s.count < 0) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+        else b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(static_cast<uint32_t>(s.count))});
+        break;
+      case Stmt::Kind::AsyncCommit: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {}); break;
       case Stmt::Kind::GlobalStore: {
         llvm::Value* addr = scalar(*s.offset);
         llvm::Value* v = scalar(*s.value);

@@ -460,7 +460,17 @@ StmtP relaxedZero(ExprP addr) {
   return std::make_shared<const Stmt>(std::move(s));
 }
 
-StmtP asyncWaitAll() { return std::make_shared<const Stmt>(blank(Stmt::Kind::AsyncWait)); }
+StmtP asyncWaitAll() {
+  Stmt s = blank(Stmt::Kind::AsyncWait);
+  s.count = -1;
+  return std::make_shared<const Stmt>(std::move(s));
+}
+StmtP asyncWaitGroup(int pending) {
+  Stmt s = blank(Stmt::Kind::AsyncWait);
+  s.count = pending;
+  return std::make_shared<const Stmt>(std::move(s));
+}
+StmtP asyncCommit() { return std::make_shared<const Stmt>(blank(Stmt::Kind::AsyncCommit)); }
 
 namespace {
 // Replays LLVM's naming of module symbols: taken names, and one counter for every clash.

@@ -174,7 +174,7 @@ using Body = std::vector<StmtP>;
 
 struct Stmt {
   enum class Kind { Let, Loop, Store, If, Barrier, BufStore, Combine, Repeat, BytesStore, Welford, AsyncCopy, AsyncWait, Spread,
-                    GlobalStore, GridSync, RelaxedZero };
+                    GlobalStore, GridSync, RelaxedZero, AsyncCommit };
   Kind kind = Kind::Let;
   std::string name;  // Let: the name bound; Loop: its variable
   ExprP value;       // Let; Store: what is written
@@ -257,6 +257,10 @@ StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, 
 StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align, bool scalar = false);
 StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, int bytes);
 StmtP asyncWaitAll();
+// Until all but the newest `pending` groups of this thread's copies have landed; and the end of
+// a group (two fill buffers: each set's copies one group).
+StmtP asyncWaitGroup(int pending);
+StmtP asyncCommit();
 // for `var` in [0, `extent`) spread over the block's threads (`var` = tid.x) or the grid's blocks
 // (`var` = ctaid.x): every iteration at once, one a thread or a block. `var` is an i32.
 StmtP spread(std::string var, Mapping m, int64_t extent, Body body);

@@ -89,7 +89,10 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
                          s.mapping == Mapping::Threads ? "tid.x" : "ctaid.x");
       printBody(k, s.body, depth + 1, out);
       break;
-    case Stmt::Kind::AsyncWait: out += fmt::format("{}cp.async.wait_all\n", pad); break;
+    case Stmt::Kind::AsyncWait:
+      out += s.count < 0 ? fmt::format("{}cp.async.wait_all\n", pad) : fmt::format("{}cp.async.wait_group {}\n", pad, s.count);
+      break;
+    case Stmt::Kind::AsyncCommit: out += fmt::format("{}cp.async.commit_group\n", pad); break;
     case Stmt::Kind::GlobalStore:
       out += fmt::format("{}*{} = {}  (global, align {})\n", pad, printExpr(k, *s.offset), printExpr(k, *s.value), s.align);
       break;

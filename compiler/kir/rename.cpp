@@ -97,7 +97,8 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
     }
     case Stmt::Kind::AsyncCopy:
       return asyncCopy(s.name, rename(s.offset, r), s.param, s.copy_dtype, rename(s.src, r), s.bytes);
-    case Stmt::Kind::AsyncWait: return asyncWaitAll();
+    case Stmt::Kind::AsyncWait: return s.count < 0 ? asyncWaitAll() : asyncWaitGroup(static_cast<int>(s.count));
+    case Stmt::Kind::AsyncCommit: return asyncCommit();
     case Stmt::Kind::GlobalStore: return globalStore(rename(s.offset, r), rename(s.value, r), s.align);
     case Stmt::Kind::GridSync: return gridSync(nm(s.name), rename(s.offset, r), rename(s.src, r));
     case Stmt::Kind::RelaxedZero: return relaxedZero(rename(s.offset, r));

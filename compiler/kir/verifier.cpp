@@ -381,9 +381,10 @@ class Verifier {
         scope_.resize(outer);
         break;
       }
-      case Stmt::Kind::AsyncWait:
+      case Stmt::Kind::AsyncWait:  // (wait_group n: the schedule waits for the group it reads next)
         for (auto& [name, st] : buf_) st.pending = false;
         break;
+      case Stmt::Kind::AsyncCommit: break;
       case Stmt::Kind::BytesStore:
         expr(*s.value);
         bytesAccess(s.name, *s.offset, true, s.value->type);

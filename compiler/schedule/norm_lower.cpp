@@ -66,6 +66,9 @@ void NormLowering::blocks(const ExprP& blk) {
       const int64_t bytes = elems * dtypeBytes(f_.inputs()[static_cast<size_t>(l.input)]->dtype());
       off += (bytes + 15) / 16 * 16;
     }
+    LOOM_ASSERT(!k_.async_fill || off * k_.fill_buffers == k_.smem_bytes,
+                "shared memory: {} bytes x {} buffers, the schedule says {}", off, k_.fill_buffers, k_.smem_bytes);
+    buffer_bytes_ = off;
   }
   std::vector<lower::EPtr> roots;
   for (const auto& st : k_.stores) roots.push_back(st.value);
@@ -95,6 +98,16 @@ void NormLowering::gridSets(const ExprP& group) {
   group_ws_ = b_.bindAs("group_ws", kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(),
                                                    {base, kir::mul(group, c(k_.workspace_bytes / G))}));
   const int64_t trips = (k_.row_sets + G - 1) / G;
+  // Two fill buffers: the group's first set is copied before the loop, and each iteration
+  // copies the next one (into the other buffer) before it waits for its own. Every iteration
+  // commits one cp.async group (empty past the group's last set), so waiting for all but the
+  // newest is waiting for the current set.
+  LOOM_ASSERT(!prefetch() || !k_.thread_fill, "two fill buffers with thread fill");
+  if (prefetch()) {
+    buf_base_ = c(0);
+    issueFill(b_.mul(group, c(k_.rows_per_block)));
+    b_.emit(kir::asyncCommit());
+  }
   b_.repeat("i", trips, {}, [&](const ExprP& i, const std::vector<ExprP>& carried) {
     parity_ = b_.bindAs("parity", kir::index(kir::IndexOp::And, i, c(1)));
     set_ = i;
@@ -102,6 +115,15 @@ void NormLowering::gridSets(const ExprP& group) {
     ExprP set = b_.add(b_.mul(i, c(G)), group);
     auto body = [&] {
       b_.emit(kir::barrier(kir::Barrier::Block));
+      if (prefetch()) {
+        ExprP next = b_.add(set, c(G));
+        b_.ifThen(b_.op(kir::IndexOp::Ult, next, c(k_.row_sets)), "prefetch", [&] {
+          buf_base_ = b_.mul(b_.op(kir::IndexOp::Xor, parity_, c(1)), c(buffer_bytes_));
+          issueFill(b_.mul(next, c(k_.rows_per_block)));
+        });
+        b_.emit(kir::asyncCommit());
+        buf_base_ = b_.mul(parity_, c(buffer_bytes_));
+      }
       rowsAt(b_.mul(set, c(k_.rows_per_block)));
     };
     // The same for every block of a group: its barriers stay matched.
@@ -265,7 +287,8 @@ ExprP NormLowering::smemByte(const Leaf& l, DType t, const Chunk& ch) {
   if (k_.rowTier()) {  // element `slot` of the block's rows, row after row at a pitch
     ExprP r = b_.convert(rib, Type::idx());
     ExprP at = kir::add(kir::mul(slot, c(k_.row_pitch)), r);
-    return kir::add(c(smem_offset_.at(l)), kir::mul(at, c(dtypeBytes(t))));
+    ExprP byte = kir::add(c(smem_offset_.at(l)), kir::mul(at, c(dtypeBytes(t))));
+    return buf_base_ ? kir::add(byte, buf_base_) : byte;
   }
   if (k_.async_fill && L > 1 && !k_.thread_fill) {
     // Swizzled: a warp of the whole-line fill and stores touches 32 / L neighbouring slots of
@@ -278,29 +301,38 @@ ExprP NormLowering::smemByte(const Leaf& l, DType t, const Chunk& ch) {
   ExprP byte = kir::add(c(smem_offset_.at(l)), kir::mul(slot, c(piece)));
   if (L > 1)
     byte = kir::add(byte, kir::mul(kir::convert(rib, Type::idx()), c(int64_t{k_.chunks} * k_.threads_per_row * piece)));
-  return byte;
+  return buf_base_ ? kir::add(byte, buf_base_) : byte;
 }
 
+// Copies the block's chunks of every held load into shared memory, all in flight at once, and
+// waits for them (two fill buffers: issued one set earlier); several rows a block: whole lines,
+// then a barrier.
 void NormLowering::asyncFill() {
+  if (prefetch()) b_.emit(kir::asyncWaitGroup(1));
+  else if (issueFill(first_row_)) b_.emit(kir::asyncWaitAll());
+  if (k_.rows_per_block > 1 && !k_.thread_fill) b_.emit(kir::barrier(kir::Barrier::Block));
+}
+
+bool NormLowering::issueFill(const ExprP& first_row) {
   bool copied = false;
   for (const auto& l : k_.smem_leaves) {
     const DType t = f_.inputs()[static_cast<size_t>(l.input)]->dtype();
     const int piece = k_.fillPieceBytes(t);
     if (piece < 4) {  // one row's 2-byte (or 1-byte) element: below cp.async's 4 bytes
-      copyFill(l, t, first_row_);
+      copyFill(l, t, first_row);
       filled_.insert(l);
       continue;
     }
     LOOM_ASSERT(piece == 4 || piece == 8 || piece == 16, "cp.async of {} bytes", piece);
     b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
       if (!k_.rowTier()) {
-        Chunk ch = unitChunk(m, first_row_);
+        Chunk ch = unitChunk(m, first_row);
         b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t,
                                offset(l.offset, l.strides, ch.idx), piece));
         return carried;
       }
       // Row vectors past the row's last element have no slot.
-      Chunk ch = rowUnitChunk(m, first_row_);
+      Chunk ch = rowUnitChunk(m, first_row);
       b_.ifThen(ch.valid, "fill", [&] {
         ExprP g = b_.bind(kir::intrinsic(kir::Intrinsic::ElemAddr, Type{true, t, 1, true},
                                          {kir::intConst(l.input), offset(l.offset, l.strides, ch.idx)}));
@@ -311,8 +343,7 @@ void NormLowering::asyncFill() {
     filled_.insert(l);
     copied = true;
   }
-  if (copied) b_.emit(kir::asyncWaitAll());
-  if (k_.rows_per_block > 1 && !k_.thread_fill) b_.emit(kir::barrier(kir::Barrier::Block));
+  return copied;
 }
 
 bool NormLowering::coalescedStores() const { return k_.async_fill && k_.rows_per_block > 1 && !k_.thread_fill; }
@@ -429,14 +460,9 @@ void NormLowering::storeAll() {
 using norm_lower_detail::NormLowering;
 using norm_lower_detail::extentOf;
 
-std::string normKirGap(const NormKernel& k) {
-  if (k.grid_sync && k.fill_buffers == 2) return "two fill buffers over the grid";
-  return "";
-}
 
-std::optional<kir::Kernel> lowerNormalization(const ir::Fusion& f, const NormKernel& k,
+kir::Kernel lowerNormalization(const ir::Fusion& f, const NormKernel& k,
                                               const std::vector<TensorDesc>& inputs, const Tuning& tune) {
-  if (!normKirGap(k).empty()) return std::nullopt;
   kir::Kernel out;
   out.name = k.name;
   out.scheduler = "normalization";

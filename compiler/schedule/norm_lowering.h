@@ -105,6 +105,8 @@ class NormLowering {
   // flight at once, and waits for them; several rows a block: whole lines, then a barrier.
 
   void asyncFill();
+  bool issueFill(const ExprP& first_row);  // whether it issued any cp.async
+  bool prefetch() const { return k_.fill_buffers == 2; }
 
   // Several rows a block storing by whole lines: each thread writes chunks of other rows, so
   // every row's reductions go to shared memory for the block.
@@ -157,6 +159,8 @@ class NormLowering {
   std::map<std::pair<const ENode*, double>, std::pair<ExprP, ExprP>> stats_;
   int next_combine_ = 0, next_mean_ = 0;
   ExprP group_ws_, parity_, set_;
+  ExprP buf_base_;            // byte offset of the fill buffer in use (two fill buffers)
+  int64_t buffer_bytes_ = 0;  // one fill buffer's bytes
   int next_region_ = 0, barriers_per_set_ = 0, barriers_done_ = 0;
 
 };

@@ -1,5 +1,5 @@
 // The normalization scheduler in the registry: schedule/normalization.h's parameters, lowered
-// by pass `norm-rows` (schedule/norm_lower.h) where the tier is written in kernel IR.
+// by pass `norm-rows` (schedule/norm_lower.h).
 #include <fmt/format.h>
 
 #include "compiler/schedule/norm_lower.h"
@@ -29,9 +29,7 @@ class NormalizationScheduler final : public Scheduler {
     p.outputs = k->outputs;
     p.output_alias = k->output_alias;
     p.first_pass = "norm-rows";
-    p.gap = normKirGap(*k);
     auto kernel = std::make_shared<const NormKernel>(std::move(*k));
-    p.legacy_norm = kernel;
     const Tuning tune = opts.tuning;
     p.lower = [&f, kernel, inputs, tune]() { return lowerNormalization(f, *kernel, inputs, tune); };
     return p;

@@ -31,7 +31,7 @@ class PointwiseScheduler final : public Scheduler {
     p.output_alias = k->output_alias;
     p.first_pass = "pointwise-loop";
     auto kernel = std::make_shared<const PointwiseKernel>(std::move(*k));
-    p.lower = [&f, kernel, inputs]() -> std::optional<kir::Kernel> { return lowerPointwise(f, *kernel, inputs); };
+    p.lower = [&f, kernel, inputs]() { return lowerPointwise(f, *kernel, inputs); };
     return p;
   }
 };

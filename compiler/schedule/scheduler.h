@@ -16,8 +16,6 @@
 
 namespace loom::schedule {
 
-struct NormKernel;
-
 // What the runtime launches.
 struct LaunchShape {
   int64_t grid = 1;
@@ -37,13 +35,9 @@ struct Planned {
   LaunchShape launch;
   std::vector<TensorDesc> outputs;  // what the runtime allocates (or the aliased input's)
   std::vector<int> output_alias;    // input index per output, or -1
-  // The kernel IR and the name of the pass that made it; nullopt where the schedule's tier is
-  // not written in kernel IR yet (`gap` says which), and `legacy_norm` is what the
-  // normalization emitter takes instead.
-  std::function<std::optional<kir::Kernel>()> lower;
+  // The kernel IR, and the name of the pass that makes it.
+  std::function<kir::Kernel()> lower;
   std::string first_pass;
-  std::string gap;
-  std::shared_ptr<const NormKernel> legacy_norm;
 };
 
 class Scheduler {
