@@ -33,6 +33,98 @@ class UnionFind {
   std::vector<int> parent_;
 };
 
+// Unites the domains that op `op` says are the same (its operands' and outputs' axes that line
+// up), records reshapes' splits and merges as definitions, and the domains a reduction reduces.
+struct DomainState {
+  UnionFind& uf;
+  std::vector<std::vector<int>>& dom;
+  std::vector<std::pair<int, std::vector<int>>>& defs;
+  std::vector<std::string>& conflicts;
+  std::vector<int>& reduced;
+};
+
+void uniteOp(const ir::Op* op, DomainState st) {
+  UnionFind& uf = st.uf;
+  auto& defs = st.defs;
+  auto& conflicts_ = st.conflicts;
+  auto d = [&](const ir::Value* v, int axis) { return st.dom[static_cast<size_t>(v->id())][static_cast<size_t>(axis)]; };
+  auto same = [&](const ir::Value* a, int ia, const ir::Value* b, int ib) {
+    if (d(a, ia) >= 0 && d(b, ib) >= 0) uf.unite(d(a, ia), d(b, ib));
+  };
+  const ir::Value* out = op->outputs().empty() ? nullptr : op->output();
+  switch (op->family()) {
+    case ir::OpFamily::Broadcast: {
+      int src = 0;
+      const auto& is_new = op->attr<ir::BroadcastAttrs>().is_new;
+      for (size_t i = 0; i < is_new.size(); ++i)
+        if (!is_new[i]) same(out, static_cast<int>(i), op->input(0), src++);
+      break;
+    }
+    case ir::OpFamily::Permute: {
+      const auto& p = op->attr<ir::DimsAttrs>().dims;
+      for (size_t i = 0; i < p.size(); ++i) same(out, static_cast<int>(i), op->input(0), p[i]);
+      break;
+    }
+    case ir::OpFamily::Squeeze: {
+      const auto& dims = op->attr<ir::DimsAttrs>().dims;
+      int o = 0;
+      for (int i = 0; i < op->input(0)->rank(); ++i)
+        if (std::find(dims.begin(), dims.end(), i) == dims.end()) same(out, o++, op->input(0), i);
+      break;
+    }
+    case ir::OpFamily::Unsqueeze: {
+      int dim = op->attr<ir::DimsAttrs>().dims[0];
+      for (int i = 0; i < op->input(0)->rank(); ++i) same(out, i < dim ? i : i + 1, op->input(0), i);
+      break;
+    }
+    case ir::OpFamily::Slice:
+      for (int i = 0; i < out->rank(); ++i)
+        if (out->axis(static_cast<size_t>(i)) == op->input(0)->axis(static_cast<size_t>(i))) same(out, i, op->input(0), i);
+      break;
+    case ir::OpFamily::Reshape: {
+      auto groups = ir::reshapeGroups(op->input(0)->shape(), out->shape());
+      for (const auto& g : groups) {
+        std::vector<int> ins, outs;
+        for (int i = g.in_begin; i < g.in_end; ++i)
+          if (!op->input(0)->axis(static_cast<size_t>(i)).extent.isOne()) ins.push_back(d(op->input(0), i));
+        for (int o = g.out_begin; o < g.out_end; ++o)
+          if (!out->axis(static_cast<size_t>(o)).extent.isOne()) outs.push_back(d(out, o));
+        if (std::count(ins.begin(), ins.end(), -1) || std::count(outs.begin(), outs.end(), -1)) continue;
+        if (ins.size() == 1 && outs.size() == 1) uf.unite(ins[0], outs[0]);
+        else if (ins.size() == 1 && outs.size() > 1) defs.push_back({ins[0], outs});
+        else if (outs.size() == 1 && ins.size() > 1) defs.push_back({outs[0], ins});
+        else if (!ins.empty())
+          conflicts_.push_back(fmt::format("reshape `{}` splits and merges dims {}..{} at once",
+                                           out->name(), g.in_begin, g.in_end - 1));
+      }
+      break;
+    }
+    case ir::OpFamily::Reduce:
+    case ir::OpFamily::VarMean: {
+      const auto& a = op->attr<ir::ReduceAttrs>();
+      const ir::Value* in = op->input(0);
+      for (const ir::Value* o : op->outputs()) {
+        int oi = 0;
+        for (int i = 0; i < in->rank(); ++i) {
+          bool red = std::find(a.dims.begin(), a.dims.end(), i) != a.dims.end();
+          if (!red) same(o, oi, in, i);
+          if (!red || a.keepdim) ++oi;
+        }
+      }
+      for (int i : a.dims)
+        if (d(in, i) >= 0) st.reduced.push_back(d(in, i));
+      break;
+    }
+    case ir::OpFamily::Constant:
+    case ir::OpFamily::Full:
+      break;
+    default:  // pointwise: operands of full rank line up with the output
+      for (const ir::Value* in : op->inputs())
+        if (in->rank() == out->rank())
+          for (int i = 0; i < out->rank(); ++i) same(out, i, in, i);
+  }
+}
+
 }  // namespace
 
 DomainAnalysis::DomainAnalysis(const ir::Fusion& f) {
@@ -53,85 +145,10 @@ DomainAnalysis::DomainAnalysis(const ir::Fusion& f) {
     }
   }
   auto d = [&](const ir::Value* v, int axis) { return dom[static_cast<size_t>(v->id())][static_cast<size_t>(axis)]; };
-  auto same = [&](const ir::Value* a, int ia, const ir::Value* b, int ib) {
-    if (d(a, ia) >= 0 && d(b, ib) >= 0) uf.unite(d(a, ia), d(b, ib));
-  };
   reduced_.resize(f.ops().size());
   std::vector<std::vector<int>> reduced_domains(f.ops().size());
-  for (const ir::Op* op : f.ops()) {
-    const ir::Value* out = op->outputs().empty() ? nullptr : op->output();
-    switch (op->family()) {
-      case ir::OpFamily::Broadcast: {
-        int src = 0;
-        const auto& is_new = op->attr<ir::BroadcastAttrs>().is_new;
-        for (size_t i = 0; i < is_new.size(); ++i)
-          if (!is_new[i]) same(out, static_cast<int>(i), op->input(0), src++);
-        break;
-      }
-      case ir::OpFamily::Permute: {
-        const auto& p = op->attr<ir::DimsAttrs>().dims;
-        for (size_t i = 0; i < p.size(); ++i) same(out, static_cast<int>(i), op->input(0), p[i]);
-        break;
-      }
-      case ir::OpFamily::Squeeze: {
-        const auto& dims = op->attr<ir::DimsAttrs>().dims;
-        int o = 0;
-        for (int i = 0; i < op->input(0)->rank(); ++i)
-          if (std::find(dims.begin(), dims.end(), i) == dims.end()) same(out, o++, op->input(0), i);
-        break;
-      }
-      case ir::OpFamily::Unsqueeze: {
-        int dim = op->attr<ir::DimsAttrs>().dims[0];
-        for (int i = 0; i < op->input(0)->rank(); ++i) same(out, i < dim ? i : i + 1, op->input(0), i);
-        break;
-      }
-      case ir::OpFamily::Slice:
-        for (int i = 0; i < out->rank(); ++i)
-          if (out->axis(static_cast<size_t>(i)) == op->input(0)->axis(static_cast<size_t>(i))) same(out, i, op->input(0), i);
-        break;
-      case ir::OpFamily::Reshape: {
-        auto groups = ir::reshapeGroups(op->input(0)->shape(), out->shape());
-        for (const auto& g : groups) {
-          std::vector<int> ins, outs;
-          for (int i = g.in_begin; i < g.in_end; ++i)
-            if (!op->input(0)->axis(static_cast<size_t>(i)).extent.isOne()) ins.push_back(d(op->input(0), i));
-          for (int o = g.out_begin; o < g.out_end; ++o)
-            if (!out->axis(static_cast<size_t>(o)).extent.isOne()) outs.push_back(d(out, o));
-          if (std::count(ins.begin(), ins.end(), -1) || std::count(outs.begin(), outs.end(), -1)) continue;
-          if (ins.size() == 1 && outs.size() == 1) uf.unite(ins[0], outs[0]);
-          else if (ins.size() == 1 && outs.size() > 1) defs.push_back({ins[0], outs});
-          else if (outs.size() == 1 && ins.size() > 1) defs.push_back({outs[0], ins});
-          else if (!ins.empty())
-            conflicts_.push_back(fmt::format("reshape `{}` splits and merges dims {}..{} at once",
-                                             out->name(), g.in_begin, g.in_end - 1));
-        }
-        break;
-      }
-      case ir::OpFamily::Reduce:
-      case ir::OpFamily::VarMean: {
-        const auto& a = op->attr<ir::ReduceAttrs>();
-        const ir::Value* in = op->input(0);
-        for (const ir::Value* o : op->outputs()) {
-          int oi = 0;
-          for (int i = 0; i < in->rank(); ++i) {
-            bool red = std::find(a.dims.begin(), a.dims.end(), i) != a.dims.end();
-            if (!red) same(o, oi, in, i);
-            if (!red || a.keepdim) ++oi;
-          }
-        }
-        for (int i : a.dims)
-          if (d(in, i) >= 0) reduced_domains[static_cast<size_t>(op->id())].push_back(d(in, i));
-        break;
-      }
-      case ir::OpFamily::Constant:
-      case ir::OpFamily::Full:
-        break;
-      default:  // pointwise: operands of full rank line up with the output
-        for (const ir::Value* in : op->inputs())
-          if (in->rank() == out->rank())
-            for (int i = 0; i < out->rank(); ++i) same(out, i, in, i);
-    }
-  }
+  for (const ir::Op* op : f.ops())
+    uniteOp(op, {uf, dom, defs, conflicts_, reduced_domains[static_cast<size_t>(op->id())]});
 
   // Atoms: a class with a definition expands into its parts' atoms; every definition of a
   // class must expand to the same atoms.
