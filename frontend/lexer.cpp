@@ -125,16 +125,39 @@ class Lexer {
 
 }  // namespace
 
+namespace {
+size_t printableAt(std::string_view line, size_t i);
+
+// `text` with every byte a terminal would interpret escaped as \xNN.
+std::string shownBytes(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = printableAt(text, i);
+    if (n == 0) {
+      out += fmt::format("\\x{:02X}", static_cast<unsigned char>(text[i]));
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+}  // namespace
+
 std::string Token::describe() const {
   switch (kind) {
     case TokKind::End: return "end of input";
-    case TokKind::String: return fmt::format("string \"{}\"", text);
+    case TokKind::String: return fmt::format("string \"{}\"", shownBytes(text));
     case TokKind::Invalid: {
       if (text[0] == '"') return "an unterminated string";
       const auto lead = static_cast<unsigned char>(text[0]);
       // The bytes a UTF-8 sequence with this lead byte has: 2 to 4 (0 for none).
       const size_t want = lead >= 0xF0 && lead < 0xF8 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
-      if (lead >= 0x80 && want == text.size()) return fmt::format("`{}` (outside ASCII)", text);
+      if (lead >= 0x80 && want == text.size() && printableAt(text, 0) == want)
+        return fmt::format("`{}` (outside ASCII)", text);
+      if (lead == 0xC2 && want == text.size())  // U+0080..U+009F: C1 controls
+        return fmt::format("control character U+{:04X}", static_cast<unsigned char>(text[1]));
       if (lead >= 0x80 || lead < 0x20 || lead == 0x7F)
         return fmt::format("byte 0x{:02X}{}", lead, lead >= 0x80 ? " (not valid UTF-8)" : "");
       return fmt::format("`{}`", text);
@@ -158,13 +181,37 @@ std::string_view Source::lineText(int line) const {
   return s;
 }
 
+namespace {
+
+// Bytes [i, i + n) of `line` that are one UTF-8 character a terminal prints as it is: n, or 0
+// where line[i] starts no such character (a control byte, a C1 control, invalid UTF-8).
+size_t printableAt(std::string_view line, size_t i) {
+  const auto b = static_cast<unsigned char>(line[i]);
+  if (b == '\t' || (b >= 0x20 && b < 0x7F)) return 1;
+  const size_t n = b >= 0xF0 && b < 0xF5 ? 4 : b >= 0xE0 && b < 0xF0 ? 3 : b >= 0xC2 && b < 0xE0 ? 2 : 0;
+  if (n == 0 || i + n > line.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(line[i + k]) & 0xC0) != 0x80) return 0;
+  if (b == 0xC2 && static_cast<unsigned char>(line[i + 1]) < 0xA0) return 0;  // C1 controls
+  return n;
+}
+
+}  // namespace
+
 std::string Source::diagnostic(Loc at, const std::string& message) const {
   std::string_view line = lineText(at.line);
-  // Keep tabs in the caret's indentation so it lines up under the column.
+  // The line as a terminal shows it safely: bytes a terminal would interpret (controls, escape
+  // sequences, invalid UTF-8) escaped as \xNN. The caret's indentation follows what is shown,
+  // keeping tabs, so it lines up under the column.
   std::string pad;
-  for (int i = 0; i + 1 < at.col; ++i)
-    pad += (i < static_cast<int>(line.size()) && line[i] == '\t') ? '\t' : ' ';
-  return fmt::format("{}:{}:{}: error: {}\n{}\n{}^", name_, at.line, at.col, message, line, pad);
+  for (size_t i = 0; i < line.size();) {
+    const size_t n = printableAt(line, i);
+    if (static_cast<int>(i) + 1 < at.col) pad += n == 0 ? "    " : line[i] == '\t' ? "\t" : " ";
+    i += n == 0 ? 1 : n;
+  }
+  const std::string shown = shownBytes(line);
+  for (int i = static_cast<int>(line.size()); i + 1 < at.col; ++i) pad += ' ';
+  return fmt::format("{}:{}:{}: error: {}\n{}\n{}^", name_, at.line, at.col, message, shown, pad);
 }
 
 void Source::error(Loc at, const std::string& message) const {

@@ -23,7 +23,7 @@ using text::TypeDecl;
 
 // ---- Attributes: which keys each family takes, and turning them into ir::Attrs ----------
 
-enum class AttrKind { DType, Bool, Int, Number, IntList, BoolList, ExtentList };
+enum class AttrKind { DType, Bool, Int, Number, IntList, BoolList, ExtentList, ReshapeList };
 
 struct AttrSpec {
   std::string_view key;
@@ -40,7 +40,7 @@ std::vector<AttrSpec> attrSpecs(ir::OpFamily f) {
     case F::VarMean:
       return {{"dims", K::IntList}, {"correction", K::Number, false}, {"keepdim", K::Bool, false}};
     case F::Broadcast: return {{"new", K::BoolList}};
-    case F::Reshape: return {{"shape", K::ExtentList}};
+    case F::Reshape: return {{"shape", K::ReshapeList}};
     case F::Permute: return {{"order", K::IntList}};
     case F::Squeeze: return {{"dims", K::IntList}};
     case F::Unsqueeze: return {{"dim", K::Int}};
@@ -51,8 +51,10 @@ std::vector<AttrSpec> attrSpecs(ir::OpFamily f) {
   }
 }
 
+// A reshape's target shape: nullopt for its one `-1` (the size the others leave).
+using ReshapeShape = std::vector<std::optional<Extent>>;
 using AttrValue = std::variant<DType, bool, int, double, std::vector<int>, std::vector<bool>,
-                               std::vector<Extent>>;
+                               std::vector<Extent>, ReshapeShape>;
 
 class AttrBag {
  public:
@@ -77,11 +79,45 @@ AttrValue parseAttrValue(TokenStream& ts, AttrKind kind) {
     case AttrKind::IntList: return text::parseList(ts, [&] { return text::parseInt(ts); });
     case AttrKind::BoolList: return text::parseList(ts, [&] { return text::parseBool(ts); });
     case AttrKind::ExtentList: return text::parseList(ts, [&] { return text::parseExtent(ts); });
+    case AttrKind::ReshapeList: {
+      bool inferred = false;
+      return text::parseList(ts, [&]() -> std::optional<Extent> {
+        const Loc at = ts.peek().loc;
+        if (!ts.accept('-')) return text::parseExtent(ts);
+        if (!(ts.peek().kind == text::TokKind::Number && ts.peek().text == "1"))
+          ts.error(at, "a reshape's shape takes sizes, and -1 once for the size the others leave");
+        ts.next();
+        if (inferred) ts.error(at, "-1 may appear only once in a reshape's shape");
+        inferred = true;
+        return std::nullopt;
+      });
+    }
   }
   return {};
 }
 
-ir::Attrs buildAttrs(ir::OpFamily f, const AttrBag& b) {
+// A reshape's shape with its -1 resolved: the operand's elements over the other sizes' (as the
+// builder's reshape does; whole sizes are checked when the fusion's sizes are bound).
+std::vector<Extent> resolveShape(const ReshapeShape& shape, const std::vector<const ir::Value*>& operands) {
+  Extent known(1);
+  for (const auto& e : shape)
+    if (e) known = known * *e;
+  std::vector<Extent> out;
+  for (const auto& e : shape) {
+    if (e) {
+      out.push_back(*e);
+    } else if (operands.size() != 1) {
+      out.push_back(Extent(1));  // the op's own check names the operand count
+    } else {
+      Extent total(1);
+      for (const auto& d : operands[0]->shape()) total = total * d;
+      out.push_back(total / known);
+    }
+  }
+  return out;
+}
+
+ir::Attrs buildAttrs(ir::OpFamily f, const AttrBag& b, const std::vector<const ir::Value*>& operands) {
   using F = ir::OpFamily;
   using Ints = std::vector<int>;
   using Extents = std::vector<Extent>;
@@ -92,7 +128,7 @@ ir::Attrs buildAttrs(ir::OpFamily f, const AttrBag& b) {
       return ir::ReduceAttrs{b.get<Ints>("dims"), b.get<bool>("keepdim", false),
                              b.get<double>("correction", 0.0)};
     case F::Broadcast: return ir::BroadcastAttrs{b.get<std::vector<bool>>("new")};
-    case F::Reshape: return ir::ShapeAttrs{b.get<Extents>("shape")};
+    case F::Reshape: return ir::ShapeAttrs{resolveShape(b.get<ReshapeShape>("shape"), operands)};
     case F::Permute: return ir::DimsAttrs{b.get<Ints>("order")};
     case F::Squeeze: return ir::DimsAttrs{b.get<Ints>("dims")};
     case F::Unsqueeze: return ir::DimsAttrs{{b.get<int>("dim")}};
@@ -258,7 +294,7 @@ void Parser::parseOpLine() {
   Call c = parseCall();
   std::vector<std::string> names;
   for (const auto& t : targets) names.push_back(t.name);
-  ir::Attrs attrs = buildAttrs(ir::opFamily(c.kind), c.attrs);
+  ir::Attrs attrs = ts_.located(c.loc, [&] { return buildAttrs(ir::opFamily(c.kind), c.attrs, c.operands); });
   const ir::Op* op = ts_.located(c.loc, [&] {
     return f_->addOp(c.kind, c.operands, std::move(attrs), names);
   });

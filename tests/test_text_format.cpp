@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/builder.h"
 #include "frontend/examples.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
@@ -399,6 +400,55 @@ TEST_CASE("stray bytes are quoted whole, never as half a UTF-8 character", "[tex
   CHECK_THAT(at("\xFF\xFE"), Catch::Contains("found byte 0xFF (not valid UTF-8)"));
   CHECK_THAT(at("\x01"), Catch::Contains("found byte 0x01"));
   CHECK_THAT(at("@"), Catch::Contains("found `@`"));
+}
+
+TEST_CASE("errors never echo bytes a terminal would interpret; the caret still points right", "[text]") {
+  // An escape sequence, a control byte and invalid UTF-8 after the input's type: shown escaped.
+  std::string msg = parseError("fusion f {\n  in x: f32[N]\x1B[31m\x01\xFF\n}\n");
+  CHECK(msg ==
+        "<input>:2:15: error: expected a statement (`in`, `out` or `name: type = op(...)`) or `}`, found "
+        "byte 0x1B\n"
+        "  in x: f32[N]\\x1B[31m\\x01\\xFF\n"
+        "              ^");
+  // Escaped bytes before the column widen the caret's indentation by their escapes.
+  msg = parseError("fusion f {\n  in x: f32[N] \x07 @\n}\n");
+  CHECK(msg.substr(msg.find('\n') + 1) == "  in x: f32[N] \\x07 @\n               ^");
+  msg = parseError("fusion \"a\x07" "b\" @\n");
+  CHECK(msg.substr(msg.find('\n') + 1) == "fusion \"a\\x07b\" @\n                ^");
+  // Printable UTF-8 stays as it is; C1 controls (valid UTF-8, but a terminal acts on them) and
+  // control bytes inside strings are escaped in the message too.
+  CHECK_THAT(parseError("fusion f {\n  in x: f32[N] \xC3\xA9\n}\n"), Catch::Contains("f32[N] \xC3\xA9\n"));
+  msg = parseError("fusion f {\n  in x: f32[N] \xC2\x85\n}\n");
+  CHECK_THAT(msg, Catch::Contains("found control character U+0085"));
+  CHECK_THAT(msg, Catch::Contains("f32[N] \\xC2\\x85\n"));
+  msg = parseError("fusion f {\n  in x: f32[N]\n  y: f32[N] = cast(x, to=\"a\x1B" "b\")\n  out y = y\n}\n");
+  CHECK_THAT(msg, Catch::Contains("found string \"a\\x1Bb\""));
+  for (char ch : msg) CHECK((static_cast<unsigned char>(ch) >= 0x20 || ch == '\n'));
+}
+
+TEST_CASE("a reshape's shape may hold one -1, the size the others leave, as in the builder", "[text]") {
+  auto f = parseFusion("fusion g {\n  in x: f16[N, C, H, W]\n  t0 = reshape(x, shape=[N, 32, -1])\n"
+                       "  t1 = reshape(t0, shape=[-1, C, H, W])\n  out y = t1\n}\n");
+  FusionBuilder fb("g");
+  auto x = fb.input("x", DType::F16, {"N", "C", "H", "W"});
+  auto t0 = reshape(x, {Dim("N"), Dim(32), Dim(-1)});
+  fb.output("y", reshape(t0, {Dim(-1), Dim("C"), Dim("H"), Dim("W")}));
+  auto built = fb.finish();
+  const std::string text = ir::printFusion(*f);
+  CHECK(text == ir::printFusion(*built));
+  CHECK_THAT(text, Catch::Contains("shape=[N, 32, C*H*W/32]"));
+  CHECK(ir::printFusion(*parseFusion(text)) == text);  // the round trip keeps the resolved sizes
+  auto flat = parseFusion("fusion g {\n  in x: f16[N, D]\n  t0 = reshape(x, shape=[-1])\n  out y = t0\n}\n");
+  CHECK_THAT(ir::printFusion(*flat), Catch::Contains("t0: f16[D*N] = reshape(x, shape=[D*N])"));
+  CHECK(parseError("fusion g {\n  in x: f16[N, D]\n  t0 = reshape(x, shape=[-1, -1])\n  out y = t0\n}\n") ==
+        "<input>:3:30: error: -1 may appear only once in a reshape's shape\n"
+        "  t0 = reshape(x, shape=[-1, -1])\n"
+        "                             ^");
+  CHECK_THAT(parseError("fusion g {\n  in x: f16[N, D]\n  t0 = reshape(x, shape=[-2, N])\n  out y = t0\n}\n"),
+             Catch::Contains("3:26: error: a reshape's shape takes sizes, and -1 once for the size the others leave"));
+  // -1 belongs to reshape alone.
+  CHECK_THAT(parseError("fusion g {\n  in x: f16[N, D]\n  t0 = full(value=1, dtype=f32, shape=[-1])\n  out y = t0\n}\n"),
+             Catch::Contains("3:40: error: expected an extent"));
 }
 
 TEST_CASE("parseFusionFile reads files and names them in errors", "[text]") {
