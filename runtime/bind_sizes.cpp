@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -29,6 +30,26 @@ int64_t evaluateAt(const Extent& e, const Bindings& b, const std::string& where)
   } catch (const Error& err) {
     fail("{}: {}", where, err.what());
   }
+}
+
+// Every tensor's element count and bytes, computed without overflow: a count past 2^63 - 1, or
+// bytes past kMaxTensorBytes (the address space a process has), is a user error naming it.
+void checkSize(const ir::Value* v, const Bindings& b) {
+  __int128 count = 1;
+  std::vector<std::string> dims;
+  for (const auto& a : v->axes()) {
+    const int64_t e = a.broadcast ? 1 : a.extent.evaluate(b);
+    dims.push_back(std::to_string(e));
+    count *= e;
+    if (count > std::numeric_limits<int64_t>::max()) count = static_cast<__int128>(std::numeric_limits<int64_t>::max()) + 1;
+  }
+  const auto shown = [&] { return fmt::format("`{}` {} = {}[{}]", v->name(), v->typeString(), dtypeName(v->dtype()),
+                                              fmt::join(dims, ", ")); };
+  LOOM_USER_CHECK(count <= std::numeric_limits<int64_t>::max(), "{} has more than 2^63 - 1 elements, which no "
+                  "size in loom (or on a GPU) can count; give smaller sizes", shown());
+  const __int128 bytes = count * dtypeBytes(v->dtype());
+  LOOM_USER_CHECK(bytes <= kMaxTensorBytes, "{} would take {} bytes, past the {} bytes (2^47, 128 TiB) a process can "
+                  "address; give smaller sizes", shown(), static_cast<unsigned long long>(bytes), kMaxTensorBytes);
 }
 
 }  // namespace
@@ -145,6 +166,7 @@ Bindings bindShapes(const ir::Fusion& f, const std::vector<DType>& dtypes,
   };
   for (const ir::Value* v : f.values())
     for (const auto& a : v->axes()) need(a.extent, fmt::format("`{}` {}", v->name(), v->typeString()));
+  for (const ir::Value* v : f.values()) checkSize(v, b);
   for (const ir::Op* op : f.ops())
     if (const auto* s = std::get_if<ir::SliceAttrs>(&op->attrs())) {
       for (const auto& e : s->starts) need(e, fmt::format("the slice producing `{}`", op->output()->name()));

@@ -13,6 +13,10 @@
 
 namespace loom {
 
+// The most bytes one tensor may take: 2^47, the address space of a process on x86-64 (and more
+// than any GPU holds); sizes past it are refused when bound.
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 47;
+
 // Checks the inputs against the fusion's: their number, and each one's dtype and rank (the
 // error names the input, its expected type, e.g. `f16[N, 1024]`, and what was given). Solves
 // every symbol from the concrete sizes: an input extent that is one symbol to the first power

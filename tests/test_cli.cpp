@@ -191,3 +191,28 @@ TEST_CASE("kernel replay lists a kernel whose PTX changed and fails", "[cli]") {
   CHECK(bad.status == 1);
   CHECK(bad.out.find("needs --target ARCH/SMS") != std::string::npos);
 }
+
+TEST_CASE("sizes at the limits: counts that do not fit are clear errors naming the tensor", "[cli]") {
+  auto past = runLoom("segment layer_norm --dim N=4611686018427387904 --dim D=4");
+  CHECK(past.status == 1);
+  CHECK(past.out.find("`x` f16[N, D] = f16[4611686018427387904, 4] has more than 2^63 - 1 elements") !=
+        std::string::npos);
+  auto bytes = runLoom("dump add --dim N=9223372036854775807 --stage ptx");
+  CHECK(bytes.status == 1);
+  CHECK(bytes.out.find("would take 18446744073709551614 bytes, past the 140737488355328 bytes (2^47") !=
+        std::string::npos);
+  CHECK(bytes.out.find(".entry") == std::string::npos);
+  // 2^31 - 1, 2^31 and 2^32 elements compile (32- and 64-bit indexing), as does the last size
+  // whose bytes fit.
+  for (const char* n : {"2147483647", "2147483648", "4294967296", "70368744177663"}) {
+    auto ok = runLoom(std::string("dump add --stage ptx --dim N=") + n);
+    INFO(n << ": " << ok.out.substr(0, 300));
+    CHECK(ok.status == 0);
+    CHECK(ok.out.find(".entry loom_add") != std::string::npos);
+  }
+  // 2^46 f16 elements take exactly 2^47 bytes; one more is past them.
+  CHECK(runLoom("dump add --stage ptx --dim N=70368744177664").status == 0);
+  auto one_more = runLoom("dump add --stage ptx --dim N=70368744177665");
+  CHECK(one_more.status == 1);
+  CHECK(one_more.out.find("`x` f16[N] = f16[70368744177665] would take 140737488355330 bytes") != std::string::npos);
+}
