@@ -47,11 +47,12 @@ const std::vector<Command>& commands() {
        "  --dim K=V        size of symbol K (default: the example's sizes)\n"
        "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner\n",
        {"json"}, {"dim", "layout", "dot", "dtype", "arch"}, runSegment},
-      {"dump", "print one compilation stage (ir, schedule, kernel, llvm, ptx)",
+      {"dump", "print one compilation stage (ir, schedule, kernel, kir, llvm, ptx)",
        "usage: loom dump FUSION --stage STAGE [--arch sm_90] [--dim K=V]... [--layout IN=L]...\n\n"
        "Prints one stage of compiling FUSION for the given sizes and layouts. Needs no GPU.\n"
        "The same text is printed to stderr during any run by LOOM_DUMP=STAGE[,STAGE...].\n\n"
-       "  --stage S        ir | domains | segments | schedule | kernel | llvm | ptx\n"
+       "  --stage S        ir | domains | segments | schedule | kernel | kir | llvm | ptx\n"
+       "                   (kir: the kernel IR after each lowering pass)\n"
        "  --arch sm_XX     PTX target: sm_80, sm_86, sm_89, sm_90 (default sm_90)\n"
        "  --sms N          multiprocessors to size the grid for (default 132, an H100)\n"
        "  --dim K=V        size of symbol K (default: the example's sizes)\n"
