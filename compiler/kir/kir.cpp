@@ -1,6 +1,7 @@
 #include "compiler/kir/kir.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -97,6 +98,22 @@ std::string_view combineName(Combine c) {
 #undef LOOM_KIR_COMBINE
   }
   return "?";
+}
+
+ir::OpKind combineOp(Combine c) {
+  switch (c) {
+    case Combine::Sum: return ir::OpKind::Add;
+    case Combine::Max: return ir::OpKind::Max;
+    case Combine::Min: return ir::OpKind::Min;
+  }
+  return ir::OpKind::Add;
+}
+
+ExprP combineIdentity(Combine c, DType acc) {
+  if (c == Combine::Sum) return dataConst(acc, 0, 1);
+  if (isFloat(acc)) return dataConst(acc, c == Combine::Max ? -INFINITY : INFINITY, 1);
+  const double big = acc == DType::I64 ? 9223372036854775807.0 : 2147483647.0;
+  return dataConst(acc, c == Combine::Max ? -big - 1 : big, 1);
 }
 
 std::string Type::str() const {

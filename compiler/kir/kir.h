@@ -78,6 +78,10 @@ int intrinsicOperands(Intrinsic i);
 std::string_view placeName(Place p);
 std::string_view barrierName(Barrier b);
 std::string_view combineName(Combine c);
+// The fusion op a combine applies, and its identity in `acc` (one lane).
+ir::OpKind combineOp(Combine c);
+struct Expr;
+std::shared_ptr<const Expr> combineIdentity(Combine c, DType acc);
 
 // The type of a value. Integers of the kernel (`index`): `dtype` I64 is the kernel's index
 // type (32 or 64 bits, Kernel::index_bits), I32 a 32-bit integer whatever the index type

@@ -13,15 +13,6 @@ namespace loom::kir {
 
 namespace {
 
-ir::OpKind opOf(Combine c) {
-  switch (c) {
-    case Combine::Sum: return ir::OpKind::Add;
-    case Combine::Max: return ir::OpKind::Max;
-    case Combine::Min: return ir::OpKind::Min;
-  }
-  return ir::OpKind::Add;
-}
-
 class Lowering {
  public:
   explicit Lowering(Kernel& k) : k_(k) {}
@@ -61,7 +52,7 @@ class Lowering {
  private:
   void expand(const Stmt& s, Builder& b) {
     const DType acc = s.value->type.dtype;
-    const ir::OpKind op = opOf(s.combine);
+    const ir::OpKind op = combineOp(s.combine);
     const int T = s.threads;
     ExprP v = s.value;
     for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) {
@@ -107,7 +98,7 @@ class Lowering {
     for (int r = 0; r < s.cluster; ++r) {
       ExprP remote = b.bind(intrinsic(Intrinsic::Mapa, Type::addr(), {generic, i32Const(r)}));
       ExprP x = b.bind(bufLoad(buf, acc, remote));
-      total = total ? b.math(opOf(s.combine), acc, {total, x}) : x;
+      total = total ? b.math(combineOp(s.combine), acc, {total, x}) : x;
     }
     return total;
   }
@@ -235,7 +226,7 @@ class Lowering {
   // barrier the row's first warp combines every block's in a fixed order, then a butterfly.
   ExprP acrossGrid(const Stmt& s, Builder& b, const ExprP& v) {
     const DType acc = v->type.dtype;
-    const ExprP id = identity(s.combine, acc);
+    const ExprP id = combineIdentity(s.combine, acc);
     b.ifThen(b.op(IndexOp::Eq, var(s.thread_in_row, Type::idx()), intConst(0)), "gpublish",
              [&] { b.emit(globalStore(wsSlot(s, b, var(s.grid.rank, Type::idx()), 0), v, 8)); });
     gridBarrier(s, b);
@@ -243,19 +234,14 @@ class Lowering {
       ExprP total = id;
       forEachLaneBlock(s, b, [&](const ExprP& r, const ExprP& ok) {
         ExprP x = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::data(acc, 1), {wsSlot(s, b, r, 0)}));
-        total = b.math(opOf(s.combine), acc, {total, b.select(ok, x, id)});
+        total = b.math(combineOp(s.combine), acc, {total, b.select(ok, x, id)});
       });
       for (int off = std::min(s.threads, 32) / 2; off >= 1; off /= 2) {
         ExprP other = b.bind(intrinsic(Intrinsic::ShflXor, total->type, {total, i32Const(off)}));
-        total = b.math(opOf(s.combine), acc, {total, other});
+        total = b.math(combineOp(s.combine), acc, {total, other});
       }
       return std::vector<ExprP>{total};
     })[0];
-  }
-
-  static ExprP identity(Combine cb, DType acc) {
-    if (cb == Combine::Sum) return dataConst(acc, 0, 1);
-    return dataConst(acc, cb == Combine::Max ? -INFINITY : INFINITY, 1);
   }
 
   // Chan's combination of every block's (count, mean, M2). f32 statistics: mean and M2 share

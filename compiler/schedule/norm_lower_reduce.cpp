@@ -77,25 +77,14 @@ ExprP NormLowering::values(const ENode& x, DType acc, Chunk& ch) {
   return x.dtype == acc ? v : b_.bind(kir::math(ir::OpKind::Cast, acc, {v}, lanesOf(ch)));
 }
 
-ExprP NormLowering::identity(kir::Combine cb, DType acc) {
-  if (cb == kir::Combine::Sum) return kir::dataConst(acc, 0, 1);
-  if (isFloat(acc)) return kir::dataConst(acc, cb == kir::Combine::Max ? -INFINITY : INFINITY, 1);
-  const double big = acc == DType::I64 ? 9223372036854775807.0 : 2147483647.0;
-  return kir::dataConst(acc, cb == kir::Combine::Max ? -big - 1 : big, 1);
-}
-
-ir::OpKind NormLowering::opOf(kir::Combine cb) {
-  return cb == kir::Combine::Sum ? ir::OpKind::Add : cb == kir::Combine::Max ? ir::OpKind::Max : ir::OpKind::Min;
-}
-
 ExprP NormLowering::rowReduce(kir::Combine cb, DType acc, const std::function<ExprP(Chunk&)>& f) {
   const auto fold = cb == kir::Combine::Sum ? kir::Intrinsic::FoldSum
                     : cb == kir::Combine::Max ? kir::Intrinsic::FoldMax : kir::Intrinsic::FoldMin;
-  ExprP partial = forEachChunk({identity(cb, acc)}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
+  ExprP partial = forEachChunk({kir::combineIdentity(cb, acc)}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
     ExprP vals = f(ch);
-    ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {vals, identity(cb, acc)}));
-    ExprP part = b_.select(ch.valid, local, identity(cb, acc));
-    return std::vector<ExprP>{b_.math(opOf(cb), acc, {carried[0], part})};
+    ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {vals, kir::combineIdentity(cb, acc)}));
+    ExprP part = b_.select(ch.valid, local, kir::combineIdentity(cb, acc));
+    return std::vector<ExprP>{b_.math(kir::combineOp(cb), acc, {carried[0], part})};
   })[0];
   const std::string name = fmt::format("row_{}{}", kir::combineName(cb), next_combine_++);
   b_.emit(kir::combine(name, partial, {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",

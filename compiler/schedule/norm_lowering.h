@@ -124,8 +124,6 @@ class NormLowering {
 
   // A chunk's lanes of the reduced operand, in the accumulator's dtype.
   ExprP values(const ENode& x, DType acc, Chunk& ch);
-  static ExprP identity(kir::Combine cb, DType acc);
-  static ir::OpKind opOf(kir::Combine cb);
 
   // The row's total of f(chunk) over every valid lane: each chunk's lanes folded, the chunks
   // accumulated by the thread, then combined across the row's threads.
