@@ -1,6 +1,7 @@
 #include "compiler/kir/kir.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <set>
 
@@ -114,6 +115,30 @@ ExprP combineIdentity(Combine c, DType acc) {
   if (isFloat(acc)) return dataConst(acc, c == Combine::Max ? -INFINITY : INFINITY, 1);
   const double big = acc == DType::I64 ? 9223372036854775807.0 : 2147483647.0;
   return dataConst(acc, c == Combine::Max ? -big - 1 : big, 1);
+}
+
+namespace {
+// Elements [0, extent) a tensor's strides reach from its base.
+int64_t extentOf(const TensorDesc& d) {
+  int64_t e = 1;
+  for (size_t i = 0; i < d.shape.size(); ++i) {
+    if (d.shape[i] == 0) return 0;
+    e += (d.shape[i] - 1) * std::abs(d.strides[i]);
+  }
+  return e;
+}
+}  // namespace
+
+std::vector<Param> fusionParams(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                                const std::vector<TensorDesc>& outputs) {
+  std::vector<Param> out;
+  for (size_t i = 0; i < inputs.size(); ++i) out.push_back({f.inputs()[i]->name(), inputs[i].dtype, false, extentOf(inputs[i])});
+  for (size_t i = 0; i < outputs.size(); ++i) out.push_back({f.outputs()[i].name, outputs[i].dtype, true, extentOf(outputs[i])});
+  return out;
+}
+
+bool noAlias(const std::vector<int>& output_alias) {
+  return std::none_of(output_alias.begin(), output_alias.end(), [](int a) { return a >= 0; });
 }
 
 std::string Type::str() const {

@@ -16,7 +16,9 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/tensor_desc.h"
 #include "ir/dtype.h"
+#include "ir/fusion.h"
 #include "ir/op.h"
 
 namespace loom::kir {
@@ -293,6 +295,13 @@ struct Param {
   int64_t extent = 0;
   bool workspace = false;  // a global scratch of `extent` bytes (zeroed once), after the outputs
 };
+
+// A fusion's tensors as a kernel's parameters: its inputs (read only), then its outputs, each
+// addressed over the elements its sizes and strides reach.
+std::vector<Param> fusionParams(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                                const std::vector<TensorDesc>& outputs);
+// Whether no output is written into an input's memory (`output_alias`: input index or -1).
+bool noAlias(const std::vector<int>& output_alias);
 
 struct Launch {
   int64_t grid = 1;

@@ -267,8 +267,7 @@ ExprP NormLowering::offset(int64_t base, const std::vector<int64_t>& strides, co
 }
 
 kir::Cache NormLowering::cache() const {
-  const bool noalias = std::none_of(k_.output_alias.begin(), k_.output_alias.end(), [](int a) { return a >= 0; });
-  return noalias ? kir::Cache::Invariant : kir::Cache::Default;
+  return out_.noalias ? kir::Cache::Invariant : kir::Cache::Default;
 }
 
 ExprP NormLowering::loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
@@ -458,7 +457,6 @@ void NormLowering::storeAll() {
 }  // namespace norm_lower_detail
 
 using norm_lower_detail::NormLowering;
-using norm_lower_detail::extentOf;
 
 
 kir::Kernel lowerNormalization(const ir::Fusion& f, const NormKernel& k,
@@ -466,12 +464,9 @@ kir::Kernel lowerNormalization(const ir::Fusion& f, const NormKernel& k,
   kir::Kernel out;
   out.name = k.name;
   out.scheduler = "normalization";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    out.params.push_back({f.inputs()[i]->name(), inputs[i].dtype, false, extentOf(inputs[i])});
-  for (size_t i = 0; i < k.outputs.size(); ++i)
-    out.params.push_back({f.outputs()[i].name, k.outputs[i].dtype, true, extentOf(k.outputs[i])});
+  out.params = kir::fusionParams(f, inputs, k.outputs);
   if (k.grid_sync) out.params.push_back({"workspace", DType::I64, false, k.workspace_bytes, true});
-  out.noalias = std::none_of(k.output_alias.begin(), k.output_alias.end(), [](int a) { return a >= 0; });
+  out.noalias = kir::noAlias(k.output_alias);
   out.index_bits = k.index64 ? 64 : 32;
   out.launch = {k.grid, k.block};
   out.min_blocks_per_sm = k.min_blocks_per_sm;

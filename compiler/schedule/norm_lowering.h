@@ -23,15 +23,6 @@ using kir::Type;
 using lower::ENode;
 using lower::Leaf;
 
-inline int64_t extentOf(const TensorDesc& d) {
-  int64_t e = 1;
-  for (size_t i = 0; i < d.shape.size(); ++i) {
-    if (d.shape[i] == 0) return 0;
-    e += (d.shape[i] - 1) * std::abs(d.strides[i]);
-  }
-  return e;
-}
-
 inline ExprP c(int64_t v) { return kir::intConst(v); }
 
 // One chunk of `vec` neighbouring elements of a row: its coordinates, whether it is inside

@@ -15,16 +15,6 @@ using kir::Type;
 using lower::ENode;
 using lower::Leaf;
 
-// Elements [0, extent) a tensor's strides reach from its base.
-int64_t extentOf(const TensorDesc& d) {
-  int64_t e = 1;
-  for (size_t i = 0; i < d.shape.size(); ++i) {
-    if (d.shape[i] == 0) return 0;
-    e += (d.shape[i] - 1) * std::abs(d.strides[i]);
-  }
-  return e;
-}
-
 ExprP iv(const std::string& name) { return kir::var(name, Type::idx()); }
 
 class PointwiseLowering {
@@ -70,9 +60,7 @@ class PointwiseLowering {
     return b;
   }
 
-  bool noalias() const {
-    return std::none_of(k_.output_alias.begin(), k_.output_alias.end(), [](int a) { return a >= 0; });
-  }
+  bool noalias() const { return kir::noAlias(k_.output_alias); }
 
  private:
   // The chunk's coordinate along each collapsed axis (the innermost already times `vec`).
@@ -119,10 +107,7 @@ kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
   kir::Kernel out;
   out.name = k.name;
   out.scheduler = "pointwise";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    out.params.push_back({f.inputs()[i]->name(), inputs[i].dtype, false, extentOf(inputs[i])});
-  for (size_t i = 0; i < k.outputs.size(); ++i)
-    out.params.push_back({f.outputs()[i].name, k.outputs[i].dtype, true, extentOf(k.outputs[i])});
+  out.params = kir::fusionParams(f, inputs, k.outputs);
   PointwiseLowering low(f, k);
   out.noalias = low.noalias();
   out.index_bits = k.index64 ? 64 : 32;
