@@ -64,12 +64,16 @@ ExprP Builder::math(ir::OpKind o, DType result, std::vector<ExprP> args) {
   return bind(kir::math(o, result, std::move(args)));
 }
 
-void Builder::ifThen(ExprP cond, const std::string& label, const std::function<void()>& body) {
+Body Builder::nested(const std::function<void()>& build) {
   stack_.emplace_back();
-  body();
+  build();
   Body inner = std::move(stack_.back());
   stack_.pop_back();
-  emit(kir::ifThen(std::move(cond), label, std::move(inner)));
+  return inner;
+}
+
+void Builder::ifThen(ExprP cond, const std::string& label, const std::function<void()>& body) {
+  emit(kir::ifThen(std::move(cond), label, nested(body)));
 }
 
 std::string Builder::fresh(const std::string& hint) { return fmt::format("{}{}", hint, next_++); }
@@ -83,10 +87,8 @@ std::vector<ExprP> Builder::repeat(const std::string& var, int64_t count, const 
     carried.push_back({fmt::format("{}_in{}", v, i), init[i]});
     in.push_back(kir::var(carried.back().first, init[i]->type));
   }
-  stack_.emplace_back();
-  std::vector<ExprP> next = body(kir::var(v, Type::idx()), in);
-  Body inner = std::move(stack_.back());
-  stack_.pop_back();
+  std::vector<ExprP> next;
+  Body inner = nested([&] { next = body(kir::var(v, Type::idx()), in); });
   std::vector<std::string> results;
   std::vector<ExprP> out;
   for (size_t i = 0; i < next.size(); ++i) {
@@ -98,19 +100,11 @@ std::vector<ExprP> Builder::repeat(const std::string& var, int64_t count, const 
 }
 
 void Builder::spread(const std::string& var, Mapping m, int64_t extent, const std::function<void(const ExprP&)>& body) {
-  stack_.emplace_back();
-  body(kir::var(var, Type::i32()));
-  Body inner = std::move(stack_.back());
-  stack_.pop_back();
-  emit(kir::spread(var, m, extent, std::move(inner)));
+  emit(kir::spread(var, m, extent, nested([&] { body(kir::var(var, Type::i32())); })));
 }
 
 void Builder::uniformIf(ExprP cond, const std::string& label, const std::function<void()>& body) {
-  stack_.emplace_back();
-  body();
-  Body inner = std::move(stack_.back());
-  stack_.pop_back();
-  emit(kir::uniformIf(std::move(cond), label, std::move(inner)));
+  emit(kir::uniformIf(std::move(cond), label, nested(body)));
 }
 
 Body Builder::take() {

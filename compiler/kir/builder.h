@@ -42,6 +42,9 @@ class Builder {
   Body take();
 
  private:
+  // The statements `build` emits, as a body of their own.
+  Body nested(const std::function<void()>& build);
+
   std::string prefix_;
   std::vector<Body> stack_;
   int next_ = 0;

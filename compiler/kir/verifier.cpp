@@ -315,11 +315,26 @@ class Verifier {
     }
   }
 
+  // Names bound since the scope had `outer` of them are not visible past it (but stay bound once).
+  void leave(size_t outer) {
+    for (size_t i = outer; i < scope_.size(); ++i) types_.erase(scope_[i]);
+    scope_.resize(outer);
+  }
+
   void scoped(const Body& b) {
     const size_t outer = scope_.size();
     body(b);
-    for (size_t i = outer; i < scope_.size(); ++i) types_.erase(scope_[i]);
-    scope_.resize(outer);
+    leave(outer);
+  }
+
+  // A combine's or Welford merge's names for the thread's place: bound, of their types.
+  void checkThreadNames(const Stmt& s, std::string_view what) {
+    if (s.threads <= 1) return;
+    for (const auto* n : {&s.thread_in_row, &s.row_in_block, &s.lane}) {
+      const Type want = n == &s.thread_in_row ? Type::idx() : Type::i32();
+      if (!(types_.count(*n) && types_[*n] == want))
+        problem(fmt::format("{} `{}`: `{}` is not a bound {}", what, s.name, *n, want.str()));
+    }
   }
 
   void stmt(const Stmt& s) {
@@ -377,8 +392,7 @@ class Verifier {
         const size_t outer = scope_.size();
         bind(s.name, Type::i32(), {0, s.count - 1});
         body(s.body);
-        for (size_t i = outer; i < scope_.size(); ++i) types_.erase(scope_[i]);
-        scope_.resize(outer);
+        leave(outer);
         break;
       }
       case Stmt::Kind::AsyncWait:  // (wait_group n: the schedule waits for the group it reads next)
@@ -401,26 +415,17 @@ class Verifier {
         body(s.body);
         std::vector<Range> last;
         for (const auto& y : s.yields) last.push_back(expr(*y));
-        for (size_t i = outer; i < scope_.size(); ++i) types_.erase(scope_[i]);
-        scope_.resize(outer);
+        leave(outer);
         for (size_t i = 0; i < s.results.size(); ++i) bind(s.results[i], s.yields[i]->type, last[i]);
         break;
       }
       case Stmt::Kind::Welford:
-        for (const auto* n : {&s.thread_in_row, &s.row_in_block, &s.lane}) {
-          const Type want = n == &s.thread_in_row ? Type::idx() : Type::i32();
-          if (s.threads > 1 && !(types_.count(*n) && types_[*n] == want))
-            problem(fmt::format("welford `{}`: `{}` is not a bound {}", s.name, *n, want.str()));
-        }
+        checkThreadNames(s, "welford");
         for (const auto& y : s.yields) expr(*y);
         for (const auto& r : s.results) bind(r, s.yields[0]->type, {});
         break;
       case Stmt::Kind::Combine:
-        for (const auto* n : {&s.thread_in_row, &s.row_in_block, &s.lane}) {
-          const Type want = n == &s.thread_in_row ? Type::idx() : Type::i32();
-          if (s.threads > 1 && !(types_.count(*n) && types_[*n] == want))
-            problem(fmt::format("combine `{}`: `{}` is not a bound {}", s.name, *n, want.str()));
-        }
+        checkThreadNames(s, "combine");
         bind(s.name, s.value->type, expr(*s.value));
         break;
       case Stmt::Kind::Let:
@@ -445,8 +450,7 @@ class Verifier {
           problem(fmt::format("loop `{}` steps to {}, past {}-bit indices", s.name, after.hi, k_.index_bits));
         body(s.body);
         // What the body bound, the variable too, is not visible after the loop.
-        for (size_t i = outer; i < scope_.size(); ++i) types_.erase(scope_[i]);
-        scope_.resize(outer);
+        leave(outer);
         if (!s.exit.empty()) bind(s.exit, Type::idx(), {init.lo, after.hi});
         break;
       }
