@@ -202,6 +202,13 @@ ExprP index(IndexOp op, ExprP a, ExprP b) {
 ExprP add(ExprP a, ExprP b) { return index(IndexOp::Add, std::move(a), std::move(b)); }
 ExprP mul(ExprP a, ExprP b) { return index(IndexOp::Mul, std::move(a), std::move(b)); }
 
+ExprP stridedOffset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx) {
+  ExprP o = intConst(base);
+  for (size_t d = 0; d < strides.size(); ++d)
+    if (strides[d] != 0) o = add(o, mul(idx[d], intConst(strides[d])));
+  return o;
+}
+
 ExprP dataConst(DType t, double v, int lanes) {
   LOOM_ASSERT(lanes >= 1, "kernel IR: a constant of {} lanes", lanes);
   Expr e = blank(Expr::Kind::Const, Type::data(t, lanes));

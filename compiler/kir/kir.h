@@ -139,6 +139,8 @@ ExprP special(Special s);
 ExprP index(IndexOp op, ExprP a, ExprP b);
 ExprP add(ExprP a, ExprP b);
 ExprP mul(ExprP a, ExprP b);
+// Element `base + sum of idx[d] * strides[d]` (axes of stride 0 left out), as one expression.
+ExprP stridedOffset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx);
 ExprP dataConst(DType t, double v, int lanes);
 // A pointwise op of the fusion (ir/ops.def) applied lanewise; Cast converts to `result`. The
 // result has the most lanes of any operand (one-lane operands stand for every lane), or

@@ -259,22 +259,15 @@ Chunk NormLowering::rowChunk() {
   return ch;
 }
 
-ExprP NormLowering::offset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx) {
-  ExprP o = c(base);
-  for (size_t d = 0; d < strides.size(); ++d)
-    if (strides[d] != 0) o = kir::add(o, kir::mul(idx[d], c(strides[d])));
-  return o;
-}
-
 kir::Cache NormLowering::cache() const {
   return out_.noalias ? kir::Cache::Invariant : kir::Cache::Default;
 }
 
 ExprP NormLowering::loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
   if (ch.row_lanes)
-    return b_.bind(kir::load(l.input, t, offset(l.offset, l.strides, ch.idx), k_.row_vec, k_.row_load_access.at(l),
+    return b_.bind(kir::load(l.input, t, kir::stridedOffset(l.offset, l.strides, ch.idx), k_.row_vec, k_.row_load_access.at(l),
                              l.strides[k_.outer_shape.size() - 1], cache()), "x");
-  return b_.bind(kir::load(l.input, t, offset(l.offset, l.strides, ch.idx), k_.vec, k_.load_access.at(l),
+  return b_.bind(kir::load(l.input, t, kir::stridedOffset(l.offset, l.strides, ch.idx), k_.vec, k_.load_access.at(l),
                            l.strides.back(), cache()), "x");
 }
 
@@ -327,14 +320,14 @@ bool NormLowering::issueFill(const ExprP& first_row) {
       if (!k_.rowTier()) {
         Chunk ch = unitChunk(m, first_row);
         b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t,
-                               offset(l.offset, l.strides, ch.idx), piece));
+                               kir::stridedOffset(l.offset, l.strides, ch.idx), piece));
         return carried;
       }
       // Row vectors past the row's last element have no slot.
       Chunk ch = rowUnitChunk(m, first_row);
       b_.ifThen(ch.valid, "fill", [&] {
         ExprP g = b_.bind(kir::intrinsic(kir::Intrinsic::ElemAddr, Type{true, t, 1, true},
-                                         {kir::intConst(l.input), offset(l.offset, l.strides, ch.idx)}));
+                                         {kir::intConst(l.input), kir::stridedOffset(l.offset, l.strides, ch.idx)}));
         b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t, g, piece));
       });
       return carried;
@@ -402,7 +395,7 @@ bool NormLowering::hoistInvariant(const ENode& n, Chunk& ch) {
 }
 
 void NormLowering::storeChunk(const NormKernel::Store& s, const ExprP& value, const Chunk& ch, const ExprP& pred) {
-  ExprP off = b_.bind(offset(s.offset, s.strides, ch.idx), "off");
+  ExprP off = b_.bind(kir::stridedOffset(s.offset, s.strides, ch.idx), "off");
   const kir::Access access = ch.row_lanes ? s.row_access : s.access;
   const kir::Access a = access == kir::Access::Splat ? kir::Access::Gather : access;
   const int64_t stride = ch.row_lanes ? s.strides[k_.outer_shape.size() - 1] : s.strides.back();

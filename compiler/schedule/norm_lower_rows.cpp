@@ -65,7 +65,7 @@ void NormLowering::copyFill(const Leaf& l, DType t, const ExprP& first_row) {
     std::vector<ExprP> vals;
     for (int64_t j = 0; j < U; ++j) {
       units.push_back(rowUnitChunk(b_.add(b_.mul(i, c(U)), c(j)), first_row));
-      vals.push_back(b_.bind(kir::load(l.input, t, offset(l.offset, l.strides, units.back().idx), 1, kir::Access::Gather,
+      vals.push_back(b_.bind(kir::load(l.input, t, kir::stridedOffset(l.offset, l.strides, units.back().idx), 1, kir::Access::Gather,
                                        1, cache()), "x"));
     }
     for (int64_t j = 0; j < U; ++j)

@@ -81,7 +81,6 @@ class NormLowering {
 
   // For values constant along the row: its reduced coordinates 0.
   Chunk rowChunk();
-  static ExprP offset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx);
   kir::Cache cache() const;
   static bool perRow(const ENode& n);
   bool halfOutputs() const;

@@ -34,7 +34,7 @@ class PointwiseLowering {
       auto it = loaded.find(n.leaf);
       if (it == loaded.end()) {
         std::string name = fmt::format("v{}", next_++);
-        b.push_back(kir::let(name, kir::load(n.leaf.input, n.dtype, offset(n.leaf.offset, n.leaf.strides, idx),
+        b.push_back(kir::let(name, kir::load(n.leaf.input, n.dtype, kir::stridedOffset(n.leaf.offset, n.leaf.strides, idx),
                                              k_.vec, k_.load_access.at(n.leaf), n.leaf.strides.back(), cache)));
         it = loaded.emplace(n.leaf, name).first;
       }
@@ -55,7 +55,7 @@ class PointwiseLowering {
       val[&n] = kir::var(name, e->type);
     });
     for (const auto& s : k_.stores)
-      b.push_back(kir::store(k_.num_inputs + s.output, offset(s.offset, s.strides, idx), val.at(s.value.get()),
+      b.push_back(kir::store(k_.num_inputs + s.output, kir::stridedOffset(s.offset, s.strides, idx), val.at(s.value.get()),
                              s.access, s.strides.back()));
     return b;
   }
@@ -86,13 +86,6 @@ class PointwiseLowering {
     }
     idx[0] = q;
     return idx;
-  }
-
-  static ExprP offset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx) {
-    ExprP o = kir::intConst(base);
-    for (size_t d = 0; d < strides.size(); ++d)
-      if (strides[d] != 0) o = kir::add(o, kir::mul(idx[d], kir::intConst(strides[d])));
-    return o;
   }
 
   const ir::Fusion& f_;
