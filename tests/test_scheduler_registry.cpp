@@ -12,9 +12,10 @@ using loom::test::descsFor;
 
 TEST_CASE("registry: the schedulers in order, each taking what it can", "[schedule]") {
   const auto& all = schedule::schedulers();
-  REQUIRE(all.size() == 2);
+  REQUIRE(all.size() == 3);
   CHECK(all[0]->name() == "pointwise");
-  CHECK(all[1]->name() == "normalization");
+  CHECK(all[1]->name() == "reduction");
+  CHECK(all[2]->name() == "normalization");
   for (const char* name : {"add", "layer_norm"}) {
     const Example* e = findExample(name);
     REQUIRE(e != nullptr);
@@ -39,7 +40,8 @@ TEST_CASE("registry: a fusion no scheduler takes gets every scheduler's reason",
   std::vector<std::string> why;
   auto p = schedule::planSegment(*f, sizes, descsFor(*f, sizes), CompileOptions{DeviceInfo{90, 132}}, "k", &why);
   CHECK(!p.has_value());
-  REQUIRE(why.size() == 2);
+  REQUIRE(why.size() == 3);
   CHECK(why[0].rfind("pointwise: ", 0) == 0);
-  CHECK(why[1].rfind("normalization: ", 0) == 0);
+  CHECK(why[1].rfind("reduction: ", 0) == 0);
+  CHECK(why[2].rfind("normalization: ", 0) == 0);
 }

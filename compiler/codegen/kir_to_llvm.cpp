@@ -133,8 +133,8 @@ class Translator {
   // for (k = 0; ; ) { body; k += 1; if !(k < count) break }, carrying values (phis); the last
   // values yielded are the loop's results.
   void repeat(const Stmt& s) {
-    std::vector<llvm::Value*> init;
-    for (const auto& [n, e] : s.carried) init.push_back(scalar(*e));
+    std::vector<Lanes> init;  // each carried value lane by lane
+    for (const auto& [n, e] : s.carried) init.push_back(expr(*e));
     llvm::Function* fn = km_.function();
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(b_.getContext(), "loop", fn);
@@ -144,19 +144,27 @@ class Translator {
     llvm::PHINode* k = b_.CreatePHI(idx_ty_, 2);
     k->addIncoming(c(0), pre);
     env_[s.name] = {k};
-    std::vector<llvm::PHINode*> phis;
+    std::vector<std::vector<llvm::PHINode*>> phis(init.size());
     for (size_t i = 0; i < init.size(); ++i) {
-      phis.push_back(b_.CreatePHI(init[i]->getType(), 2));
-      phis.back()->addIncoming(init[i], pre);
-      env_[s.carried[i].first] = {phis.back()};
+      Lanes lanes;
+      for (llvm::Value* v : init[i]) {
+        phis[i].push_back(b_.CreatePHI(v->getType(), 2));
+        phis[i].back()->addIncoming(v, pre);
+        lanes.push_back(phis[i].back());
+      }
+      env_[s.carried[i].first] = lanes;
     }
     body(s.body);
-    std::vector<llvm::Value*> next;
-    for (const auto& y : s.yields) next.push_back(scalar(*y));
+    std::vector<Lanes> next;
+    for (const auto& y : s.yields) next.push_back(expr(*y));
     llvm::Value* kn = b_.CreateAdd(k, c(1));
     llvm::BasicBlock* latch = b_.GetInsertBlock();
     k->addIncoming(kn, latch);
-    for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
+    for (size_t i = 0; i < phis.size(); ++i) {
+      LOOM_ASSERT(next[i].size() == phis[i].size(), "kir -> LLVM: a carried value of {} lanes yields {}",
+                  phis[i].size(), next[i].size());
+      for (size_t j = 0; j < phis[i].size(); ++j) phis[i][j]->addIncoming(next[i][j], latch);
+    }
     llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(kn, c(s.count)), head, exit);
     if (s.unroll > 1) {
       llvm::LLVMContext& cx = b_.getContext();
@@ -167,7 +175,7 @@ class Translator {
       back->setMetadata(llvm::LLVMContext::MD_loop, self);
     }
     b_.SetInsertPoint(exit);
-    for (size_t i = 0; i < next.size(); ++i) env_[s.results[i]] = {next[i]};
+    for (size_t i = 0; i < next.size(); ++i) env_[s.results[i]] = next[i];
   }
 
   llvm::Value* slot(const std::string& name, llvm::Value* i) {

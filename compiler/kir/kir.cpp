@@ -262,7 +262,9 @@ ExprP select(ExprP cond, ExprP a, ExprP b) {
 }
 
 ExprP convert(ExprP x, Type to) {
-  LOOM_ASSERT(x && x->type.index && !x->type.isPred() && !to.isPred() && to.lanes == 1,
+  // An integer to another integer or to data; or a one-lane data bool to a predicate.
+  const bool to_pred = x && x->type == Type::data(DType::Bool, 1) && to.isPred();
+  LOOM_ASSERT(x && (to_pred || (x->type.index && !x->type.isPred() && !to.isPred())) && to.lanes == 1,
               "kernel IR: convert {} to {}", x ? x->type.str() : "?", to.str());
   Expr e = blank(Expr::Kind::Convert, to);
   e.args = {std::move(x)};

@@ -150,7 +150,8 @@ ExprP load(int param, DType t, ExprP offset, int lanes, Access a, int64_t inner_
            Cache cache);
 // `cond ? a : b` of two values of one type (lanewise for data; `cond` one predicate).
 ExprP select(ExprP cond, ExprP a, ExprP b);
-// An integer as another integer type (zero-extended or truncated), or as data (a value cast).
+// An integer as another integer type (zero-extended or truncated), or as data (a value cast);
+// a one-lane data bool as a predicate.
 ExprP convert(ExprP x, Type to);
 ExprP intrinsic(Intrinsic i, Type result, std::vector<ExprP> args);
 // Element `index` of a buffer of `elem` (or, where `index` is an address, what it points at).

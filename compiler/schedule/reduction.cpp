@@ -1,0 +1,189 @@
+#include "compiler/schedule/reduction.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/schedule/norm_common.h"
+#include "compiler/schedule/norm_shape.h"
+
+namespace loom::schedule {
+
+using lower::ENode;
+using lower::EPtr;
+using lower::Leaf;
+using namespace norm_detail;
+
+namespace {
+
+// Threads an SM keeps busy with the loads of a streamed reduction.
+constexpr int kThreadsPerSm = 2048;
+
+// Why the fusion is not one pass of reductions whose outputs are values of the row; empty
+// where it is. Sets `main` to the reduced load of the largest input.
+std::string notReductionOnly(const NormAxes& ax, const std::vector<TensorDesc>& inputs, Leaf* main) {
+  const size_t nout = ax.k.outer_shape.size();
+  for (size_t i = 0; i < ax.store_atom_strides.size(); ++i) {
+    const auto s = ax.axisStrides(ax.store_atom_strides[i]);
+    if (std::any_of(s.begin() + static_cast<long>(nout), s.end(), [](int64_t x) { return x != 0; }))
+      return fmt::format("output {} varies along the reduced atoms {}: rows are read again to write it, the "
+                         "normalization scheduler's", i + 1, ax.k.red_atoms);
+  }
+  std::string why;
+  int reductions = 0;
+  int64_t best = -1;
+  lower::visitPostOrder(ax.roots, [&](const ENode& n) {
+    if (n.kind != ENode::Kind::Reduce || !why.empty()) return;
+    ++reductions;
+    if (n.op == ir::OpKind::VarMean) {
+      why = "var_mean takes Welford statistics, the normalization scheduler's";
+      return;
+    }
+    lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
+      if (m.kind == ENode::Kind::Reduce)
+        why = "a reduction reads another one (a second pass over the row), the normalization scheduler's";
+      if (m.kind != ENode::Kind::Load) return;
+      const TensorDesc& d = inputs[static_cast<size_t>(m.leaf.input)];
+      const int64_t bytes = d.numel() * dtypeBytes(d.dtype);
+      if (bytes > best) {
+        best = bytes;
+        *main = Leaf{m.leaf.input, m.leaf.offset, ax.axisStrides(m.leaf.strides)};
+      }
+    });
+  });
+  if (reductions == 0) return "no reduction";
+  return why;
+}
+
+// Lanes along the innermost row axis (outer layout): 16 bytes of the widest reduced load,
+// fewer where the rows or a load's alignment do not allow them.
+int outerVectorWidth(const NormKernel& k, const std::vector<EPtr>& roots, const std::vector<TensorDesc>& inputs,
+                     const NormAxes& ax) {
+  const size_t nout = k.outer_shape.size();
+  std::vector<std::pair<Leaf, TensorDesc>> loads;
+  int max_bytes = 1;
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    if (n.kind != ENode::Kind::Load) return;
+    Leaf l{n.leaf.input, n.leaf.offset, ax.axisStrides(n.leaf.strides)};
+    if (l.strides[nout - 1] == 0) return;
+    const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+    max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
+    loads.push_back({l, d});
+  });
+  int vec = std::min(8, 16 / max_bytes);
+  auto ok = [&](int v) {
+    if (k.outer_shape.back() % v != 0) return false;
+    return std::all_of(loads.begin(), loads.end(), [&](const auto& ld) {
+      return chooseAccess(ld.second.dtype, ld.first.offset, rowsLast(ld.first.strides, nout), ld.second.align_bytes,
+                          v) == Access::Vector;
+    });
+  };
+  while (vec > 1 && !ok(vec)) vec /= 2;
+  return vec;
+}
+
+std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
+  const NormKernel& k = r.k;
+  const int64_t units = r.rowUnits();
+  r.block = units >= 2048 ? 512 : std::clamp(nextPow2(units / 4), 32, 512);
+  const int64_t target = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block);
+  const int64_t most = std::max<int64_t>(1, units / (int64_t{r.block} * r.unroll));
+  r.split = std::clamp<int64_t>(target / k.rows(), 1, most);
+  if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
+  if (r.split < 2)
+    return fmt::format("{} rows of {} elements fill the GPU one block a row (or are too short to split): the "
+                       "normalization scheduler's", k.rows(), k.rowElems());
+  r.grid = k.rows() * r.split;
+  r.counters = k.rows();
+  return "";
+}
+
+// Tiles of 32 threads across the rows (a 512-byte line of f16 rows a warp) where there are
+// enough tiles to fill the GPU; fewer threads across (down to 8) where there are not, so that
+// each tile is split over fewer blocks and its last block has fewer partials to combine.
+void outerShape(ReductionKernel& r, const CompileOptions& opts) {
+  const NormKernel& k = r.k;
+  const int64_t cols = k.rows() / k.vec;  // vectors of neighbouring rows
+  const int64_t target = int64_t{opts.device.sm_count} * (kThreadsPerSm / 256);
+  r.bx = static_cast<int>(std::min<int64_t>(32, cols));
+  while (r.bx > 8 && (cols + r.bx - 1) / r.bx < target / 2) r.bx /= 2;
+  if (opts.tuning.red_bx) r.bx = static_cast<int>(std::min<int64_t>(*opts.tuning.red_bx, cols));
+  r.by = std::max(1, std::min(256 / r.bx, 64));
+  r.block = r.bx * r.by;
+  r.tiles = (k.rows() + r.rowsPerBlock() - 1) / r.rowsPerBlock();
+  const int64_t most = std::max<int64_t>(1, k.rowElems() / (int64_t{r.by} * 2 * r.unroll));
+  r.split = std::clamp<int64_t>(int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles, 1, most);
+  if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
+  r.grid = r.tiles * r.split;
+  r.counters = r.tiles;
+}
+
+}  // namespace
+
+std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bindings& sizes,
+                                                 const std::vector<TensorDesc>& inputs,
+                                                 const CompileOptions& opts, std::string* why_not) {
+  std::optional<NormAxes> ax = normAxes(f, sizes, inputs, why_not);
+  if (!ax) return std::nullopt;
+  auto reject = [&](std::string why) -> std::optional<ReductionKernel> {
+    *why_not = std::move(why);
+    return std::nullopt;
+  };
+  Leaf main;
+  if (std::string why = notReductionOnly(*ax, inputs, &main); !why.empty()) return reject(why);
+  ReductionKernel r;
+  NormKernel& k = ax->k;
+  const size_t nout = k.outer_shape.size();
+  const bool outer = main.input >= 0 && main.strides.back() != 1 && nout > 0 && main.strides[nout - 1] == 1;
+  r.layout = outer ? ReductionKernel::Layout::Outer : ReductionKernel::Layout::Inner;
+  std::string vec_why;
+  if (outer) {
+    k.vec = outerVectorWidth(k, ax->roots, inputs, *ax);
+  } else {
+    const Decision<int> vec = chooseVectorWidth(*ax, heldLoads(*ax), inputs, false);
+    k.vec = vec.value;
+    vec_why = vec.why;
+  }
+  mapAccesses(*ax, f, {}, inputs);
+  k.smem_leaves.clear();
+  if (outer)  // lanes across neighbouring rows: each load's access along the innermost row axis
+    for (auto& [leaf, access] : k.load_access) {
+      const TensorDesc& d = inputs[static_cast<size_t>(leaf.input)];
+      access = chooseAccess(d.dtype, leaf.offset, rowsLast(leaf.strides, nout), d.align_bytes, k.vec);
+    }
+  r.k = std::move(k);
+  if (outer) {
+    outerShape(r, opts);
+  } else if (std::string why = innerShape(r, opts); !why.empty()) {
+    return reject(why);
+  }
+  if (r.grid >= (int64_t{1} << 31))
+    return reject(fmt::format("{} blocks are past the GPU's launch limit of 2^31 - 1", r.grid));
+  int reductions = 0;
+  std::vector<EPtr> roots;
+  for (const auto& st : r.k.stores) roots.push_back(st.value);
+  lower::visitPostOrder(roots, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
+  if (r.split > 1) {
+    r.counter_bytes = (4 * r.counters + 127) / 128 * 128;
+    r.workspace_bytes = r.counter_bytes + int64_t{reductions} * r.split * r.k.rows() * 8;
+  }
+  const std::string split_why =
+      r.split > 1 ? fmt::format("each {} split over {} blocks whose partials meet in a global workspace, combined in "
+                                "block order by the last block to finish (deterministic)",
+                                outer ? "tile" : "row", r.split)
+                  : "one block each";
+  if (outer)
+    r.reason = fmt::format("{} rows over {} x {} elements over {}; outer layout: tiles of {} neighbouring "
+                           "rows ({} threads across them, vectors of {}, {} threads down the reduction), {} tiles, {}; "
+                           "grid {} of {} threads",
+                           r.k.rows(), r.k.outer_atoms, r.k.rowElems(), r.k.red_atoms, r.rowsPerBlock(), r.bx,
+                           r.k.vec, r.by, r.tiles, split_why, r.grid, r.block);
+  else
+    r.reason = fmt::format("{} rows over {} x {} elements over {}; inner layout: {} threads a row, vectors "
+                           "of {}{}, {}; grid {}",
+                           r.k.rows(), r.k.outer_atoms, r.k.rowElems(), r.k.red_atoms, r.block, r.k.vec,
+                           vec_why.empty() ? "" : " (" + vec_why + ")", split_why, r.grid);
+  return r;
+}
+
+}  // namespace loom::schedule

@@ -1,0 +1,52 @@
+#pragma once
+// The reduction scheduler: fusions whose every output is a value of the row (a sum, a mean, a
+// maximum, or a pointwise function of those), reductions read in one pass. Nothing is held on
+// chip: each thread streams its share of the elements and folds them into registers, the
+// block combines its threads, and where too few rows would leave the GPU idle each row is split
+// over `split` blocks whose partials go to a global workspace. The last block of a row to
+// finish (an acquire-release counter per row, left at zero for the next launch) combines every
+// block's partial in block order, so the result is bitwise the same from run to run whichever
+// block finishes last. No cooperative launch, no float atomics.
+//
+// Two layouts, by which axis the reduced loads run along in memory:
+// - inner: the innermost reduced axis is contiguous (a full sum, batch statistics of NCHW):
+//   `block` threads per row, vectors along the row;
+// - outer: the innermost row axis is contiguous (column sums, batch statistics of NHWC):
+//   `bx` threads across a tile of `bx * vec` neighbouring rows (vectors across the rows),
+//   `by` threads down the reduction.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/schedule/normalization.h"
+
+namespace loom::schedule {
+
+struct ReductionKernel {
+  enum class Layout { Inner, Outer };
+  // The kernel's axes, loads, stores and their accesses, as the normalization scheduler reads
+  // them (`k.vec` lanes along the innermost reduced axis for the inner layout, along the
+  // innermost row axis for the outer one; `k.load_access` at that vector).
+  NormKernel k;
+  Layout layout = Layout::Inner;
+  int block = 256;
+  int bx = 1, by = 1;      // outer layout: threads across rows, threads down the reduction
+  int64_t split = 1;       // blocks sharing each row (inner) or each tile of rows (outer)
+  int64_t tiles = 1;       // outer layout: tiles of `bx * vec` rows
+  int64_t grid = 1;
+  int unroll = 4;          // loads in flight per thread before they are folded
+  int64_t counters = 0;    // workspace: one u32 counter per row (inner) or tile (outer)
+  int64_t counter_bytes = 0;
+  int64_t workspace_bytes = 0;
+  std::string reason;
+
+  int64_t rowsPerBlock() const { return layout == Layout::Outer ? int64_t{bx} * k.vec : 1; }
+  // Elements (inner: vectors) of a row each block's threads walk: the row's, over `split`.
+  int64_t rowUnits() const { return layout == Layout::Outer ? k.rowElems() : k.rowElems() / k.vec; }
+};
+
+std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bindings& sizes,
+                                                 const std::vector<TensorDesc>& inputs,
+                                                 const CompileOptions& opts, std::string* why_not);
+
+}  // namespace loom::schedule

@@ -1,0 +1,45 @@
+// The reduction scheduler in the registry: schedule/reduction.h's parameters, lowered by pass
+// `reduction-blocks` (schedule/reduction_lower.h).
+#include <fmt/format.h>
+
+#include "compiler/schedule/reduction.h"
+#include "compiler/schedule/reduction_lower.h"
+#include "compiler/schedule/scheduler.h"
+
+namespace loom::schedule {
+
+namespace {
+
+class ReductionScheduler final : public Scheduler {
+ public:
+  std::string_view name() const override { return "reduction"; }
+
+  std::optional<Planned> plan(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                              const CompileOptions& opts, const std::string& kernel_name,
+                              std::string* why_not) const override {
+    auto r = scheduleReduction(f, sizes, inputs, opts, why_not);
+    if (!r) return std::nullopt;
+    r->k.name = kernel_name;
+    Planned p;
+    p.scheduler = std::string(name());
+    p.reason = r->reason;
+    p.summary = fmt::format("reduction: {}\n  vector width {}\n", r->reason, r->k.vec);
+    p.detail = printNormKernel(f, r->k);
+    p.launch = {r->grid, r->block, 0, 1, false, r->workspace_bytes};
+    p.outputs = r->k.outputs;
+    p.output_alias = r->k.output_alias;
+    p.first_pass = "reduction-blocks";
+    auto kernel = std::make_shared<const ReductionKernel>(std::move(*r));
+    p.lower = [&f, kernel, inputs]() { return lowerReduction(f, *kernel, inputs); };
+    return p;
+  }
+};
+
+}  // namespace
+
+const Scheduler& reductionScheduler() {
+  static const ReductionScheduler s;
+  return s;
+}
+
+}  // namespace loom::schedule

@@ -1,0 +1,107 @@
+// [gpu]: the reduction scheduler (compiler/schedule/reduction.h) end to end against the CPU
+// reference: full reductions, column sums with few and many columns, batch statistics in both
+// memory orders, every reduction kind and float dtype, odd and size-1 sizes; and bitwise equal
+// results from run to run however the blocks finish.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "tests/gpu_test_util.h"
+
+using namespace loom;
+
+namespace {
+
+std::unique_ptr<ir::Fusion> fullReduce(DType t, const char* op) {
+  FusionBuilder fb(std::string("full_") + op);
+  auto x = fb.input("x", t, {"N"});
+  auto xc = toCompute(x);
+  const std::string o = op;
+  fb.output("r", o == "sum" ? sum(xc, {0}) : o == "mean" ? mean(xc, {0}) : o == "amax" ? amax(xc, {0}) : amin(xc, {0}));
+  return fb.finish();
+}
+
+std::unique_ptr<ir::Fusion> colSums(DType t) {
+  FusionBuilder fb("colsum");
+  auto x = fb.input("x", t, {"M", "D"});
+  auto xc = toCompute(x);
+  fb.output("s", sum(xc, {0}));
+  fb.output("m", cast(amax(xc, {0}), t));
+  fb.output("sq", mean(xc * xc, {0}));
+  return fb.finish();
+}
+
+// Per-channel statistics of an image as sums (batch norm's, without Welford), and a running
+// mean updated from them in place.
+std::unique_ptr<ir::Fusion> channelSums(DType t) {
+  FusionBuilder fb("channel_sums");
+  auto x = fb.input("x", t, {"N", "C", "H", "W"});
+  auto rm = fb.input("running_mean", DType::F32, {"C"});
+  auto xc = toCompute(x);
+  auto m = mean(xc, {0, 2, 3});
+  fb.output("sumsq", sum(xc * xc, {0, 2, 3}));
+  fb.output("new_running_mean", rm * 0.9 + m * 0.1, rm);
+  return fb.finish();
+}
+
+}  // namespace
+
+TEST_CASE("reductions to one value run split over the grid", "[gpu][reduction]") {
+  if (!test::haveGpu()) return;
+  for (const char* op : {"sum", "mean", "amax", "amin"})
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+      for (int64_t n : {int64_t{100003}, int64_t{1} << 22}) {
+        INFO(op << " " << dtypeName(t) << " N=" << n);
+        test::checkOnGpu(*fullReduce(t, op), {{"N", n}});
+      }
+  test::checkOnGpu(*fullReduce(DType::F32, "sum"), {{"N", int64_t{1} << 26}});
+  test::checkOnGpu(*fullReduce(DType::F64, "sum"), {{"N", 1000001}});
+}
+
+TEST_CASE("column reductions with few and many columns", "[gpu][reduction]") {
+  if (!test::haveGpu()) return;
+  for (DType t : {DType::F16, DType::BF16, DType::F32})
+    for (auto s : {Bindings{{"M", 65536}, {"D", 1024}}, Bindings{{"M", 1024}, {"D", 65536}},
+                   Bindings{{"M", 1531}, {"D", 77}}, Bindings{{"M", 65544}, {"D", 3}}, Bindings{{"M", 1}, {"D", 4096}},
+                   Bindings{{"M", 3}, {"D", 1000}}}) {
+      INFO(dtypeName(t) << " M=" << s.at("M") << " D=" << s.at("D"));
+      test::checkOnGpu(*colSums(t), s);
+    }
+}
+
+TEST_CASE("channel statistics as sums in NCHW and channels-last", "[gpu][reduction]") {
+  if (!test::haveGpu()) return;
+  for (DType t : {DType::F16, DType::F32})
+    for (auto s : {Bindings{{"N", 64}, {"C", 256}, {"H", 28}, {"W", 28}}, Bindings{{"N", 1}, {"C", 3}, {"H", 17}, {"W", 9}}})
+      for (bool nhwc : {false, true}) {
+        INFO(dtypeName(t) << (nhwc ? " nhwc" : " nchw") << " C=" << s.at("C"));
+        std::map<std::string, std::vector<int>> layouts;
+        if (nhwc) layouts["x"] = {0, 2, 3, 1};
+        test::checkOnGpu(*channelSums(t), s, layouts);
+      }
+}
+
+TEST_CASE("split reductions are bitwise the same from run to run", "[gpu][reduction]") {
+  if (!test::haveGpu()) return;
+  for (int which = 0; which < 2; ++which) {
+    auto f = which == 0 ? fullReduce(DType::F32, "sum") : colSums(DType::F16);
+    const Bindings sizes = which == 0 ? Bindings{{"N", int64_t{1} << 24}} : Bindings{{"M", 65536}, {"D", 1024}};
+    std::vector<HostTensor> host;
+    uint64_t seed = 7;
+    for (const ir::Value* v : f->inputs()) host.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, -1, 1));
+    Executor ex(*f);
+    std::vector<DeviceTensor> dev;
+    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+    std::vector<std::vector<char>> first;
+    for (int run = 0; run < 10; ++run) {
+      auto outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
+      ex.runInto(dev, outs, sizes);
+      for (size_t i = 0; i < outs.size(); ++i) {
+        HostTensor h = outs[i].toHost();
+        std::vector<char> bytes(static_cast<const char*>(h.data()), static_cast<const char*>(h.data()) + h.nbytes());
+        if (run == 0) first.push_back(bytes);
+        else CHECK(bytes == first[i]);
+      }
+    }
+  }
+}

@@ -1,0 +1,108 @@
+// CPU-only: which fusions the reduction scheduler takes (outputs that are values of the row,
+// reductions in one pass), its layouts and splits, and the kernel it writes: a workspace of
+// partials, an acquire-release counter, the last block combining in block order; ptxas accepts it.
+#include <catch2/catch.hpp>
+
+#include "tests/compile_test_util.h"
+
+#include "compiler/compile.h"
+#include "compiler/schedule/scheduler.h"
+
+using namespace loom;
+using loom::test::descsFor;
+
+namespace {
+
+std::optional<schedule::Planned> planOf(const ir::Fusion& f, const Bindings& sizes, std::vector<std::string>* why,
+                                        const std::map<std::string, std::vector<int>>& layouts = {}) {
+  return schedule::planSegment(f, sizes, descsFor(f, sizes, layouts), CompileOptions{DeviceInfo{90, 132}}, "k", why);
+}
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("reduction scheduler: a full sum splits over the grid, a column sum tiles the columns", "[schedule][reduction]") {
+  FusionBuilder fb("full");
+  auto x = fb.input("x", DType::F32, {"N"});
+  fb.output("s", sum(x, {0}));
+  auto f = fb.finish();
+  std::vector<std::string> why;
+  auto p = planOf(*f, {{"N", int64_t{1} << 26}}, &why);
+  REQUIRE(p.has_value());
+  CHECK(p->scheduler == "reduction");
+  CHECK(has(p->reason, "inner layout"));
+  CHECK(has(p->reason, "split over 528 blocks"));
+  CHECK(p->launch.grid == 528);
+  CHECK(!p->launch.cooperative);
+  CHECK(p->launch.workspace_bytes > 0);
+
+  FusionBuilder fc("cols");
+  auto y = fc.input("x", DType::F16, {"M", "D"});
+  fc.output("s", sum(toCompute(y), {0}));
+  auto g = fc.finish();
+  auto q = planOf(*g, {{"M", 65536}, {"D", 1024}}, &why);
+  REQUIRE(q.has_value());
+  CHECK(q->scheduler == "reduction");
+  CHECK(has(q->reason, "outer layout: tiles of 64 neighbouring rows"));
+  CHECK(has(q->reason, "vectors of 8"));
+  // Many columns: as many tiles as the GPU needs, fewer blocks a tile.
+  auto wide = planOf(*g, {{"M", 1024}, {"D", 65536}}, &why);
+  REQUIRE(wide.has_value());
+  CHECK(has(wide->reason, "1024 tiles, one block each"));
+}
+
+TEST_CASE("reduction scheduler: what it leaves to the normalization scheduler, and why", "[schedule][reduction]") {
+  std::vector<std::string> why;
+  // Outputs along the row (layer norm): the row is read again.
+  auto ln = findExample("layer_norm")->buildDefault();
+  auto p = planOf(*ln, findExample("layer_norm")->default_sizes, &why);
+  REQUIRE(p.has_value());
+  CHECK(p->scheduler == "normalization");
+  // A reduction of a reduction (logsumexp): two passes.
+  FusionBuilder fb("lse");
+  auto x = fb.input("x", DType::F32, {"N", "D"});
+  auto m = amax(x, {1}, true);
+  fb.output("lse", log(sum(exp(x - m), {1})));
+  auto f = fb.finish();
+  why.clear();
+  auto q = planOf(*f, {{"N", 4}, {"D", 1 << 20}}, &why);
+  REQUIRE(q.has_value());
+  CHECK(q->scheduler == "normalization");
+  // Many rows of a sum: one block a row already fills the GPU.
+  FusionBuilder fr("rows");
+  auto r = fr.input("x", DType::F32, {"N", "D"});
+  fr.output("s", sum(r, {1}));
+  auto g = fr.finish();
+  why.clear();
+  auto rows = planOf(*g, {{"N", 65536}, {"D", 1024}}, &why);
+  REQUIRE(rows.has_value());
+  CHECK(rows->scheduler == "normalization");
+}
+
+TEST_CASE("reduction scheduler: the kernel publishes partials and the last block combines them", "[ptx][reduction]") {
+  FusionBuilder fb("stats");
+  auto x = fb.input("x", DType::BF16, {"N", "C", "H", "W"});
+  auto xc = toCompute(x);
+  fb.output("s", sum(xc, {0, 2, 3}));
+  fb.output("mx", amax(xc, {0, 2, 3}));
+  auto f = fb.finish();
+  const Bindings sizes{{"N", 64}, {"C", 96}, {"H", 28}, {"W", 27}};
+  for (bool nhwc : {false, true}) {
+    INFO((nhwc ? "nhwc" : "nchw"));
+    std::map<std::string, std::vector<int>> lay;
+    if (nhwc) lay["x"] = {0, 2, 3, 1};
+    StageText stages;
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes, lay), CompileOptions{{90, 132}}, &stages);
+    const std::string& kir = stages[DumpStage::KIR];
+    CHECK(has(kir, nhwc ? "outer layout" : "inner layout") == false);  // the layout is the schedule's word
+    CHECK(has(stages[DumpStage::Schedule], nhwc ? "outer layout" : "inner layout"));
+    CHECK(has(kir, "atom.add.acq_rel.gpu"));
+    CHECK(has(kir, "ld.relaxed.gpu"));
+    CHECK(has(kir, "[last_block, uniform]"));
+    CHECK(k.workspace_bytes > 0);
+    CHECK(!k.cooperative);
+    CHECK(has(k.ptx, "atom.add.acq_rel.gpu.global.u32"));
+    LOOM_CHECK_PTXAS(k.ptx, 90);
+  }
+}
