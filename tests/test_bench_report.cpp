@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -88,7 +90,7 @@ BenchResult madeUpResult(int kernels) {
 // checking the fields peer.py and peer_report.py use; -1 where there is no python3.
 int peerReads(const std::string& js, int kernels) {
   if (std::system("python3 -c pass >/dev/null 2>&1") != 0) return -1;
-  const std::string path = "/tmp/loom_bench_report_test.json";
+  const std::string path = fmt::format("/tmp/loom_bench_report_test_{}.json", getpid());
   std::ofstream(path) << js << "\n";
   const std::string py =
       "import json, sys\n"
@@ -104,6 +106,8 @@ int peerReads(const std::string& js, int kernels) {
   std::ofstream(path + ".py") << py;
   const std::string cmd = "python3 " + path + ".py " + path + " " + std::to_string(kernels) + " 2>&1";
   const int st = std::system(cmd.c_str());
+  std::remove(path.c_str());
+  std::remove((path + ".py").c_str());
   return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 

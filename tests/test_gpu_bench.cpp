@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "runtime/device.h"
 #include "tests/cli_test_util.h"
 #include "tests/gpu_test_util.h"
@@ -34,8 +36,9 @@ constexpr const char* kLnColsum = R"(fusion ln_colsum {
 }
 )";
 
-std::string lnColsumFile() {
-  const std::string path = "/tmp/loom_gpu_bench_ln_colsum.loom";
+// One file per test case and process: ctest may run test cases at once.
+std::string lnColsumFile(const std::string& tag) {
+  const std::string path = fmt::format("/tmp/loom_gpu_bench_{}_{}.loom", tag, getpid());
   std::ofstream(path) << kLnColsum;
   return path;
 }
@@ -83,7 +86,7 @@ TEST_CASE("launchKernel runs one kernel of a plan; in launch order they give the
 
 TEST_CASE("loom run and loom bench run and time every kernel of a two-kernel plan", "[gpu][bench]") {
   if (!test::haveGpu()) return;
-  const std::string fusion = lnColsumFile() + " --dim N=4096 --dim D=1024";
+  const std::string fusion = lnColsumFile("run") + " --dim N=4096 --dim D=1024";
   auto run = test::runLoom("run " + fusion);
   INFO(run.out);
   CHECK(run.status == 0);
@@ -118,7 +121,7 @@ TEST_CASE("loom bench --inputs/--save-outputs of a two-kernel plan: the outputs 
   if (!test::haveGpu()) return;
   const int64_t n = 512, d = 768;
   const Bindings sizes{{"N", n}, {"D", d}};
-  const fs::path dir = "/tmp/loom_gpu_bench_io";
+  const fs::path dir = fmt::format("/tmp/loom_gpu_bench_io_{}", getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::vector<HostTensor> host{HostTensor::random(DType::F16, {n, d}, 11, -1.0, 1.0)};
@@ -127,7 +130,7 @@ TEST_CASE("loom bench --inputs/--save-outputs of a two-kernel plan: the outputs 
     bin.write(static_cast<const char*>(host[0].data()), static_cast<std::streamsize>(n * d * 2));
     std::ofstream(dir / "inputs.txt") << "x f16 " << n << "," << d << " input.x.bin\n";
   }
-  auto r = test::runLoom("bench " + lnColsumFile() + " --dim N=512 --dim D=768 --json --iters 5 --inputs " +
+  auto r = test::runLoom("bench " + lnColsumFile("io") + " --dim N=512 --dim D=768 --json --iters 5 --inputs " +
                          dir.string() + " --save-outputs " + dir.string());
   INFO(r.out);
   REQUIRE(r.status == 0);
