@@ -34,8 +34,21 @@ def table_row(r):
         "loom/eager": fmt_num(lg / eg if lg and eg else None, "{:.2f}"),
         "loom/compile": fmt_num(lg / cg if lg and cg else None, "{:.2f}"),
         "% copy": fmt_num(100 * frac if frac else None, "{:.0f}%"),
+        "kernels": fmt_num(r.get("loom", {}).get("kernels"), "{}"),
         "agreement": agree,
     }
+
+
+def plan_note(r):
+    """For a loom plan of several kernels: each kernel's launch, time and GB/s (`loom bench`'s
+    "plan"); the GB/s columns are the whole plan's."""
+    plan = r.get("loom", {}).get("plan") or []
+    if len(plan) < 2:
+        return ""
+    parts = [f"{k.get('name')} grid {k.get('grid')} block {k.get('block')} "
+             f"{fmt_num(k['time_ms'] * 1e3 if k.get('time_ms') else None, '{:.1f}')} µs "
+             f"{fmt_num(k.get('gbps'))} GB/s" for k in plan]
+    return f"loom runs {len(plan)} kernels (each timed alone): " + "; ".join(parts)
 
 
 def why(r):
@@ -75,12 +88,14 @@ def write_markdown(path, meta, results):
              "`% copy` is loom's GB/s over loom's copy bandwidth; agreement is ||loom − eager|| / ||eager|| "
              "against loom's tolerance for the dtype (f16 2e-3, bf16 1.6e-2, f32 2e-5); loom's compile columns are "
              "its first compile in a fresh process with an empty kernel cache (LLVM→PTX, driver module load, "
-             "and the whole first call); host µs is loom's host time per launch of the cached kernel; "
+             "and the whole first call); host µs is loom's host time per launch of the cached plan; "
+             "kernels is how many kernels loom's plan launches (its times and GB/s are the whole plan's; "
+             "the notes give each kernel's); "
              "compile s (torch) is torch.compile's first call, compile included")
     L.append(f"- wall time {meta.get('wall_s')} s")
     L.append("")
     cols = ["workload", "loom GB/s", "eager GB/s", "compile GB/s", "loom/eager", "loom/compile", "% copy",
-            "agreement", "loom µs", "LLVM→PTX ms", "load ms", "first call ms", "host µs", "compile s (torch)"]
+            "kernels", "agreement", "loom µs", "LLVM→PTX ms", "load ms", "first call ms", "host µs", "compile s (torch)"]
     L.append("| " + " | ".join(cols) + " |")
     L.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(cols))) + "|")
     for r in results:
@@ -97,6 +112,7 @@ def write_markdown(path, meta, results):
         L.append("| " + " | ".join(x[k].replace("|", "/") for k in cols) + " |")
     notes = [(r["name"], why(r)) for r in results if why(r)]
     notes += [(r["name"], "; ".join(r["notes"])) for r in results if r.get("notes")]
+    notes += [(r["name"], plan_note(r)) for r in results if plan_note(r)]
     if notes:
         L.append("")
         L.append("Notes:")

@@ -197,9 +197,9 @@ void Executor::runInto(const std::vector<DeviceTensor>& inputs, std::vector<Devi
   launch(inputs, outputs);
 }
 
-void Executor::launch(const std::vector<DeviceTensor>& inputs,
-                      const std::vector<DeviceTensor>& outputs) {
-  // The hot path: find the entry compiled for exactly these inputs without building descs.
+// The hot path: the entry compiled for exactly these inputs, found without building descs.
+Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
+                                    const std::vector<DeviceTensor>& outputs) {
   Entry* e = nullptr;
   for (auto& cand : entries_) {
     bool same = cand->inputs.size() == inputs.size();
@@ -217,26 +217,43 @@ void Executor::launch(const std::vector<DeviceTensor>& inputs,
   if (!e) e = &prepare(inputs, {});
   LOOM_USER_CHECK(outputs.size() == e->plan.outputs.size(), "fusion `{}` has {} outputs, {} given",
                   f_.name(), e->plan.outputs.size(), outputs.size());
+  return *e;
+}
+
+void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
+                         const std::vector<DeviceTensor>& outputs) {
   uintptr_t ptrs[64];
   void* args[64];
-  for (size_t k = 0; k < e->plan.kernels.size(); ++k) {
-    const auto& pk = e->plan.kernels[k];
-    LOOM_USER_CHECK(pk.args.size() < 64, "a kernel of `{}` has {} tensors; loom launches at most 63",
-                    f_.name(), pk.args.size());
-    for (size_t i = 0; i < pk.args.size(); ++i) {
-      const TensorRef& r = pk.args[i];
-      const size_t idx = static_cast<size_t>(r.index);
-      ptrs[i] = r.kind == TensorRef::Kind::Input ? inputs[idx].ptr()
-                : r.kind == TensorRef::Kind::Output ? outputs[idx].ptr() : e->temps[idx].ptr();
-      args[i] = &ptrs[i];
-    }
-    const runtime::DeviceBuffer& ws = e->workspaces[k];
-    if (ws.size()) {
-      ptrs[pk.args.size()] = ws.ptr();
-      args[pk.args.size()] = &ptrs[pk.args.size()];
-    }
-    runtime::launch(e->loaded[k]->kernel, launchConfig(pk.kernel), args, launchStream());
+  const auto& pk = e.plan.kernels[k];
+  LOOM_USER_CHECK(pk.args.size() < 64, "a kernel of `{}` has {} tensors; loom launches at most 63",
+                  f_.name(), pk.args.size());
+  for (size_t i = 0; i < pk.args.size(); ++i) {
+    const TensorRef& r = pk.args[i];
+    const size_t idx = static_cast<size_t>(r.index);
+    ptrs[i] = r.kind == TensorRef::Kind::Input ? inputs[idx].ptr()
+              : r.kind == TensorRef::Kind::Output ? outputs[idx].ptr() : e.temps[idx].ptr();
+    args[i] = &ptrs[i];
   }
+  const runtime::DeviceBuffer& ws = e.workspaces[k];
+  if (ws.size()) {
+    ptrs[pk.args.size()] = ws.ptr();
+    args[pk.args.size()] = &ptrs[pk.args.size()];
+  }
+  runtime::launch(e.loaded[k]->kernel, launchConfig(pk.kernel), args, launchStream());
+}
+
+void Executor::launch(const std::vector<DeviceTensor>& inputs,
+                      const std::vector<DeviceTensor>& outputs) {
+  Entry& e = entryFor(inputs, outputs);
+  for (size_t k = 0; k < e.plan.kernels.size(); ++k) launchOne(e, k, inputs, outputs);
+}
+
+void Executor::launchKernel(const std::vector<DeviceTensor>& inputs,
+                            const std::vector<DeviceTensor>& outputs, size_t k) {
+  Entry& e = entryFor(inputs, outputs);
+  LOOM_USER_CHECK(k < e.plan.kernels.size(), "fusion `{}` runs as {} kernel(s); there is no kernel {}",
+                  f_.name(), e.plan.kernels.size(), k);
+  launchOne(e, k, inputs, outputs);
 }
 
 }  // namespace loom

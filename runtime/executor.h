@@ -47,6 +47,11 @@ class Executor {
                                       const Bindings& sizes = {});
   // Launches asynchronously, no checks beyond the signature lookup: the hot path.
   void launch(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
+  // Launches only kernel `k` of the plan for these inputs (planFor(inputs).kernels[k]), as
+  // launch() does, in the same stream: for timing one kernel of a plan. It reads the
+  // intermediates an earlier kernel wrote, so run the whole plan first (runInto or launch).
+  void launchKernel(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
+                    size_t k);
 
   const CompileStats& lastCompile() const { return stats_; }
   // The kernels these inputs run as (segments, PTX, launch shapes, output specs).
@@ -55,6 +60,9 @@ class Executor {
  private:
   struct Entry;
   Entry& prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes);
+  Entry& entryFor(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
+  void launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
+                 const std::vector<DeviceTensor>& outputs);
   const ir::Fusion& f_;
   const Tuning tuning_;
   std::vector<std::unique_ptr<Entry>> entries_;

@@ -9,26 +9,12 @@
 #include <string>
 
 #include "runtime/cuda_driver.h"
+#include "tests/cli_test_util.h"
 
 namespace {
 
-struct Result {
-  int status;
-  std::string out;  // stdout and stderr together
-};
-
-// `env` (VAR=VALUE ...) is set for this one command.
-Result runLoom(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + std::string(LOOM_CLI) + " " + args + " 2>&1";
-  Result r{0, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using Result = loom::test::CliResult;
+using loom::test::runLoom;
 
 std::string tmpFile(const std::string& name, const std::string& text) {
   std::string path = "/tmp/loom_cli_test_" + name;
@@ -105,6 +91,22 @@ TEST_CASE("run without a GPU fails with one clear line", "[cli]") {
   CHECK(r.status != 0);
   CHECK(r.out.find("no NVIDIA GPU found") != std::string::npos);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+}
+
+TEST_CASE("bench and run of a two-kernel fusion without a GPU say so, in JSON too", "[cli][bench]") {
+  if (loom::runtime::gpuAvailable()) return;  // on a GPU machine test_gpu_bench.cpp covers them
+  const std::string f = std::string(LOOM_SOURCE_DIR) + "/examples/fusions/ln_colsum.loom --dim N=64 --dim D=256";
+  for (const char* cmd : {"run ", "bench "}) {
+    INFO(cmd);
+    auto r = runLoom(cmd + f);
+    CHECK(r.status == 1);
+    CHECK(r.out.rfind("loom: error: no NVIDIA GPU found", 0) == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  }
+  auto j = runLoom("bench " + f + " --json");  // the JSON line on stdout, the error on stderr
+  CHECK(j.status == 1);
+  CHECK(j.out.find("{\"ok\": false, \"fusion\": \"ln_colsum\", \"error\": \"no NVIDIA GPU found") !=
+        std::string::npos);
 }
 
 TEST_CASE("numeric options out of range or malformed name the option and the range", "[cli]") {

@@ -1,5 +1,5 @@
-// `loom run FUSION`: compile, run on the GPU with seeded random inputs, check against the CPU
-// reference, time the kernel.
+// `loom run FUSION`: compile, run on the GPU with seeded random inputs (every kernel of the
+// plan, in launch order), check every output against the CPU reference, time the whole plan.
 #include <algorithm>
 #include <iostream>
 #include <limits>
@@ -9,6 +9,7 @@
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "tools/loom/cli.h"
+#include "tools/loom/plan_info.h"
 
 namespace loom::cli {
 
@@ -28,13 +29,20 @@ int runRun(const Args& a) {
   std::vector<DeviceTensor> dev_in;
   for (const auto& h : host_in) dev_in.push_back(DeviceTensor::fromHost(h));
   Executor ex(*l.fusion);
-  ex.planFor(dev_in, l.sizes);  // compiles now, so the stats below are this first call's
+  const CompiledPlan& plan = ex.planFor(dev_in, l.sizes);  // compiles now: the stats below are this call's
   const auto& cs = ex.lastCompile();
+  std::vector<TensorDesc> in_descs;
+  for (const auto& t : dev_in) in_descs.push_back(t.desc());
+  const std::vector<KernelInfo> kernels = planKernels(plan, in_descs);
   std::cout << fmt::format("fusion {} on {}\n", l.fusion->name(), dev.describe());
   std::cout << fmt::format("  compile: {} (LLVM->PTX {:.1f} ms, module load {:.1f} ms, total {:.1f} ms)\n",
                            cs.source == CompileStats::Source::Compiled ? "fresh"
                            : cs.source == CompileStats::Source::DiskCache ? "disk cache" : "memory cache",
                            cs.llvm_ptx_ms, cs.load_ms, cs.total_ms);
+  for (size_t k = 0; k < kernels.size(); ++k)
+    std::cout << fmt::format("  kernel {}/{}: {} ({:.2f} MB read, {:.2f} MB written)\n", k + 1, kernels.size(),
+                             launchText(kernels[k]), static_cast<double>(kernels[k].bytes_read) / 1e6,
+                             static_cast<double>(kernels[k].bytes_written) / 1e6);
   // Poisoned outputs (aliased ones are their inputs), then one checked run.
   std::vector<DeviceTensor> outs = ex.allocateOutputs(dev_in, l.sizes, /*poison=*/true);
   ex.runInto(dev_in, outs, l.sizes);
@@ -62,11 +70,13 @@ int runRun(const Args& a) {
     }
     std::sort(times.begin(), times.end());
     double ms = times[times.size() / 2];
-    size_t bytes = 0;
-    for (const auto& t : dev_in) bytes += static_cast<size_t>(t.numel()) * static_cast<size_t>(dtypeBytes(t.dtype()));
-    for (const auto& t : outs) bytes += static_cast<size_t>(t.numel()) * static_cast<size_t>(dtypeBytes(t.dtype()));
-    std::cout << fmt::format("  kernel time {:.4f} ms (median of {}, warm L2), {:.1f} GB/s\n", ms,
-                             iters, static_cast<double>(bytes) / (ms * 1e6));
+    std::vector<TensorDesc> out_descs;
+    for (const auto& t : outs) out_descs.push_back(t.desc());
+    const uint64_t bytes = fusionBytes(in_descs, out_descs);
+    std::cout << fmt::format("  {} time {:.4f} ms (median of {}, warm L2{}), {:.1f} GB/s\n",
+                             kernels.size() == 1 ? "kernel" : "plan", ms, iters,
+                             kernels.size() == 1 ? "" : fmt::format(", {} kernels back to back", kernels.size()),
+                             static_cast<double>(bytes) / (ms * 1e6));
   }
   if (!ok) fail("GPU result of `{}` does not match the CPU reference", l.fusion->name());
   return 0;
