@@ -120,6 +120,12 @@ def input_specs(w):
     if f == "ln_colsum":  # examples/fusions/ln_colsum.loom: two kernels
         n, d = _need(w, "N", "D")
         return [("x", t, [n, d], -1.0, 1.0)]
+    if f == "sum_all":  # examples/fusions/sum_all.loom: every element to one value
+        (n,) = _need(w, "N")
+        return [("x", t, [n], -1.0, 1.0)]
+    if f == "column_sum":  # examples/fusions/column_sum.loom: sums down the columns, in f32
+        m, d = _need(w, "M", "D")
+        return [("x", t, [m, d], -1.0, 1.0)]
     if f in ("layer_norm", "rms_norm", "softmax", "log_softmax", "bias_gelu"):
         n, d = _need(w, "N", "D")
         x = [("x", t, [n, d], -1.0, 1.0)]
@@ -157,6 +163,10 @@ def output_specs(w):
     f = fusion_key(w)
     if f == "ln_colsum":
         return [("y", w.dtype, ins["x"][2]), ("colsum", "f32", ins["x"][2][1:])]
+    if f == "sum_all":
+        return [("s", "f32", [])]
+    if f == "column_sum":
+        return [("s", "f32", ins["x"][2][1:])]
     if f == "batch_norm":
         c = ins["x"][2][1]
         return [("y", w.dtype, ins["x"][2]), ("new_running_mean", "f32", [c]), ("new_running_var", "f32", [c])]
@@ -250,6 +260,14 @@ def twins(torch, F, w, inputs):
     returning the outputs in loom's order. eager is what a PyTorch user runs; compile_fn is what
     torch.compile is given (the same where that compiles; a plain formula otherwise)."""
     f = fusion_key(w)
+    if f == "sum_all":
+        def fn(x):
+            return (x.sum(dtype=torch.float32),)
+        return fn, fn, ""
+    if f == "column_sum":
+        def fn(x):
+            return (x.sum(0, dtype=torch.float32),)
+        return fn, fn, ""
     if f == "ln_colsum":
         def fn(x):  # layer norm in f32 without affine, then the column sums of that f32 result
             t4 = F.layer_norm(x.float(), (x.shape[-1],), eps=1e-5)

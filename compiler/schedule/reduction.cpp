@@ -85,7 +85,9 @@ int outerVectorWidth(const NormKernel& k, const std::vector<EPtr>& roots, const 
 std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
   const NormKernel& k = r.k;
   const int64_t units = r.rowUnits();
+  if (opts.tuning.red_unroll) r.unroll = *opts.tuning.red_unroll;
   r.block = units >= 2048 ? 512 : std::clamp(nextPow2(units / 4), 32, 512);
+  if (opts.tuning.red_block) r.block = nextPow2(*opts.tuning.red_block);
   const int64_t target = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block);
   const int64_t most = std::max<int64_t>(1, units / (int64_t{r.block} * r.unroll));
   r.split = std::clamp<int64_t>(target / k.rows(), 1, most);
@@ -108,7 +110,10 @@ void outerShape(ReductionKernel& r, const CompileOptions& opts) {
   r.bx = static_cast<int>(std::min<int64_t>(32, cols));
   while (r.bx > 8 && (cols + r.bx - 1) / r.bx < target / 2) r.bx /= 2;
   if (opts.tuning.red_bx) r.bx = static_cast<int>(std::min<int64_t>(*opts.tuning.red_bx, cols));
-  r.by = std::max(1, std::min(256 / r.bx, 64));
+  if (opts.tuning.red_unroll) r.unroll = *opts.tuning.red_unroll;
+  const int block = opts.tuning.red_block ? *opts.tuning.red_block : 256;
+  r.by = 1;  // a power of two: the block's columns of threads meet 8 rows at a time
+  while (r.by * 2 <= std::min(block, 1024) / r.bx) r.by *= 2;
   r.block = r.bx * r.by;
   r.tiles = (k.rows() + r.rowsPerBlock() - 1) / r.rowsPerBlock();
   const int64_t most = std::max<int64_t>(1, k.rowElems() / (int64_t{r.by} * 2 * r.unroll));

@@ -288,17 +288,23 @@ std::vector<ExprP> ReductionLowering::blockColumns(const std::vector<ExprP>& par
   }
   b_.emit(kir::barrier(kir::Barrier::Block));
   ExprP mine = b_.select(b_.op(kir::IndexOp::Ult, tid_, kir::i32Const(W)), tid_, kir::i32Const(0));
-  std::vector<ExprP> totals;
-  for (size_t i = 0; i < reductions_.size(); ++i) {
-    const ENode* r = reductions_[i];
-    ExprP total = identity(r, 1);
-    for (int y = 0; y < r_.by; ++y) {
-      ExprP x = b_.bind(kir::bufLoad(bufs[i], acc(r), b_.add(mine, kir::i32Const(int64_t{y} * W))));
-      total = b_.math(kir::combineOp(combineOf(r->op)), acc(r), {total, x});
-    }
-    totals.push_back(total);
-  }
-  return totals;
+  std::vector<ExprP> init;
+  for (const ENode* r : reductions_) init.push_back(identity(r, 1));
+  // In ty order, 8 rows of threads a trip.
+  const int per = std::min(r_.by, 8);
+  LOOM_ASSERT(r_.by % per == 0, "reduction: {} rows of threads in trips of {}", r_.by, per);
+  return b_.repeat("y", r_.by / per, init, [&](const ExprP& y, const std::vector<ExprP>& carried) {
+    std::vector<ExprP> next = carried;
+    ExprP row0 = b_.mul(b_.convert(y, Type::i32()), kir::i32Const(int64_t{per} * W));
+    for (int u = 0; u < per; ++u)
+      for (size_t i = 0; i < reductions_.size(); ++i) {
+        const ENode* r = reductions_[i];
+        ExprP at = b_.add(b_.add(mine, row0), kir::i32Const(int64_t{u} * W));
+        ExprP x = b_.bind(kir::bufLoad(bufs[i], acc(r), at));
+        next[i] = b_.math(kir::combineOp(combineOf(r->op)), acc(r), {next[i], x});
+      }
+    return next;
+  });
 }
 
 // The outer layout: block `tile * split + s`; thread (ty, tx) folds rows tx * vec.. of the tile
