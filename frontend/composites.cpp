@@ -1,88 +1,67 @@
 #include "frontend/composites.h"
 
+#include "frontend/composite_helpers.h"
 #include "ir/error.h"
 
 namespace loom {
 
 Tensor toCompute(Tensor t) { return cast(t, computeDType(t.dtype())); }
 
+using namespace composite;
+
 namespace {
 
-std::vector<int> range(int begin, int end) {
-  std::vector<int> v;
-  for (int i = begin; i < end; ++i) v.push_back(i);
-  return v;
-}
-
-// Broadcasts a per-channel [C] tensor to [1b, C, 1b, ...] for an input of `rank` dims.
-Tensor perChannel(Tensor p, int rank) {
-  std::vector<bool> is_new(static_cast<size_t>(rank), true);
-  is_new[1] = false;
-  return broadcast(p, is_new);
-}
-
-void checkParam(const char* op, const char* what, Tensor p, const std::vector<Extent>& want) {
-  LOOM_USER_CHECK(p.shape() == want, "{}: {} `{}` has shape {} but must be {}", op, what, p.name(),
-                  shapeStr(p.shape()), shapeStr(want));
-}
-
-// y * w + b with w, b cast to the compute dtype; `expand` shapes them to y's rank.
-template <typename Expand>
-Tensor affine(Tensor y, std::optional<Tensor> w, std::optional<Tensor> b, Expand expand) {
-  if (w) y = y * expand(cast(*w, y.dtype()));
-  if (b) y = y + expand(cast(*b, y.dtype()));
-  return y;
-}
-
-Tensor normalize(Tensor xc, const VarMean& s, double eps) {
-  return (xc - s.mean) * rsqrt(s.var + eps);
-}
-
-void checkChannels(const char* op, Tensor x) {
-  LOOM_USER_CHECK(x.rank() >= 2, "{}: input `{}` {} needs at least 2 dims [N, C, ...]", op,
-                  x.name(), x.value()->typeString());
+struct Normalized {
+  Tensor y, rstd;
+};
+// (xc - mean) * rstd with rstd = rsqrt(var + eps), keeping rstd for the *_with_stats forms.
+Normalized normalize(Tensor xc, const VarMean& s, double eps) {
+  Tensor rstd = rsqrt(s.var + eps);
+  return {(xc - s.mean) * rstd, rstd};
 }
 
 }  // namespace
 
-Tensor layer_norm(Tensor x, const std::vector<Dim>& normalized_shape, std::optional<Tensor> weight,
-                  std::optional<Tensor> bias, double eps) {
-  const int k = static_cast<int>(normalized_shape.size());
-  LOOM_USER_CHECK(k >= 1 && k <= x.rank(), "layer_norm: normalized_shape has {} dims but `{}` has "
-                  "rank {}", k, x.name(), x.rank());
-  std::vector<Extent> ns;
-  for (const auto& d : normalized_shape) ns.push_back(d.extent);
-  auto xs = x.shape();
-  std::vector<Extent> trailing(xs.end() - k, xs.end());
-  LOOM_USER_CHECK(trailing == ns, "layer_norm: normalized_shape {} does not match the trailing "
-                  "dims {} of `{}` {}", shapeStr(ns), shapeStr(trailing), x.name(),
-                  x.value()->typeString());
+NormStats layer_norm_with_stats(Tensor x, const std::vector<Dim>& normalized_shape,
+                                std::optional<Tensor> weight, std::optional<Tensor> bias, double eps) {
+  auto ns = trailingDims("layer_norm", x, normalized_shape);
+  const int k = static_cast<int>(ns.size());
   if (weight) checkParam("layer_norm", "weight", *weight, ns);
   if (bias) checkParam("layer_norm", "bias", *bias, ns);
   Tensor xc = toCompute(x);
   auto stats = var_mean(xc, range(x.rank() - k, x.rank()), 0, true);
-  Tensor y = normalize(xc, stats, eps);
-  y = affine(y, weight, bias, [&](Tensor p) { return broadcastToRank(p, x.rank()); });
-  return cast(y, x.dtype());
+  auto n = normalize(xc, stats, eps);
+  Tensor y = affine(n.y, weight, bias, [&](Tensor p) { return broadcastToRank(p, x.rank()); });
+  return {cast(y, x.dtype()), stats.mean, n.rstd};
+}
+
+Tensor layer_norm(Tensor x, const std::vector<Dim>& normalized_shape, std::optional<Tensor> weight,
+                  std::optional<Tensor> bias, double eps) {
+  return layer_norm_with_stats(x, normalized_shape, weight, bias, eps).y;
+}
+
+RmsNormStats rms_norm_with_stats(Tensor x, const std::vector<Dim>& normalized_shape,
+                                 std::optional<Tensor> weight, double eps) {
+  auto ns = trailingDims("rms_norm", x, normalized_shape);
+  const int k = static_cast<int>(ns.size());
+  if (weight) checkParam("rms_norm", "weight", *weight, ns);
+  Tensor xc = toCompute(x);
+  Tensor ms = mean(xc * xc, range(x.rank() - k, x.rank()), true);
+  Tensor rstd = rsqrt(ms + eps);
+  Tensor y = xc * rstd;
+  y = affine(y, weight, std::nullopt, [&](Tensor p) { return broadcastToRank(p, x.rank()); });
+  return {cast(y, x.dtype()), rstd};
 }
 
 Tensor rms_norm(Tensor x, const std::vector<Dim>& normalized_shape, std::optional<Tensor> weight,
                 double eps) {
-  const int k = static_cast<int>(normalized_shape.size());
-  LOOM_USER_CHECK(k >= 1 && k <= x.rank(), "rms_norm: normalized_shape has {} dims but `{}` has "
-                  "rank {}", k, x.name(), x.rank());
-  std::vector<Extent> ns;
-  for (const auto& d : normalized_shape) ns.push_back(d.extent);
-  if (weight) checkParam("rms_norm", "weight", *weight, ns);
-  Tensor xc = toCompute(x);
-  Tensor ms = mean(xc * xc, range(x.rank() - k, x.rank()), true);
-  Tensor y = xc * rsqrt(ms + eps);
-  y = affine(y, weight, std::nullopt, [&](Tensor p) { return broadcastToRank(p, x.rank()); });
-  return cast(y, x.dtype());
+  return rms_norm_with_stats(x, normalized_shape, weight, eps).y;
 }
 
-Tensor group_norm(Tensor x, int num_groups, std::optional<Tensor> weight,
-                  std::optional<Tensor> bias, double eps) {
+namespace {
+// group_norm with its statistics keepdim over [N, G, C/G, *S]: [N, G, 1b, ...].
+NormStats groupNorm(Tensor x, int num_groups, std::optional<Tensor> weight,
+                    std::optional<Tensor> bias, double eps) {
   checkChannels("group_norm", x);
   const Extent& c = x.size(1);
   LOOM_USER_CHECK(num_groups > 0, "group_norm: num_groups must be positive, not {}", num_groups);
@@ -99,45 +78,98 @@ Tensor group_norm(Tensor x, int num_groups, std::optional<Tensor> weight,
   auto stats = var_mean(xg, range(2, xg.rank()), 0, true);
   std::vector<Dim> back;
   for (const auto& e : x.shape()) back.push_back(e);
-  Tensor y = reshape(normalize(xg, stats, eps), back);
+  auto n = normalize(xg, stats, eps);
+  Tensor y = reshape(n.y, back);
   y = affine(y, weight, bias, [&](Tensor p) { return perChannel(p, x.rank()); });
-  return cast(y, x.dtype());
+  return {cast(y, x.dtype()), stats.mean, n.rstd};
+}
+}  // namespace
+
+Tensor group_norm(Tensor x, int num_groups, std::optional<Tensor> weight,
+                  std::optional<Tensor> bias, double eps) {
+  return groupNorm(x, num_groups, weight, bias, eps).y;
 }
 
-BatchNormResult batch_norm(Tensor x, Tensor running_mean, Tensor running_var,
-                           std::optional<Tensor> weight, std::optional<Tensor> bias, bool training,
-                           double momentum, double eps) {
+NormStats group_norm_with_stats(Tensor x, int num_groups, std::optional<Tensor> weight,
+                                std::optional<Tensor> bias, double eps) {
+  NormStats r = groupNorm(x, num_groups, weight, bias, eps);
+  auto spatial = range(2, r.mean.rank());  // the keepdim dims (C/G, *S)
+  return {r.y, squeeze(r.mean, spatial), squeeze(r.rstd, spatial)};
+}
+
+namespace {
+void checkBatchNorm(Tensor x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,
+                    std::optional<Tensor> weight, std::optional<Tensor> bias) {
   checkChannels("batch_norm", x);
   const Extent& c = x.size(1);
-  checkParam("batch_norm", "running_mean", running_mean, {c});
-  checkParam("batch_norm", "running_var", running_var, {c});
+  if (running_mean) checkParam("batch_norm", "running_mean", *running_mean, {c});
+  if (running_var) checkParam("batch_norm", "running_var", *running_var, {c});
   if (weight) checkParam("batch_norm", "weight", *weight, {c});
   if (bias) checkParam("batch_norm", "bias", *bias, {c});
+}
+
+// Training: y from the batch statistics (returned, [C], population variance) and the running
+// statistics updated with `momentum`, where given. (The ops are built in the order the
+// single-expression form always built them: y's cast comes last.)
+struct BatchNormTrain {
+  BatchNormResult r;
+  VarMean stats;
+};
+BatchNormTrain batchNormTrain(Tensor x, std::optional<Tensor> running_mean,
+                              std::optional<Tensor> running_var, std::optional<Tensor> weight,
+                              std::optional<Tensor> bias, double momentum, double eps) {
   Tensor xc = toCompute(x);
   auto expand = [&](Tensor p) { return perChannel(p, x.rank()); };
-  if (!training) {
-    Tensor rm = cast(running_mean, xc.dtype()), rv = cast(running_var, xc.dtype());
-    Tensor y = (xc - expand(rm)) * rsqrt(expand(rv) + eps);
-    y = affine(y, weight, bias, expand);
-    return {cast(y, x.dtype()), running_mean, running_var};
-  }
   std::vector<int> dims = {0};
   for (int d = 2; d < x.rank(); ++d) dims.push_back(d);
   auto stats = var_mean(xc, dims, 0, false);  // [C]
   Tensor y = (xc - expand(stats.mean)) * rsqrt(expand(stats.var) + eps);
   y = affine(y, weight, bias, expand);
-  // Running statistics: the unbiased variance var * n / (n - 1), as PyTorch keeps.
-  Tensor n = cast(stats.count, stats.var.dtype());
-  Tensor unbiased = stats.var * n / (n - 1.0);
-  Tensor rm = cast(running_mean, stats.mean.dtype()), rv = cast(running_var, stats.var.dtype());
-  Tensor new_rm = rm * (1.0 - momentum) + stats.mean * momentum;
-  Tensor new_rv = rv * (1.0 - momentum) + unbiased * momentum;
-  return {cast(y, x.dtype()), cast(new_rm, running_mean.dtype()),
-          cast(new_rv, running_var.dtype())};
+  BatchNormResult r;
+  if (running_mean || running_var) {
+    // Running statistics: the unbiased variance var * n / (n - 1), as PyTorch keeps.
+    Tensor n = cast(stats.count, stats.var.dtype());
+    Tensor unbiased = stats.var * n / (n - 1.0);
+    std::optional<Tensor> rm, rv, new_rm, new_rv;
+    if (running_mean) rm = cast(*running_mean, stats.mean.dtype());
+    if (running_var) rv = cast(*running_var, stats.var.dtype());
+    if (rm) new_rm = *rm * (1.0 - momentum) + stats.mean * momentum;
+    if (rv) new_rv = *rv * (1.0 - momentum) + unbiased * momentum;
+    r.y = cast(y, x.dtype());
+    if (new_rm) r.running_mean = cast(*new_rm, running_mean->dtype());
+    if (new_rv) r.running_var = cast(*new_rv, running_var->dtype());
+  } else {
+    r.y = cast(y, x.dtype());
+  }
+  return {r, stats};
+}
+}  // namespace
+
+BatchNormResult batch_norm(Tensor x, Tensor running_mean, Tensor running_var,
+                           std::optional<Tensor> weight, std::optional<Tensor> bias, bool training,
+                           double momentum, double eps) {
+  checkBatchNorm(x, running_mean, running_var, weight, bias);
+  if (training) return batchNormTrain(x, running_mean, running_var, weight, bias, momentum, eps).r;
+  Tensor xc = toCompute(x);
+  auto expand = [&](Tensor p) { return perChannel(p, x.rank()); };
+  Tensor rm = cast(running_mean, xc.dtype()), rv = cast(running_var, xc.dtype());
+  Tensor y = (xc - expand(rm)) * rsqrt(expand(rv) + eps);
+  y = affine(y, weight, bias, expand);
+  return {cast(y, x.dtype()), running_mean, running_var};
 }
 
-Tensor instance_norm(Tensor x, std::optional<Tensor> weight, std::optional<Tensor> bias,
-                     double eps) {
+BatchNormStats batch_norm_with_stats(Tensor x, std::optional<Tensor> running_mean,
+                                     std::optional<Tensor> running_var, std::optional<Tensor> weight,
+                                     std::optional<Tensor> bias, double momentum, double eps) {
+  checkBatchNorm(x, running_mean, running_var, weight, bias);
+  auto t = batchNormTrain(x, running_mean, running_var, weight, bias, momentum, eps);
+  return {t.r.y, t.r.running_mean, t.r.running_var, t.stats.mean, rsqrt(t.stats.var + eps)};
+}
+
+namespace {
+// instance_norm with its statistics keepdim: [N, C, 1b, ...].
+NormStats instanceNorm(Tensor x, std::optional<Tensor> weight, std::optional<Tensor> bias,
+                       double eps) {
   checkChannels("instance_norm", x);
   LOOM_USER_CHECK(x.rank() >= 3, "instance_norm: input `{}` {} needs spatial dims [N, C, ...]",
                   x.name(), x.value()->typeString());
@@ -146,9 +178,22 @@ Tensor instance_norm(Tensor x, std::optional<Tensor> weight, std::optional<Tenso
   if (bias) checkParam("instance_norm", "bias", *bias, {c});
   Tensor xc = toCompute(x);
   auto stats = var_mean(xc, range(2, x.rank()), 0, true);
-  Tensor y = normalize(xc, stats, eps);
-  y = affine(y, weight, bias, [&](Tensor p) { return perChannel(p, x.rank()); });
-  return cast(y, x.dtype());
+  auto n = normalize(xc, stats, eps);
+  Tensor y = affine(n.y, weight, bias, [&](Tensor p) { return perChannel(p, x.rank()); });
+  return {cast(y, x.dtype()), stats.mean, n.rstd};
+}
+}  // namespace
+
+Tensor instance_norm(Tensor x, std::optional<Tensor> weight, std::optional<Tensor> bias,
+                     double eps) {
+  return instanceNorm(x, weight, bias, eps).y;
+}
+
+NormStats instance_norm_with_stats(Tensor x, std::optional<Tensor> weight,
+                                   std::optional<Tensor> bias, double eps) {
+  NormStats r = instanceNorm(x, weight, bias, eps);
+  auto spatial = range(2, x.rank());
+  return {r.y, squeeze(r.mean, spatial), squeeze(r.rstd, spatial)};
 }
 
 Tensor softmax(Tensor x, int dim) {
@@ -165,17 +210,22 @@ Tensor log_softmax(Tensor x, int dim) {
   return cast(shifted - log(sum(exp(shifted), {dim}, true)), x.dtype());
 }
 
-Tensor layer_norm_2d(Tensor x, std::optional<Tensor> weight, std::optional<Tensor> bias,
-                     double eps) {
+NormStats layer_norm_2d_with_stats(Tensor x, std::optional<Tensor> weight,
+                                   std::optional<Tensor> bias, double eps) {
   checkChannels("layer_norm_2d", x);
   const Extent& c = x.size(1);
   if (weight) checkParam("layer_norm_2d", "weight", *weight, {c});
   if (bias) checkParam("layer_norm_2d", "bias", *bias, {c});
   Tensor xc = toCompute(x);
   auto stats = var_mean(xc, {1}, 0, true);
-  Tensor y = normalize(xc, stats, eps);
-  y = affine(y, weight, bias, [&](Tensor p) { return perChannel(p, x.rank()); });
-  return cast(y, x.dtype());
+  auto n = normalize(xc, stats, eps);
+  Tensor y = affine(n.y, weight, bias, [&](Tensor p) { return perChannel(p, x.rank()); });
+  return {cast(y, x.dtype()), stats.mean, n.rstd};
+}
+
+Tensor layer_norm_2d(Tensor x, std::optional<Tensor> weight, std::optional<Tensor> bias,
+                     double eps) {
+  return layer_norm_2d_with_stats(x, weight, bias, eps).y;
 }
 
 namespace {

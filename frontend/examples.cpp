@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "frontend/composites.h"
+#include "frontend/examples_backward.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
 
@@ -152,7 +153,12 @@ const std::vector<Example>& builtinExamples() {
       {"add", "elementwise add of two f16 vectors", addEx, DT::F16, {{"N", 1 << 20}}},
       {"bias_gelu", "bias add + tanh GELU, bf16 [N, D]", biasGelu, DT::BF16, {{"N", 256}, {"D", 1024}}},
   };
-  return all;
+  static const std::vector<Example> with_backward = [] {
+    std::vector<Example> v = all;
+    for (auto& e : backwardExamples()) v.push_back(std::move(e));
+    return v;
+  }();
+  return with_backward;
 }
 
 const Example* findExample(const std::string& name) {

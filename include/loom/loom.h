@@ -1,8 +1,9 @@
 #pragma once
-// The one header a loom user includes: the builder API, composite ops, the text format, the
-// CPU reference evaluator and the GPU runtime.
+// The one header a loom user includes: the builder API, composite ops and their backward, the
+// text format, the CPU reference evaluator and the GPU runtime.
 #include "frontend/builder.h"
 #include "frontend/composites.h"
+#include "frontend/composites_backward.h"
 #include "frontend/examples.h"
 #include "frontend/parser.h"
 #include "ir/error.h"

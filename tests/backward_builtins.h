@@ -1,0 +1,39 @@
+#pragma once
+// Shared by the tests that walk every built-in: which one is its main input (the backward
+// built-ins without an `x`), the channels-last layouts of its image inputs, and which backward
+// built-ins are more than one kernel today.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/fusion.h"
+
+namespace loom::test {
+
+// The backward built-ins the segmenter cuts into several kernels today: each has a reduction
+// over the normalized dims (for dx) beside sums over the other dims (dw, db), and no scheduler
+// takes both in one kernel yet. tests/test_backward_builtins.cpp compiles them as plans; drop a
+// name here when it becomes one kernel, and the tests of every built-in take it up.
+inline const std::set<std::string> kMultiKernelBuiltins = {
+    "layer_norm_backward", "rms_norm_backward", "group_norm_backward", "instance_norm_backward",
+    "layer_norm_2d_backward"};
+
+// x, else dy (softmax_backward), else the first input (the recurrent cells' backward).
+inline const ir::Value* mainInput(const ir::Fusion& f) {
+  for (const char* name : {"x", "dy"})
+    for (const ir::Value* v : f.inputs())
+      if (v->name() == name) return v;
+  return f.inputs().front();
+}
+
+// Channels-last (0, 2, 3, 1) for the rank-4 inputs x and dy: a backward's gradient comes in
+// its activation's layout.
+inline std::map<std::string, std::vector<int>> channelsLastImages(const ir::Fusion& f) {
+  std::map<std::string, std::vector<int>> lay;
+  for (const ir::Value* v : f.inputs())
+    if ((v->name() == "x" || v->name() == "dy") && v->rank() == 4) lay[v->name()] = {0, 2, 3, 1};
+  return lay;
+}
+
+}  // namespace loom::test
