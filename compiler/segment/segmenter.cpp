@@ -60,15 +60,42 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     for (const ir::Value* v : s.inputs) d.push_back(known.at(v));
     return d;
   };
+  // Ops that are cheap functions of the fusion's inputs (no reduction on the way): computed
+  // again by every segment that reads them, never written between kernels. Empty until the
+  // whole fusion is found not to be one kernel.
+  std::set<const ir::Op*> cheap;
+  auto withRecomputed = [&](const std::vector<const ir::Op*>& ops) {
+    std::set<const ir::Op*> in(ops.begin(), ops.end());
+    std::vector<const ir::Op*> todo(ops.begin(), ops.end());
+    while (!todo.empty()) {
+      const ir::Op* op = todo.back();
+      todo.pop_back();
+      for (const ir::Value* v : op->inputs()) {
+        const ir::Op* d = v->definition();
+        if (d && cheap.count(d) && in.insert(d).second) todo.push_back(d);
+      }
+    }
+    std::vector<const ir::Op*> out;
+    for (const ir::Op* op : f.ops())
+      if (in.count(op)) out.push_back(op);
+    return out;
+  };
   auto tryOps = [&](const std::vector<const ir::Op*>& ops, const std::set<const ir::Op*>& pending,
                     std::vector<std::string>* why, std::optional<Accepted>* acc) {
-    SubFusion s = extractSegment(f, ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending);
+    SubFusion s = extractSegment(f, cheap.empty() ? ops : withRecomputed(ops),
+                                 fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending, cheap);
     *acc = acceptFusion(*s.fusion, sizes, descsOf(s), opts, why);
     return s;
   };
   auto close = [&](std::vector<const ir::Op*> ops, SubFusion sub, const Accepted& acc,
                    std::vector<std::string> rejections) {
     Segment seg;
+    if (!cheap.empty()) {
+      std::set<const ir::Op*> own(ops.begin(), ops.end());
+      ops = withRecomputed(ops);
+      for (const ir::Op* op : ops)
+        if (!own.count(op) && !op->inputs().empty()) seg.recomputed.push_back(op);
+    }
     seg.ops = std::move(ops);
     seg.input_descs = descsOf(sub);
     seg.sub = std::move(sub);
@@ -109,6 +136,19 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     return plan;
   }
   plan.whole_rejections = why;
+  for (const ir::Op* op : f.ops()) {
+    if (!live.count(op) || ir::isReduction(op->kind())) continue;
+    if (std::all_of(op->inputs().begin(), op->inputs().end(), [&](const ir::Value* v) {
+          return v->isInput() || cheap.count(v->definition()) || v->definition()->inputs().empty();
+        }))
+      cheap.insert(op);
+  }
+  // Cheap ops join segments as their readers need them; those the fusion outputs still need a
+  // segment of their own to be computed in.
+  all.erase(std::remove_if(all.begin(), all.end(), [&](const ir::Op* op) {
+    return cheap.count(op) && std::none_of(f.outputs().begin(), f.outputs().end(),
+                                           [&](const auto& o) { return o.value->definition() == op; });
+  }), all.end());
 
   // Grow a run of ops while a scheduler accepts it, assuming the ops not placed yet may still
   // join it (so a broadcast on its own never ends a segment); then close it at the longest
@@ -173,6 +213,11 @@ std::string SegmentPlan::str(const ir::Fusion& f) const {
     s += fmt::format("segment {}: {} scheduler, {} op{}\n", i + 1, g.scheduler, g.ops.size(),
                      g.ops.size() == 1 ? "" : "s");
     s += fmt::format("  ops:     {}\n", fmt::join(ops, ", "));
+    if (!g.recomputed.empty()) {
+      std::vector<std::string> rc;
+      for (const ir::Op* op : g.recomputed) rc.push_back(opLabel(op));
+      s += fmt::format("  recomputes (cheap functions of the inputs, never written): {}\n", fmt::join(rc, ", "));
+    }
     s += fmt::format("  inputs:  {}\n", valueList(g.sub.inputs));
     s += fmt::format("  outputs: {}\n", valueList(g.sub.outputs));
     s += fmt::format("  params:  {}\n", g.params);

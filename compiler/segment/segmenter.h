@@ -20,6 +20,9 @@ struct Segment {
   std::string params;     // the schedule's summary
   std::vector<TensorDesc> input_descs, output_descs;
   std::vector<std::string> rejections;  // why the segment stops where it does
+  // Ops of `ops` this segment computes again from the fusion's inputs (casts, views, pointwise
+  // chains of inputs) rather than read from another kernel.
+  std::vector<const ir::Op*> recomputed;
 };
 
 struct SegmentPlan {

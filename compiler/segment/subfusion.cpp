@@ -10,7 +10,8 @@
 namespace loom::segment {
 
 SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& ops,
-                         const std::string& name, const std::set<const ir::Op*>& pending) {
+                         const std::string& name, const std::set<const ir::Op*>& pending,
+                         const std::set<const ir::Op*>& recomputed) {
   SubFusion s;
   s.fusion = std::make_unique<ir::Fusion>(name);
   std::set<const ir::Op*> in_seg(ops.begin(), ops.end());
@@ -43,8 +44,10 @@ SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& 
       // A value only the unplaced ops read is kept as an output unless it is broadcast-shaped
       // (a cheap view its readers would recompute if they join this segment).
       bool bcast = std::any_of(v->axes().begin(), v->axes().end(), [](const auto& a) { return a.broadcast; });
-      for (const ir::Op* u : f.uses(v))
-        used_outside = used_outside || (!in_seg.count(u) && (!pending.count(u) || !bcast));
+      // A recomputed value's readers elsewhere compute it again.
+      if (!recomputed.count(op))
+        for (const ir::Op* u : f.uses(v))
+          used_outside = used_outside || (!in_seg.count(u) && (!pending.count(u) || !bcast));
       std::string out_name = v->name();
       bool is_output = false;
       for (const auto& o : f.outputs())

@@ -22,7 +22,10 @@ struct SubFusion {
 // value is one, else the value's own name.
 // Uses by ops in `pending` (not yet placed; they may still join this segment) do not make a
 // broadcast-shaped value an output.
+// Values of ops in `recomputed` (cheap functions of the fusion's inputs that every segment
+// reading them computes again) are outputs only where they are the fusion's.
 SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& ops,
-                         const std::string& name, const std::set<const ir::Op*>& pending = {});
+                         const std::string& name, const std::set<const ir::Op*>& pending = {},
+                         const std::set<const ir::Op*>& recomputed = {});
 
 }  // namespace loom::segment
