@@ -120,6 +120,16 @@ def input_specs(w):
     if f == "ln_colsum":  # examples/fusions/ln_colsum.loom: two kernels
         n, d = _need(w, "N", "D")
         return [("x", t, [n, d], -1.0, 1.0)]
+    if f in ("layer_norm_backward", "rms_norm_backward", "softmax_backward"):
+        n, d = _need(w, "N", "D")
+        g = [("dy", t, [n, d], -1.0, 1.0)]
+        if f == "softmax_backward":
+            return g + [("y", t, [n, d], 0.0, 1.0)]
+        stats = [("rstd", "f32", [n, 1], 0.5, 1.5)]
+        if f == "layer_norm_backward":
+            return g + [("x", t, [n, d], -1.0, 1.0), ("mean", "f32", [n, 1], -0.1, 0.1)] + stats + \
+                [("w", t, [d], -1.0, 1.0), ("b", t, [d], -1.0, 1.0)]
+        return g + [("x", t, [n, d], -1.0, 1.0)] + stats + [("w", t, [d], -1.0, 1.0)]
     if f == "sum_all":  # examples/fusions/sum_all.loom: every element to one value
         (n,) = _need(w, "N")
         return [("x", t, [n], -1.0, 1.0)]
@@ -163,6 +173,12 @@ def output_specs(w):
     f = fusion_key(w)
     if f == "ln_colsum":
         return [("y", w.dtype, ins["x"][2]), ("colsum", "f32", ins["x"][2][1:])]
+    if f in ("layer_norm_backward", "rms_norm_backward"):
+        n, d = ins["x"][2]
+        grads = [("dx", w.dtype, [n, d]), ("dw", w.dtype, [d])]
+        return grads + [("db", w.dtype, [d])] if f == "layer_norm_backward" else grads
+    if f == "softmax_backward":
+        return [("dx", w.dtype, ins["dy"][2])]
     if f == "sum_all":
         return [("s", "f32", [])]
     if f == "column_sum":
@@ -260,6 +276,22 @@ def twins(torch, F, w, inputs):
     returning the outputs in loom's order. eager is what a PyTorch user runs; compile_fn is what
     torch.compile is given (the same where that compiles; a plain formula otherwise)."""
     f = fusion_key(w)
+    if f == "layer_norm_backward":
+        def fn(dy, x, mean, rstd, wt, b):
+            return tuple(torch.ops.aten.native_layer_norm_backward(
+                dy, x, [x.shape[-1]], mean, rstd, wt, b, [True, True, True]))
+        return fn, fn, "eager: aten.native_layer_norm_backward"
+    if f == "rms_norm_backward":
+        def fn(dy, x, rstd, wt):  # the exact derivative of F.rms_norm, in f32
+            xh = x.float() * rstd
+            wdy = dy.float() * wt.float()
+            dx = rstd * (wdy - xh * (wdy * xh).mean(-1, keepdim=True))
+            return dx.to(x.dtype), (dy.float() * xh).sum(0).to(wt.dtype)
+        return fn, fn, "eager: the formula in f32 (PyTorch has no fused RMS norm backward to call)"
+    if f == "softmax_backward":
+        def fn(dy, y):
+            return (torch.ops.aten._softmax_backward_data(dy, y, -1, y.dtype),)
+        return fn, fn, "eager: aten._softmax_backward_data"
     if f == "sum_all":
         def fn(x):
             return (x.sum(dtype=torch.float32),)
