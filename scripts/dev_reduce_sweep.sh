@@ -1,3 +1,8 @@
+#!/usr/bin/env bash
+# On the GPU machine (.device carried): the reduction and multi-kernel [gpu] tests, ln_colsum run
+# and benched as a plan of two kernels, a sweep of the reduction scheduler's knobs on column sums
+# (LOOM_TUNE_RED_BX, _BLOCK, _UNROLL) and full sums, then bench/workloads_multi.txt beside PyTorch.
+cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib LOOM_CACHE_DIR=/tmp/loom-cache; L=.device/bin/loom
 timeout 200 .device/bin/loom_tests "[gpu][bench],[reduction]" 2>&1 | tail -3
 $L run examples/fusions/ln_colsum.loom --dim N=4096 --dim D=1024 2>&1 | tail -6
