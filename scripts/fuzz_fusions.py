@@ -180,7 +180,42 @@ def gate_fusion(rng, idx):
     return text, sizes, None
 
 
+def reduce_fusion(rng, idx):
+    """A matrix reduced to few outputs: to one element, along rows, down columns (two reduction
+    patterns in one fusion), of a pointwise function of one or two inputs, at shapes from one
+    long row to many short ones."""
+    g = Gen(rng)
+    full = ["A", "B"]
+    ins = []
+    for i in range(rng.randint(1, 2)):
+        dt = rng.choice(["f16", "bf16", "f32"])
+        ins.append(f"  in x{i}: {g.ty(dt, full)}")
+        g.values.append((f"x{i}", dt, list(full)))
+    v = g.f32(g.values[-1])
+    if len(ins) == 2 or rng.random() < 0.5:
+        v = g.emit("f32", full, f"{rng.choice(BINARY)}({g.f32(g.values[0])[0]}, {v[0]})")
+    outs = []
+    for pattern in rng.sample(["all", "rows", "cols"], rng.randint(1, 3)):
+        op = rng.choice(REDUCE)
+        if pattern == "all":
+            r = g.emit("f32", [], f"{op}({v[0]}, dims=[0, 1], keepdim=false)")
+        elif pattern == "rows":
+            r = g.emit("f32", ["A", "1b"], f"{op}({v[0]}, dims=[1], keepdim=true)")
+        else:
+            r = g.emit("f32", ["1b", "B"], f"{op}({v[0]}, dims=[0], keepdim=true)")
+        if rng.random() < 0.3:
+            r = g.emit("f32", r[2], f"{rng.choice(UNARY)}({r[0]})")
+        outs.append(r)
+    out_lines = [f"  out y{k} = {r[0]}" for k, r in enumerate(outs)]
+    text = "\n".join([f"fusion fr{idx} {{", *ins, *g.lines, *out_lines, "}"]) + "\n"
+    a, b = rng.choice([(1, 1 << 20), (3, 100003), (65544, 3), (1531, 77), (4096, 1024), (1024, 4096),
+                       (1, 5), (7, 1), (300, 3000), (100000, 40)])
+    return text, {"A": a, "B": b}, ("1,0" if rng.random() < 0.3 else None)
+
+
 def random_fusion(rng, idx):
+    if rng.random() < 0.15:
+        return reduce_fusion(rng, idx)
     if rng.random() < 0.15:
         return gate_fusion(rng, idx)
     g = Gen(rng)

@@ -82,8 +82,11 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
   };
   auto tryOps = [&](const std::vector<const ir::Op*>& ops, const std::set<const ir::Op*>& pending,
                     std::vector<std::string>* why, std::optional<Accepted>* acc) {
-    SubFusion s = extractSegment(f, cheap.empty() ? ops : withRecomputed(ops),
-                                 fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending, cheap);
+    std::vector<const ir::Op*> all_ops = cheap.empty() ? ops : withRecomputed(ops);
+    std::set<const ir::Op*> pulled(all_ops.begin(), all_ops.end());
+    for (const ir::Op* op : ops) pulled.erase(op);
+    SubFusion s = extractSegment(f, all_ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending,
+                                 pulled);
     *acc = acceptFusion(*s.fusion, sizes, descsOf(s), opts, why);
     return s;
   };

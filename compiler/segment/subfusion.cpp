@@ -39,15 +39,14 @@ SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& 
   // Outputs: values used by ops outside the segment, or outputs of the fusion.
   std::set<const ir::Value*> added;
   for (const ir::Op* op : ops) {
+    if (recomputed.count(op)) continue;  // computed again wherever else it is read or output
     for (const ir::Value* v : op->outputs()) {
       bool used_outside = false;
       // A value only the unplaced ops read is kept as an output unless it is broadcast-shaped
       // (a cheap view its readers would recompute if they join this segment).
       bool bcast = std::any_of(v->axes().begin(), v->axes().end(), [](const auto& a) { return a.broadcast; });
-      // A recomputed value's readers elsewhere compute it again.
-      if (!recomputed.count(op))
-        for (const ir::Op* u : f.uses(v))
-          used_outside = used_outside || (!in_seg.count(u) && (!pending.count(u) || !bcast));
+      for (const ir::Op* u : f.uses(v))
+        used_outside = used_outside || (!in_seg.count(u) && (!pending.count(u) || !bcast));
       std::string out_name = v->name();
       bool is_output = false;
       for (const auto& o : f.outputs())

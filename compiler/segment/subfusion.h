@@ -22,8 +22,9 @@ struct SubFusion {
 // value is one, else the value's own name.
 // Uses by ops in `pending` (not yet placed; they may still join this segment) do not make a
 // broadcast-shaped value an output.
-// Values of ops in `recomputed` (cheap functions of the fusion's inputs that every segment
-// reading them computes again) are outputs only where they are the fusion's.
+// Ops in `recomputed` (cheap functions of the fusion's inputs this segment computes again for
+// its own ops) give no output: whoever else reads them computes them too, and the segment that
+// has them as its own writes them where the fusion outputs them.
 SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& ops,
                          const std::string& name, const std::set<const ir::Op*>& pending = {},
                          const std::set<const ir::Op*>& recomputed = {});
