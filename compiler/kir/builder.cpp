@@ -55,6 +55,18 @@ ExprP Builder::select(ExprP c, ExprP a, ExprP b) {
   return bind(kir::select(std::move(c), std::move(a), std::move(b)));
 }
 
+std::vector<ExprP> Builder::unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec) {
+  std::vector<ExprP> idx(shape.size());
+  ExprP q = i;
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t e = d + 1 == shape.size() ? shape[d] / vec : shape[d];
+    idx[d] = d == 0 ? q : urem(q, intConst(e));
+    if (d + 1 == shape.size() && vec > 1) idx[d] = mul(idx[d], intConst(vec));
+    if (d > 0) q = udiv(q, intConst(e));
+  }
+  return idx;
+}
+
 ExprP Builder::convert(ExprP x, Type to) {
   if (x->type == to) return x;
   return bind(kir::convert(std::move(x), to));

@@ -4,6 +4,7 @@
 // where each value is computed), operations on constants fold, and `ifThen` nests a body.
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "compiler/kir/kir.h"
 
@@ -24,6 +25,9 @@ class Builder {
   ExprP udiv(ExprP a, ExprP b) { return op(IndexOp::Div, std::move(a), std::move(b)); }
   ExprP urem(ExprP a, ExprP b) { return op(IndexOp::Rem, std::move(a), std::move(b)); }
   ExprP select(ExprP c, ExprP a, ExprP b);
+  // The coordinates of flat index `i` over `shape` (row-major, outer to inner), the innermost
+  // axis counted in vectors of `vec` elements: its coordinate is a multiple of `vec`.
+  std::vector<ExprP> unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec = 1);
   ExprP convert(ExprP x, Type to);
   ExprP math(ir::OpKind o, DType result, std::vector<ExprP> args);
 

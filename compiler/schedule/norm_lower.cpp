@@ -173,7 +173,7 @@ void NormLowering::rowsAt(const ExprP& first_row) {
   ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
   row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, c(k_.rows())));
   row = b_.bindAs("row", kir::select(row_valid_, row, c(k_.rows() - 1)));
-  outer_idx_ = unravel(row, k_.outer_shape, 1);
+  outer_idx_ = b_.unravel(row, k_.outer_shape, 1);
   if (unrolled_)
     for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
   if (k_.async_fill) asyncFill();
@@ -188,18 +188,6 @@ void NormLowering::rowsAt(const ExprP& first_row) {
   if (k_.cluster > 1) b_.emit(kir::barrier(kir::Barrier::ClusterWait));
 }
 
-std::vector<ExprP> NormLowering::unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec) {
-  std::vector<ExprP> idx(shape.size());
-  ExprP q = i;
-  for (size_t d = shape.size(); d-- > 0;) {
-    const int64_t e = d + 1 == shape.size() ? shape[d] / vec : shape[d];
-    idx[d] = d == 0 ? q : b_.urem(q, c(e));
-    if (d + 1 == shape.size() && vec > 1) idx[d] = b_.mul(idx[d], c(vec));
-    if (d > 0) q = b_.udiv(q, c(e));
-  }
-  return idx;
-}
-
 Chunk NormLowering::chunkOf(std::vector<ExprP> outer, const ExprP& t, const ExprP& k) {
   Chunk ch;
   ExprP vt = k_.split > 1 ? b_.add(b_.mul(rank_, c(k_.threads_per_row)), t) : t;
@@ -208,7 +196,7 @@ Chunk NormLowering::chunkOf(std::vector<ExprP> outer, const ExprP& t, const Expr
   ci = b_.select(ch.valid, ci, c(row_chunks_ - 1));
   ch.slot = ci;
   ch.idx = std::move(outer);
-  auto red = unravel(ci, k_.red_shape, k_.vec);
+  auto red = b_.unravel(ci, k_.red_shape, k_.vec);
   ch.idx.insert(ch.idx.end(), red.begin(), red.end());
   return ch;
 }
@@ -237,7 +225,7 @@ Chunk NormLowering::unitChunk(const ExprP& m, const ExprP& first_row) {
   // (The chunk's arguments in the order the emitter computed them.)
   ExprP k = b_.udiv(slot, c(T));
   ExprP tr = b_.urem(slot, c(T));
-  std::vector<ExprP> outer = unravel(b_.select(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1);
+  std::vector<ExprP> outer = b_.unravel(b_.select(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1);
   Chunk ch = chunkOf(std::move(outer), tr, k);
   ch.valid = b_.op(kir::IndexOp::And, row_ok, ch.valid);
   ch.slot = slot;

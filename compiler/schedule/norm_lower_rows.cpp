@@ -40,8 +40,8 @@ Chunk NormLowering::rowPiece(const ExprP& p, const ExprP& first_row) {
   ExprP ci = b_.select(e_ok, e, c(n - 1));
   ch.slot = slot ? slot : ci;
   // Rows come in whole vectors (the row axis divides by row_vec): the last one stands in.
-  ch.idx = unravel(b_.select(row_ok, row, c(k_.rows() - k_.row_vec)), k_.outer_shape, 1);
-  auto red = unravel(ci, k_.red_shape, 1);
+  ch.idx = b_.unravel(b_.select(row_ok, row, c(k_.rows() - k_.row_vec)), k_.outer_shape, 1);
+  auto red = b_.unravel(ci, k_.red_shape, 1);
   ch.idx.insert(ch.idx.end(), red.begin(), red.end());
   ch.r_sub = b_.convert(r_sub, Type::i32());
   ch.row_lanes = true;

@@ -55,7 +55,6 @@ class NormLowering {
   void gridSets(const ExprP& group);
   kir::GridLevel gridLevel();
   void rowsAt(const ExprP& first_row);
-  std::vector<ExprP> unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec);
 
   // Chunk k of thread t's row at outer coordinates `outer`: chunk t + k * T of the row, clamped
   // into it.
