@@ -57,12 +57,12 @@ std::string notReductionOnly(const NormAxes& ax, const std::vector<TensorDesc>& 
 
 // Lanes along the innermost row axis (outer layout): 16 bytes of the widest reduced load,
 // fewer where the rows or a load's alignment do not allow them.
-int outerVectorWidth(const NormKernel& k, const std::vector<EPtr>& roots, const std::vector<TensorDesc>& inputs,
-                     const NormAxes& ax) {
+int outerVectorWidth(const NormAxes& ax, const std::vector<TensorDesc>& inputs) {
+  const NormKernel& k = ax.k;
   const size_t nout = k.outer_shape.size();
   std::vector<std::pair<Leaf, TensorDesc>> loads;
   int max_bytes = 1;
-  lower::visitPostOrder(roots, [&](const ENode& n) {
+  lower::visitPostOrder(ax.roots, [&](const ENode& n) {
     if (n.kind != ENode::Kind::Load) return;
     Leaf l{n.leaf.input, n.leaf.offset, ax.axisStrides(n.leaf.strides)};
     if (l.strides[nout - 1] == 0) return;
@@ -85,7 +85,6 @@ int outerVectorWidth(const NormKernel& k, const std::vector<EPtr>& roots, const 
 std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
   const NormKernel& k = r.k;
   const int64_t units = r.rowUnits();
-  if (opts.tuning.red_unroll) r.unroll = *opts.tuning.red_unroll;
   r.block = units >= 2048 ? 512 : std::clamp(nextPow2(units / 4), 32, 512);
   if (opts.tuning.red_block) r.block = nextPow2(*opts.tuning.red_block);
   const int64_t target = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block);
@@ -96,7 +95,6 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
     return fmt::format("{} rows of {} elements fill the GPU one block a row (or are too short to split): the "
                        "normalization scheduler's", k.rows(), k.rowElems());
   r.grid = k.rows() * r.split;
-  r.counters = k.rows();
   return "";
 }
 
@@ -110,7 +108,6 @@ void outerShape(ReductionKernel& r, const CompileOptions& opts) {
   r.bx = static_cast<int>(std::min<int64_t>(32, cols));
   while (r.bx > 8 && (cols + r.bx - 1) / r.bx < target / 2) r.bx /= 2;
   if (opts.tuning.red_bx) r.bx = static_cast<int>(std::min<int64_t>(*opts.tuning.red_bx, cols));
-  if (opts.tuning.red_unroll) r.unroll = *opts.tuning.red_unroll;
   const int block = opts.tuning.red_block ? *opts.tuning.red_block : 256;
   r.by = 1;  // a power of two: the block's columns of threads meet 8 rows at a time
   while (r.by * 2 <= std::min(block, 1024) / r.bx) r.by *= 2;
@@ -120,7 +117,6 @@ void outerShape(ReductionKernel& r, const CompileOptions& opts) {
   r.split = std::clamp<int64_t>(int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles, 1, most);
   if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
   r.grid = r.tiles * r.split;
-  r.counters = r.tiles;
 }
 
 }  // namespace
@@ -141,9 +137,10 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   const size_t nout = k.outer_shape.size();
   const bool outer = main.input >= 0 && main.strides.back() != 1 && nout > 0 && main.strides[nout - 1] == 1;
   r.layout = outer ? ReductionKernel::Layout::Outer : ReductionKernel::Layout::Inner;
+  if (opts.tuning.red_unroll) r.unroll = *opts.tuning.red_unroll;
   std::string vec_why;
   if (outer) {
-    k.vec = outerVectorWidth(k, ax->roots, inputs, *ax);
+    k.vec = outerVectorWidth(*ax, inputs);
   } else {
     const Decision<int> vec = chooseVectorWidth(*ax, heldLoads(*ax), inputs, false);
     k.vec = vec.value;
@@ -169,7 +166,8 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   for (const auto& st : r.k.stores) roots.push_back(st.value);
   lower::visitPostOrder(roots, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
   if (r.split > 1) {
-    r.counter_bytes = (4 * r.counters + 127) / 128 * 128;
+    const int64_t counters = outer ? r.tiles : r.k.rows();  // one a row or tile
+    r.counter_bytes = (4 * counters + 127) / 128 * 128;
     r.workspace_bytes = r.counter_bytes + int64_t{reductions} * r.split * r.k.rows() * 8;
   }
   const std::string split_why =

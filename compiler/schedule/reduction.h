@@ -35,8 +35,7 @@ struct ReductionKernel {
   int64_t tiles = 1;       // outer layout: tiles of `bx * vec` rows
   int64_t grid = 1;
   int unroll = 4;          // loads in flight per thread before they are folded
-  int64_t counters = 0;    // workspace: one u32 counter per row (inner) or tile (outer)
-  int64_t counter_bytes = 0;
+  int64_t counter_bytes = 0;  // workspace: one u32 counter per row (inner) or tile (outer)
   int64_t workspace_bytes = 0;
   std::string reason;
 

@@ -70,18 +70,6 @@ class ReductionLowering {
     return kir::dataConst(acc(r), kir::combineIdentity(combineOf(r->op), acc(r))->fvalue, lanes);
   }
 
-  std::vector<ExprP> unravel(const ExprP& i, const std::vector<int64_t>& shape, int vec) {
-    std::vector<ExprP> idx(shape.size());
-    ExprP q = i;
-    for (size_t d = shape.size(); d-- > 0;) {
-      const int64_t e = d + 1 == shape.size() ? shape[d] / vec : shape[d];
-      idx[d] = d == 0 ? q : b_.urem(q, c(e));
-      if (d + 1 == shape.size() && vec > 1) idx[d] = b_.mul(idx[d], c(vec));
-      if (d > 0) q = b_.udiv(q, c(e));
-    }
-    return idx;
-  }
-
   ExprP eval(const ENode& n, Point& p) {
     auto it = p.memo.find(&n);
     if (it != p.memo.end()) return it->second;
@@ -114,35 +102,54 @@ class ReductionLowering {
     return r->args[0]->dtype == acc(r) ? v : b_.bind(kir::math(ir::OpKind::Cast, acc(r), {v}, p.lanes));
   }
 
-  // Every reduction's fold over the thread's units: unit `first + (m * U + u) * step` for trips
-  // m and u < U (those past `units` fold nothing); `at(unit)` gives the point. With `fold`, the
-  // lanes of a unit are folded into one value (inner layout), else kept lane by lane.
-  std::vector<ExprP> accumulate(const ExprP& first, int64_t step, int64_t units, int lanes, bool fold,
-                                const std::function<Point(const ExprP&)>& at) {
-    const int U = r_.unroll;
-    const int64_t per_thread = (units + step - 1) / step;
+  // `a` and `b` combined by reduction `r`'s combine, lane by lane.
+  ExprP fold(const ENode* r, const ExprP& a, const ExprP& b, int lanes) {
+    return b_.bind(kir::math(kir::combineOp(combineOf(r->op)), acc(r), {a, b}, lanes));
+  }
+
+  // Every reduction's fold of `values(unit)` (one value of `lanes` lanes each) over the units
+  // first + (m * U + u) * step, U = `unroll`, in that order: the U units of a trip are loaded
+  // before any is folded, and units from `count` on fold nothing (read at unit 0).
+  using UnitValues = std::function<std::vector<ExprP>(const ExprP& unit)>;
+  std::vector<ExprP> foldUnits(const ExprP& first, int64_t step, int64_t count, int lanes, int unroll,
+                               const UnitValues& values) {
+    const int U = unroll;
+    const int64_t per_thread = (count + step - 1) / step;
     const int64_t trips = std::max<int64_t>(1, (per_thread + U - 1) / U);
     std::vector<ExprP> init;
-    for (const ENode* r : reductions_) init.push_back(identity(r, fold ? 1 : lanes));
+    for (const ENode* r : reductions_) init.push_back(identity(r, lanes));
     return b_.repeat("m", trips, init, [&](const ExprP& m, const std::vector<ExprP>& carried) {
       std::vector<std::vector<ExprP>> parts(U);
       for (int u = 0; u < U; ++u) {
         ExprP j = b_.add(first, b_.mul(b_.add(b_.mul(m, c(U)), c(u)), c(step)));
-        ExprP valid = b_.bind(kir::index(kir::IndexOp::Ult, j, c(units)));
-        Point p = at(b_.select(valid, j, c(0)));
-        for (const ENode* r : reductions_) {
-          ExprP v = operand(r, p);
-          const kir::Combine cb = combineOf(r->op);
-          if (fold) v = b_.bind(kir::intrinsic(foldOf(cb), Type::data(acc(r), 1), {v, kir::combineIdentity(cb, acc(r))}));
-          parts[static_cast<size_t>(u)].push_back(b_.select(valid, v, identity(r, fold ? 1 : lanes)));
-        }
+        ExprP valid = b_.bind(kir::index(kir::IndexOp::Ult, j, c(count)));
+        std::vector<ExprP> v = values(b_.select(valid, j, c(0)));
+        for (size_t i = 0; i < reductions_.size(); ++i)
+          parts[static_cast<size_t>(u)].push_back(b_.select(valid, v[i], identity(reductions_[i], lanes)));
       }
       std::vector<ExprP> next = carried;
       for (int u = 0; u < U; ++u)
         for (size_t i = 0; i < reductions_.size(); ++i)
-          next[i] = b_.bind(kir::math(kir::combineOp(combineOf(reductions_[i]->op)), acc(reductions_[i]),
-                                      {next[i], parts[static_cast<size_t>(u)][i]}, fold ? 1 : lanes));
+          next[i] = fold(reductions_[i], next[i], parts[static_cast<size_t>(u)][i], lanes);
       return next;
+    });
+  }
+
+  // The thread's share of the elements: `at(unit)` gives a unit's point; with `fold_lanes`, the
+  // lanes of a unit are folded into one value (inner layout), else kept lane by lane.
+  std::vector<ExprP> accumulate(const ExprP& first, int64_t step, int64_t units, int lanes, bool fold_lanes,
+                                const std::function<Point(const ExprP&)>& at) {
+    return foldUnits(first, step, units, fold_lanes ? 1 : lanes, r_.unroll, [&](const ExprP& j) {
+      Point p = at(j);
+      std::vector<ExprP> v;
+      for (const ENode* r : reductions_) {
+        ExprP x = operand(r, p);
+        const kir::Combine cb = combineOf(r->op);
+        if (fold_lanes)
+          x = b_.bind(kir::intrinsic(foldOf(cb), Type::data(acc(r), 1), {x, kir::combineIdentity(cb, acc(r))}));
+        v.push_back(x);
+      }
+      return v;
     });
   }
 
@@ -185,7 +192,7 @@ class ReductionLowering {
       totals_[r] = r->dtype == acc(r) ? t : b_.bind(kir::math(ir::OpKind::Cast, r->dtype, {t}));
     }
     Point p;
-    p.idx = unravel(row, k_.outer_shape, 1);
+    p.idx = b_.unravel(row, k_.outer_shape, 1);
     for (size_t d = 0; d < k_.red_shape.size(); ++d) p.idx.push_back(c(0));
     for (const auto& st : k_.stores) {
       ExprP v = eval(*st.value, p);
@@ -218,11 +225,11 @@ void ReductionLowering::inner(const ExprP& block) {
   b_.bindAs("lane", kir::index(kir::IndexOp::Rem, tid_, kir::i32Const(32)));
   ExprP row = S > 1 ? b_.bindAs("row", kir::index(kir::IndexOp::Div, block, c(S))) : block;
   ExprP s = S > 1 ? b_.bindAs("rank", kir::index(kir::IndexOp::Rem, block, c(S))) : c(0);
-  std::vector<ExprP> outer_idx = unravel(row, k_.outer_shape, 1);
+  std::vector<ExprP> outer_idx = b_.unravel(row, k_.outer_shape, 1);
   auto parts = accumulate(b_.add(b_.mul(s, c(T)), t), int64_t{T} * S, r_.rowUnits(), k_.vec, true, [&](const ExprP& j) {
     Point p;
     p.idx = outer_idx;
-    for (const auto& x : unravel(j, k_.red_shape, k_.vec)) p.idx.push_back(x);
+    for (const auto& x : b_.unravel(j, k_.red_shape, k_.vec)) p.idx.push_back(x);
     p.lanes = k_.vec;
     return p;
   });
@@ -246,19 +253,13 @@ void ReductionLowering::inner(const ExprP& block) {
     for (size_t i = 0; i < reductions_.size(); ++i) b_.emit(kir::globalStore(wsSlot(i, s, row), totals[i], 8));
   });
   lastBlock(row, [&] {
-    std::vector<ExprP> init;
-    for (const ENode* r : reductions_) init.push_back(identity(r, 1));
-    auto sums = b_.repeat("q", (S + T - 1) / T, init, [&](const ExprP& q, const std::vector<ExprP>& carried) {
-      ExprP p = b_.add(t, b_.mul(q, c(T)));
-      ExprP ok = b_.bind(kir::index(kir::IndexOp::Ult, p, c(S)));
-      ExprP pc = b_.select(ok, p, c(0));
-      std::vector<ExprP> next;
-      for (size_t i = 0; i < reductions_.size(); ++i) {
-        const ENode* r = reductions_[i];
-        ExprP x = b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(acc(r), 1), {wsSlot(i, pc, row)}));
-        next.push_back(b_.math(kir::combineOp(combineOf(r->op)), acc(r), {carried[i], b_.select(ok, x, identity(r, 1))}));
-      }
-      return next;
+    // Partials t, t + T, ... of the row, in that order.
+    auto sums = foldUnits(t, T, S, 1, 1, [&](const ExprP& p) {
+      std::vector<ExprP> v;
+      for (size_t i = 0; i < reductions_.size(); ++i)
+        v.push_back(b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(acc(reductions_[i]), 1),
+                                           {wsSlot(i, p, row)})));
+      return v;
     });
     std::vector<ExprP> finals = combineBlock(sums, "row_total");
     b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "store", [&] {
@@ -300,8 +301,7 @@ std::vector<ExprP> ReductionLowering::blockColumns(const std::vector<ExprP>& par
       for (size_t i = 0; i < reductions_.size(); ++i) {
         const ENode* r = reductions_[i];
         ExprP at = b_.add(b_.add(mine, row0), kir::i32Const(int64_t{u} * W));
-        ExprP x = b_.bind(kir::bufLoad(bufs[i], acc(r), at));
-        next[i] = b_.math(kir::combineOp(combineOf(r->op)), acc(r), {next[i], x});
+        next[i] = fold(r, next[i], b_.bind(kir::bufLoad(bufs[i], acc(r), at)), 1);
       }
     return next;
   });
@@ -318,12 +318,12 @@ void ReductionLowering::outer(const ExprP& block) {
   ExprP s = S > 1 ? b_.bindAs("rank", kir::index(kir::IndexOp::Rem, block, c(S))) : c(0);
   ExprP col0 = b_.add(b_.mul(tile, c(W)), b_.mul(b_.convert(tx, Type::idx()), c(V)));
   ExprP col = b_.select(b_.bind(kir::index(kir::IndexOp::Ult, col0, c(C))), col0, c(0));
-  std::vector<ExprP> outer_idx = unravel(col, k_.outer_shape, 1);
+  std::vector<ExprP> outer_idx = b_.unravel(col, k_.outer_shape, 1);
   ExprP first = b_.add(b_.mul(s, c(r_.by)), b_.convert(ty, Type::idx()));
   auto parts = accumulate(first, int64_t{r_.by} * S, k_.rowElems(), V, false, [&](const ExprP& j) {
     Point p;
     p.idx = outer_idx;
-    for (const auto& x : unravel(j, k_.red_shape, 1)) p.idx.push_back(x);
+    for (const auto& x : b_.unravel(j, k_.red_shape, 1)) p.idx.push_back(x);
     p.lanes = V;
     return p;
   });
@@ -342,34 +342,18 @@ void ReductionLowering::outer(const ExprP& block) {
     });
   });
   lastBlock(tile, [&] {
-    std::vector<ExprP> init;
-    for (const ENode* r : reductions_) init.push_back(identity(r, V));
     // Partials ty, ty + by, ... of the thread's rows, `unroll` of them loaded before any is added.
-    const int U = r_.unroll;
-    const int64_t trips = (S + r_.by - 1) / r_.by;
-    auto sums = b_.repeat("q", (trips + U - 1) / U, init, [&](const ExprP& q, const std::vector<ExprP>& carried) {
-      std::vector<std::vector<ExprP>> loaded(U);
-      for (int u = 0; u < U; ++u) {
-        ExprP p = b_.add(b_.convert(ty, Type::idx()), b_.mul(b_.add(b_.mul(q, c(U)), c(u)), c(r_.by)));
-        ExprP okp = b_.bind(kir::index(kir::IndexOp::Ult, p, c(S)));
-        ExprP pc = b_.select(okp, p, c(0));
-        for (size_t i = 0; i < reductions_.size(); ++i) {
-          const ENode* r = reductions_[i];
-          std::vector<ExprP> lanes;
-          for (int l = 0; l < V; ++l) {
-            ExprP x = b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(acc(r), 1), {wsSlot(i, pc, b_.add(col, c(l)))}));
-            lanes.push_back(b_.select(okp, x, identity(r, 1)));
-          }
-          loaded[static_cast<size_t>(u)].push_back(
-              V == 1 ? lanes[0] : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc(r), V), lanes)));
-        }
+    auto sums = foldUnits(b_.convert(ty, Type::idx()), r_.by, S, V, r_.unroll, [&](const ExprP& p) {
+      std::vector<ExprP> v;
+      for (size_t i = 0; i < reductions_.size(); ++i) {
+        std::vector<ExprP> lanes;
+        for (int l = 0; l < V; ++l)
+          lanes.push_back(b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(acc(reductions_[i]), 1),
+                                                 {wsSlot(i, p, b_.add(col, c(l)))})));
+        v.push_back(V == 1 ? lanes[0]
+                           : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc(reductions_[i]), V), lanes)));
       }
-      std::vector<ExprP> next = carried;
-      for (int u = 0; u < U; ++u)
-        for (size_t i = 0; i < reductions_.size(); ++i)
-          next[i] = b_.bind(kir::math(kir::combineOp(combineOf(reductions_[i]->op)), acc(reductions_[i]),
-                                      {next[i], loaded[static_cast<size_t>(u)][i]}, V));
-      return next;
+      return v;
     });
     std::vector<ExprP> finals = blockColumns(sums, tx, ty);
     b_.ifThen(owner, "owner", [&] { b_.ifThen(ok, "store", [&] { epilogue(mine, finals); }); });
