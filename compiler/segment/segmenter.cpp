@@ -80,28 +80,29 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
       if (in.count(op)) out.push_back(op);
     return out;
   };
+  // A run of ops as a segment: with the cheap ops it computes again for them (`pulled`).
+  struct Candidate {
+    std::vector<const ir::Op*> ops;
+    std::set<const ir::Op*> pulled;
+    SubFusion sub;
+  };
   auto tryOps = [&](const std::vector<const ir::Op*>& ops, const std::set<const ir::Op*>& pending,
                     std::vector<std::string>* why, std::optional<Accepted>* acc) {
-    std::vector<const ir::Op*> all_ops = cheap.empty() ? ops : withRecomputed(ops);
-    std::set<const ir::Op*> pulled(all_ops.begin(), all_ops.end());
-    for (const ir::Op* op : ops) pulled.erase(op);
-    SubFusion s = extractSegment(f, all_ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending,
-                                 pulled);
-    *acc = acceptFusion(*s.fusion, sizes, descsOf(s), opts, why);
-    return s;
+    Candidate c;
+    c.ops = cheap.empty() ? ops : withRecomputed(ops);
+    c.pulled.insert(c.ops.begin(), c.ops.end());
+    for (const ir::Op* op : ops) c.pulled.erase(op);
+    c.sub = extractSegment(f, c.ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending, c.pulled);
+    *acc = acceptFusion(*c.sub.fusion, sizes, descsOf(c.sub), opts, why);
+    return c;
   };
-  auto close = [&](std::vector<const ir::Op*> ops, SubFusion sub, const Accepted& acc,
-                   std::vector<std::string> rejections) {
+  auto close = [&](Candidate c, const Accepted& acc, std::vector<std::string> rejections) {
     Segment seg;
-    if (!cheap.empty()) {
-      std::set<const ir::Op*> own(ops.begin(), ops.end());
-      ops = withRecomputed(ops);
-      for (const ir::Op* op : ops)
-        if (!own.count(op) && !op->inputs().empty()) seg.recomputed.push_back(op);
-    }
-    seg.ops = std::move(ops);
-    seg.input_descs = descsOf(sub);
-    seg.sub = std::move(sub);
+    for (const ir::Op* op : c.ops)
+      if (c.pulled.count(op) && !op->inputs().empty()) seg.recomputed.push_back(op);
+    seg.ops = std::move(c.ops);
+    seg.input_descs = descsOf(c.sub);
+    seg.sub = std::move(c.sub);
     seg.scheduler = acc.scheduler;
     seg.params = acc.params;
     seg.output_descs = acc.outputs;
@@ -121,21 +122,21 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     if (v->isInput() || !live.insert(v->definition()).second) continue;
     for (const ir::Value* in : v->definition()->inputs()) todo.push_back(in);
   }
+  std::set<const ir::Op*> defines_output;
+  for (const auto& o : f.outputs()) defines_output.insert(o.value->definition());
   std::vector<const ir::Op*> all;
   for (const ir::Op* op : f.ops()) {
     if (!live.count(op)) {
       if (!op->inputs().empty()) plan.unused.push_back(op);
       continue;
     }
-    bool is_output = std::any_of(f.outputs().begin(), f.outputs().end(),
-                                 [&](const auto& o) { return o.value->definition() == op; });
-    if (!op->inputs().empty() || is_output) all.push_back(op);  // constants travel with their users
+    if (!op->inputs().empty() || defines_output.count(op)) all.push_back(op);  // constants travel with their users
   }
   std::optional<Accepted> acc;
   std::vector<std::string> why;
-  SubFusion whole = tryOps(all, {}, &why, &acc);
+  Candidate whole = tryOps(all, {}, &why, &acc);
   if (acc) {
-    close(all, std::move(whole), *acc, {});
+    close(std::move(whole), *acc, {});
     return plan;
   }
   plan.whole_rejections = why;
@@ -148,10 +149,9 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
   }
   // Cheap ops join segments as their readers need them; those the fusion outputs still need a
   // segment of their own to be computed in.
-  all.erase(std::remove_if(all.begin(), all.end(), [&](const ir::Op* op) {
-    return cheap.count(op) && std::none_of(f.outputs().begin(), f.outputs().end(),
-                                           [&](const auto& o) { return o.value->definition() == op; });
-  }), all.end());
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [&](const ir::Op* op) { return cheap.count(op) && !defines_output.count(op); }),
+            all.end());
 
   // Grow a run of ops while a scheduler accepts it, assuming the ops not placed yet may still
   // join it (so a broadcast on its own never ends a segment); then close it at the longest
@@ -176,13 +176,13 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     for (size_t e = j; e > i && !closed; --e) {
       std::vector<std::string> w;
       std::optional<Accepted> a;
-      SubFusion sub = tryOps(slice(i, e), {}, &w, &a);
+      Candidate run = tryOps(slice(i, e), {}, &w, &a);
       if (!a) continue;
       if (e < j) {
         stop_why.clear();
         for (const auto& r : w) stop_why.push_back(fmt::format("its outputs: {}", r));
       }
-      close(slice(i, e), std::move(sub), *a, stop_why);
+      close(std::move(run), *a, stop_why);
       i = e;
       closed = true;
     }
