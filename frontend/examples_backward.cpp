@@ -37,20 +37,21 @@ std::unique_ptr<ir::Fusion> rmsNormBackward(DT t) {
   return fb.finish();
 }
 
-std::unique_ptr<ir::Fusion> softmaxBackward(DT t) {
-  FusionBuilder fb("softmax_backward");
+// dx of softmax or log-softmax over the last dim of [N, D], from dy and the forward's output y.
+std::unique_ptr<ir::Fusion> softmaxFamilyBackward(const char* name, Tensor (*grad)(Tensor, Tensor, int), DT t) {
+  FusionBuilder fb(name);
   auto dy = fb.input("dy", t, {"N", "D"});
   auto y = fb.input("y", t, {"N", "D"});
-  fb.output("dx", softmax_backward(dy, y, -1));
+  fb.output("dx", grad(dy, y, -1));
   return fb.finish();
 }
 
+std::unique_ptr<ir::Fusion> softmaxBackward(DT t) {
+  return softmaxFamilyBackward("softmax_backward", softmax_backward, t);
+}
+
 std::unique_ptr<ir::Fusion> logSoftmaxBackward(DT t) {
-  FusionBuilder fb("log_softmax_backward");
-  auto dy = fb.input("dy", t, {"N", "D"});
-  auto y = fb.input("y", t, {"N", "D"});
-  fb.output("dx", log_softmax_backward(dy, y, -1));
-  return fb.finish();
+  return softmaxFamilyBackward("log_softmax_backward", log_softmax_backward, t);
 }
 
 std::unique_ptr<ir::Fusion> groupNormBackward(DT t) {

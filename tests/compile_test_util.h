@@ -29,6 +29,9 @@ inline std::string ptxasErrors(const std::string& ptx, int sm, int* spill_bytes 
   return codegen::ptxasCheck(ptx, sm, ptxasFromEnvironment(), spill_bytes);
 }
 
+// Whether `text` (a dump, a schedule's reason, PTX) contains `what`.
+inline bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
 inline std::vector<TensorDesc> descsFor(const ir::Fusion& f, const Bindings& sizes,
                                         const std::map<std::string, std::vector<int>>& layouts = {}) {
   return describeInputs(f, sizes, layouts);

@@ -5,37 +5,18 @@
 // gives for the built-ins of the same name.
 #include <catch2/catch.hpp>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "compiler/compile.h"
 #include "frontend/examples_backward.h"
 #include "include/loom/loom.h"
 #include "tests/backward_builtins.h"
+#include "tests/cli_test_util.h"
 #include "tests/compile_test_util.h"
 
 using namespace loom;
 
 namespace {
-
-struct Result {
-  int status;
-  std::string out;  // stdout and stderr together
-};
-
-Result runLoom(const std::string& args) {
-  std::string cmd = std::string(LOOM_CLI) + " " + args + " 2>&1";
-  Result r{0, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
 const std::vector<std::string> kNames = {
     "layer_norm_backward",    "rms_norm_backward",      "softmax_backward",   "log_softmax_backward",
@@ -76,14 +57,14 @@ TEST_CASE("every backward built-in compiles as a plan whose kernels ptxas accept
 
 TEST_CASE("loom segment takes every backward built-in", "[backward][builtins][cli]") {
   for (const auto& name : kNames) {
-    auto r = runLoom("segment " + name);
+    auto r = test::runLoom("segment " + name);
     INFO(r.out);
     CHECK(r.status == 0);
     CHECK(r.out.rfind("fusion " + name + ": ", 0) == 0);
   }
   for (const char* name : {"group_norm_backward", "batch_norm_backward", "instance_norm_backward",
                            "layer_norm_2d_backward"}) {
-    auto r = runLoom(std::string("segment ") + name + " --layout x=nhwc --layout dy=nhwc");
+    auto r = test::runLoom(std::string("segment ") + name + " --layout x=nhwc --layout dy=nhwc");
     INFO(r.out);
     CHECK(r.status == 0);
   }

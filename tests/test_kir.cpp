@@ -15,13 +15,13 @@
 
 
 using namespace loom;
+using loom::test::has;
 using loom::test::descsFor;
 
 namespace {
 
 std::string joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, " | ")); }
 
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 // The pointwise schedule of a built-in, lowered to kernel IR (`unroll` trips a thread).
 kir::Kernel pointwiseKir(const std::string& name, const Bindings& sizes, int unroll = 1) {

@@ -12,12 +12,12 @@
 #include "compiler/kir/verifier.h"
 
 using namespace loom;
+using loom::test::has;
 using namespace loom::kir;
 
 namespace {
 
 std::string joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, " | ")); }
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 // out[row] = the sum of row `row` of a [rows, 1024] f32 input: `threads` threads a row, one row
 // a block (over `cluster` blocks of a cluster, each a slice), each thread folding its chunks in

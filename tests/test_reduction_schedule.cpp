@@ -9,6 +9,7 @@
 #include "compiler/schedule/scheduler.h"
 
 using namespace loom;
+using loom::test::has;
 using loom::test::descsFor;
 
 namespace {
@@ -18,7 +19,6 @@ std::optional<schedule::Planned> planOf(const ir::Fusion& f, const Bindings& siz
   return schedule::planSegment(f, sizes, descsFor(f, sizes, layouts), CompileOptions{DeviceInfo{90, 132}}, "k", why);
 }
 
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 }  // namespace
 
