@@ -11,13 +11,15 @@
 
 namespace loom::test {
 
-// The backward built-ins the segmenter cuts into several kernels today: each has a reduction
-// over the normalized dims (for dx) beside sums over the other dims (dw, db), and no scheduler
-// takes both in one kernel yet. tests/test_backward_builtins.cpp compiles them as plans; drop a
-// name here when it becomes one kernel, and the tests of every built-in take it up.
-inline const std::set<std::string> kMultiKernelBuiltins = {
-    "layer_norm_backward", "rms_norm_backward", "group_norm_backward", "instance_norm_backward",
-    "layer_norm_2d_backward"};
+// The backward built-ins the segmenter cuts into several kernels today, at their default
+// sizes in either memory order: a reduction over the normalized dims (for dx) beside sums over
+// dims that are partly the same (group and instance norm: dw and db also sum over H and W), or
+// rows strided along their reduction (LayerNorm2d over the channels of NCHW). Layer and RMS norm
+// backward are one kernel (their dw and db as column reductions). tests/test_backward_builtins.cpp
+// compiles these as plans; drop a name here when it becomes one kernel, and the tests of every
+// built-in take it up.
+inline const std::set<std::string> kMultiKernelBuiltins = {"group_norm_backward", "instance_norm_backward",
+                                                           "layer_norm_2d_backward"};
 
 // x, else dy (softmax_backward), else the first input (the recurrent cells' backward).
 inline const ir::Value* mainInput(const ir::Fusion& f) {

@@ -126,24 +126,35 @@ TEST_CASE("bench JSON reads as bench/peer.py reads it, for one kernel and for tw
 }
 
 TEST_CASE("plan traffic: each kernel reads its inputs once and writes its outputs once", "[cli][bench]") {
-  SECTION("ln_colsum: two kernels, the intermediate counted where written and where read") {
-    auto f = parseFusionFile(std::string(LOOM_SOURCE_DIR) + "/examples/fusions/ln_colsum.loom");
+  SECTION("ln_colstats: two kernels, the intermediate counted where written and where read") {
+    auto f = parseFusionFile(std::string(LOOM_SOURCE_DIR) + "/examples/fusions/ln_colstats.loom");
     const Bindings sizes{{"N", 64}, {"D", 256}};
     std::vector<TensorDesc> in;
     const CompiledPlan plan = planOf(*f, sizes, in);
     const auto ks = planKernels(plan, in);
     REQUIRE(ks.size() == 2);
     REQUIRE(plan.temps.size() == 1);
-    const uint64_t x = 64 * 256 * 2, y = 64 * 256 * 2, colsum = 256 * 4;
+    const uint64_t x = 64 * 256 * 2, y = 64 * 256 * 2, stats = 2 * 256 * 4;
     const uint64_t temp = tensorBytes(plan.temps[0]);
     CHECK(temp == 64 * 256 * 4);  // t4, f32[N, D]
-    CHECK(fusionBytes(in, plan.outputs) == x + y + colsum);
+    CHECK(fusionBytes(in, plan.outputs) == x + y + stats);
     CHECK(ks[0].bytes_read == x);
     CHECK(ks[0].bytes_written == y + temp);
     CHECK(ks[1].bytes_read == temp);
-    CHECK(ks[1].bytes_written == colsum);
+    CHECK(ks[1].bytes_written == stats);
     CHECK(ks[0].name != ks[1].name);
     for (const auto& k : ks) CHECK(k.grid >= 1);
+  }
+  SECTION("ln_colsum: one kernel with column reductions, cooperative") {
+    auto f = parseFusionFile(std::string(LOOM_SOURCE_DIR) + "/examples/fusions/ln_colsum.loom");
+    const Bindings sizes{{"N", 64}, {"D", 256}};
+    std::vector<TensorDesc> in;
+    const CompiledPlan plan = planOf(*f, sizes, in);
+    const auto ks = planKernels(plan, in);
+    REQUIRE(ks.size() == 1);
+    CHECK(plan.temps.empty());
+    CHECK(ks[0].cooperative);
+    CHECK(ks[0].bytes() == fusionBytes(in, plan.outputs));
   }
   SECTION("one kernel: the kernel's bytes are the fusion's, in-place outputs counted as written") {
     for (const char* name : {"layer_norm", "batch_norm", "lstm_cell"}) {

@@ -18,9 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// examples/fusions/ln_colsum.loom (here, so the test needs no source tree on the GPU machine):
-// a layer norm, then a sum down the columns of its f32 result: two kernels and an intermediate.
-constexpr const char* kLnColsum = R"(fusion ln_colsum {
+// examples/fusions/ln_colstats.loom (here, so the test needs no source tree on the GPU machine):
+// a layer norm, then each column's statistics of its f32 result: two kernels and an intermediate.
+constexpr const char* kLnColstats = R"(fusion ln_colstats {
   in x: f16[N, D]
   t0: f32[N, D] = cast(x, to=f32)
   var: f32[N, 1b], mean: f32[N, 1b], n: i64[N, 1b] = var_mean(t0, dims=[1], correction=0, keepdim=true)
@@ -30,16 +30,17 @@ constexpr const char* kLnColsum = R"(fusion ln_colsum {
   t3: f32[N, D] = sub(t0, mean)
   t4: f32[N, D] = mul(t3, t2)
   y: f16[N, D] = cast(t4, to=f16)
-  colsum: f32[D] = sum(t4, dims=[0], keepdim=false)
+  cvar: f32[D], cmean: f32[D], cn: i64[D] = var_mean(t4, dims=[0], correction=0, keepdim=false)
   out y = y
-  out colsum = colsum
+  out cmean = cmean
+  out cvar = cvar
 }
 )";
 
 // One file per test case and process: ctest may run test cases at once.
-std::string lnColsumFile(const std::string& tag) {
+std::string lnColstatsFile(const std::string& tag) {
   const std::string path = fmt::format("/tmp/loom_gpu_bench_{}_{}.loom", tag, getpid());
-  std::ofstream(path) << kLnColsum;
+  std::ofstream(path) << kLnColstats;
   return path;
 }
 
@@ -60,7 +61,7 @@ void checkAll(const ir::Fusion& f, const std::vector<HostTensor>& in, const Bind
 
 TEST_CASE("launchKernel runs one kernel of a plan; in launch order they give the plan's outputs", "[gpu][bench]") {
   if (!test::haveGpu()) return;
-  auto f = parseFusion(kLnColsum);
+  auto f = parseFusion(kLnColstats);
   const Bindings sizes{{"N", 300}, {"D", 1000}};
   const std::vector<HostTensor> host{HostTensor::random(DType::F16, {300, 1000}, 3, -1.0, 1.0)};
   const std::vector<DeviceTensor> dev{DeviceTensor::fromHost(host[0])};
@@ -86,7 +87,7 @@ TEST_CASE("launchKernel runs one kernel of a plan; in launch order they give the
 
 TEST_CASE("loom run and loom bench run and time every kernel of a two-kernel plan", "[gpu][bench]") {
   if (!test::haveGpu()) return;
-  const std::string fusion = lnColsumFile("run") + " --dim N=4096 --dim D=1024";
+  const std::string fusion = lnColstatsFile("run") + " --dim N=4096 --dim D=1024";
   auto run = test::runLoom("run " + fusion);
   INFO(run.out);
   CHECK(run.status == 0);
@@ -103,7 +104,7 @@ TEST_CASE("loom run and loom bench run and time every kernel of a two-kernel pla
   auto js = test::runLoom("bench " + fusion + " --iters 20 --json");
   INFO(js.out);
   CHECK(js.status == 0);
-  CHECK(has(js.out, "{\"ok\": true, \"fusion\": \"ln_colsum\""));
+  CHECK(has(js.out, "{\"ok\": true, \"fusion\": \"ln_colstats\""));
   CHECK(has(js.out, "\"kernels\": 2, "));
   CHECK(has(js.out, "\"plan\": [{\"index\": 0, "));
   CHECK(has(js.out, "{\"index\": 1, "));
@@ -130,7 +131,7 @@ TEST_CASE("loom bench --inputs/--save-outputs of a two-kernel plan: the outputs 
     bin.write(static_cast<const char*>(host[0].data()), static_cast<std::streamsize>(n * d * 2));
     std::ofstream(dir / "inputs.txt") << "x f16 " << n << "," << d << " input.x.bin\n";
   }
-  auto r = test::runLoom("bench " + lnColsumFile("io") + " --dim N=512 --dim D=768 --json --iters 5 --inputs " +
+  auto r = test::runLoom("bench " + lnColstatsFile("io") + " --dim N=512 --dim D=768 --json --iters 5 --inputs " +
                          dir.string() + " --save-outputs " + dir.string());
   INFO(r.out);
   REQUIRE(r.status == 0);
@@ -149,8 +150,8 @@ TEST_CASE("loom bench --inputs/--save-outputs of a two-kernel plan: the outputs 
     CHECK(in.good());
     got.push_back(t);
   }
-  REQUIRE(got.size() == 2);
-  auto f = parseFusion(kLnColsum);
+  REQUIRE(got.size() == 3);
+  auto f = parseFusion(kLnColstats);
   checkAll(*f, host, sizes, got, "loom bench --save-outputs");
   fs::remove_all(dir);
 }

@@ -83,9 +83,15 @@ TEST_CASE("channel statistics as sums in NCHW and channels-last", "[gpu][reducti
 
 TEST_CASE("split reductions are bitwise the same from run to run", "[gpu][reduction]") {
   if (!test::haveGpu()) return;
-  for (int which = 0; which < 2; ++which) {
-    auto f = which == 0 ? fullReduce(DType::F32, "sum") : colSums(DType::F16);
-    const Bindings sizes = which == 0 ? Bindings{{"N", int64_t{1} << 24}} : Bindings{{"M", 65536}, {"D", 1024}};
+  // The third: layer norm backward's dw and db, column reductions of its one kernel.
+  for (int which = 0; which < 3; ++which) {
+    auto f = which == 0   ? fullReduce(DType::F32, "sum")
+             : which == 1 ? colSums(DType::F16)
+                          : findExample("layer_norm_backward")->build(DType::F32);
+    const Bindings sizes = which == 0   ? Bindings{{"N", int64_t{1} << 24}}
+                           : which == 1 ? Bindings{{"M", 65536}, {"D", 1024}}
+                                        : Bindings{{"N", 8195}, {"D", 1000}};
+    INFO(f->name());
     std::vector<HostTensor> host;
     uint64_t seed = 7;
     for (const ir::Value* v : f->inputs()) host.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, -1, 1));

@@ -14,7 +14,9 @@ TEST_CASE("multi-segment fusions run end to end", "[gpu][segment]") {
     fb.output("y", y);
     fb.output("colsum", sum(toCompute(y), {0}));
     auto f = fb.finish();
-    for (auto s : {Bindings{{"N", 64}, {"D", 256}}, Bindings{{"N", 7}, {"D", 1531}}}) test::checkOnGpu(*f, s);
+    for (auto s : {Bindings{{"N", 64}, {"D", 256}}, Bindings{{"N", 7}, {"D", 1531}}, Bindings{{"N", 1}, {"D", 3}},
+                   Bindings{{"N", 65544}, {"D", 3}}, Bindings{{"N", 3}, {"D", 65544}}})
+      test::checkOnGpu(*f, s);
   }
   {
     FusionBuilder fb("row_plus_col");

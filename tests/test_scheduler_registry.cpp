@@ -31,12 +31,13 @@ TEST_CASE("registry: the schedulers in order, each taking what it can", "[schedu
 }
 
 TEST_CASE("registry: a fusion no scheduler takes gets every scheduler's reason", "[schedule]") {
-  FusionBuilder fb("two_patterns");
-  auto x = fb.input("x", DType::F32, {"N", "D"});
-  fb.output("rows", sum(x, {1}));
-  fb.output("cols", sum(x, {0}));
+  FusionBuilder fb("three_patterns");
+  auto x = fb.input("x", DType::F32, {"N", "D", "E"});
+  fb.output("a", sum(x, {0}));
+  fb.output("b", sum(x, {1}));
+  fb.output("c", sum(x, {2}));
   auto f = fb.finish();
-  Bindings sizes{{"N", 64}, {"D", 32}};
+  Bindings sizes{{"N", 64}, {"D", 32}, {"E", 8}};
   std::vector<std::string> why;
   auto p = schedule::planSegment(*f, sizes, descsFor(*f, sizes), CompileOptions{DeviceInfo{90, 132}}, "k", &why);
   CHECK(!p.has_value());

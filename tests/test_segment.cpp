@@ -30,21 +30,28 @@ TEST_CASE("every built-in is one kernel, in both layouts", "[segment]") {
   }
 }
 
-TEST_CASE("layer norm followed by a sum over the other dim is two kernels, with reasons", "[segment]") {
+TEST_CASE("layer norm followed by a sum over the other dim is one kernel; without column reductions two, with reasons",
+          "[segment]") {
   FusionBuilder fb("ln_colsum");
   auto x = fb.input("x", DType::F32, {"N", "D"});
   auto y = layer_norm(x, {"D"});
   fb.output("y", y);
   fb.output("colsum", sum(y, {0}));
   auto f = fb.finish();
-  auto p = plan(*f, {{"N", 64}, {"D", 256}});
+  const Bindings sizes{{"N", 64}, {"D", 256}};
+  auto one = plan(*f, sizes);
+  REQUIRE(one.segments.size() == 1);
+  CHECK(one.segments[0].scheduler == "normalization");
+  CHECK(one.str(*f).find("column reductions over {N} beside the rows'") != std::string::npos);
+  CompileOptions split{{90, 132}};
+  split.tuning.no_columns = true;
+  auto p = segment::segmentFusion(*f, sizes, test::descsFor(*f, sizes), split);
   REQUIRE(p.segments.size() == 2);
   CHECK(p.segments[0].scheduler == "normalization");
   REQUIRE_FALSE(p.whole_rejections.empty());
   std::string all = p.str(*f);
   INFO(all);
-  CHECK(all.find("over {D} and reduction `sum`") != std::string::npos);
-  CHECK(all.find("cannot share one kernel: their iterated atoms differ") != std::string::npos);
+  CHECK(all.find("column reductions share no kernel with the rows' (LOOM_NO_COLUMNS)") != std::string::npos);
   CHECK_FALSE(p.segments[0].rejections.empty());
   // JSON for programs.
   std::string j = p.json(*f);
@@ -65,13 +72,15 @@ TEST_CASE("two reductions over different atoms feeding one output", "[segment]")
   fb.output("y", rows + cols);
   auto f = fb.finish();
   auto p = plan(*f, {{"N", 33}, {"D", 70}});
-  // The row sums, the column sums, then the add: fusing the add with the column sums would
-  // sum each column again for every row (N x D x N elements iterated; this used to be 2 kernels).
-  REQUIRE(p.segments.size() == 3);
+  // The row and column sums in one kernel (the column sums as its column reductions), then the
+  // add: an output that varies along the rows cannot read the column sums in their kernel.
+  REQUIRE(p.segments.size() == 2);
   CHECK_FALSE(p.whole_rejections.empty());
-  CHECK(p.segments[2].scheduler == "pointwise");
+  CHECK(p.segments[0].scheduler == "normalization");
+  CHECK(p.segments[1].scheduler == "pointwise");
   bool said = false;
-  for (const auto& r : p.segments[1].rejections) said = said || r.find("share no iteration space") != std::string::npos;
+  for (const auto& r : p.whole_rejections)
+    said = said || r.find("reads a column reduction but varies along the rows") != std::string::npos;
   CHECK(said);
 }
 

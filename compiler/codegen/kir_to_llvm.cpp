@@ -1,8 +1,10 @@
 #include "compiler/codegen/kir_to_llvm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
+#include <fmt/format.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -96,6 +98,34 @@ class Translator {
     if (t.dtype == DType::I32) return asmCall(b_.getInt32Ty(), {addr}, "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}");
     LOOM_ASSERT(t.dtype == DType::I64, "kir -> LLVM: a relaxed load of {}", t.str());
     return asmCall(b_.getInt64Ty(), {addr}, "ld.relaxed.gpu.global.u64 $0, [$1];", "=l,l,~{memory}");
+  }
+
+  // Several lanes of f32 (or f64) published by other blocks: ld.relaxed.gpu of 16 bytes at a
+  // time (4 or 2 lanes; the address 16-byte aligned), fewer for what is left.
+  Lanes relaxedLoadLanes(const kir::Type& t, llvm::Value* addr) {
+    LOOM_ASSERT(t.dtype == DType::F32 || t.dtype == DType::F64, "kir -> LLVM: a relaxed load of {}", t.str());
+    const bool f64 = t.dtype == DType::F64;
+    llvm::Type* ty = f64 ? b_.getDoubleTy() : b_.getFloatTy();
+    const int per = f64 ? 2 : 4;
+    Lanes out;
+    for (int at = 0; at < t.lanes; at += per) {
+      const int n = std::min(per, t.lanes - at);
+      llvm::Value* p = b_.CreateInBoundsGEP(ty, addr, b_.getInt64(at));
+      if (n == 1) {
+        out.push_back(relaxedLoad(kir::Type::data(t.dtype, 1), p));
+        continue;
+      }
+      std::string regs, cons;
+      for (int j = 0; j < n; ++j) {
+        regs += fmt::format("{}${}", j ? ", " : "", j);
+        cons += f64 ? "=d," : "=f,";
+      }
+      const std::string text = fmt::format("ld.relaxed.gpu.global.v{}.{} {{{}}}, [${}];", n, f64 ? "f64" : "f32", regs, n);
+      std::vector<llvm::Type*> tys(static_cast<size_t>(n), ty);
+      llvm::Value* v = asmCall(llvm::StructType::get(b_.getContext(), tys), {p}, text.c_str(), (cons + "l,~{memory}").c_str());
+      for (int j = 0; j < n; ++j) out.push_back(b_.CreateExtractValue(v, static_cast<unsigned>(j)));
+    }
+    return out;
   }
 
   // Thread 0 of the block arrives (release) on the counter, polls it relaxed until it reaches
@@ -212,7 +242,8 @@ class Translator {
       case kir::Intrinsic::ParamAddr: return {km_.param(static_cast<int>(e.args[0]->ivalue))};
       case kir::Intrinsic::ByteAddr:
         return {b_.CreateInBoundsGEP(b_.getInt8Ty(), a[0][0], b_.CreateZExtOrTrunc(a[1][0], b_.getInt64Ty()))};
-      case kir::Intrinsic::RelaxedLoad: return {relaxedLoad(e.type, a[0][0])};
+      case kir::Intrinsic::RelaxedLoad:
+        return e.type.lanes > 1 && !e.type.packed ? relaxedLoadLanes(e.type, a[0][0]) : Lanes{relaxedLoad(e.type, a[0][0])};
       case kir::Intrinsic::AtomAddAcqRel:
         return {asmCall(b_.getInt32Ty(), {a[0][0]}, "atom.add.acq_rel.gpu.global.u32 $0, [$1], 1;", "=r,l,~{memory}")};
       case kir::Intrinsic::PackLo: {
@@ -464,7 +495,12 @@ class Translator {
       case Stmt::Kind::AsyncCommit: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {}); break;
       case Stmt::Kind::GlobalStore: {
         llvm::Value* addr = scalar(*s.offset);
-        llvm::Value* v = scalar(*s.value);
+        Lanes lanes = expr(*s.value);
+        llvm::Value* v = lanes[0];
+        if (lanes.size() > 1) {  // one vector (LLVM splits what is wider than 16 bytes)
+          v = llvm::PoisonValue::get(llvm::FixedVectorType::get(lanes[0]->getType(), static_cast<unsigned>(lanes.size())));
+          for (size_t j = 0; j < lanes.size(); ++j) v = b_.CreateInsertElement(v, lanes[j], static_cast<uint64_t>(j));
+        }
         b_.CreateAlignedStore(v, addr, llvm::Align(static_cast<uint64_t>(s.align)));
         break;
       }

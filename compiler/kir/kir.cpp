@@ -110,6 +110,14 @@ ir::OpKind combineOp(Combine c) {
   return ir::OpKind::Add;
 }
 
+Combine combineOf(ir::OpKind reduction) {
+  switch (reduction) {
+    case ir::OpKind::ReduceMax: return Combine::Max;
+    case ir::OpKind::ReduceMin: return Combine::Min;
+    default: return Combine::Sum;  // Sum, Mean
+  }
+}
+
 ExprP combineIdentity(Combine c, DType acc) {
   if (c == Combine::Sum) return dataConst(acc, 0, 1);
   if (isFloat(acc)) return dataConst(acc, c == Combine::Max ? -INFINITY : INFINITY, 1);

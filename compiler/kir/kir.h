@@ -82,6 +82,8 @@ std::string_view barrierName(Barrier b);
 std::string_view combineName(Combine c);
 // The fusion op a combine applies, and its identity in `acc` (one lane).
 ir::OpKind combineOp(Combine c);
+// The combine of a fusion reduction (Sum, Mean: Sum; ReduceMax: Max; ReduceMin: Min).
+Combine combineOf(ir::OpKind reduction);
 struct Expr;
 std::shared_ptr<const Expr> combineIdentity(Combine c, DType acc);
 

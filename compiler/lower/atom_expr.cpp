@@ -97,6 +97,7 @@ EPtr AtomExprBuilder::build(const ir::Value* v) {
       n.args.push_back(operand(0));
       n.out_index = v == op->output(0) ? 0 : 1;
       n.correction = a.correction;
+      n.over_rows = !row_atoms_.empty() && da_.reducedAtoms(op) != row_atoms_;
       return node(std::move(n));
     }
     default:

@@ -18,6 +18,9 @@ class AtomExprBuilder {
   // Throws NotPointwise (with a reason) for what this lowering cannot express.
   EPtr exprOf(const ir::Value* v);
   int64_t atomExtent(int atom) const { return extents_[static_cast<size_t>(atom)]; }
+  // The atoms the kernel's rows reduce: a reduction over any other atoms becomes a column
+  // reduction (ENode::over_rows). Set before the first exprOf.
+  void setRowAtoms(std::vector<int> atoms) { row_atoms_ = std::move(atoms); }
 
  private:
   EPtr build(const ir::Value* v);
@@ -26,6 +29,7 @@ class AtomExprBuilder {
   const std::vector<TensorDesc>& inputs_;
   const analysis::DomainAnalysis& da_;
   std::vector<int64_t> extents_;
+  std::vector<int> row_atoms_;
   std::map<const ir::Value*, EPtr> memo_;
 };
 

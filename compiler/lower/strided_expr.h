@@ -40,6 +40,9 @@ struct ENode {
   double value = 0;                 // Const
   const ir::Op* origin = nullptr;   // the fusion op it computes (Op), for dumps
   int out_index = 0;                // Reduce of VarMean
+  // Reduce: over the kernel's rows (a column reduction: layer norm backward's dw and db beside
+  // its row reductions) instead of its reduced atoms.
+  bool over_rows = false;
   double correction = 0;            // Reduce of VarMean
 };
 

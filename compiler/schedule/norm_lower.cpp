@@ -73,8 +73,12 @@ void NormLowering::blocks(const ExprP& blk) {
   std::vector<lower::EPtr> roots;
   for (const auto& st : k_.stores) roots.push_back(st.value);
   lower::visitPostOrder(roots, [&](const ENode& n) {
-    if (n.kind == ENode::Kind::Reduce) reductions_.push_back(&n);
+    if (n.kind == ENode::Kind::Reduce) (n.over_rows ? columns_ : reductions_).push_back(&n);
   });
+  if (k_.columns) {
+    columnRows(block);
+    return;
+  }
   if (k_.grid_sync) {
     gridSets(block);
     return;
@@ -393,7 +397,7 @@ void NormLowering::storeChunk(const NormKernel::Store& s, const ExprP& value, co
 void NormLowering::storeAll() {
   Chunk row = rowChunk();
   for (const auto& s : k_.stores) {
-    if (!s.row_only) continue;
+    if (!s.row_only || s.column) continue;
     // One thread of the row writes: an in-place update (batch norm's running statistics)
     // must not be read by one thread after another has written it.
     ExprP one = b_.bind(kir::intrinsic(kir::Intrinsic::First, Type::data(s.dtype, 1), {eval(*s.value, row)}));
@@ -414,7 +418,7 @@ void NormLowering::storeAll() {
       Chunk ch = unit(m);
       ch.memo = first.memo;
       for (const auto& s : k_.stores) {
-        if (s.row_only) continue;
+        if (s.row_only || s.column) continue;
         ExprP v = eval(*s.value, ch);
         const int lanes = lanesOf(ch);
         if (v->type.lanes != lanes) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, lanes), {v}));
@@ -426,7 +430,7 @@ void NormLowering::storeAll() {
   }
   forEachChunk({}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
     for (const auto& s : k_.stores) {
-      if (s.row_only) continue;
+      if (s.row_only || s.column) continue;
       ExprP v = eval(*s.value, ch);
       if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, k_.vec), {v}));
       storeChunk(s, v, ch, b_.op(kir::IndexOp::And, row_valid_, ch.valid));
@@ -446,7 +450,7 @@ kir::Kernel lowerNormalization(const ir::Fusion& f, const NormKernel& k,
   out.name = k.name;
   out.scheduler = "normalization";
   out.params = kir::fusionParams(f, inputs, k.outputs);
-  if (k.grid_sync) out.params.push_back({"workspace", DType::I64, false, k.workspace_bytes, true});
+  if (k.grid_sync || k.columns) out.params.push_back({"workspace", DType::I64, false, k.workspace_bytes, true});
   out.noalias = kir::noAlias(k.output_alias);
   out.index_bits = k.index64 ? 64 : 32;
   out.launch = {k.grid, k.block};

@@ -56,6 +56,15 @@ class NormLowering {
   kir::GridLevel gridLevel();
   void rowsAt(const ExprP& first_row);
 
+  // Kernels with column reductions (norm_lower_columns.cpp): the block's row sets, each thread
+  // adding its chunks' values of every column reduction; the partials to the workspace; a grid
+  // barrier; the combine of a tile of columns and its stores.
+  void columnRows(const ExprP& blk);
+  ExprP columnSlot(size_t col, const ExprP& partial, const ExprP& chunk);
+  void columnCombine(const ExprP& blk, const ExprP& tile);
+  DType accOf(const ENode* r) const { return computeDType(r->dtype); }
+  ExprP identityOf(const ENode* r, int lanes) const;
+
   // Chunk k of thread t's row at outer coordinates `outer`: chunk t + k * T of the row, clamped
   // into it.
   Chunk chunkOf(std::vector<ExprP> outer, const ExprP& t, const ExprP& k);
@@ -141,7 +150,9 @@ class NormLowering {
   std::vector<ExprP> outer_idx_;
   int64_t row_chunks_ = 0;
   std::vector<Chunk> chunks_;
-  std::vector<const ENode*> reductions_;
+  std::vector<const ENode*> reductions_, columns_;
+  ExprP ws_;
+  std::vector<int64_t> column_offset_;  // each column reduction's partials' first byte
   std::map<const ENode*, ExprP> reduced_;
   std::map<std::pair<const ENode*, double>, std::pair<ExprP, ExprP>> stats_;
   int next_combine_ = 0, next_mean_ = 0;

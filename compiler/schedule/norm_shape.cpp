@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -16,32 +17,58 @@ using lower::EPtr;
 
 namespace {
 
-// The atoms every reduction reduces (they must be the same: the reductions then share the
-// rows), or nullopt with why not.
-std::optional<std::vector<int>> sharedReducedAtoms(const ir::Fusion& f, const analysis::DomainAnalysis& da,
-                                                   std::string* why_not) {
-  std::vector<int> red;
-  const ir::Op* first = nullptr;
+// Whether no reduction over `row` reads a reduction over `col`, each reduction over `col` is a
+// sum, mean, max or min, and none reads another: then the reductions over `col` can be column
+// reductions of a kernel whose rows reduce `row`.
+bool columnsOf(const ir::Fusion& f, const analysis::DomainAnalysis& da, const std::vector<int>& row,
+               const std::vector<int>& col) {
+  for (int a : col)
+    if (std::find(row.begin(), row.end(), a) != row.end()) return false;
+  std::map<const ir::Value*, bool> reads;  // whether a value reads a reduction over `col`
+  for (const ir::Op* op : f.ops()) {
+    bool in = false;
+    for (const ir::Value* v : op->inputs()) in = in || reads[v];
+    const bool over_col = ir::isReduction(op->kind()) && da.reducedAtoms(op) == col;
+    if (ir::isReduction(op->kind()) && in) return false;
+    if (over_col && op->family() != ir::OpFamily::Reduce) return false;  // VarMean: no column statistics
+    for (const ir::Value* v : op->outputs()) reads[v] = in || over_col;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::DomainAnalysis& da, std::string* why_not) {
+  std::vector<std::pair<std::vector<int>, const ir::Op*>> sets;
   for (const ir::Op* op : f.ops()) {
     if (!ir::isReduction(op->kind())) continue;
     auto r = da.reducedAtoms(op);
-    if (!first) {
-      first = op;
-      red = r;
-    } else if (r != red) {
-      *why_not = fmt::format("reduction `{}` ({}) over {} and reduction `{}` ({}) over {} "
-                             "cannot share one kernel: their iterated atoms differ",
-                             first->name(), first->output()->name(), da.atomSetStr(red), op->name(),
-                             op->output()->name(), da.atomSetStr(r));
-      return std::nullopt;
-    }
+    if (std::none_of(sets.begin(), sets.end(), [&](const auto& s) { return s.first == r; })) sets.push_back({r, op});
   }
-  if (!first) {
+  if (sets.empty()) {
     *why_not = "it has no reduction";
     return std::nullopt;
   }
-  return red;
+  if (sets.size() == 1) return ReducedSets{sets[0].first, {}};
+  // Two sets: the rows reduce the first where the other's reductions can be column ones.
+  if (sets.size() == 2) {
+    for (int i = 0; i < 2; ++i)
+      if (columnsOf(f, da, sets[static_cast<size_t>(i)].first, sets[static_cast<size_t>(1 - i)].first))
+        return ReducedSets{sets[static_cast<size_t>(i)].first, sets[static_cast<size_t>(1 - i)].first};
+  }
+  const ir::Op* first = sets[0].second;
+  const ir::Op* op = sets[1].second;
+  *why_not = fmt::format("reduction `{}` ({}) over {} and reduction `{}` ({}) over {} "
+                         "cannot share one kernel: their iterated atoms differ{}",
+                         first->name(), first->output()->name(), da.atomSetStr(sets[0].first), op->name(),
+                         op->output()->name(), da.atomSetStr(sets[1].first),
+                         sets.size() == 2 ? ", and neither can be the other's column reductions (a sum, mean, max or "
+                                            "min over the rows that no other reduction reads)"
+                                          : fmt::format(" ({} sets of reduced atoms)", sets.size()));
+  return std::nullopt;
 }
+
+namespace {
 
 // Atom order: the memory order of the largest input (the one the kernel streams), the atoms it
 // lacks outermost.
@@ -148,11 +175,14 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
   };
   analysis::DomainAnalysis da(f);
   if (!da.conflicts().empty()) return reject(da.conflicts()[0]);
-  const std::optional<std::vector<int>> red = sharedReducedAtoms(f, da, &why);
-  if (!red) return reject(why);
+  const std::optional<ReducedSets> sets = reducedSets(f, da, &why);
+  if (!sets) return reject(why);
+  const std::vector<int>* red = &sets->row;
   NormAxes ax;
   NormKernel& k = ax.k;
+  k.columns = !sets->col.empty();
   lower::AtomExprBuilder eb(f, sizes, inputs, da);
+  if (k.columns) eb.setRowAtoms(sets->row);
   try {
     for (const auto& o : f.outputs()) ax.roots.push_back(eb.exprOf(o.value));
   } catch (const lower::NotPointwise& np) {
@@ -181,6 +211,15 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
     return std::all_of(all.begin(), all.end(), [&](const auto& s) { return s[static_cast<size_t>(a)] == 0; });
   }), outer_order.end());
   k.outer_atoms = da.atomSetStr(outer_order);
+  // Column reductions reduce exactly the rows: every iterated atom, and none the kernel skips.
+  for (int a : sets->col)
+    if (ext[static_cast<size_t>(a)] > 1 && std::find(outer_order.begin(), outer_order.end(), a) == outer_order.end())
+      return reject(fmt::format("its column reductions over {} reduce {}, which no load or store walks",
+                                da.atomSetStr(sets->col), da.atomSetStr({a})));
+  for (int a : outer_order)
+    if (k.columns && std::find(sets->col.begin(), sets->col.end(), a) == sets->col.end())
+      return reject(fmt::format("its column reductions over {} leave {} of the rows {} unreduced",
+                                da.atomSetStr(sets->col), da.atomSetStr({a}), k.outer_atoms));
   auto outer_groups = collapseAtoms(outer_order, ext, all), red_groups = collapseAtoms(red_order, ext, all);
   // Reducing only size-1 dims: a row of one element (atom -1 stands for "no atom").
   if (red_groups.empty()) red_groups.push_back({-1});
@@ -267,6 +306,7 @@ int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, c
     s.dtype = f.outputs()[i].value->dtype();
     s.value = remapped[i];
     s.row_only = std::all_of(s.strides.begin() + static_cast<long>(nout), s.strides.end(), [](int64_t x) { return x == 0; });
+    lower::visitPostOrder({s.value}, [&](const ENode& n) { s.column = s.column || n.over_rows; });
     s.access = chooseAccess(s.dtype, 0, s.strides, k.outputs[i].align_bytes, vec);
     if (s.access == Access::Splat) s.access = Access::Gather;
     track(0, s.strides);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/analysis/domains.h"
 #include "compiler/schedule/norm_common.h"
 #include "compiler/schedule/norm_tier.h"
 
@@ -23,6 +24,14 @@ struct NormAxes {
   // Strides over the atoms as strides over the kernel's axes.
   std::vector<int64_t> axisStrides(const std::vector<int64_t>& atom_strides) const;
 };
+
+// The atoms the rows reduce, and those its column reductions reduce (none: empty), or nullopt
+// with why not: reductions over more than two sets of atoms, or two where neither can be the
+// other's column reductions.
+struct ReducedSets {
+  std::vector<int> row, col;
+};
+std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::DomainAnalysis& da, std::string* why_not);
 
 // The fusion's axes as one normalization kernel, or nullopt with why not (`why_not`): reductions
 // over different atoms, what the atom expressions cannot express, parts that share no value.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/schedule/norm_columns.h"
 #include "compiler/schedule/norm_explain.h"
 #include "compiler/schedule/norm_row_tier.h"
 #include "compiler/schedule/norm_shape.h"
@@ -103,6 +104,36 @@ int finishLaunch(NormKernel& k, const CompileOptions& opts) {
   return grid_per_sm;
 }
 
+// A kernel with column reductions (norm_columns.h): the row in registers, a persistent
+// cooperative grid; nullopt with why where that does not fit (the segmenter then splits).
+std::optional<NormKernel> placeWithColumns(NormKernel k, const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                                           const CompileOptions& opts, const RowTierChoice& row_tier, TierChoice& c,
+                                           std::string* why_not) {
+  auto reject = [&](std::string w) -> std::optional<NormKernel> {
+    if (why_not) *why_not = std::move(w);
+    return std::nullopt;
+  };
+  if (opts.tuning.no_columns) return reject("column reductions share no kernel with the rows' (LOOM_NO_COLUMNS)");
+  if (std::string why = columnStoresProblem(k); !why.empty()) return reject(why);
+  const bool strided = std::any_of(k.load_access.begin(), k.load_access.end(), [](const auto& la) {
+    return la.first.strides.back() != 0 && la.first.strides.back() != 1;
+  });
+  if (row_tier.place || strided)
+    return reject("its column reductions beside rows strided along their reduction have no schedule");
+  const Decision<BlockLimit> lim = chooseBlockLimit(f, inputs, opts.tuning);
+  c.note(lim.why);
+  const Decision<ColumnFit> fit = placeColumns(k, lim.value, opts);
+  if (!fit.value.fits) return reject(fit.why);
+  c.limit = lim.value;
+  c.tier = NormTier::Registers;
+  c.held = k.chunks * k.vec * std::max<int>(1, static_cast<int>(k.smem_leaves.size()));
+  c.budget = 65536 / (k.block * fit.value.per_sm);
+  c.note(fmt::format("threads per row: as many as keep a thread's chunks and their column partials in registers"));
+  k.smem_leaves.clear();
+  k.reason = explainNormKernel(k, c, inputs) + "; " + fit.why;
+  return k;
+}
+
 }  // namespace
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
@@ -120,6 +151,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   TierChoice c;
   c.note(row_tier.why);
   c.note(vec.why);
+  if (k.columns) return placeWithColumns(std::move(ax->k), f, inputs, opts, row_tier, c, why_not);
   if (row_tier.place) {
     applyRowTier(k, row_tier, reductions, inputs, opts);
     c.tier = row_tier.tier;

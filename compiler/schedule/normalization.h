@@ -86,6 +86,16 @@ struct NormKernel {
   std::map<lower::Leaf, Access> row_load_access;
   int64_t rowVectorUnits() const;  // per block: pieces of `row_vec` rows of one element
   int64_t workspace_bytes = 0;
+  // Column reductions beside the rows' own (nvFuser's inner-outer persistent kernels: layer
+  // norm backward's dw and db beside dx): a cooperative grid of `grid` blocks walks the row
+  // sets, each thread adding its chunks' values of every column reduction over the rows it
+  // takes, in registers. Each of the `col_partials` (block, row of the block) partials goes to
+  // the workspace; after a grid-wide barrier the blocks combine `col_tiles` tiles of `col_bx`
+  // chunks of columns, `col_by` threads down the partials of each, in a fixed order.
+  bool columns = false;
+  int64_t col_partials = 0, col_tiles = 0;
+  int col_bx = 1, col_by = 1;
+  static constexpr int64_t kColumnCounterBytes = 128;  // the grid barrier's and exits' counters
   int num_inputs = 0;
   struct Store {
     int output;
@@ -94,6 +104,7 @@ struct NormKernel {
     DType dtype;
     Access access = Access::Gather;
     bool row_only = false;  // no reduced axis: written once per row
+    bool column = false;    // a value of column reductions: written once, after they are combined
     Access row_access = Access::Gather;  // over `row_vec` neighbouring rows
     lower::EPtr value;
   };

@@ -25,7 +25,7 @@ class NormalizationScheduler final : public Scheduler {
     p.reason = k->reason;
     p.summary = fmt::format("normalization: {}\n  vector width {}\n", k->reason, k->vec);
     p.detail = printNormKernel(f, *k);
-    p.launch = {k->grid, k->block, k->smem_bytes, k->cluster, k->grid_sync, k->workspace_bytes};
+    p.launch = {k->grid, k->block, k->smem_bytes, k->cluster, k->grid_sync || k->columns, k->workspace_bytes};
     p.outputs = k->outputs;
     p.output_alias = k->output_alias;
     p.first_pass = "norm-rows";

@@ -131,6 +131,9 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
     return std::nullopt;
   };
   Leaf main;
+  if (ax->k.columns)
+    return reject(fmt::format("its reductions over {} and over {} are rows' and columns' at once, the normalization "
+                              "scheduler's", ax->k.red_atoms, ax->k.outer_atoms.empty() ? "{}" : ax->k.outer_atoms));
   if (std::string why = notReductionOnly(*ax, inputs, &main); !why.empty()) return reject(why);
   ReductionKernel r;
   NormKernel& k = ax->k;

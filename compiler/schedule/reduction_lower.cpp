@@ -17,13 +17,7 @@ using lower::ENode;
 
 ExprP c(int64_t v) { return kir::intConst(v); }
 
-kir::Combine combineOf(ir::OpKind op) {
-  switch (op) {
-    case ir::OpKind::ReduceMax: return kir::Combine::Max;
-    case ir::OpKind::ReduceMin: return kir::Combine::Min;
-    default: return kir::Combine::Sum;  // Sum, Mean
-  }
-}
+using kir::combineOf;
 
 kir::Intrinsic foldOf(kir::Combine cb) {
   return cb == kir::Combine::Sum ? kir::Intrinsic::FoldSum

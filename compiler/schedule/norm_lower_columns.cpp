@@ -1,0 +1,205 @@
+// The normalization lowering's column reductions (see norm_lowering.h, NormKernel::columns):
+// the rows' loop carrying each thread's partials, the partials in the workspace, the grid
+// barrier, and the fixed-order combine of a tile of columns.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/schedule/norm_lowering.h"
+#include "ir/error.h"
+
+namespace loom::schedule::norm_lower_detail {
+
+ExprP NormLowering::identityOf(const ENode* r, int lanes) const {
+  const DType acc = accOf(r);
+  return kir::dataConst(acc, kir::combineIdentity(kir::combineOf(r->op), acc)->fvalue, lanes);
+}
+
+// Column reduction `col`'s partial `partial` of the row's chunk `chunk` in the workspace: past
+// the counters, each reduction's partials one after another, each partial the row's chunks.
+ExprP NormLowering::columnSlot(size_t col, const ExprP& partial, const ExprP& chunk) {
+  const int64_t bytes = int64_t{k_.vec} * dtypeBytes(accOf(columns_[col]));
+  ExprP entry = b_.add(b_.mul(partial, c(row_chunks_)), chunk);
+  ExprP byte = b_.add(c(column_offset_[col]), b_.mul(entry, c(bytes)));
+  return b_.bind(kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(), {ws_, byte}));
+}
+
+// Block `blk` takes row sets blk, blk + G, ... (a set past the last: its rows invalid, stored and
+// added nowhere); its threads carry one partial per column reduction and chunk through them.
+void NormLowering::columnRows(const ExprP& blk) {
+  LOOM_ASSERT(unrolled_ && k_.split == 1 && !k_.async_fill && !k_.rowTier() && k_.smem_bytes == 0,
+              "column reductions beside rows held other than in registers");
+  const int ws = static_cast<int>(out_.params.size()) - 1;
+  ws_ = b_.bindAs("workspace", kir::intrinsic(kir::Intrinsic::ParamAddr, Type::addr(), {kir::intConst(ws)}));
+  int64_t bytes = NormKernel::kColumnCounterBytes;
+  for (const ENode* r : columns_) {
+    column_offset_.push_back(bytes);
+    bytes += k_.col_partials * k_.rowElems() * dtypeBytes(accOf(r));
+  }
+  LOOM_ASSERT(bytes == k_.workspace_bytes, "column partials of {} bytes, the schedule says {}", bytes,
+              k_.workspace_bytes);
+  const int64_t G = k_.grid, L = k_.rows_per_block, Q = k_.chunks;
+  const int64_t trips = ((k_.rows() + L - 1) / L + G - 1) / G;
+  std::vector<ExprP> init;
+  for (const ENode* r : columns_)
+    for (int64_t q = 0; q < Q; ++q) init.push_back(identityOf(r, k_.vec));
+  std::vector<ExprP> parts = b_.repeat("i", trips, init, [&](const ExprP& i, const std::vector<ExprP>& carried) {
+    chunks_.clear();
+    rowsAt(b_.mul(b_.add(b_.mul(i, c(G)), blk), c(L)));
+    std::vector<ExprP> next = carried;
+    for (size_t j = 0; j < columns_.size(); ++j) {
+      const ENode* r = columns_[j];
+      for (int64_t q = 0; q < Q; ++q) {
+        Chunk& ch = chunks_[static_cast<size_t>(q)];
+        ExprP v = values(*r->args[0], accOf(r), ch);
+        if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(accOf(r), k_.vec), {v}));
+        ExprP ok = b_.op(kir::IndexOp::And, row_valid_, ch.valid);
+        ExprP& acc = next[j * static_cast<size_t>(Q) + static_cast<size_t>(q)];
+        acc = b_.bind(kir::math(kir::combineOp(kir::combineOf(r->op)), accOf(r),
+                                {acc, b_.select(ok, v, identityOf(r, k_.vec))}, k_.vec));
+      }
+    }
+    return next;
+  });
+  // The thread's partials: partial (block, row of the block), chunk t + q * T.
+  ExprP partial = b_.bindAs("partial", b_.add(b_.mul(blk, c(L)), b_.convert(row_in_block_, Type::idx())));
+  for (int64_t q = 0; q < Q; ++q) {
+    ExprP ci = b_.add(t_in_row_, c(q * k_.threads_per_row));
+    b_.ifThen(b_.op(kir::IndexOp::Ult, ci, c(row_chunks_)), "publish", [&] {
+      for (size_t j = 0; j < columns_.size(); ++j) {
+        const int align = std::min(16, k_.vec * dtypeBytes(accOf(columns_[j])));
+        b_.emit(kir::globalStore(columnSlot(j, partial, ci), parts[j * static_cast<size_t>(Q) + static_cast<size_t>(q)],
+                                 align));
+      }
+    });
+  }
+  b_.emit(kir::barrier(kir::Barrier::Block));
+  b_.emit(kir::gridSync("tid", ws_, kir::i32Const(G)));
+  b_.emit(kir::barrier(kir::Barrier::Block));
+  const int64_t tile_trips = (k_.col_tiles + G - 1) / G;
+  b_.repeat("j", tile_trips, {}, [&](const ExprP& j, const std::vector<ExprP>& carried) {
+    ExprP tile = b_.add(b_.mul(j, c(G)), blk);
+    if (tile_trips * G != k_.col_tiles)
+      b_.uniformIf(b_.op(kir::IndexOp::Ult, tile, c(k_.col_tiles)), "tile", [&] { columnCombine(blk, tile); });
+    else
+      columnCombine(blk, tile);
+    return carried;
+  });
+  // Past the barrier every block has stopped polling: the last one out zeroes both counters,
+  // so the next launch finds them as the first did.
+  b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "gexit", [&] {
+    ExprP exits = b_.bind(kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(), {ws_, c(64)}));
+    ExprP before = b_.bind(kir::intrinsic(kir::Intrinsic::AtomAddAcqRel, Type::i32(), {exits}));
+    b_.ifThen(b_.op(kir::IndexOp::Eq, before, kir::i32Const(G - 1)), "greset", [&] {
+      b_.emit(kir::relaxedZero(ws_));
+      b_.emit(kir::relaxedZero(exits));
+    });
+  });
+}
+
+// Tile `tile`: thread (ty, tx) folds partials ty, ty + BY, ... of chunk tile * BX + tx of the
+// columns, four loaded before any is added; the BY threads of a chunk then meet in a fixed
+// order (below); thread (0, tx) finishes the chunk's reductions and stores every output they
+// reach.
+void NormLowering::columnCombine(const ExprP&, const ExprP& tile) {
+  const int BX = k_.col_bx, BY = k_.col_by, V = k_.vec;
+  const int64_t P = k_.col_partials;
+  ExprP tx = b_.bind(kir::index(kir::IndexOp::Rem, tid_, kir::i32Const(BX)));
+  ExprP ty = b_.bind(kir::index(kir::IndexOp::Div, tid_, kir::i32Const(BX)));
+  ExprP u0 = b_.add(b_.mul(tile, c(BX)), b_.convert(tx, Type::idx()));
+  ExprP ok = b_.bind(kir::index(kir::IndexOp::Ult, u0, c(row_chunks_)));
+  ExprP u = b_.select(ok, u0, c(0));
+  const int U = 4;
+  const int64_t per_thread = (P + BY - 1) / BY;
+  const int64_t trips = std::max<int64_t>(1, (per_thread + U - 1) / U);
+  std::vector<ExprP> init;
+  for (const ENode* r : columns_) init.push_back(identityOf(r, V));
+  std::vector<ExprP> sums = b_.repeat("p", trips, init, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+    std::vector<std::vector<ExprP>> loaded(U);
+    for (int uu = 0; uu < U; ++uu) {
+      ExprP pi = b_.add(b_.convert(ty, Type::idx()), b_.mul(b_.add(b_.mul(m, c(U)), c(uu)), c(BY)));
+      ExprP valid = b_.bind(kir::index(kir::IndexOp::Ult, pi, c(P)));
+      ExprP at = b_.select(valid, pi, c(0));
+      for (size_t j = 0; j < columns_.size(); ++j) {
+        const ENode* r = columns_[j];
+        ExprP v = b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(accOf(r), V), {columnSlot(j, at, u)}));
+        loaded[static_cast<size_t>(uu)].push_back(b_.select(valid, v, identityOf(r, V)));
+      }
+    }
+    std::vector<ExprP> next = carried;
+    for (int uu = 0; uu < U; ++uu)
+      for (size_t j = 0; j < columns_.size(); ++j)
+        next[j] = b_.bind(kir::math(kir::combineOp(kir::combineOf(columns_[j]->op)), accOf(columns_[j]),
+                                    {next[j], loaded[static_cast<size_t>(uu)][j]}, V));
+    return next;
+  });
+  // The BY threads of a chunk: a butterfly within each warp (those BX apart), then one slot of
+  // V lanes per group (a warp, or BX >= 32 threads of one ty) in shared memory, which thread
+  // (0, tx) adds in group order.
+  const int span = std::max(32, BX);
+  const int groups = k_.block / span;
+  DType widest = DType::F32;
+  for (const ENode* r : columns_)
+    if (dtypeBytes(accOf(r)) > dtypeBytes(widest)) widest = accOf(r);
+  const std::string buf = kir::bufferName(out_, "column_partials");
+  out_.buffers.push_back({buf, "column_partials", kir::Place::Smem, widest,
+                          int64_t{groups} * BX * V * static_cast<int64_t>(columns_.size()), 8, true});
+  ExprP group = b_.bind(kir::index(kir::IndexOp::Div, tid_, kir::i32Const(span)));
+  auto slot = [&](size_t j, const ExprP& g, int l) {
+    ExprP at = b_.add(b_.mul(b_.add(b_.mul(kir::i32Const(static_cast<int64_t>(j)), kir::i32Const(groups)), g),
+                             kir::i32Const(BX)), tx);
+    return b_.add(b_.mul(at, kir::i32Const(V)), kir::i32Const(l));
+  };
+  auto lane = [&](const ExprP& v, DType acc, int l) {
+    return V == 1 ? v : b_.bind(kir::intrinsic(kir::Intrinsic::Lane, Type::data(acc, 1), {v, kir::i32Const(l)}));
+  };
+  for (size_t j = 0; j < columns_.size(); ++j) {
+    const ENode* r = columns_[j];
+    for (int off = BX; off < 32; off *= 2) {
+      ExprP other = b_.bind(kir::intrinsic(kir::Intrinsic::ShflXor, sums[j]->type, {sums[j], kir::i32Const(off)}));
+      sums[j] = b_.bind(kir::math(kir::combineOp(kir::combineOf(r->op)), accOf(r), {sums[j], other}, V));
+    }
+  }
+  ExprP lead = b_.op(kir::IndexOp::Ult, b_.bind(kir::index(kir::IndexOp::Rem, tid_, kir::i32Const(span))),
+                     kir::i32Const(BX));
+  b_.ifThen(lead, "cpublish", [&] {
+    for (size_t j = 0; j < columns_.size(); ++j)
+      for (int l = 0; l < V; ++l) b_.emit(kir::bufStore(buf, slot(j, group, l), lane(sums[j], accOf(columns_[j]), l)));
+  });
+  b_.emit(kir::barrier(kir::Barrier::Block));
+  std::vector<ExprP> totals;
+  for (size_t j = 0; j < columns_.size(); ++j) {
+    const ENode* r = columns_[j];
+    const DType acc = accOf(r);
+    std::vector<ExprP> lanes;
+    for (int l = 0; l < V; ++l) {
+      ExprP t = b_.bind(kir::bufLoad(buf, acc, slot(j, kir::i32Const(0), l)));
+      for (int g = 1; g < groups; ++g)
+        t = b_.bind(kir::math(kir::combineOp(kir::combineOf(r->op)), acc, {t, b_.bind(kir::bufLoad(buf, acc, slot(j, kir::i32Const(g), l)))}));
+      lanes.push_back(t);
+    }
+    ExprP t = V == 1 ? lanes[0] : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc, V), lanes));
+    if (r->op == ir::OpKind::Mean)
+      t = b_.bind(kir::math(ir::OpKind::Div, acc, {t, kir::dataConst(acc, static_cast<double>(k_.rows()), V)}, V));
+    if (r->dtype != acc) t = b_.bind(kir::math(ir::OpKind::Cast, r->dtype, {t}, V));
+    totals.push_back(t);
+  }
+  b_.ifThen(b_.op(kir::IndexOp::Eq, ty, kir::i32Const(0)), "columns", [&] {
+    Chunk ch;
+    ch.valid = ok;
+    ch.slot = u;
+    ch.global = true;
+    for (size_t d = 0; d < k_.outer_shape.size(); ++d) ch.idx.push_back(c(0));
+    for (const auto& x : b_.unravel(u, k_.red_shape, V)) ch.idx.push_back(x);
+    for (size_t j = 0; j < columns_.size(); ++j) ch.memo[columns_[j]] = totals[j];
+    for (const auto& s : k_.stores) {
+      if (!s.column) continue;
+      ExprP v = eval(*s.value, ch);
+      if (v->type.lanes != V) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, V), {v}));
+      storeChunk(s, v, ch, ok);
+    }
+  });
+  b_.emit(kir::barrier(kir::Barrier::Block));  // the slots read before the next tile's
+}
+
+}  // namespace loom::schedule::norm_lower_detail

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# On the GPU machine (.device carried): kernels with column reductions (layer norm backward's
+# dx beside dw and db in one kernel). The [gpu] tests, the backward built-ins and ln_colsum
+# against the float64 reference at odd sizes, dw bitwise over repeated runs, then loom's GB/s
+# for the column kernels beside the two-kernel plans (LOOM_NO_COLUMNS=1) and a few knobs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export LD_LIBRARY_PATH=$PWD/.device/lib LOOM_CACHE_DIR=/tmp/loom-cache
+L=.device/bin/loom
+timeout 240 bash scripts/gpu_check.sh 2>&1 | grep -E "passed|failed|FAILED|exit status|with expansion|REQUIRE|CHECK" | head -30
+check() { if r=$($L run "$@" 2>&1); then s=ok; else s=FAIL; fi; echo "$s $* :: $(echo "$r" | grep -E "rel err|error|kernel 1" | tr -s ' ' | cut -c1-90 | paste -sd';' | cut -c1-400)"; }
+for n in layer_norm_backward rms_norm_backward; do
+  for d in f16 bf16 f32; do check $n --dtype $d; done
+  check $n --dim N=1 --dim D=4096; check $n --dim N=3 --dim D=1531; check $n --dtype bf16 --dim N=65544 --dim D=77
+  check $n --dim N=4096 --dim D=16384; check $n --dtype f32 --dim N=1 --dim D=4099; check $n --dim N=7 --dim D=3
+done
+check examples/fusions/ln_colsum.loom --dim N=4096 --dim D=1024; check examples/fusions/ln_colsum.loom --dim N=5 --dim D=70000
+check examples/fusions/ln_colstats.loom --dim N=300 --dim D=1000
+for n in group_norm_backward batch_norm_backward instance_norm_backward layer_norm_2d_backward; do check $n; check $n --layout x=nhwc --layout dy=nhwc; done
+gbps() { $L bench "$@" --json --iters 50 2>/dev/null | python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print("%.0f" % j["gbps"])' 2>/dev/null || echo ERR; }
+printf '%-44s %8s %8s %8s %8s %8s\n' workload cols nocols mb2 tpr256 tpr1024
+for w in "layer_norm_backward f16 4096 1024" "layer_norm_backward f16 4096 4096" "layer_norm_backward f16 4096 8192" \
+         "layer_norm_backward f16 4096 16384" "layer_norm_backward f16 32768 1024" "layer_norm_backward f16 32768 4096" \
+         "rms_norm_backward bf16 8192 4096" "rms_norm_backward bf16 32768 1024" "rms_norm_backward bf16 2048 16384"; do
+  set -- $w; a="$1 --dtype $2 --dim N=$3 --dim D=$4"
+  printf '%-44s %8s %8s %8s %8s %8s\n' "$1 $2 $3x$4" "$(gbps $a)" "$(LOOM_NO_COLUMNS=1 gbps $a)" \
+    "$(LOOM_TUNE_MIN_BLOCKS=2 gbps $a)" "$(LOOM_TUNE_THREADS_PER_ROW=256 gbps $a)" "$(LOOM_TUNE_THREADS_PER_ROW=1024 gbps $a)"
+done

@@ -1,0 +1,137 @@
+// CPU-only: normalization kernels with column reductions (NormKernel::columns): which fusions
+// get them (layer and RMS norm backward, a layer norm beside column sums, maxima and means),
+// which do not and why, and the kernel they compile to: a cooperative grid, the partials in a
+// workspace, one grid barrier, a fixed-order combine; ptxas accepts it.
+#include <catch2/catch.hpp>
+
+#include "tests/compile_test_util.h"
+
+#include "compiler/compile.h"
+#include "compiler/schedule/scheduler.h"
+
+using namespace loom;
+using loom::test::descsFor;
+using loom::test::has;
+
+namespace {
+
+std::optional<schedule::Planned> planOf(const ir::Fusion& f, const Bindings& sizes, std::vector<std::string>* why,
+                                        const CompileOptions& opts = CompileOptions{DeviceInfo{90, 132}}) {
+  return schedule::planSegment(f, sizes, descsFor(f, sizes), opts, "k", why);
+}
+
+std::string whyNot(const std::vector<std::string>& why) {
+  std::string all;
+  for (const auto& w : why) all += w + "\n";
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("layer and RMS norm backward: dx, dw and db in one cooperative kernel", "[schedule][norm][columns]") {
+  for (const char* name : {"layer_norm_backward", "rms_norm_backward"}) {
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      for (auto sizes : {Bindings{{"N", 4096}, {"D", 4096}}, Bindings{{"N", 3}, {"D", 1531}},
+                         Bindings{{"N", 65544}, {"D", 77}}, Bindings{{"N", 1}, {"D", 4099}}}) {
+        auto f = findExample(name)->build(t);
+        INFO(name << " " << dtypeName(t) << " N=" << sizes["N"] << " D=" << sizes["D"]);
+        std::vector<std::string> why;
+        auto p = planOf(*f, sizes, &why);
+        REQUIRE(p.has_value());
+        CHECK(p->scheduler == "normalization");
+        CHECK(p->launch.cooperative);
+        CHECK(has(p->reason, "column reduction"));
+        CHECK(has(p->reason, "combined in a fixed order"));
+        CHECK(p->launch.grid <= 132 * 8);
+        CHECK(p->launch.workspace_bytes > 128);
+      }
+    }
+  }
+}
+
+TEST_CASE("column reductions: the kernel IR and PTX", "[schedule][norm][columns]") {
+  auto f = findExample("layer_norm_backward")->build(DType::BF16);
+  const Bindings sizes{{"N", 8192}, {"D", 4096}};
+  StageText stages;
+  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &stages);
+  const std::string& kir = stages[DumpStage::KIR];
+  CHECK(k.cooperative);
+  // Two column reductions (dw, db): 264 partials of 4096 f32 each, past 128 bytes of counters.
+  CHECK(has(stages[DumpStage::Schedule], "grid of 264 blocks (2 per SM)"));
+  CHECK(k.workspace_bytes == 128 + 2 * 264 * 4096 * 4);
+  CHECK(has(kir, "barrier.grid: counter *workspace reaches 264"));
+  CHECK(has(kir, "ld.relaxed.gpu"));
+  CHECK(has(kir, "shfl.bfly"));
+  CHECK(has(kir, "[tile, uniform]"));  // 256 tiles over 264 blocks: one trip, under a condition
+  CHECK(has(kir, "[gexit]"));
+  CHECK(has(k.ptx, "ld.relaxed.gpu.global.v4.f32"));
+  CHECK(has(k.ptx, "atom.add.release.gpu.global.u32"));
+  // Two blocks an SM hold 128 registers a thread: the row's 2 chunks of x, dy and w, 2 x 16
+  // partials; ptxas spills a few bytes at most.
+  int spills = -1;
+  LOOM_CHECK_PTXAS(k.ptx, 90, &spills);
+  CHECK(spills >= 0);
+  CHECK(spills <= 32);
+}
+
+TEST_CASE("column sums, maxima and means beside a layer norm: one kernel, any of them", "[schedule][norm][columns]") {
+  FusionBuilder fb("ln_cols");
+  auto x = fb.input("x", DType::F16, {"N", "D"});
+  auto y = layer_norm(toCompute(x), {"D"});
+  fb.output("y", cast(y, DType::F16));
+  fb.output("s", sum(y, {0}));
+  fb.output("m", amax(y, {0}));
+  fb.output("lo", amin(y, {0}));
+  fb.output("avg", mean(y * y, {0}));
+  auto f = fb.finish();
+  for (auto sizes : {Bindings{{"N", 1000}, {"D", 1024}}, Bindings{{"N", 7}, {"D", 3}}}) {
+    std::vector<std::string> why;
+    auto p = planOf(*f, sizes, &why);
+    INFO(whyNot(why));
+    REQUIRE(p.has_value());
+    CHECK(has(p->reason, "4 column reductions over {N}"));
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});
+    LOOM_CHECK_PTXAS(k.ptx, 90);
+    LOOM_CHECK_PTXAS(compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{80, 108}}).ptx, 80);
+  }
+}
+
+TEST_CASE("column reductions refused: statistics, strided rows, outputs along the rows, the knob",
+          "[schedule][norm][columns]") {
+  const Bindings sizes{{"N", 256}, {"D", 512}};
+  auto refuse = [&](const ir::Fusion& f, const std::string& reason, const CompileOptions& opts) {
+    std::vector<std::string> why;
+    CHECK_FALSE(planOf(f, sizes, &why, opts).has_value());
+    INFO(whyNot(why));
+    CHECK(has(whyNot(why), reason));
+  };
+  const CompileOptions opts{DeviceInfo{90, 132}};
+  {
+    FusionBuilder fb("colstats");
+    auto x = fb.input("x", DType::F32, {"N", "D"});
+    auto y = layer_norm(x, {"D"});
+    fb.output("y", y);
+    fb.output("v", var_mean(y, {0}).var);
+    refuse(*fb.finish(), "neither can be the other's column reductions", opts);
+  }
+  {
+    FusionBuilder fb("strided");
+    auto x = fb.input("x", DType::F32, {"D", "N"});
+    auto xt = permute(x, {1, 0});  // [N, D] with D outermost in memory: rows strided along D
+    fb.output("rows", sum(xt, {1}));
+    fb.output("cols", sum(xt, {0}));
+    refuse(*fb.finish(), "beside rows strided along their reduction", opts);
+  }
+  {
+    FusionBuilder fb("along");
+    auto x = fb.input("x", DType::F32, {"N", "D"});
+    fb.output("y", sum(x, {1}, true) + sum(x, {0}, true));
+    refuse(*fb.finish(), "reads a column reduction but varies along the rows", opts);
+  }
+  {
+    auto f = findExample("layer_norm_backward")->build(DType::F16);
+    CompileOptions off = opts;
+    off.tuning.no_columns = true;
+    refuse(*f, "(LOOM_NO_COLUMNS)", off);
+  }
+}
