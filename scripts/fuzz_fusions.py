@@ -195,6 +195,12 @@ def reduce_fusion(rng, idx):
     if len(ins) == 2 or rng.random() < 0.5:
         v = g.emit("f32", full, f"{rng.choice(BINARY)}({g.f32(g.values[0])[0]}, {v[0]})")
     outs = []
+    if rng.random() < 0.4:
+        # A value of the rows' reduction over the whole matrix, as a backward pass's dx, beside
+        # reductions of it down the columns (its dw and db): one kernel with column reductions.
+        m = g.emit("f32", ["A", "1b"], f"{rng.choice(REDUCE)}({v[0]}, dims=[1], keepdim=true)")
+        v = g.emit("f32", full, f"{rng.choice(BINARY)}({v[0]}, {m[0]})")
+        outs.append(v)
     for pattern in rng.sample(["all", "rows", "cols"], rng.randint(1, 3)):
         op = rng.choice(REDUCE)
         if pattern == "all":
@@ -290,7 +296,7 @@ def main():
     rng = random.Random(args.seed)
     work = args.keep or tempfile.mkdtemp(prefix="loom-fuzz-fusions-")
     os.makedirs(work, exist_ok=True)
-    failures, refused, ok, skipped = [], {}, 0, 0
+    failures, refused, ok, skipped, columns = [], {}, 0, 0, 0
     t0 = time.time()
     for i in range(args.cases):
         if time.time() - t0 > args.budget_s:
@@ -303,7 +309,7 @@ def main():
         common = [a for s, v in sorted(sizes.items()) for a in ("--dim", f"{s}={v}")]
         if layout:
             common += ["--layout", f"x0={layout}"]
-        status, why = "ok", ""
+        status, why, seg_out = "ok", "", ""
         last = ["run", path, "--iters", "0", "--seed", str(i)] if args.run else ["eval", path]
         for cmd in (["segment", path], ["dump", path, "--stage", "ptx"], last):
             line = " ".join(["loom", *cmd, *common])
@@ -318,6 +324,7 @@ def main():
                 status, why = "FAIL", f"{line}\n  exit {p.returncode}: {(p.stdout + err)[-500:]}"
                 break
             if cmd[0] == "segment":
+                seg_out = p.stdout
                 # No kernel iterates more than the largest value holds (4x the sizes' product
                 # covers the gate matrices): more means rows repeated for nothing.
                 most = 4
@@ -340,13 +347,14 @@ def main():
                     break
         if status == "ok":
             ok += 1
+            columns += "column reduction" in seg_out
         elif status == "refused":
             key = re.sub(r"[0-9]+", "#", why)[:120]
             refused[key] = refused.get(key, 0) + 1
         else:
             failures.append((path, why))
         print(f"{i:4d} {status:8s} {path} {why.splitlines()[0] if why else ''}"[:220], flush=True)
-    print(f"\n{ok} ok, {sum(refused.values())} refused, {len(failures)} failed, {skipped} not run (budget) of "
+    print(f"\n{ok} ok ({columns} with column reductions), {sum(refused.values())} refused, {len(failures)} failed, {skipped} not run (budget) of "
           f"{args.cases} cases in {time.time() - t0:.0f} s (seed {args.seed}"
           + (f"; files in {work})" if failures or args.keep else ")"))
     for key, n in sorted(refused.items(), key=lambda kv: -kv[1]):

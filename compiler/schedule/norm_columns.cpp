@@ -78,7 +78,7 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   const int64_t sets = (k.rows() + k.rows_per_block - 1) / k.rows_per_block;
   k.grid = std::min<int64_t>(sets, int64_t{per_sm} * opts.device.sm_count);
   k.min_blocks_per_sm = per_sm;
-  k.col_partials = k.grid * k.rows_per_block;
+  k.col_partials = k.grid;  // several rows a block: added in the block first
   // The combine: each block a tile of `bx` chunks of columns, `by` threads down the partials
   // (about 4 partials a thread), a power of two each.
   k.col_by = std::min(block, nextPow2((k.col_partials + 3) / 4));
@@ -94,10 +94,11 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   if (bytes >= (int64_t{1} << 31)) k.index64 = true;
   return {fit, fmt::format("{} column reduction{} over {} beside the rows': a cooperative grid of {} blocks ({} per SM) "
                            "walks the {} sets of {} row{}, each thread adding its chunks' values in registers; the {} "
-                           "partials meet in a global workspace ({} KiB) and, after a grid-wide barrier, are combined "
-                           "in a fixed order ({} tiles of {} chunks of columns, {} threads down the partials)",
+                           "blocks' partials{} meet in a global workspace ({} KiB) and, after a grid-wide barrier, are "
+                           "combined in a fixed order ({} tiles of {} chunks of columns, {} threads down the partials)",
                            cols.size(), cols.size() == 1 ? "" : "s", k.outer_atoms, k.grid, per_sm, sets,
-                           k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.col_partials, kib(bytes),
+                           k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.col_partials,
+                           k.rows_per_block == 1 ? "" : " (its rows' added in shared memory first)", kib(bytes),
                            k.col_tiles, k.col_bx, k.col_by)};
 }
 

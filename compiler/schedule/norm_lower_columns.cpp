@@ -61,18 +61,7 @@ void NormLowering::columnRows(const ExprP& blk) {
     }
     return next;
   });
-  // The thread's partials: partial (block, row of the block), chunk t + q * T.
-  ExprP partial = b_.bindAs("partial", b_.add(b_.mul(blk, c(L)), b_.convert(row_in_block_, Type::idx())));
-  for (int64_t q = 0; q < Q; ++q) {
-    ExprP ci = b_.add(t_in_row_, c(q * k_.threads_per_row));
-    b_.ifThen(b_.op(kir::IndexOp::Ult, ci, c(row_chunks_)), "publish", [&] {
-      for (size_t j = 0; j < columns_.size(); ++j) {
-        const int align = std::min(16, k_.vec * dtypeBytes(accOf(columns_[j])));
-        b_.emit(kir::globalStore(columnSlot(j, partial, ci), parts[j * static_cast<size_t>(Q) + static_cast<size_t>(q)],
-                                 align));
-      }
-    });
-  }
+  publishColumns(blk, parts);
   b_.emit(kir::barrier(kir::Barrier::Block));
   b_.emit(kir::gridSync("tid", ws_, kir::i32Const(G)));
   b_.emit(kir::barrier(kir::Barrier::Block));
@@ -95,6 +84,69 @@ void NormLowering::columnRows(const ExprP& blk) {
       b_.emit(kir::relaxedZero(exits));
     });
   });
+}
+
+// The block's partials: with one row a block, each thread's chunks t + q * T as they are;
+// with several, the rows' partials meet in shared memory first, added in row order, so that the
+// block publishes one partial (the workspace holds a partial per block, not per row).
+void NormLowering::publishColumns(const ExprP& blk, const std::vector<ExprP>& parts) {
+  const int64_t Q = k_.chunks, L = k_.rows_per_block, T = k_.threads_per_row;
+  const int V = k_.vec;
+  auto part = [&](size_t j, int64_t q) { return parts[j * static_cast<size_t>(Q) + static_cast<size_t>(q)]; };
+  auto align = [&](size_t j) { return std::min(16, V * dtypeBytes(accOf(columns_[j]))); };
+  if (L == 1) {
+    for (int64_t q = 0; q < Q; ++q) {
+      ExprP ci = b_.add(t_in_row_, c(q * T));
+      b_.ifThen(b_.op(kir::IndexOp::Ult, ci, c(row_chunks_)), "publish", [&] {
+        for (size_t j = 0; j < columns_.size(); ++j) b_.emit(kir::globalStore(columnSlot(j, blk, ci), part(j, q), align(j)));
+      });
+    }
+    return;
+  }
+  DType widest = DType::F32;
+  for (const ENode* r : columns_)
+    if (dtypeBytes(accOf(r)) > dtypeBytes(widest)) widest = accOf(r);
+  const std::string buf = kir::bufferName(out_, "column_rows");
+  out_.buffers.push_back({buf, "column_rows", kir::Place::Smem, widest, L * row_chunks_ * V, 8, true});
+  auto slot = [&](const ExprP& r, const ExprP& ci, int l) {
+    return b_.add(b_.mul(b_.add(b_.mul(b_.convert(r, Type::idx()), c(row_chunks_)), ci), c(V)), c(l));
+  };
+  const int64_t trips = (row_chunks_ + k_.block - 1) / k_.block;
+  for (size_t j = 0; j < columns_.size(); ++j) {
+    const ENode* r = columns_[j];
+    const DType acc = accOf(r);
+    for (int64_t q = 0; q < Q; ++q) {
+      ExprP ci0 = b_.add(t_in_row_, c(q * T));
+      ExprP ok = b_.bind(kir::index(kir::IndexOp::Ult, ci0, c(row_chunks_)));
+      ExprP ci = b_.select(ok, ci0, c(row_chunks_ - 1));
+      b_.ifThen(ok, "rstage", [&] {
+        for (int l = 0; l < V; ++l) {
+          ExprP v = V == 1 ? part(j, q) : b_.bind(kir::intrinsic(kir::Intrinsic::Lane, Type::data(acc, 1), {part(j, q), kir::i32Const(l)}));
+          b_.emit(kir::bufStore(buf, slot(row_in_block_, ci, l), v));
+        }
+      });
+    }
+    b_.emit(kir::barrier(kir::Barrier::Block));
+    b_.repeat("u", trips, {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+      ExprP u0 = b_.add(b_.convert(tid_, Type::idx()), b_.mul(m, c(k_.block)));
+      ExprP ok = b_.bind(kir::index(kir::IndexOp::Ult, u0, c(row_chunks_)));
+      ExprP u = b_.select(ok, u0, c(row_chunks_ - 1));
+      b_.ifThen(ok, "publish", [&] {
+        std::vector<ExprP> lanes;
+        for (int l = 0; l < V; ++l) {
+          ExprP t = b_.bind(kir::bufLoad(buf, acc, slot(kir::i32Const(0), u, l)));
+          for (int64_t row = 1; row < L; ++row)
+            t = b_.bind(kir::math(kir::combineOp(kir::combineOf(r->op)), acc,
+                                  {t, b_.bind(kir::bufLoad(buf, acc, slot(kir::i32Const(row), u, l)))}));
+          lanes.push_back(t);
+        }
+        ExprP v = V == 1 ? lanes[0] : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc, V), lanes));
+        b_.emit(kir::globalStore(columnSlot(j, blk, u), v, align(j)));
+      });
+      return carried;
+    });
+    b_.emit(kir::barrier(kir::Barrier::Block));  // read before the next reduction's partials
+  }
 }
 
 // Tile `tile`: thread (ty, tx) folds partials ty, ty + BY, ... of chunk tile * BX + tx of the

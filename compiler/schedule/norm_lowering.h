@@ -61,6 +61,7 @@ class NormLowering {
   // barrier; the combine of a tile of columns and its stores.
   void columnRows(const ExprP& blk);
   ExprP columnSlot(size_t col, const ExprP& partial, const ExprP& chunk);
+  void publishColumns(const ExprP& blk, const std::vector<ExprP>& parts);
   void columnCombine(const ExprP& blk, const ExprP& tile);
   DType accOf(const ENode* r) const { return computeDType(r->dtype); }
   ExprP identityOf(const ENode* r, int lanes) const;

@@ -89,8 +89,8 @@ struct NormKernel {
   // Column reductions beside the rows' own (nvFuser's inner-outer persistent kernels: layer
   // norm backward's dw and db beside dx): a cooperative grid of `grid` blocks walks the row
   // sets, each thread adding its chunks' values of every column reduction over the rows it
-  // takes, in registers. Each of the `col_partials` (block, row of the block) partials goes to
-  // the workspace; after a grid-wide barrier the blocks combine `col_tiles` tiles of `col_bx`
+  // takes, in registers. Each block's partials (its rows' added first) go to the workspace,
+  // `col_partials` of them; after a grid-wide barrier the blocks combine `col_tiles` tiles of `col_bx`
   // chunks of columns, `col_by` threads down the partials of each, in a fixed order.
   bool columns = false;
   int64_t col_partials = 0, col_tiles = 0;
