@@ -6,6 +6,8 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "compiler/segment/segmenter.h"
 #include "include/loom/loom.h"
 
@@ -42,7 +44,7 @@ TEST_CASE("layer norm followed by a sum over the other dim is one kernel; withou
   auto one = plan(*f, sizes);
   REQUIRE(one.segments.size() == 1);
   CHECK(one.segments[0].scheduler == "normalization");
-  CHECK(one.str(*f).find("column reductions over {N} beside the rows'") != std::string::npos);
+  CHECK(one.str(*f).find("1 column reduction over {N} beside the rows'") != std::string::npos);
   CompileOptions split{{90, 132}};
   split.tuning.no_columns = true;
   auto p = segment::segmentFusion(*f, sizes, test::descsFor(*f, sizes), split);
@@ -52,12 +54,24 @@ TEST_CASE("layer norm followed by a sum over the other dim is one kernel; withou
   std::string all = p.str(*f);
   INFO(all);
   CHECK(all.find("column reductions share no kernel with the rows' (LOOM_NO_COLUMNS)") != std::string::npos);
+  // Bytes: x (64 x 256 f32) read by both kernels, y written once, the column sums once; one
+  // kernel would move x, y and the sums once.
+  const uint64_t xb = 64 * 256 * 4, sums = 256 * 4;
+  CHECK(p.one_kernel_bytes == 2 * xb + sums);
+  CHECK(p.bytes() > p.one_kernel_bytes);
+  CHECK(all.find(fmt::format("2 kernels, moving {:.2f} MB", static_cast<double>(p.bytes()) / 1e6)) != std::string::npos);
+  CHECK(all.find(fmt::format("one kernel would move {:.2f} MB", static_cast<double>(2 * xb + sums) / 1e6)) !=
+        std::string::npos);
+  CHECK(all.find("  bytes:   reads ") != std::string::npos);
+  CHECK(one.one_kernel_bytes == one.bytes());
   CHECK_FALSE(p.segments[0].rejections.empty());
   // JSON for programs.
   std::string j = p.json(*f);
   CHECK(j.find("\"segments\": [") != std::string::npos);
   CHECK(j.find("\"scheduler\": \"normalization\"") != std::string::npos);
   CHECK(j.find("\"rejections\": [") != std::string::npos);
+  CHECK(j.find(fmt::format("\"one_kernel_bytes\": {}", 2 * xb + sums)) != std::string::npos);
+  CHECK(j.find("\"bytes_read\": ") != std::string::npos);
   // Graphviz, one color per segment.
   std::string d = p.dot(*f);
   CHECK(d.find("digraph") != std::string::npos);

@@ -55,6 +55,15 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
   SegmentPlan plan;
   std::map<const ir::Value*, TensorDesc> known;
   for (size_t i = 0; i < inputs.size(); ++i) known[f.inputs()[i]] = inputs[i];
+  // What one kernel would move: the fusion's inputs and outputs (their descriptions once the
+  // segments have placed them).
+  auto withBytes = [&]() -> SegmentPlan {
+    std::vector<TensorDesc> ends = inputs;
+    for (const auto& o : f.outputs()) ends.push_back(known.at(o.value));
+    for (const auto& d : ends)
+      plan.one_kernel_bytes += static_cast<uint64_t>(d.numel()) * static_cast<uint64_t>(dtypeBytes(d.dtype));
+    return std::move(plan);
+  };
   auto descsOf = [&](const SubFusion& s) {
     std::vector<TensorDesc> d;
     for (const ir::Value* v : s.inputs) d.push_back(known.at(v));
@@ -137,7 +146,7 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
   Candidate whole = tryOps(all, {}, &why, &acc);
   if (acc) {
     close(std::move(whole), *acc, {});
-    return plan;
+    return withBytes();
   }
   plan.whole_rejections = why;
   for (const ir::Op* op : f.ops()) {
@@ -194,12 +203,36 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
            opLabel(all[i]), f.name(), fmt::join(w, "; "));
     }
   }
-  return plan;
+  return withBytes();
+}
+
+namespace {
+
+uint64_t descBytes(const std::vector<TensorDesc>& ds) {
+  uint64_t b = 0;
+  for (const auto& d : ds) b += static_cast<uint64_t>(d.numel()) * static_cast<uint64_t>(dtypeBytes(d.dtype));
+  return b;
+}
+
+std::string megabytes(uint64_t b) { return fmt::format("{:.2f} MB", static_cast<double>(b) / 1e6); }
+
+}  // namespace
+
+uint64_t Segment::bytesRead() const { return descBytes(input_descs); }
+uint64_t Segment::bytesWritten() const { return descBytes(output_descs); }
+
+uint64_t SegmentPlan::bytes() const {
+  uint64_t b = 0;
+  for (const auto& g : segments) b += g.bytesRead() + g.bytesWritten();
+  return b;
 }
 
 std::string SegmentPlan::str(const ir::Fusion& f) const {
-  std::string s = fmt::format("fusion {}: {} kernel{}\n", f.name(), segments.size(),
-                              segments.size() == 1 ? "" : "s");
+  std::string s = fmt::format("fusion {}: {} kernel{}, moving {}", f.name(), segments.size(),
+                              segments.size() == 1 ? "" : "s", megabytes(bytes()));
+  s += segments.size() == 1 ? " (inputs read once, outputs written once)\n"
+                            : fmt::format(" (each kernel's inputs and outputs, intermediates where written and where "
+                                          "read); one kernel would move {}\n", megabytes(one_kernel_bytes));
   if (!whole_rejections.empty()) {
     s += "not one kernel, because:\n";
     for (const auto& r : whole_rejections) s += "  - " + r + "\n";
@@ -224,6 +257,7 @@ std::string SegmentPlan::str(const ir::Fusion& f) const {
     s += fmt::format("  inputs:  {}\n", valueList(g.sub.inputs));
     s += fmt::format("  outputs: {}\n", valueList(g.sub.outputs));
     s += fmt::format("  params:  {}\n", g.params);
+    s += fmt::format("  bytes:   reads {}, writes {}\n", megabytes(g.bytesRead()), megabytes(g.bytesWritten()));
     for (const auto& r : g.rejections) s += "  ends because " + r + "\n";
   }
   return s;
@@ -246,14 +280,16 @@ std::string SegmentPlan::json(const ir::Fusion& f) const {
     for (const ir::Op* op : g.ops) ops.push_back(jsonStr(opLabel(op)));
     segs.push_back(fmt::format(
         "{{\"scheduler\": {}, \"ops\": [{}], \"inputs\": {}, \"outputs\": {}, \"params\": {}, "
-        "\"rejections\": {}}}", jsonStr(g.scheduler), fmt::join(ops, ", "), names(g.sub.inputs),
-        names(g.sub.outputs), jsonStr(g.params), strs(g.rejections)));
+        "\"bytes_read\": {}, \"bytes_written\": {}, \"rejections\": {}}}", jsonStr(g.scheduler),
+        fmt::join(ops, ", "), names(g.sub.inputs), names(g.sub.outputs), jsonStr(g.params), g.bytesRead(),
+        g.bytesWritten(), strs(g.rejections)));
   }
   std::vector<std::string> unused_ops;
   for (const ir::Op* op : unused) unused_ops.push_back(jsonStr(opLabel(op)));
-  return fmt::format("{{\"fusion\": {}, \"kernels\": {}, \"rejections\": {}, \"unused\": [{}], \"segments\": [{}]}}\n",
-                     jsonStr(f.name()), segments.size(), strs(whole_rejections), fmt::join(unused_ops, ", "),
-                     fmt::join(segs, ", "));
+  return fmt::format("{{\"fusion\": {}, \"kernels\": {}, \"bytes\": {}, \"one_kernel_bytes\": {}, "
+                     "\"rejections\": {}, \"unused\": [{}], \"segments\": [{}]}}\n",
+                     jsonStr(f.name()), segments.size(), bytes(), one_kernel_bytes, strs(whole_rejections),
+                     fmt::join(unused_ops, ", "), fmt::join(segs, ", "));
 }
 
 std::string SegmentPlan::dot(const ir::Fusion& f) const {

@@ -23,12 +23,19 @@ struct Segment {
   // Ops of `ops` this segment computes again from the fusion's inputs (casts, views, pointwise
   // chains of inputs) rather than read from another kernel.
   std::vector<const ir::Op*> recomputed;
+  uint64_t bytesRead() const;
+  uint64_t bytesWritten() const;
 };
 
 struct SegmentPlan {
   std::vector<Segment> segments;
   std::vector<std::string> whole_rejections;  // why the whole fusion is not one kernel
   std::vector<const ir::Op*> unused;          // ops no output needs: in no segment, never run
+  // Bytes the fusion's inputs and outputs take: what one kernel would move (each input read
+  // once, each output written once). Each segment moves its own inputs and outputs
+  // (Segment::bytes), intermediates where written and where read.
+  uint64_t one_kernel_bytes = 0;
+  uint64_t bytes() const;
   std::string str(const ir::Fusion& f) const;
   std::string json(const ir::Fusion& f) const;
   std::string dot(const ir::Fusion& f) const;
