@@ -208,6 +208,12 @@ Tensor slice(Tensor x, int dim, Dim start, Dim stop) {
   return make(x, OpKind::Slice, {x}, std::move(a));
 }
 
+Tensor concat(std::vector<Tensor> pieces, int dim) {
+  LOOM_USER_CHECK(!pieces.empty(), "concat of no pieces: give one tensor or more");
+  Tensor first = pieces[0];
+  return make(first, OpKind::Concat, std::move(pieces), ir::DimsAttrs{{normalizeDim(dim, first.rank())}});
+}
+
 std::vector<Tensor> chunk(Tensor x, int n, int dim) {
   LOOM_USER_CHECK(n > 0, "chunk of `{}`: the number of chunks must be positive, not {}", x.name(), n);
   const Extent& e = x.size(dim);

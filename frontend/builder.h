@@ -124,6 +124,9 @@ Tensor permute(Tensor x, std::vector<int> order);
 Tensor squeeze(Tensor x, std::vector<int> dims);
 Tensor unsqueeze(Tensor x, int dim);
 Tensor slice(Tensor x, int dim, Dim start, Dim stop);
+// The pieces joined along dim (equal in every other dim; their extents along it multiples of
+// one size, as H and 2*H).
+Tensor concat(std::vector<Tensor> pieces, int dim);
 // n equal slices along dim (the extent must divide by n).
 std::vector<Tensor> chunk(Tensor x, int n, int dim);
 

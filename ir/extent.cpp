@@ -100,6 +100,18 @@ std::optional<Extent> Extent::minus(const Extent& o) const {
   return r;
 }
 
+std::optional<Extent> Extent::plus(const Extent& o) const {
+  if (num_ == 0) return o;
+  if (o.num_ == 0) return *this;
+  if (syms_ != o.syms_) return std::nullopt;
+  Extent r;
+  r.num_ = checkedMul(num_, o.den_) + checkedMul(o.num_, den_);
+  r.den_ = checkedMul(den_, o.den_);
+  r.syms_ = syms_;
+  r.normalize();
+  return r;
+}
+
 std::optional<bool> Extent::lessEqual(const Extent& o) const {
   if (num_ == 0) return true;
   if (o.num_ == 0) return false;

@@ -31,6 +31,8 @@ class Extent {
   bool divisibleBy(const Extent& o) const;
   // For slices: a - b where both are multiples of one monomial, else nullopt.
   std::optional<Extent> minus(const Extent& o) const;
+  // For concats: a + b where both are multiples of one monomial, else nullopt.
+  std::optional<Extent> plus(const Extent& o) const;
   // Compares `a <= b` where decidable (same monomial, or both constants).
   std::optional<bool> lessEqual(const Extent& o) const;
 

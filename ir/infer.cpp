@@ -162,6 +162,41 @@ std::vector<TypedOutput> inferSqueeze(OpKind k, const std::vector<const Value*>&
   return {{in[0]->dtype(), axes}};
 }
 
+// Pieces of one dtype and rank, equal but along `dim`, whose extents there sum to one size.
+std::vector<TypedOutput> inferConcat(OpKind k, const std::vector<const Value*>& in, const Attrs& attrs) {
+  LOOM_USER_CHECK(!in.empty(), "{} takes one operand or more", where(k));
+  const auto& dims = expectAttrs<DimsAttrs>(k, attrs).dims;
+  LOOM_USER_CHECK(dims.size() == 1, "{} takes one dim", where(k));
+  const Value* x = in[0];
+  const int dim = dims[0];
+  LOOM_USER_CHECK(dim >= 0 && dim < x->rank(), "{}: dim {} is not a dim of `{}` {} (0 to {})", where(k), dim,
+                  x->name(), x->typeString(), x->rank() - 1);
+  std::vector<Axis> axes = x->axes();
+  LOOM_USER_CHECK(!axes[static_cast<size_t>(dim)].broadcast, "{}: dim {} of `{}` {} is a broadcast dim; "
+                  "concatenate along a dim of extent", where(k), dim, x->name(), x->typeString());
+  for (size_t i = 1; i < in.size(); ++i) {
+    const Value* v = in[i];
+    LOOM_USER_CHECK(v->dtype() == x->dtype() && v->rank() == x->rank(),
+                    "{}: `{}` {} and `{}` {} differ in dtype or rank; cast or reshape one of them", where(k),
+                    x->name(), x->typeString(), v->name(), v->typeString());
+    for (int d = 0; d < x->rank(); ++d) {
+      if (d == dim) continue;
+      LOOM_USER_CHECK(v->axis(static_cast<size_t>(d)) == x->axis(static_cast<size_t>(d)),
+                      "{}: `{}` {} and `{}` {} differ in dim {}; only dim {} may differ", where(k), x->name(),
+                      x->typeString(), v->name(), v->typeString(), d, dim);
+    }
+    const Axis& a = v->axis(static_cast<size_t>(dim));
+    LOOM_USER_CHECK(!a.broadcast, "{}: dim {} of `{}` {} is a broadcast dim; concatenate along a dim of extent",
+                    where(k), dim, v->name(), v->typeString());
+    auto sum = axes[static_cast<size_t>(dim)].extent.plus(a.extent);
+    LOOM_USER_CHECK(sum.has_value(), "{}: extents {} and {} along dim {} do not add up to one size (extents are "
+                    "multiples of one size: concatenate pieces like H and 2*H)", where(k),
+                    axes[static_cast<size_t>(dim)].extent.str(), a.extent.str(), dim);
+    axes[static_cast<size_t>(dim)].extent = *sum;
+  }
+  return {{x->dtype(), axes}};
+}
+
 std::vector<TypedOutput> inferSlice(OpKind k, const std::vector<const Value*>& in, const Attrs& attrs) {
   expectArity(k, in, 1);
   const auto& a = expectAttrs<SliceAttrs>(k, attrs);
@@ -268,6 +303,8 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
     }
     case OpFamily::Slice:
       return inferSlice(k, in, attrs);
+    case OpFamily::Concat:
+      return inferConcat(k, in, attrs);
     case OpFamily::Constant: {
       expectArity(k, in, 0);
       const auto& a = expectAttrs<ScalarAttrs>(k, attrs);

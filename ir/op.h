@@ -21,7 +21,7 @@ enum class OpKind : uint8_t {
 
 enum class OpFamily : uint8_t {
   Unary, UnaryAny, Predicate, LogicalNot, Binary, BinaryFloat, Compare, Logical, Where, Cast,
-  Reduce, VarMean, Broadcast, Reshape, Permute, Squeeze, Unsqueeze, Slice, Constant, Full
+  Reduce, VarMean, Broadcast, Reshape, Permute, Squeeze, Unsqueeze, Slice, Concat, Constant, Full
 };
 
 std::string_view opName(OpKind k);
@@ -54,7 +54,7 @@ struct ShapeAttrs {  // Reshape target; Full shape
   std::vector<Extent> shape;
   bool operator==(const ShapeAttrs&) const = default;
 };
-struct DimsAttrs {  // Permute order; Squeeze dims; Unsqueeze {dim}
+struct DimsAttrs {  // Permute order; Squeeze dims; Unsqueeze {dim}; Concat {dim}
   std::vector<int> dims;
   bool operator==(const DimsAttrs&) const = default;
 };

@@ -187,6 +187,9 @@ std::vector<HostTensor> evaluate(const ir::Fusion& f, const std::vector<HostTens
     } else if (ir::isView(op.kind())) {
       if (bounds) result_bounds.push_back(view(benv));
       results.push_back(view(env));
+    } else if (op.family() == ir::OpFamily::Concat) {
+      results.push_back(reference::evalConcat(op, in, shape));
+      if (bounds) result_bounds.push_back(reference::evalConcat(op, in_bound, shape));
     } else {
       LOOM_ASSERT(op.family() == ir::OpFamily::Constant || op.family() == ir::OpFamily::Full,
                   "the reference has no rule for `{}`", op.name());

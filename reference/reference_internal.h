@@ -107,6 +107,8 @@ Dense evalPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
 // Reduce and VarMean families: one Dense per op output.
 std::vector<Dense> evalReduction(const ir::Op& op, const Dense& in,
                                  const std::vector<int64_t>& out_shape);
+// Concat: the pieces joined along the op's dim (also their error bounds).
+Dense evalConcat(const ir::Op& op, const std::vector<const Dense*>& in, const std::vector<int64_t>& out_shape);
 // Broadcast, reshape, permute, squeeze, unsqueeze, slice.
 Dense evalView(const ir::Op& op, const Dense& in, const std::vector<int64_t>& out_shape,
                const Bindings& b);

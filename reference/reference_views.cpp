@@ -1,11 +1,32 @@
 // The CPU reference's views. On a dense row-major array, broadcast, reshape, squeeze and
 // unsqueeze only insert, remove, split or merge dims: the data is unchanged. Permute and slice
 // copy.
+#include <algorithm>
+
 #include "ir/error.h"
 #include "reference/reference_internal.h"
 #include "runtime/bind_sizes.h"
 
 namespace loom::reference {
+
+Dense evalConcat(const ir::Op& op, const std::vector<const Dense*>& in, const std::vector<int64_t>& out_shape) {
+  const auto dim = static_cast<size_t>(op.attr<ir::DimsAttrs>().dims.at(0));
+  Dense out{out_shape, Values(static_cast<size_t>(numelOf(out_shape)))};
+  // Row-major: `outer` runs of each piece's `dim` x inner elements, one after another.
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < dim; ++d) outer *= out_shape[d];
+  for (size_t d = dim + 1; d < out_shape.size(); ++d) inner *= out_shape[d];
+  int64_t at = 0;  // the piece's first element along `dim`
+  for (const Dense* p : in) {
+    const int64_t run = p->shape[dim] * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy_n(p->data.begin() + o * run, run, out.data.begin() + (o * out_shape[dim] + at) * inner);
+    at += p->shape[dim];
+  }
+  LOOM_ASSERT(at == out_shape[dim], "concat `{}`: pieces of {} along dim {}, the output {}", op.output()->name(), at,
+              dim, out_shape[dim]);
+  return out;
+}
 
 Dense evalView(const ir::Op& op, const Dense& in, const std::vector<int64_t>& out_shape,
                const Bindings& b) {

@@ -142,3 +142,20 @@ TEST_CASE("more than 2^31 elements index with 64 bits", "[gpu][pointwise][huge]"
     if (halfToFloat(py[i]) != halfToFloat(px[i]) * 2.0f + 1.0f) ++bad;
   CHECK(bad == 0);
 }
+
+TEST_CASE("concat outputs: gate matrices, unequal pieces, either dim", "[gpu][concat]") {
+  if (!test::haveGpu()) return;
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    FusionBuilder fb("concat_gpu");
+    auto a = fb.input("a", t, {"B", "H"});
+    auto b = fb.input("b", t, {"B", Extent(2) * Extent::symbol("H")});
+    auto ac = toCompute(a);
+    fb.output("g", concat({cast(ac * 2.0, t), b, a}, 1));
+    fb.output("rows", concat({a, cast(-ac, t)}, 0));
+    fb.output("s", cast(ac + 1.0, t));
+    auto f = fb.finish();
+    for (auto s : {Bindings{{"B", 256}, {"H", 1024}}, Bindings{{"B", 7}, {"H", 3}}, Bindings{{"B", 1}, {"H", 1}},
+                   Bindings{{"B", 33}, {"H", 1531}}})
+      test::checkOnGpu(*f, s);
+  }
+}

@@ -545,6 +545,39 @@ void checkView(OpKind k) {
   }
 }
 
+// Concat along the last dim and along the first, of pieces of unequal extents, against the
+// pieces' own values; and the shapes it refuses.
+void checkConcat() {
+  auto a = HostTensor::random(DType::F32, {3, 5}, 1), b = HostTensor::random(DType::F32, {3, 10}, 2);
+  FusionBuilder fb("concat");
+  auto at = fb.input("a", DType::F32, {"N", "H"});
+  auto bt = fb.input("b", DType::F32, {"N", Extent(2) * Extent::symbol("H")});
+  fb.output("last", concat({at, bt, at}, -1));                    // [N, 4*H]
+  fb.output("first", concat({permute(at, {1, 0}), permute(at, {1, 0})}, 0));  // [2*H, N]
+  auto out = run(*fb.finish(), {a, b});
+  REQUIRE(out[0].shape() == std::vector<int64_t>{3, 20});
+  REQUIRE(out[1].shape() == std::vector<int64_t>{10, 3});
+  std::vector<double> last, first;
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t c = 0; c < 5; ++c) last.push_back(a.get({r, c}));
+    for (int64_t c = 0; c < 10; ++c) last.push_back(b.get({r, c}));
+    for (int64_t c = 0; c < 5; ++c) last.push_back(a.get({r, c}));
+  }
+  for (int k = 0; k < 2; ++k)
+    for (int64_t c = 0; c < 5; ++c)
+      for (int64_t r = 0; r < 3; ++r) first.push_back(a.get({r, c}));
+  checkValues(out[0], last, DType::F32, "concat along the last dim");
+  checkValues(out[1], first, DType::F32, "concat along the first dim");
+  FusionBuilder bad("bad");
+  auto x = bad.input("x", DType::F32, {"N", "H"});
+  auto y = bad.input("y", DType::F32, {"M", "H"});
+  auto z = bad.input("z", DType::F16, {"N", "H"});
+  CHECK_THROWS_WITH(concat({x, y}, 1), Catch::Contains("differ in dim 0; only dim 1 may differ"));
+  CHECK_THROWS_WITH(concat({x, y}, 0), Catch::Contains("do not add up to one size"));
+  CHECK_THROWS_WITH(concat({x, z}, 1), Catch::Contains("differ in dtype or rank"));
+  CHECK_THROWS_WITH(concat({}, 0), Catch::Contains("concat of no pieces"));
+}
+
 void checkCreation(OpKind k) {
   FusionBuilder fb("create");
   auto x = fb.input("x", DType::F32, {"N", 3});
@@ -588,6 +621,7 @@ void checkOp(OpKind k) {
     case ir::OpFamily::Squeeze:
     case ir::OpFamily::Unsqueeze:
     case ir::OpFamily::Slice: return checkView(k);
+    case ir::OpFamily::Concat: return checkConcat();
     case ir::OpFamily::Constant:
     case ir::OpFamily::Full: return checkCreation(k);
   }

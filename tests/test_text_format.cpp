@@ -128,6 +128,14 @@ void addUses(ir::Fusion& f, OpKind k, const Operands& in) {
       f.addOp(k, {in.gates}, ir::SliceAttrs{{0, H}, {B, Extent(2) * H}});
       f.addOp(k, {in.gates}, ir::SliceAttrs{{0, Extent(3) * H}, {B, Extent(4) * H}});
       return;
+    case OpFamily::Concat: {
+      auto a = f.addOp(OpKind::Slice, {in.gates}, ir::SliceAttrs{{0, 0}, {B, H}});
+      auto b = f.addOp(OpKind::Slice, {in.gates}, ir::SliceAttrs{{0, H}, {B, Extent(3) * H}});
+      f.addOp(k, {a->output(), b->output(), a->output()}, ir::DimsAttrs{{1}});  // [B, 4*H]
+      f.addOp(k, {in.x, in.x}, ir::DimsAttrs{{0}});                            // [2*N, 1024]
+      f.addOp(k, {in.v}, ir::DimsAttrs{{0}});
+      return;
+    }
     case OpFamily::Constant:
       addConstants(f);
       return;

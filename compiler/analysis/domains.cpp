@@ -77,6 +77,13 @@ void uniteOp(const ir::Op* op, DomainState st) {
       for (int i = 0; i < op->input(0)->rank(); ++i) same(out, i < dim ? i : i + 1, op->input(0), i);
       break;
     }
+    case ir::OpFamily::Concat: {  // every dim but the joined one is each piece's
+      const int dim = op->attr<ir::DimsAttrs>().dims.at(0);
+      for (const ir::Value* in : op->inputs())
+        for (int i = 0; i < out->rank(); ++i)
+          if (i != dim) same(out, i, in, i);
+      break;
+    }
     case ir::OpFamily::Slice:
       for (int i = 0; i < out->rank(); ++i)
         if (out->axis(static_cast<size_t>(i)) == op->input(0)->axis(static_cast<size_t>(i))) same(out, i, op->input(0), i);

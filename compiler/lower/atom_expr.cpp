@@ -100,6 +100,9 @@ EPtr AtomExprBuilder::build(const ir::Value* v) {
       n.over_rows = !row_atoms_.empty() && da_.reducedAtoms(op) != row_atoms_;
       return node(std::move(n));
     }
+    case ir::OpFamily::Concat:
+      throw NotPointwise{fmt::format("`{}` ({}) joins pieces: only the pointwise scheduler writes a concat",
+                                     op->name(), v->name())};
     default:
       break;
   }

@@ -224,6 +224,9 @@ EPtr StridedExprBuilder::build(const ir::Value* v) {
         return reshapeLeaf(l, in_shape, out_shape, groups, op);
       });
     }
+    case OpFamily::Concat:
+      throw NotPointwise{fmt::format("`{}` ({}) is read by another op of the kernel: a concat is written as "
+                                     "an output, and its readers take it from memory", op->name(), v->name())};
     default:
       throw NotPointwise{fmt::format("`{}` ({} = {}(...)) is a reduction", op->name(),
                                      v->name(), op->name())};

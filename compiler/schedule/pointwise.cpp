@@ -65,10 +65,22 @@ std::vector<int> iterationOrder(const std::vector<EPtr>& roots, const std::vecto
   return order;
 }
 
-// Outputs: allocated contiguous in iteration order, or written into their aliased input.
-void placeOutputs(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const std::vector<int64_t>& shape,
-                  PointwiseKernel& k) {
-  for (const auto& o : f.outputs()) {
+// What the kernel stores: an output's expression, or one piece of a concat output, `at`
+// elements along the joined dim `dim`.
+struct StoreRoot {
+  int output = 0;
+  EPtr value;
+  int dim = -1;
+  int64_t at = 0;
+};
+
+// Outputs (of their own shapes: a concat's is its pieces' joined): allocated contiguous in
+// iteration order, or written into their aliased input.
+void placeOutputs(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                  const std::vector<std::vector<int64_t>>& shapes, PointwiseKernel& k) {
+  for (size_t i = 0; i < f.outputs().size(); ++i) {
+    const auto& o = f.outputs()[i];
+    const std::vector<int64_t>& shape = shapes[i];
     int alias = -1;
     for (size_t i = 0; i < f.inputs().size(); ++i)
       if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
@@ -149,8 +161,10 @@ int vectorWidth(const std::vector<EPtr>& roots, const PointwiseKernel& k, const 
 
 // Every load and store over the collapsed axes, with its access; whether the kernel needs
 // 64-bit indices for the offsets it reaches.
-void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const std::vector<EPtr>& roots,
+void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const std::vector<StoreRoot>& stores,
                    const AxisPlan& plan, PointwiseKernel& k) {
+  std::vector<EPtr> roots;
+  for (const auto& r : stores) roots.push_back(r.value);
   const int vec = k.vec;
   auto remap = [&](const std::vector<int64_t>& logical) {
     if (plan.collapsed.back().empty()) return std::vector<int64_t>{0};
@@ -176,16 +190,17 @@ void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, c
     }));
   }
   remapped = lower::hashCons(remapped);
-  const auto& outs = f.outputs();
-  for (size_t i = 0; i < outs.size(); ++i) {
+  for (size_t j = 0; j < stores.size(); ++j) {
+    const size_t i = static_cast<size_t>(stores[j].output);
     PointwiseKernel::Store s;
     s.output = static_cast<int>(i);
     s.strides = remap(k.outputs[i].strides);
-    s.dtype = outs[i].value->dtype();
-    s.value = remapped[i];
-    s.access = accessFor(s.dtype, 0, s.strides, k.outputs[i].align_bytes);
+    if (stores[j].dim >= 0) s.offset = stores[j].at * k.outputs[i].strides[static_cast<size_t>(stores[j].dim)];
+    s.dtype = f.outputs()[i].value->dtype();
+    s.value = remapped[j];
+    s.access = accessFor(s.dtype, s.offset, s.strides, k.outputs[i].align_bytes);
     if (s.access == Access::Splat) s.access = Access::Gather;
-    track(0, s.strides);
+    track(s.offset, s.strides);
     k.stores.push_back(s);
   }
   k.index64 = max_offset >= (int64_t{1} << 31) || k.numel() >= (int64_t{1} << 31);
@@ -242,26 +257,64 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   PointwiseKernel k;
   k.num_inputs = static_cast<int>(f.inputs().size());
   const auto& outs = f.outputs();
-  std::vector<int64_t> shape = eb.shapeOf(outs[0].value);
-  std::vector<EPtr> roots;
+  // The iteration shape: every output's; a concat output's pieces', cut into runs of the
+  // largest extent that divides them all along the joined dim, each run a store at its place
+  // (LSTM gate gradients written into one [B, 4H] matrix: four stores of [B, H]).
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> out_shapes;
+  std::vector<StoreRoot> stores;
+  std::string first;
   try {
-    for (const auto& o : outs) {
-      if (eb.shapeOf(o.value) != shape)
-        return reject(fmt::format("outputs `{}` [{}] and `{}` [{}] differ in shape; one "
-                                  "pointwise kernel covers one shape", outs[0].name,
-                                  fmt::join(shape, ", "), o.name,
-                                  fmt::join(eb.shapeOf(o.value), ", ")));
-      roots.push_back(eb.exprOf(o.value));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const ir::Value* v = outs[i].value;
+      out_shapes.push_back(eb.shapeOf(v));
+      const bool joined = !v->isInput() && v->definition()->family() == ir::OpFamily::Concat;
+      const std::vector<const ir::Value*> pieces = joined ? v->definition()->inputs() : std::vector<const ir::Value*>{v};
+      const size_t dim = joined ? static_cast<size_t>(v->definition()->attr<ir::DimsAttrs>().dims.at(0)) : 0;
+      int64_t run = 0;
+      for (const ir::Value* piece : pieces) run = joined ? std::gcd(run, eb.shapeOf(piece)[dim]) : 1;
+      int64_t at = 0;
+      for (const ir::Value* piece : pieces) {
+        std::vector<int64_t> s = eb.shapeOf(piece);
+        const int64_t runs = joined ? s[dim] / run : 1;
+        if (joined) s[dim] = run;
+        if (runs > 64)
+          return reject(fmt::format("concat `{}` joins pieces in {} runs or more of {} along dim {}: loom writes at "
+                                    "most 64 a kernel", outs[i].name, runs, run, dim));
+        const std::string what = joined ? fmt::format("piece `{}` of `{}`{}", piece->name(), outs[i].name,
+                                                      runs > 1 ? fmt::format(" in runs of {}", run) : "")
+                                         : fmt::format("`{}`", outs[i].name);
+        if (first.empty()) {
+          shape = s;
+          first = what;
+        } else if (s != shape) {
+          return reject(fmt::format("{} [{}] and {} [{}] differ in shape; one pointwise kernel covers one shape",
+                                    first, fmt::join(shape, ", "), what, fmt::join(s, ", ")));
+        }
+        const EPtr e = eb.exprOf(piece);
+        for (int64_t r = 0; r < runs; ++r) {
+          // Run r of the piece: its elements from r * run on along the joined dim.
+          EPtr shifted = r == 0 ? e : lower::mapLeaves(e, [&](const Leaf& l) {
+            Leaf m = l;
+            m.offset += r * run * l.strides[dim];
+            return m;
+          });
+          stores.push_back({static_cast<int>(i), shifted, joined ? static_cast<int>(dim) : -1, at});
+          at += run;
+        }
+      }
     }
   } catch (const lower::NotPointwise& np) {
     return reject(np.reason);
   }
+  std::vector<EPtr> roots;
+  for (const auto& r : stores) roots.push_back(r.value);
   k.order = iterationOrder(roots, shape);
-  placeOutputs(f, inputs, shape, k);
+  placeOutputs(f, inputs, out_shapes, k);
   const AxisPlan plan = collapseAxes(roots, shape, k);
   bool narrowed = false;
   k.vec = vectorWidth(roots, k, opts.tuning, &narrowed);
-  placeAccesses(f, inputs, roots, plan, k);
+  placeAccesses(f, inputs, stores, plan, k);
   placeGrid(k, narrowed, opts);
   return k;
 }
@@ -302,8 +355,9 @@ std::string printKernel(const ir::Fusion& f, const PointwiseKernel& k) {
     }
   });
   for (const auto& st : k.stores)
-    s += fmt::format("  store.{} {}[i.[{}]] = {}  ({})\n", dtypeName(st.dtype),
-                     f.outputs()[static_cast<size_t>(st.output)].name, fmt::join(st.strides, ", "),
+    s += fmt::format("  store.{} {}[{}i.[{}]] = {}  ({})\n", dtypeName(st.dtype),
+                     f.outputs()[static_cast<size_t>(st.output)].name,
+                     st.offset ? fmt::format("{} + ", st.offset) : "", fmt::join(st.strides, ", "),
                      names[st.value.get()], accessName(st.access));
   return s;
 }

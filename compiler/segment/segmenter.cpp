@@ -150,7 +150,8 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
   }
   plan.whole_rejections = why;
   for (const ir::Op* op : f.ops()) {
-    if (!live.count(op) || ir::isReduction(op->kind())) continue;
+    // A concat is written once, by its own segment: readers take it from memory.
+    if (!live.count(op) || ir::isReduction(op->kind()) || op->family() == ir::OpFamily::Concat) continue;
     if (std::all_of(op->inputs().begin(), op->inputs().end(), [&](const ir::Value* v) {
           return v->isInput() || cheap.count(v->definition()) || v->definition()->inputs().empty();
         }))
