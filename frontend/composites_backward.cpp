@@ -254,9 +254,9 @@ LstmCellGrads lstm_cell_backward(std::optional<Tensor> dhy, std::optional<Tensor
   std::vector<Tensor> grads = {*gc * g * sigmoidGrad(i), *gc * cxc * sigmoidGrad(f),
                                *gc * i * tanhGrad(g), *go};
   LstmCellGrads out;
-  out.grad_gates = castAll(grads, workspace.dtype());
+  out.grad_gates = concat(castAll(grads, workspace.dtype()), 1);
   out.grad_cx = cast(*gc * f, cx.dtype());
-  out.grad_bias = biasGrads(grads, has_bias, workspace.dtype());
+  if (has_bias) out.grad_bias = concat(biasGrads(grads, true, workspace.dtype()), 0);
   return out;
 }
 
@@ -274,13 +274,16 @@ GruCellGrads gru_cell_backward(Tensor dhy, Tensor workspace, bool has_bias) {
   Tensor ghn = gn * r;
   const DType t = workspace.dtype();
   GruCellGrads out;
-  out.grad_input_gates = castAll({gr, gz, gn}, t);
+  const std::vector<Tensor> input_gates = castAll({gr, gz, gn}, t);
+  out.grad_input_gates = concat(input_gates, 1);
   // r's and z's gradients are the same for the input and the hidden gates.
-  out.grad_hidden_gates = {out.grad_input_gates[0], out.grad_input_gates[1], cast(ghn, t)};
+  out.grad_hidden_gates = concat({input_gates[0], input_gates[1], cast(ghn, t)}, 1);
   out.grad_hx = cast(dh * z, dhy.dtype());
-  out.grad_input_bias = biasGrads({gr, gz, gn}, has_bias, t);
-  if (has_bias)
-    out.grad_hidden_bias = {out.grad_input_bias[0], out.grad_input_bias[1], paramGrad(ghn, {0}, t)};
+  if (has_bias) {
+    const std::vector<Tensor> input_bias = biasGrads({gr, gz, gn}, true, t);
+    out.grad_input_bias = concat(input_bias, 0);
+    out.grad_hidden_bias = concat({input_bias[0], input_bias[1], paramGrad(ghn, {0}, t)}, 0);
+  }
   return out;
 }
 

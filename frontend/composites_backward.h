@@ -58,15 +58,14 @@ NormGrads instance_norm_backward(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
 NormGrads layer_norm_2d_backward(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
                                  std::optional<Tensor> weight = std::nullopt);
 
-// The recurrent cells' gradients come back gate by gate: loom's IR has no op that joins
-// tensors (concat), and none can be built from the others (every op but a slice of an input
-// treats all positions alike, so nothing tells gate i's columns from gate g's), so the
-// gradient of PyTorch's [B, 4H] gate matrix is its four [B, H] column blocks, in gate order.
+// The recurrent cells' gradients come back as PyTorch's fused cells give them: one [B, 4H]
+// (LSTM) or [B, 3H] (GRU) matrix of the gates' gradients side by side, in gate order (a concat
+// of the gates' [B, H] blocks, which a kernel writes through its column slices).
 struct LstmCellGrads {
-  std::vector<Tensor> grad_gates;  // i, f, g, o: [B, H] each, in the workspace's dtype
-  Tensor grad_cx;                  // [B, H], in cx's dtype
-  std::vector<Tensor> grad_bias;   // i, f, g, o: [H] each (sums of grad_gates over B); empty
-                                   // without has_bias. Both biases of lstm_cell get this.
+  Tensor grad_gates;                // [B, 4H]: i, f, g, o, in the workspace's dtype
+  Tensor grad_cx;                   // [B, H], in cx's dtype
+  std::optional<Tensor> grad_bias;  // [4H]: grad_gates summed over B; none without has_bias.
+                                    // Both biases of lstm_cell get this.
 };
 // aten._thnn_fused_lstm_cell_backward: workspace [B, 4H] holds the activated gates
 // sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) of the forward; cx is its cell input and cy its
@@ -76,10 +75,10 @@ LstmCellGrads lstm_cell_backward(std::optional<Tensor> dhy, std::optional<Tensor
                                  Tensor cy, Tensor workspace, bool has_bias = true);
 
 struct GruCellGrads {
-  std::vector<Tensor> grad_input_gates;   // r, z, n: [B, H] each, in the workspace's dtype
-  std::vector<Tensor> grad_hidden_gates;  // r, z, n: the same r and z; n is the input's * r
-  Tensor grad_hx;                         // [B, H], in dhy's dtype
-  std::vector<Tensor> grad_input_bias, grad_hidden_bias;  // [H] each; empty without has_bias
+  Tensor grad_input_gates;   // [B, 3H]: r, z, n, in the workspace's dtype
+  Tensor grad_hidden_gates;  // [B, 3H]: the same r and z; n is the input's times r
+  Tensor grad_hx;            // [B, H], in dhy's dtype
+  std::optional<Tensor> grad_input_bias, grad_hidden_bias;  // [3H] each; none without has_bias
 };
 // aten._thnn_fused_gru_cell_backward: workspace [B, 5H] holds r, z, n (activated), hx and the
 // hidden n-gate with its bias, as PyTorch's fused GRU cell saves them.

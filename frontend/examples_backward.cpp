@@ -106,10 +106,9 @@ std::unique_ptr<ir::Fusion> lstmCellBackward(DT t) {
   auto cy = fb.input("cy", t, {"B", "H"});
   auto ws = fb.input("workspace", t, {"B", Extent(4) * Extent::symbol("H")});
   auto g = lstm_cell_backward(dhy, dcy, cx, cy, ws, /*has_bias=*/true);
-  const char* gates[] = {"i", "f", "g", "o"};
-  for (size_t k = 0; k < 4; ++k) fb.output(std::string("dgate_") + gates[k], g.grad_gates[k]);
+  fb.output("dgates", g.grad_gates);
   fb.output("dcx", g.grad_cx);
-  for (size_t k = 0; k < 4; ++k) fb.output(std::string("dbias_") + gates[k], g.grad_bias[k]);
+  fb.output("dbias", *g.grad_bias);
   return fb.finish();
 }
 
@@ -118,16 +117,11 @@ std::unique_ptr<ir::Fusion> gruCellBackward(DT t) {
   auto dhy = fb.input("dhy", t, {"B", "H"});
   auto ws = fb.input("workspace", t, {"B", Extent(5) * Extent::symbol("H")});
   auto g = gru_cell_backward(dhy, ws, /*has_bias=*/true);
-  // The hidden gates' r and z gradients are the input gates' (the same values): output once.
-  fb.output("dinput_r", g.grad_input_gates[0]);
-  fb.output("dinput_z", g.grad_input_gates[1]);
-  fb.output("dinput_n", g.grad_input_gates[2]);
-  fb.output("dhidden_n", g.grad_hidden_gates[2]);
+  fb.output("dinput_gates", g.grad_input_gates);
+  fb.output("dhidden_gates", g.grad_hidden_gates);
   fb.output("dhx", g.grad_hx);
-  fb.output("dbias_r", g.grad_input_bias[0]);
-  fb.output("dbias_z", g.grad_input_bias[1]);
-  fb.output("dinput_bias_n", g.grad_input_bias[2]);
-  fb.output("dhidden_bias_n", g.grad_hidden_bias[2]);
+  fb.output("dinput_bias", *g.grad_input_bias);
+  fb.output("dhidden_bias", *g.grad_hidden_bias);
   return fb.finish();
 }
 

@@ -170,6 +170,17 @@ def gate_fusion(rng, idx):
     for _ in range(rng.randint(2, 8)):
         g.step(full)
     outs = [g.values[-1]] + ([rng.choice(parts)] if rng.random() < 0.3 else [])
+    if rng.random() < 0.4:
+        # Gate gradients written side by side: a concat of values of the gate shape (as an LSTM
+        # cell's backward writes its [N, 4W] matrix), along either dim.
+        last = g.values[-1]
+        same = [v for v in g.values if v[1] == last[1] and list(v[2]) == full]
+        pieces = [rng.choice(same)[0] for _ in range(rng.randint(1, 4))] if same else []
+        if pieces:
+            m = len(pieces)
+            dims = ["N", f"{m}*W" if m > 1 else "W"] if rng.random() < 0.7 else [f"{m}*N" if m > 1 else "N", "W"]
+            dim = 1 if dims[0] == "N" and (m == 1 or dims[1] != "W") else 0
+            outs.append(g.emit(last[1], dims, f"concat({', '.join(pieces)}, dim={dim})"))
     out_lines, seen = [], set()
     for n_, v in enumerate(outs):
         if v[0] not in seen:

@@ -101,8 +101,8 @@ EPtr AtomExprBuilder::build(const ir::Value* v) {
       return node(std::move(n));
     }
     case ir::OpFamily::Concat:
-      throw NotPointwise{fmt::format("`{}` ({}) joins pieces: only the pointwise scheduler writes a concat",
-                                     op->name(), v->name())};
+      throw NotPointwise{fmt::format("`{}` ({}) is read by another op of the kernel: a concat is written as "
+                                     "an output, and its readers take it from memory", op->name(), v->name())};
     default:
       break;
   }

@@ -91,12 +91,21 @@ std::vector<int> atomOrder(const ir::Fusion& f, const Bindings& sizes, const std
   return order;
 }
 
-// Outputs: allocated with their axes in the kernel's atom order (NHWC in, NHWC out), or the
-// aliased input. Their strides over atoms follow from the axis strides.
+// The values an output stores: itself, or a concat's pieces.
+std::vector<const ir::Value*> storedPieces(const ir::Value* v) {
+  if (!v->isInput() && v->definition()->family() == ir::OpFamily::Concat) return v->definition()->inputs();
+  return {v};
+}
+
+// Outputs: allocated with their axes in the kernel's atom order (NHWC in, NHWC out; a concat's
+// joined dim where its pieces' is), or the aliased input. Their strides over atoms follow from
+// the axis strides; a concat's pieces are stores of their own, each at its place.
 void planOutputs(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
                  const analysis::DomainAnalysis& da, const std::vector<int>& order, NormAxes& ax) {
   NormKernel& k = ax.k;
-  for (const auto& o : f.outputs()) {
+  for (size_t i = 0; i < f.outputs().size(); ++i) {
+    const auto& o = f.outputs()[i];
+    const std::vector<const ir::Value*> pieces = storedPieces(o.value);
     int alias = -1;
     for (size_t i = 0; i < f.inputs().size(); ++i)
       if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
@@ -106,7 +115,7 @@ void planOutputs(const ir::Fusion& f, const Bindings& sizes, const std::vector<T
     std::vector<int> axis_order(shape.size());
     std::iota(axis_order.begin(), axis_order.end(), 0);
     auto pos = [&](int axis) {
-      const auto& as = da.axisAtoms(o.value, axis);
+      const auto& as = da.axisAtoms(pieces[0], axis);
       if (as.empty()) return -1;
       return static_cast<int>(std::find(order.begin(), order.end(), as[0]) - order.begin());
     };
@@ -114,8 +123,33 @@ void planOutputs(const ir::Fusion& f, const Bindings& sizes, const std::vector<T
     TensorDesc d{o.value->dtype(), shape, stridesForOrder(shape, axis_order), 16};
     if (alias >= 0) d = inputs[static_cast<size_t>(alias)];
     k.outputs.push_back(d);
-    ax.store_atom_strides.push_back(da.atomStrides(o.value, d.strides, sizes));
+    const bool joined = pieces[0] != o.value;
+    const auto dim = joined ? static_cast<size_t>(o.value->definition()->attr<ir::DimsAttrs>().dims[0]) : 0;
+    int64_t at = 0;  // a concat piece's first element along the joined dim
+    for (const ir::Value* p : pieces) {
+      ax.store_atom_strides.push_back(da.atomStrides(p, d.strides, sizes));
+      ax.root_output.push_back(static_cast<int>(i));
+      ax.root_offset.push_back(joined ? at * d.strides[dim] : 0);
+      if (joined) at += p->axis(dim).extent.evaluate(sizes);
+    }
   }
+}
+
+// Why a concat output's pieces cannot be stores of one kernel (empty where they can): each
+// piece's joined dim must be the same atoms as the first's, so that every store walks the
+// kernel's axes alike.
+std::string concatProblem(const ir::Fusion& f, const analysis::DomainAnalysis& da) {
+  for (const auto& o : f.outputs()) {
+    const std::vector<const ir::Value*> pieces = storedPieces(o.value);
+    if (pieces.size() == 1 && pieces[0] == o.value) continue;
+    const int dim = o.value->definition()->attr<ir::DimsAttrs>().dims[0];
+    for (const ir::Value* p : pieces)
+      if (da.axisAtoms(p, dim) != da.axisAtoms(pieces[0], dim))
+        return fmt::format("concat `{}`: pieces `{}` and `{}` are not the same positions along dim {} (pieces of "
+                           "unequal extents, or unrelated ones, go to the pointwise scheduler)",
+                           o.name, pieces[0]->name(), p->name(), dim);
+  }
+  return {};
 }
 
 // Neighbouring atoms collapsed into one axis where every access (`all`: strides over atoms)
@@ -183,8 +217,10 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
   k.columns = !sets->col.empty();
   lower::AtomExprBuilder eb(f, sizes, inputs, da);
   if (k.columns) eb.setRowAtoms(sets->row);
+  if (std::string w = concatProblem(f, da); !w.empty()) return reject(w);
   try {
-    for (const auto& o : f.outputs()) ax.roots.push_back(eb.exprOf(o.value));
+    for (const auto& o : f.outputs())
+      for (const ir::Value* p : storedPieces(o.value)) ax.roots.push_back(eb.exprOf(p));
   } catch (const lower::NotPointwise& np) {
     return reject(np.reason);
   }
@@ -299,17 +335,19 @@ int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, c
   // strides over the kernel's axes, and a held load is never a splat).
   k.smem_leaves.assign(held.begin(), held.end());
   const size_t nout = k.outer_shape.size();
-  for (size_t i = 0; i < f.outputs().size(); ++i) {
+  for (size_t j = 0; j < ax.roots.size(); ++j) {
+    const auto i = static_cast<size_t>(ax.root_output[j]);
     NormKernel::Store s;
     s.output = static_cast<int>(i);
-    s.strides = ax.axisStrides(ax.store_atom_strides[i]);
+    s.offset = ax.root_offset[j];
+    s.strides = ax.axisStrides(ax.store_atom_strides[j]);
     s.dtype = f.outputs()[i].value->dtype();
-    s.value = remapped[i];
+    s.value = remapped[j];
     s.row_only = std::all_of(s.strides.begin() + static_cast<long>(nout), s.strides.end(), [](int64_t x) { return x == 0; });
     lower::visitPostOrder({s.value}, [&](const ENode& n) { s.column = s.column || n.over_rows; });
-    s.access = chooseAccess(s.dtype, 0, s.strides, k.outputs[i].align_bytes, vec);
+    s.access = chooseAccess(s.dtype, s.offset, s.strides, k.outputs[i].align_bytes, vec);
     if (s.access == Access::Splat) s.access = Access::Gather;
-    track(0, s.strides);
+    track(s.offset, s.strides);
     k.stores.push_back(s);
   }
   k.index64 = max_offset >= (int64_t{1} << 31);

@@ -14,12 +14,15 @@
 namespace loom::schedule::norm_detail {
 
 // A kernel's axes: `k` with its row and reduced shapes and atoms, outputs and aliases set; each
-// output's expression over the atoms (`roots`) and its strides over them; the atoms each kernel
-// axis collapses (rows, then reduced; {-1}: a row of one element).
+// store's expression over the atoms (`roots`), its strides over them, its output and first
+// element there (an output a store, or a concat output one store per piece); the atoms each
+// kernel axis collapses (rows, then reduced; {-1}: a row of one element).
 struct NormAxes {
   NormKernel k;
   std::vector<lower::EPtr> roots;
   std::vector<std::vector<int64_t>> store_atom_strides;
+  std::vector<int> root_output;
+  std::vector<int64_t> root_offset;
   std::vector<std::vector<int>> groups;
   // Strides over the atoms as strides over the kernel's axes.
   std::vector<int64_t> axisStrides(const std::vector<int64_t>& atom_strides) const;

@@ -202,8 +202,9 @@ std::string printNormKernel(const ir::Fusion& f, const NormKernel& k) {
     }
   });
   for (const auto& st : k.stores)
-    s += fmt::format("  store.{} {}[i.[{}]] = {}  ({}{}{})\n", dtypeName(st.dtype),
-                     f.outputs()[static_cast<size_t>(st.output)].name, fmt::join(st.strides, ", "),
+    s += fmt::format("  store.{} {}[{}i.[{}]] = {}  ({}{}{})\n", dtypeName(st.dtype),
+                     f.outputs()[static_cast<size_t>(st.output)].name,
+                     st.offset ? fmt::format("{} + ", st.offset) : "", fmt::join(st.strides, ", "),
                      names[st.value.get()], accessName(st.access),
                      k.rowTier() && !st.row_only ? fmt::format("; over rows {}", accessName(st.row_access)) : "",
                      st.row_only ? ", once per row" : "");

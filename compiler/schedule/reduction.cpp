@@ -27,7 +27,7 @@ std::string notReductionOnly(const NormAxes& ax, const std::vector<TensorDesc>& 
     const auto s = ax.axisStrides(ax.store_atom_strides[i]);
     if (std::any_of(s.begin() + static_cast<long>(nout), s.end(), [](int64_t x) { return x != 0; }))
       return fmt::format("output {} varies along the reduced atoms {}: rows are read again to write it, the "
-                         "normalization scheduler's", i + 1, ax.k.red_atoms);
+                         "normalization scheduler's", ax.root_output[i] + 1, ax.k.red_atoms);
   }
   std::string why;
   int reductions = 0;
