@@ -130,6 +130,14 @@ def input_specs(w):
             return g + [("x", t, [n, d], -1.0, 1.0), ("mean", "f32", [n, 1], -0.1, 0.1)] + stats + \
                 [("w", t, [d], -1.0, 1.0), ("b", t, [d], -1.0, 1.0)]
         return g + [("x", t, [n, d], -1.0, 1.0)] + stats + [("w", t, [d], -1.0, 1.0)]
+    if f in ("lstm_cell_backward", "gru_cell_backward"):
+        # Incoming gradients, and PyTorch's fused cell's saved workspace: activated gates in
+        # (0, 1) (an LSTM's g gate in (-1, 1) as well), then for the GRU hx and the hidden n-gate.
+        b, h = _need(w, "B", "H")
+        if f == "gru_cell_backward":
+            return [("dhy", t, [b, h], -1.0, 1.0), ("workspace", t, [b, 5 * h], 0.0, 1.0)]
+        return [("dhy", t, [b, h], -1.0, 1.0), ("dcy", t, [b, h], -1.0, 1.0), ("cx", t, [b, h], -1.0, 1.0),
+                ("cy", t, [b, h], -1.0, 1.0), ("workspace", t, [b, 4 * h], 0.0, 1.0)]
     if f == "sum_all":  # examples/fusions/sum_all.loom: every element to one value
         (n,) = _need(w, "N")
         return [("x", t, [n], -1.0, 1.0)]
@@ -179,6 +187,13 @@ def output_specs(w):
         return grads + [("db", w.dtype, [d])] if f == "layer_norm_backward" else grads
     if f == "softmax_backward":
         return [("dx", w.dtype, ins["dy"][2])]
+    if f == "lstm_cell_backward":
+        b, h = ins["cx"][2]
+        return [("dgates", w.dtype, [b, 4 * h]), ("dcx", w.dtype, [b, h]), ("dbias", w.dtype, [4 * h])]
+    if f == "gru_cell_backward":
+        b, h = ins["dhy"][2]
+        return [("dinput_gates", w.dtype, [b, 3 * h]), ("dhidden_gates", w.dtype, [b, 3 * h]),
+                ("dhx", w.dtype, [b, h]), ("dinput_bias", w.dtype, [3 * h]), ("dhidden_bias", w.dtype, [3 * h])]
     if f == "sum_all":
         return [("s", "f32", [])]
     if f == "column_sum":
@@ -292,6 +307,20 @@ def twins(torch, F, w, inputs):
         def fn(dy, y):
             return (torch.ops.aten._softmax_backward_data(dy, y, -1, y.dtype),)
         return fn, fn, "eager: aten._softmax_backward_data"
+    if f == "lstm_cell_backward":
+        aten = torch.ops.aten
+        if hasattr(aten, "_thnn_fused_lstm_cell_backward_impl"):
+            def fn(dhy, dcy, cx, cy, ws):  # (grad_gates, grad_cx, grad_bias)
+                return tuple(aten._thnn_fused_lstm_cell_backward_impl(dhy, dcy, cx, cy, ws, True))
+            return fn, fn, "eager: aten._thnn_fused_lstm_cell_backward_impl"
+        def fn(dhy, dcy, cx, cy, ws):  # (grad_input_gates, grad_hidden_gates, grad_cx, grad_bias, grad_bias)
+            g = aten._thnn_fused_lstm_cell_backward(dhy, dcy, cx, cy, ws, True)
+            return g[0], g[2], g[3]
+        return fn, fn, "eager: aten._thnn_fused_lstm_cell_backward"
+    if f == "gru_cell_backward":
+        def fn(dhy, ws):  # (grad_input_gates, grad_hidden_gates, grad_hx, grad_input_bias, grad_hidden_bias)
+            return tuple(torch.ops.aten._thnn_fused_gru_cell_backward(dhy, ws, True))
+        return fn, fn, "eager: aten._thnn_fused_gru_cell_backward"
     if f == "sum_all":
         def fn(x):
             return (x.sum(dtype=torch.float32),)
