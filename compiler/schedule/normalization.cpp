@@ -104,9 +104,6 @@ int finishLaunch(NormKernel& k, const CompileOptions& opts) {
   return grid_per_sm;
 }
 
-// Row sets each block walks at least before column reductions alone take a fusion.
-constexpr int64_t kColumnsOnlySetsPerBlock = 4;
-
 // A kernel with column reductions (norm_columns.h): the row in registers, a persistent
 // cooperative grid; nullopt with why where that does not fit (the segmenter then splits).
 std::optional<NormKernel> placeWithColumns(NormKernel k, const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
@@ -153,11 +150,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
       cols->k.vec = chooseVectorWidth(*cols, held, inputs, row_tier.place.has_value()).value;
       mapAccesses(*cols, f, held, inputs);
       TierChoice c;
-      // Only where each block walks several row sets: with one or two a block the partials
-      // cost as much as the rows (lstm_cell_backward f16 B=256 H=1024 ran at 33 us this way
-      // against 21 us with rows over H on the H100).
-      auto k = placeWithColumns(std::move(cols->k), f, inputs, opts, row_tier, c, &ignored);
-      if (k && (k->rows() + k->rows_per_block - 1) / k->rows_per_block >= kColumnsOnlySetsPerBlock * k->grid) return k;
+      if (auto k = placeWithColumns(std::move(cols->k), f, inputs, opts, row_tier, c, &ignored)) return k;
     }
   }
   std::optional<NormAxes> ax = normAxes(f, sizes, inputs, why_not);
