@@ -135,33 +135,3 @@ TEST_CASE("column reductions refused: statistics, strided rows, outputs along th
     refuse(*f, "(LOOM_NO_COLUMNS)", off);
   }
 }
-
-TEST_CASE("column reductions alone: sums down strided rows beside outputs along them, rows turned",
-          "[schedule][norm][columns]") {
-  // The LSTM and GRU cells' backward: bias sums over B beside [B, H] gate gradients. Rows over
-  // H would be strided along B; rows over B read H contiguously, the sums their column reductions.
-  for (const char* name : {"lstm_cell_backward", "gru_cell_backward"}) {
-    auto f = findExample(name)->build(DType::F16);
-    const Bindings sizes{{"B", 256}, {"H", 1024}};
-    std::vector<std::string> why;
-    auto p = planOf(*f, sizes, &why);
-    INFO(name << ": " << (p ? p->reason : whyNot(why)));
-    REQUIRE(p.has_value());
-    CHECK(has(p->reason, "256 rows over {B} x 1024 elements over {H}"));
-    CHECK(has(p->reason, "column reductions over {B}"));
-    CHECK(p->launch.cooperative);
-    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});
-    LOOM_CHECK_PTXAS(k.ptx, 90);
-    CompileOptions off{DeviceInfo{90, 132}};
-    off.tuning.no_columns = true;
-    auto q = planOf(*f, sizes, &why, off);
-    REQUIRE(q.has_value());
-    CHECK_FALSE(has(q->reason, "column reduction"));
-  }
-  // Batch norm over NHWC: its dx reads the sums along the rows, so no column kernel.
-  auto bn = findExample("batch_norm")->build(DType::F16);
-  const Bindings s{{"N", 8}, {"C", 64}, {"H", 14}, {"W", 14}};
-  auto k = schedule::planSegment(*bn, s, descsFor(*bn, s, {{"x", {0, 2, 3, 1}}}), CompileOptions{{90, 132}}, "k", nullptr);
-  REQUIRE(k.has_value());
-  CHECK_FALSE(has(k->reason, "column reduction"));
-}

@@ -38,8 +38,7 @@ bool columnsOf(const ir::Fusion& f, const analysis::DomainAnalysis& da, const st
 
 }  // namespace
 
-std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::DomainAnalysis& da, std::string* why_not,
-                                       bool columns_only) {
+std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::DomainAnalysis& da, std::string* why_not) {
   std::vector<std::pair<std::vector<int>, const ir::Op*>> sets;
   for (const ir::Op* op : f.ops()) {
     if (!ir::isReduction(op->kind())) continue;
@@ -48,14 +47,6 @@ std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::Doma
   }
   if (sets.empty()) {
     *why_not = "it has no reduction";
-    return std::nullopt;
-  }
-  if (columns_only) {
-    std::vector<int> rest;
-    for (int a = 0; a < static_cast<int>(da.atoms().size()); ++a)
-      if (std::find(sets[0].first.begin(), sets[0].first.end(), a) == sets[0].first.end()) rest.push_back(a);
-    if (sets.size() == 1 && !rest.empty() && columnsOf(f, da, rest, sets[0].first)) return ReducedSets{rest, sets[0].first};
-    *why_not = "its reductions are not column reductions alone";
     return std::nullopt;
   }
   if (sets.size() == 1) return ReducedSets{sets[0].first, {}};
@@ -210,7 +201,7 @@ std::vector<int64_t> NormAxes::axisStrides(const std::vector<int64_t>& atom_stri
 }
 
 std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
-                                 std::string* why_not, bool columns_only) {
+                                 std::string* why_not) {
   std::string why;
   auto reject = [&](std::string w) -> std::optional<NormAxes> {
     if (why_not) *why_not = std::move(w);
@@ -218,7 +209,7 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
   };
   analysis::DomainAnalysis da(f);
   if (!da.conflicts().empty()) return reject(da.conflicts()[0]);
-  const std::optional<ReducedSets> sets = reducedSets(f, da, &why, columns_only);
+  const std::optional<ReducedSets> sets = reducedSets(f, da, &why);
   if (!sets) return reject(why);
   const std::vector<int>* red = &sets->row;
   NormAxes ax;
@@ -237,12 +228,6 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
   for (int a = 0; a < static_cast<int>(da.atoms().size()); ++a) ext.push_back(eb.atomExtent(a));
   const std::set<int> red_set(red->begin(), red->end());
   const std::vector<int> order = atomOrder(f, sizes, inputs, da);
-  if (columns_only) {  // only where the rows run along the innermost atom of memory
-    int inner = -1;
-    for (int a : order)
-      if (ext[static_cast<size_t>(a)] > 1) inner = a;
-    if (inner < 0 || !red_set.count(inner)) return reject("the innermost atom is reduced: rows in the usual orientation");
-  }
   std::vector<int> outer_order, red_order;
   for (int a : order) (red_set.count(a) ? red_order : outer_order).push_back(a);
   k.num_inputs = static_cast<int>(f.inputs().size());
@@ -258,15 +243,9 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
   // An iterated atom that no load and no store moves along (the whole axis of a sliced input,
   // which only the input has) would repeat every row for nothing: layer norm of a [N, D] slice
   // of a [N, 3*D] matrix ran N * 3D rows. Not iterated.
-  auto unmoved = [&](int a) {
+  outer_order.erase(std::remove_if(outer_order.begin(), outer_order.end(), [&](int a) {
     return std::all_of(all.begin(), all.end(), [&](const auto& s) { return s[static_cast<size_t>(a)] == 0; });
-  };
-  outer_order.erase(std::remove_if(outer_order.begin(), outer_order.end(), unmoved), outer_order.end());
-  // Rows that reduce nothing (column reductions alone) run along the atoms something moves along.
-  if (columns_only) {
-    red_order.erase(std::remove_if(red_order.begin(), red_order.end(), unmoved), red_order.end());
-    k.red_atoms = da.atomSetStr(red_order);
-  }
+  }), outer_order.end());
   k.outer_atoms = da.atomSetStr(outer_order);
   // Column reductions reduce exactly the rows: every iterated atom, and none the kernel skips.
   for (int a : sets->col)

@@ -34,18 +34,12 @@ struct NormAxes {
 struct ReducedSets {
   std::vector<int> row, col;
 };
-// With `columns_only`: one set of reduced atoms taken as column reductions of rows along every
-// other atom (the rows then reduce nothing: an LSTM cell's bias sums over B beside its [B, H]
-// gate gradients), where that set's reductions can be column reductions.
-std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::DomainAnalysis& da, std::string* why_not,
-                                       bool columns_only = false);
+std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::DomainAnalysis& da, std::string* why_not);
 
 // The fusion's axes as one normalization kernel, or nullopt with why not (`why_not`): reductions
 // over different atoms, what the atom expressions cannot express, parts that share no value.
-// `columns_only` (reducedSets): and only where the reduced atoms leave the innermost one of the
-// largest input's memory order to the rows.
 std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
-                                 std::string* why_not, bool columns_only = false);
+                                 std::string* why_not);
 
 // The row a kernel holds on chip: the loads under a reduction that vary along the row's
 // innermost axis (they are read again by the next pass or by the outputs; loads used only by

@@ -139,20 +139,6 @@ std::optional<NormKernel> placeWithColumns(NormKernel k, const ir::Fusion& f, co
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,
                                                 const CompileOptions& opts, std::string* why_not) {
-  // Reductions along strided rows whose values only column outputs read (an LSTM cell's bias
-  // sums beside its gate gradients): rows along the contiguous atoms instead, the reductions
-  // column reductions of them, where that kernel takes them.
-  if (!opts.tuning.no_columns) {
-    std::string ignored;
-    if (std::optional<NormAxes> cols = normAxes(f, sizes, inputs, &ignored, /*columns_only=*/true)) {
-      const std::set<Leaf> held = heldLoads(*cols);
-      const RowTierChoice row_tier = chooseRowTier(cols->k, held, inputs, opts);
-      cols->k.vec = chooseVectorWidth(*cols, held, inputs, row_tier.place.has_value()).value;
-      mapAccesses(*cols, f, held, inputs);
-      TierChoice c;
-      if (auto k = placeWithColumns(std::move(cols->k), f, inputs, opts, row_tier, c, &ignored)) return k;
-    }
-  }
   std::optional<NormAxes> ax = normAxes(f, sizes, inputs, why_not);
   if (!ax) return std::nullopt;
   NormKernel& k = ax->k;
