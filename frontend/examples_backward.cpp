@@ -146,9 +146,9 @@ std::vector<Example> backwardExamples() {
        "[N, C]", instanceNormBackward, DT::F32, {{"N", 4}, {"C", 32}, {"H", 16}, {"W", 16}}},
       {"layer_norm_2d_backward", "LayerNorm2d's dx, dw, db, f16 [N, C, H, W], f32 mean and rstd "
        "[N, 1, H, W]", layerNorm2dBackward, DT::F16, {{"N", 4}, {"C", 64}, {"H", 14}, {"W", 14}}},
-      {"lstm_cell_backward", "LSTM cell's gate, cx and bias gradients, f16, gate by gate [B, H]",
+      {"lstm_cell_backward", "LSTM cell's gate, cx and bias gradients, f16: PyTorch's [B, 4H] gate matrix, [4H] bias",
        lstmCellBackward, DT::F16, {{"B", 64}, {"H", 256}}},
-      {"gru_cell_backward", "GRU cell's gate, hx and bias gradients, f16, gate by gate [B, H]",
+      {"gru_cell_backward", "GRU cell's gate, hx and bias gradients, f16: PyTorch's [B, 3H] gate matrices, [3H] biases",
        gruCellBackward, DT::F16, {{"B", 64}, {"H", 256}}},
   };
 }

@@ -118,7 +118,7 @@ std::unique_ptr<ir::Fusion> lstmBackward(DType t, int64_t b, int64_t h, bool wit
 
 }  // namespace
 
-TEST_CASE("lstm_cell_backward is lstm_cell's exact derivative, gate by gate", "[reference][composites][backward]") {
+TEST_CASE("lstm_cell_backward is lstm_cell's exact derivative, as one gate matrix", "[reference][composites][backward]") {
   const std::vector<std::pair<int64_t, int64_t>> sizes = {{3, 5}, {1, 7}};
   const std::vector<std::pair<bool, bool>> grads_given = {{true, true}, {true, false}, {false, true}};
   for (auto [b, h] : sizes)
@@ -229,7 +229,7 @@ std::unique_ptr<ir::Fusion> gruBackward(DType t, int64_t b, int64_t h, bool has_
 
 }  // namespace
 
-TEST_CASE("gru_cell_backward is gru_cell's exact derivative, gate by gate", "[reference][composites][backward]") {
+TEST_CASE("gru_cell_backward is gru_cell's exact derivative, as gate matrices", "[reference][composites][backward]") {
   const std::vector<std::pair<int64_t, int64_t>> sizes = {{3, 5}, {1, 7}};
   for (auto [b, h] : sizes) {
     DYNAMIC_SECTION("B " << b << " H " << h) {

@@ -1,4 +1,5 @@
 // `loom examples`, `loom print`, `loom eval`.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -9,10 +10,12 @@ namespace loom::cli {
 
 int runExamples(const Args& a) {
   LOOM_USER_CHECK(a.positionals().empty(), "`loom examples` takes no arguments");
+  size_t width = 0;  // names in one column, however long the longest
+  for (const auto& e : builtinExamples()) width = std::max(width, e.name.size());
   for (const auto& e : builtinExamples()) {
     std::string sizes;
     for (const auto& [k, v] : e.default_sizes) sizes += fmt::format("{}{}={}", sizes.empty() ? "" : " ", k, v);
-    std::cout << fmt::format("{:<14} {}  [{}]\n", e.name, e.summary, sizes);
+    std::cout << fmt::format("{:<{}} {}  [{}]\n", e.name, width, e.summary, sizes);
   }
   return 0;
 }
