@@ -130,6 +130,15 @@ def input_specs(w):
             return g + [("x", t, [n, d], -1.0, 1.0), ("mean", "f32", [n, 1], -0.1, 0.1)] + stats + \
                 [("w", t, [d], -1.0, 1.0), ("b", t, [d], -1.0, 1.0)]
         return g + [("x", t, [n, d], -1.0, 1.0)] + stats + [("w", t, [d], -1.0, 1.0)]
+    if f in ("group_norm_backward", "batch_norm_backward", "instance_norm_backward", "layer_norm_2d_backward"):
+        n, c, h, wd = _need(w, "N", "C", "H", "W")
+        img = [("dy", t, [n, c, h, wd], -1.0, 1.0), ("x", t, [n, c, h, wd], -1.0, 1.0)]
+        stats = {"group_norm_backward": [n, 32], "batch_norm_backward": [c], "instance_norm_backward": [n, c],
+                 "layer_norm_2d_backward": [n, 1, h, wd]}[f]
+        pt = t if f == "layer_norm_2d_backward" else "f32"
+        names = ("save_mean", "save_invstd") if f == "batch_norm_backward" else ("mean", "rstd")
+        return img + [(names[0], "f32", stats, -0.1, 0.1), (names[1], "f32", stats, 0.5, 1.5),
+                      ("w", pt, [c], -1.0, 1.0)]
     if f in ("lstm_cell_backward", "gru_cell_backward"):
         # Incoming gradients, and PyTorch's fused cell's saved workspace: activated gates in
         # (0, 1) (an LSTM's g gate in (-1, 1) as well), then for the GRU hx and the hidden n-gate.
@@ -187,6 +196,10 @@ def output_specs(w):
         return grads + [("db", w.dtype, [d])] if f == "layer_norm_backward" else grads
     if f == "softmax_backward":
         return [("dx", w.dtype, ins["dy"][2])]
+    if f in ("group_norm_backward", "batch_norm_backward", "instance_norm_backward", "layer_norm_2d_backward"):
+        c = ins["x"][2][1]
+        pt = ins["w"][1]
+        return [("dx", w.dtype, ins["x"][2]), ("dw", pt, [c]), ("db", pt, [c])]
     if f == "lstm_cell_backward":
         b, h = ins["cx"][2]
         return [("dgates", w.dtype, [b, 4 * h]), ("dcx", w.dtype, [b, h]), ("dbias", w.dtype, [4 * h])]
@@ -307,6 +320,34 @@ def twins(torch, F, w, inputs):
         def fn(dy, y):
             return (torch.ops.aten._softmax_backward_data(dy, y, -1, y.dtype),)
         return fn, fn, "eager: aten._softmax_backward_data"
+    if f == "batch_norm_backward":
+        def fn(dy, x, mean, invstd, wt):
+            return tuple(torch.ops.aten.native_batch_norm_backward(
+                dy, x, wt, None, None, mean, invstd, True, 1e-5, [True, True, True]))
+        return fn, fn, "eager: aten.native_batch_norm_backward"
+    if f == "group_norm_backward":
+        def fn(dy, x, mean, rstd, wt):  # f32 weight: in f32, as autocast runs group norm
+            n, c = x.shape[0], x.shape[1]
+            dx, dw, db = torch.ops.aten.native_group_norm_backward(
+                dy.float(), x.float(), mean, rstd, wt, n, c, x[0, 0].numel(), 32, [True, True, True])
+            return dx.to(x.dtype), dw, db
+        return fn, fn, "eager: aten.native_group_norm_backward in f32 (autocast's dtype for group norm)"
+    if f == "instance_norm_backward":
+        def fn(dy, x, mean, rstd, wt):  # as PyTorch runs it: batch norm over [1, N*C, H, W]
+            n, c = x.shape[0], x.shape[1]
+            shape = (1, n * c) + tuple(x.shape[2:])
+            dx, dw, db = torch.ops.aten.native_batch_norm_backward(
+                dy.reshape(shape), x.reshape(shape), wt.repeat(n), None, None, mean.reshape(-1), rstd.reshape(-1),
+                True, 1e-5, [True, True, True])
+            return dx.reshape(x.shape), dw.reshape(n, c).sum(0), db.reshape(n, c).sum(0)
+        return fn, fn, "eager: aten.native_batch_norm_backward over [1, N*C, H, W], as F.instance_norm"
+    if f == "layer_norm_2d_backward":
+        def fn(dy, x, mean, rstd, wt):  # timm's LayerNorm2d: layer norm over C of the NHWC view
+            dx, dw, db = torch.ops.aten.native_layer_norm_backward(
+                dy.permute(0, 2, 3, 1), x.permute(0, 2, 3, 1), [x.shape[1]], mean.permute(0, 2, 3, 1),
+                rstd.permute(0, 2, 3, 1), wt, torch.zeros_like(wt), [True, True, True])
+            return dx.permute(0, 3, 1, 2), dw, db
+        return fn, fn, "eager: aten.native_layer_norm_backward over the NHWC view (timm LayerNorm2d)"
     if f == "lstm_cell_backward":
         aten = torch.ops.aten
         if hasattr(aten, "_thnn_fused_lstm_cell_backward_impl"):
