@@ -328,8 +328,10 @@ def twins(torch, F, w, inputs):
     if f == "group_norm_backward":
         def fn(dy, x, mean, rstd, wt):  # f32 weight: in f32, as autocast runs group norm
             n, c = x.shape[0], x.shape[1]
+            # Its CUDA kernels read NCHW: channels-last inputs are made contiguous first.
+            dyf, xf = dy.float().contiguous(), x.float().contiguous()
             dx, dw, db = torch.ops.aten.native_group_norm_backward(
-                dy.float(), x.float(), mean, rstd, wt, n, c, x[0, 0].numel(), 32, [True, True, True])
+                dyf, xf, mean, rstd, wt, n, c, x[0, 0].numel(), 32, [True, True, True])
             return dx.to(x.dtype), dw, db
         return fn, fn, "eager: aten.native_group_norm_backward in f32 (autocast's dtype for group norm)"
     if f == "instance_norm_backward":
