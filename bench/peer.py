@@ -120,11 +120,13 @@ def input_specs(w):
     if f == "ln_colsum":  # examples/fusions/ln_colsum.loom: two kernels
         n, d = _need(w, "N", "D")
         return [("x", t, [n, d], -1.0, 1.0)]
-    if f in ("layer_norm_backward", "rms_norm_backward", "softmax_backward"):
+    if f in ("layer_norm_backward", "rms_norm_backward", "softmax_backward", "log_softmax_backward"):
         n, d = _need(w, "N", "D")
         g = [("dy", t, [n, d], -1.0, 1.0)]
         if f == "softmax_backward":
             return g + [("y", t, [n, d], 0.0, 1.0)]
+        if f == "log_softmax_backward":  # y: the forward's log-probabilities
+            return g + [("y", t, [n, d], -8.0, 0.0)]
         stats = [("rstd", "f32", [n, 1], 0.5, 1.5)]
         if f == "layer_norm_backward":
             return g + [("x", t, [n, d], -1.0, 1.0), ("mean", "f32", [n, 1], -0.1, 0.1)] + stats + \
@@ -194,7 +196,7 @@ def output_specs(w):
         n, d = ins["x"][2]
         grads = [("dx", w.dtype, [n, d]), ("dw", w.dtype, [d])]
         return grads + [("db", w.dtype, [d])] if f == "layer_norm_backward" else grads
-    if f == "softmax_backward":
+    if f in ("softmax_backward", "log_softmax_backward"):
         return [("dx", w.dtype, ins["dy"][2])]
     if f in ("group_norm_backward", "batch_norm_backward", "instance_norm_backward", "layer_norm_2d_backward"):
         c = ins["x"][2][1]
@@ -320,6 +322,10 @@ def twins(torch, F, w, inputs):
         def fn(dy, y):
             return (torch.ops.aten._softmax_backward_data(dy, y, -1, y.dtype),)
         return fn, fn, "eager: aten._softmax_backward_data"
+    if f == "log_softmax_backward":
+        def fn(dy, y):
+            return (torch.ops.aten._log_softmax_backward_data(dy, y, -1, y.dtype),)
+        return fn, fn, "eager: aten._log_softmax_backward_data"
     if f == "batch_norm_backward":
         def fn(dy, x, mean, invstd, wt):
             return tuple(torch.ops.aten.native_batch_norm_backward(
