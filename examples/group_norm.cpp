@@ -2,10 +2,7 @@
 // and run it on the GPU against the CPU reference (or on the CPU reference alone without one).
 #include <iostream>
 
-#include "include/loom/loom.h"
-#include "reference/compare.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/executor.h"
+#include <loom/loom.h>
 
 int main() try {
   loom::FusionBuilder fb("group_norm");

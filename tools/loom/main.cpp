@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include <loom/version.h>
+
 #include "tools/loom/cli.h"
 
 namespace {
@@ -13,13 +15,17 @@ void printTopHelp() {
                "name (see `loom examples`) or a file in loom's text format.\n\ncommands:\n";
   for (const auto& c : loom::cli::commands())
     std::cout << fmt::format("  {:<10} {}\n", c.name, c.summary);
-  std::cout << "\n`loom COMMAND --help` explains one command.\n";
+  std::cout << "\n`loom COMMAND --help` explains one command; `loom --version` prints loom's version.\n";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "--version") {
+    std::cout << "loom " << LOOM_VERSION << "\n";
+    return 0;
+  }
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     printTopHelp();
     return args.empty() ? 2 : 0;
