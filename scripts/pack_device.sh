@@ -6,10 +6,10 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 rm -rf .device && mkdir -p .device/bin .device/lib
 dir=${LOOM_BUILD_DIR:-build}
-cp "$dir"/lib/libloom.so .device/lib/
+cp -L "$dir"/lib/libloom.so.0 .device/lib/  # the SONAME the binaries ask for
 cp "$dir"/bin/loom "$dir"/bin/loom_tests .device/bin/
 cp "$dir"/bin/example_* .device/bin/ 2>/dev/null || true
 # The GPU machine may lack Debian's libfmt: carry it.
 cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 .device/lib/
-strip --strip-unneeded .device/lib/libloom.so .device/bin/*
+strip --strip-unneeded .device/lib/libloom.so.0 .device/bin/*
 du -sh .device

@@ -10,8 +10,14 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 prefix=$work/prefix
 lib=$(ls "$prefix"/lib*/libloom.so.0 2>/dev/null || ls "$prefix"/lib/*/libloom.so.0)
-objdump -p "$lib" | grep -q "SONAME *libloom.so.0" || { echo "libloom: no SONAME libloom.so.0"; exit 1; }
-if nm -D --defined-only "$lib" | grep -qi " _ZN4llvm\| llvm"; then echo "libloom exports LLVM symbols"; exit 1; fi
+# (Whole outputs first: `grep -q` on a pipe would stop its writer early, and pipefail call that
+# a failure.)
+headers=$(objdump -p "$lib")
+grep -q "SONAME *libloom.so.0" <<< "$headers" || { echo "libloom: no SONAME libloom.so.0"; exit 1; }
+exported=$(nm -D --defined-only "$lib")
+if grep -E " (_ZNK?4llvm|_ZTVN4llvm|LLVM)" <<< "$exported" | head -3 | grep .; then
+  echo "libloom exports LLVM's symbols (above)"; exit 1
+fi
 ver=$("$prefix/bin/loom" --version)
 [ "$ver" = "loom $(sed -n 's/^project(loom VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")" ] || { echo "loom --version: $ver"; exit 1; }
 cmake -S "$src/tests/consumer" -B "$work/b" -DCMAKE_PREFIX_PATH="$prefix" -DLOOM_EXAMPLE="$src/examples/group_norm.cpp" \
