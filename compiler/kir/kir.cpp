@@ -118,11 +118,15 @@ Combine combineOf(ir::OpKind reduction) {
   }
 }
 
-ExprP combineIdentity(Combine c, DType acc) {
-  if (c == Combine::Sum) return dataConst(acc, 0, 1);
-  if (isFloat(acc)) return dataConst(acc, c == Combine::Max ? -INFINITY : INFINITY, 1);
+ExprP combineIdentity(Combine c, DType acc, int lanes) {
+  if (c == Combine::Sum) return dataConst(acc, 0, lanes);
+  if (isFloat(acc)) return dataConst(acc, c == Combine::Max ? -INFINITY : INFINITY, lanes);
   const double big = acc == DType::I64 ? 9223372036854775807.0 : 2147483647.0;
-  return dataConst(acc, c == Combine::Max ? -big - 1 : big, 1);
+  return dataConst(acc, c == Combine::Max ? -big - 1 : big, lanes);
+}
+
+Intrinsic foldOf(Combine c) {
+  return c == Combine::Sum ? Intrinsic::FoldSum : c == Combine::Max ? Intrinsic::FoldMax : Intrinsic::FoldMin;
 }
 
 namespace {

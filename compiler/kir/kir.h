@@ -85,7 +85,9 @@ ir::OpKind combineOp(Combine c);
 // The combine of a fusion reduction (Sum, Mean: Sum; ReduceMax: Max; ReduceMin: Min).
 Combine combineOf(ir::OpKind reduction);
 struct Expr;
-std::shared_ptr<const Expr> combineIdentity(Combine c, DType acc);
+std::shared_ptr<const Expr> combineIdentity(Combine c, DType acc, int lanes = 1);
+// The intrinsic that folds a value's lanes by `c` (FoldSum, FoldMax, FoldMin).
+Intrinsic foldOf(Combine c);
 
 // The type of a value. Integers of the kernel (`index`): `dtype` I64 is the kernel's index
 // type (32 or 64 bits, Kernel::index_bits), I32 a 32-bit integer whatever the index type

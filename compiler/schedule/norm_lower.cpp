@@ -135,14 +135,17 @@ void NormLowering::gridSets(const ExprP& group) {
     else body();
     return carried;
   });
-  // Past its group's last barrier, each block's leader counts itself out; the last one out
-  // zeroes both counters (every other block has stopped polling), so the next launch finds
-  // them as the first did: no memset per launch.
+  exitGrid(group_ws_, k_.split);
+}
+
+// The last block out zeroes both counters (every other block has stopped polling), so the
+// next launch finds them as the first did: no memset per launch.
+void NormLowering::exitGrid(const ExprP& counter, int64_t blocks) {
   b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "gexit", [&] {
-    ExprP exits = b_.bind(kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(), {group_ws_, c(64)}));
+    ExprP exits = b_.bind(kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(), {counter, c(64)}));
     ExprP before = b_.bind(kir::intrinsic(kir::Intrinsic::AtomAddAcqRel, Type::i32(), {exits}));
-    b_.ifThen(b_.op(kir::IndexOp::Eq, before, kir::i32Const(k_.split - 1)), "greset", [&] {
-      b_.emit(kir::relaxedZero(group_ws_));
+    b_.ifThen(b_.op(kir::IndexOp::Eq, before, kir::i32Const(blocks - 1)), "greset", [&] {
+      b_.emit(kir::relaxedZero(counter));
       b_.emit(kir::relaxedZero(exits));
     });
   });

@@ -10,9 +10,15 @@
 
 namespace loom::schedule::norm_lower_detail {
 
-ExprP NormLowering::identityOf(const ENode* r, int lanes) const {
-  const DType acc = accOf(r);
-  return kir::dataConst(acc, kir::combineIdentity(kir::combineOf(r->op), acc)->fvalue, lanes);
+ExprP NormLowering::foldColumn(const ENode* r, const ExprP& a, const ExprP& b, int lanes) {
+  return b_.bind(kir::math(kir::combineOp(kir::combineOf(r->op)), accOf(r), {a, b}, lanes));
+}
+
+DType NormLowering::widestColumnAcc() const {
+  DType widest = DType::F32;
+  for (const ENode* r : columns_)
+    if (dtypeBytes(accOf(r)) > dtypeBytes(widest)) widest = accOf(r);
+  return widest;
 }
 
 // Column reduction `col`'s partial `partial` of the row's chunk `chunk` in the workspace: past
@@ -55,8 +61,7 @@ void NormLowering::columnRows(const ExprP& blk) {
         if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(accOf(r), k_.vec), {v}));
         ExprP ok = b_.op(kir::IndexOp::And, row_valid_, ch.valid);
         ExprP& acc = next[j * static_cast<size_t>(Q) + static_cast<size_t>(q)];
-        acc = b_.bind(kir::math(kir::combineOp(kir::combineOf(r->op)), accOf(r),
-                                {acc, b_.select(ok, v, identityOf(r, k_.vec))}, k_.vec));
+        acc = foldColumn(r, acc, b_.select(ok, v, identityOf(r, k_.vec)), k_.vec);
       }
     }
     return next;
@@ -74,16 +79,7 @@ void NormLowering::columnRows(const ExprP& blk) {
       columnCombine(blk, tile);
     return carried;
   });
-  // Past the barrier every block has stopped polling: the last one out zeroes both counters,
-  // so the next launch finds them as the first did.
-  b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "gexit", [&] {
-    ExprP exits = b_.bind(kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(), {ws_, c(64)}));
-    ExprP before = b_.bind(kir::intrinsic(kir::Intrinsic::AtomAddAcqRel, Type::i32(), {exits}));
-    b_.ifThen(b_.op(kir::IndexOp::Eq, before, kir::i32Const(G - 1)), "greset", [&] {
-      b_.emit(kir::relaxedZero(ws_));
-      b_.emit(kir::relaxedZero(exits));
-    });
-  });
+  exitGrid(ws_, G);
 }
 
 // The block's partials: with one row a block, each thread's chunks t + q * T as they are;
@@ -103,11 +99,8 @@ void NormLowering::publishColumns(const ExprP& blk, const std::vector<ExprP>& pa
     }
     return;
   }
-  DType widest = DType::F32;
-  for (const ENode* r : columns_)
-    if (dtypeBytes(accOf(r)) > dtypeBytes(widest)) widest = accOf(r);
   const std::string buf = kir::bufferName(out_, "column_rows");
-  out_.buffers.push_back({buf, "column_rows", kir::Place::Smem, widest, L * row_chunks_ * V, 8, true});
+  out_.buffers.push_back({buf, "column_rows", kir::Place::Smem, widestColumnAcc(), L * row_chunks_ * V, 8, true});
   auto slot = [&](const ExprP& r, const ExprP& ci, int l) {
     return b_.add(b_.mul(b_.add(b_.mul(b_.convert(r, Type::idx()), c(row_chunks_)), ci), c(V)), c(l));
   };
@@ -136,8 +129,7 @@ void NormLowering::publishColumns(const ExprP& blk, const std::vector<ExprP>& pa
         for (int l = 0; l < V; ++l) {
           ExprP t = b_.bind(kir::bufLoad(buf, acc, slot(kir::i32Const(0), u, l)));
           for (int64_t row = 1; row < L; ++row)
-            t = b_.bind(kir::math(kir::combineOp(kir::combineOf(r->op)), acc,
-                                  {t, b_.bind(kir::bufLoad(buf, acc, slot(kir::i32Const(row), u, l)))}));
+            t = foldColumn(r, t, b_.bind(kir::bufLoad(buf, acc, slot(kir::i32Const(row), u, l))), 1);
           lanes.push_back(t);
         }
         ExprP v = V == 1 ? lanes[0] : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc, V), lanes));
@@ -181,8 +173,7 @@ void NormLowering::columnCombine(const ExprP&, const ExprP& tile) {
     std::vector<ExprP> next = carried;
     for (int uu = 0; uu < U; ++uu)
       for (size_t j = 0; j < columns_.size(); ++j)
-        next[j] = b_.bind(kir::math(kir::combineOp(kir::combineOf(columns_[j]->op)), accOf(columns_[j]),
-                                    {next[j], loaded[static_cast<size_t>(uu)][j]}, V));
+        next[j] = foldColumn(columns_[j], next[j], loaded[static_cast<size_t>(uu)][j], V);
     return next;
   });
   // The BY threads of a chunk: a butterfly within each warp (those BX apart), then one slot of
@@ -190,11 +181,8 @@ void NormLowering::columnCombine(const ExprP&, const ExprP& tile) {
   // (0, tx) adds in group order.
   const int span = std::max(32, BX);
   const int groups = k_.block / span;
-  DType widest = DType::F32;
-  for (const ENode* r : columns_)
-    if (dtypeBytes(accOf(r)) > dtypeBytes(widest)) widest = accOf(r);
   const std::string buf = kir::bufferName(out_, "column_partials");
-  out_.buffers.push_back({buf, "column_partials", kir::Place::Smem, widest,
+  out_.buffers.push_back({buf, "column_partials", kir::Place::Smem, widestColumnAcc(),
                           int64_t{groups} * BX * V * static_cast<int64_t>(columns_.size()), 8, true});
   ExprP group = b_.bind(kir::index(kir::IndexOp::Div, tid_, kir::i32Const(span)));
   auto slot = [&](size_t j, const ExprP& g, int l) {
@@ -209,7 +197,7 @@ void NormLowering::columnCombine(const ExprP&, const ExprP& tile) {
     const ENode* r = columns_[j];
     for (int off = BX; off < 32; off *= 2) {
       ExprP other = b_.bind(kir::intrinsic(kir::Intrinsic::ShflXor, sums[j]->type, {sums[j], kir::i32Const(off)}));
-      sums[j] = b_.bind(kir::math(kir::combineOp(kir::combineOf(r->op)), accOf(r), {sums[j], other}, V));
+      sums[j] = foldColumn(r, sums[j], other, V);
     }
   }
   ExprP lead = b_.op(kir::IndexOp::Ult, b_.bind(kir::index(kir::IndexOp::Rem, tid_, kir::i32Const(span))),
@@ -227,7 +215,7 @@ void NormLowering::columnCombine(const ExprP&, const ExprP& tile) {
     for (int l = 0; l < V; ++l) {
       ExprP t = b_.bind(kir::bufLoad(buf, acc, slot(j, kir::i32Const(0), l)));
       for (int g = 1; g < groups; ++g)
-        t = b_.bind(kir::math(kir::combineOp(kir::combineOf(r->op)), acc, {t, b_.bind(kir::bufLoad(buf, acc, slot(j, kir::i32Const(g), l)))}));
+        t = foldColumn(r, t, b_.bind(kir::bufLoad(buf, acc, slot(j, kir::i32Const(g), l))), 1);
       lanes.push_back(t);
     }
     ExprP t = V == 1 ? lanes[0] : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc, V), lanes));

@@ -78,8 +78,7 @@ ExprP NormLowering::values(const ENode& x, DType acc, Chunk& ch) {
 }
 
 ExprP NormLowering::rowReduce(kir::Combine cb, DType acc, const std::function<ExprP(Chunk&)>& f) {
-  const auto fold = cb == kir::Combine::Sum ? kir::Intrinsic::FoldSum
-                    : cb == kir::Combine::Max ? kir::Intrinsic::FoldMax : kir::Intrinsic::FoldMin;
+  const kir::Intrinsic fold = kir::foldOf(cb);
   ExprP partial = forEachChunk({kir::combineIdentity(cb, acc)}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
     ExprP vals = f(ch);
     ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {vals, kir::combineIdentity(cb, acc)}));

@@ -64,7 +64,16 @@ class NormLowering {
   void publishColumns(const ExprP& blk, const std::vector<ExprP>& parts);
   void columnCombine(const ExprP& blk, const ExprP& tile);
   DType accOf(const ENode* r) const { return computeDType(r->dtype); }
-  ExprP identityOf(const ENode* r, int lanes) const;
+  ExprP identityOf(const ENode* r, int lanes) const {
+    return kir::combineIdentity(kir::combineOf(r->op), accOf(r), lanes);
+  }
+  // `a` and `b` combined by column reduction `r`'s combine, lane by lane.
+  ExprP foldColumn(const ENode* r, const ExprP& a, const ExprP& b, int lanes);
+  // The widest accumulator of the column reductions: their shared-memory slots' element.
+  DType widestColumnAcc() const;
+  // Past the last grid barrier on the counter at `counter` (its exit counter 64 bytes on), each
+  // block's leader counts itself out of `blocks`; the last one zeroes both counters.
+  void exitGrid(const ExprP& counter, int64_t blocks);
 
   // Chunk k of thread t's row at outer coordinates `outer`: chunk t + k * T of the row, clamped
   // into it.

@@ -18,11 +18,7 @@ using lower::ENode;
 ExprP c(int64_t v) { return kir::intConst(v); }
 
 using kir::combineOf;
-
-kir::Intrinsic foldOf(kir::Combine cb) {
-  return cb == kir::Combine::Sum ? kir::Intrinsic::FoldSum
-         : cb == kir::Combine::Max ? kir::Intrinsic::FoldMax : kir::Intrinsic::FoldMin;
-}
+using kir::foldOf;
 
 // Where a value is evaluated: the kernel's coordinates (rows then reduced axes) and the lanes.
 struct Point {
@@ -61,7 +57,7 @@ class ReductionLowering {
  private:
   DType acc(const ENode* r) const { return computeDType(r->dtype); }
   ExprP identity(const ENode* r, int lanes) const {
-    return kir::dataConst(acc(r), kir::combineIdentity(combineOf(r->op), acc(r))->fvalue, lanes);
+    return kir::combineIdentity(combineOf(r->op), acc(r), lanes);
   }
 
   ExprP eval(const ENode& n, Point& p) {
