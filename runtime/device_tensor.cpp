@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "ir/error.h"
+#include "runtime/bind_sizes.h"
 #include "runtime/device.h"
 #include "runtime/memory_raw.h"
 #include <cstring>
@@ -121,6 +122,22 @@ HostTensor DeviceTensor::toHost() const {
 void DeviceTensor::poison(uint8_t byte) {
   size_t bytes = spanBytes();
   if (bytes) runtime::memsetRaw(ptr_, byte, bytes);
+}
+
+std::vector<TensorDesc> descsOf(const std::vector<DeviceTensor>& ts) {
+  std::vector<TensorDesc> d;
+  for (const auto& t : ts) d.push_back(t.desc());
+  return d;
+}
+
+Bindings bindSizes(const ir::Fusion& f, const std::vector<DeviceTensor>& inputs, const Bindings& given) {
+  std::vector<DType> dtypes;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& t : inputs) {
+    dtypes.push_back(t.dtype());
+    shapes.push_back(t.shape());
+  }
+  return bindShapes(f, dtypes, shapes, given);
 }
 
 }  // namespace loom

@@ -6,9 +6,14 @@
 #include <vector>
 
 #include "compiler/tensor_desc.h"
+#include "ir/extent.h"
 #include "runtime/host_tensor.h"
 
 namespace loom {
+
+namespace ir {
+class Fusion;
+}
 
 namespace runtime {
 class DeviceBuffer;
@@ -46,5 +51,11 @@ class DeviceTensor {
   DType dtype_ = DType::F32;
   std::vector<int64_t> shape_, strides_;
 };
+
+// Each tensor's description (dtype, sizes, strides, alignment): what a kernel compiles for.
+std::vector<TensorDesc> descsOf(const std::vector<DeviceTensor>& ts);
+
+// The fusion's sizes from device tensors' dtypes and sizes (runtime/bind_sizes.h bindShapes).
+Bindings bindSizes(const ir::Fusion& f, const std::vector<DeviceTensor>& inputs, const Bindings& given = {});
 
 }  // namespace loom

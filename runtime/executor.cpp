@@ -73,21 +73,14 @@ Executor::Executor(const ir::Fusion& fusion, Tuning tuning) : f_(fusion), tuning
 Executor::~Executor() = default;
 
 Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
-  std::vector<TensorDesc> descs;
-  for (const auto& t : inputs) descs.push_back(t.desc());
+  const std::vector<TensorDesc> descs = descsOf(inputs);
   for (auto& e : entries_)
     if (e->inputs == descs) {
       stats_ = CompileStats{CompileStats::Source::MemoryCache};
       return *e;
     }
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<DType> dtypes;
-  std::vector<std::vector<int64_t>> shapes;
-  for (const auto& t : inputs) {
-    dtypes.push_back(t.dtype());
-    shapes.push_back(t.shape());
-  }
-  Bindings bound = bindShapes(f_, dtypes, shapes, sizes);
+  Bindings bound = bindSizes(f_, inputs, sizes);
   const CompileOptions opts{currentDevice(), tuning_};
   CompileStats st;
   st.source = CompileStats::Source::MemoryCache;

@@ -27,12 +27,6 @@ double msSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-std::vector<TensorDesc> descsOf(const std::vector<DeviceTensor>& ts) {
-  std::vector<TensorDesc> d;
-  for (const auto& t : ts) d.push_back(t.desc());
-  return d;
-}
-
 // This process's first compile, through the Executor (it may hit the disk cache), then a cold
 // compile of the whole plan straight through compilePlan, which reports LLVM->PTX even when the
 // Executor found the kernels in the disk cache (LLVM is initialized by now; it fills no cache).
@@ -46,13 +40,7 @@ void compileAndMeasure(const ir::Fusion& f, const Bindings& sizes, const Tuning&
   r.llvm_ptx_ms = cs.llvm_ptx_ms;
   r.load_ms = cs.load_ms;
   r.first_total_ms = cs.total_ms;
-  std::vector<DType> dtypes;
-  std::vector<std::vector<int64_t>> shapes;
-  for (const auto& t : dev_in) {
-    dtypes.push_back(t.dtype());
-    shapes.push_back(t.shape());
-  }
-  Bindings bound = bindShapes(f, dtypes, shapes, sizes);
+  Bindings bound = bindSizes(f, dev_in, sizes);
   auto t0 = Clock::now();
   CompiledPlan cold = compilePlan(f, bound, descsOf(dev_in), CompileOptions{currentDevice(), tuning});
   r.cold_compile_ms = msSince(t0);

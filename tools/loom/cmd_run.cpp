@@ -31,8 +31,7 @@ int runRun(const Args& a) {
   Executor ex(*l.fusion);
   const CompiledPlan& plan = ex.planFor(dev_in, l.sizes);  // compiles now: the stats below are this call's
   const auto& cs = ex.lastCompile();
-  std::vector<TensorDesc> in_descs;
-  for (const auto& t : dev_in) in_descs.push_back(t.desc());
+  const std::vector<TensorDesc> in_descs = descsOf(dev_in);
   const std::vector<KernelInfo> kernels = planKernels(plan, in_descs);
   std::cout << fmt::format("fusion {} on {}\n", l.fusion->name(), dev.describe());
   std::cout << fmt::format("  compile: {} (LLVM->PTX {:.1f} ms, module load {:.1f} ms, total {:.1f} ms)\n",
@@ -70,9 +69,7 @@ int runRun(const Args& a) {
     }
     std::sort(times.begin(), times.end());
     double ms = times[times.size() / 2];
-    std::vector<TensorDesc> out_descs;
-    for (const auto& t : outs) out_descs.push_back(t.desc());
-    const uint64_t bytes = fusionBytes(in_descs, out_descs);
+    const uint64_t bytes = fusionBytes(in_descs, descsOf(outs));
     std::cout << fmt::format("  {} time {:.4f} ms (median of {}, warm L2{}), {:.1f} GB/s\n",
                              kernels.size() == 1 ? "kernel" : "plan", ms, iters,
                              kernels.size() == 1 ? "" : fmt::format(", {} kernels back to back", kernels.size()),
