@@ -21,6 +21,8 @@ struct TensorDesc {
     for (auto s : shape) n *= s;
     return n;
   }
+  // Bytes of its elements, each once (what a kernel moves reading or writing it).
+  uint64_t bytes() const { return static_cast<uint64_t>(numel()) * static_cast<uint64_t>(dtypeBytes(dtype)); }
   bool operator==(const TensorDesc&) const = default;
   std::string str() const;
 };

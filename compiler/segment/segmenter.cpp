@@ -44,6 +44,12 @@ std::string jsonStr(const std::string& s) {
   return o + "\"";
 }
 
+uint64_t descBytes(const std::vector<TensorDesc>& ds) {
+  uint64_t b = 0;
+  for (const auto& d : ds) b += d.bytes();
+  return b;
+}
+
 }  // namespace
 
 SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
@@ -60,8 +66,7 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
   auto withBytes = [&]() -> SegmentPlan {
     std::vector<TensorDesc> ends = inputs;
     for (const auto& o : f.outputs()) ends.push_back(known.at(o.value));
-    for (const auto& d : ends)
-      plan.one_kernel_bytes += static_cast<uint64_t>(d.numel()) * static_cast<uint64_t>(dtypeBytes(d.dtype));
+    plan.one_kernel_bytes = descBytes(ends);
     return std::move(plan);
   };
   auto descsOf = [&](const SubFusion& s) {
@@ -208,12 +213,6 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
 }
 
 namespace {
-
-uint64_t descBytes(const std::vector<TensorDesc>& ds) {
-  uint64_t b = 0;
-  for (const auto& d : ds) b += static_cast<uint64_t>(d.numel()) * static_cast<uint64_t>(dtypeBytes(d.dtype));
-  return b;
-}
 
 std::string megabytes(uint64_t b) { return fmt::format("{:.2f} MB", static_cast<double>(b) / 1e6); }
 

@@ -5,7 +5,7 @@
 namespace loom::cli {
 
 uint64_t tensorBytes(const TensorDesc& d) {
-  return static_cast<uint64_t>(d.numel()) * static_cast<uint64_t>(dtypeBytes(d.dtype));
+  return d.bytes();
 }
 
 uint64_t fusionBytes(const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs) {
