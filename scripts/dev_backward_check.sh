@@ -4,10 +4,8 @@
 # PyTorch. Writes the peer table to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=$PWD/.device/lib LOOM_CACHE_DIR=/tmp/loom-cache
-L=.device/bin/loom
+source scripts/dev_lib.sh
 timeout 240 bash scripts/gpu_check.sh 2>&1 | grep -E "passed|failed|FAILED|exit status" | tail -4
-check() { if r=$($L run "$@" 2>&1); then s=ok; else s=FAIL; fi; echo "$s $* :: $(echo "$r" | grep -E "rel err|error" | tr -s ' ' | cut -c1-70 | paste -sd';' | cut -c1-300)"; }
 for n in layer_norm_backward rms_norm_backward softmax_backward log_softmax_backward lstm_cell_backward gru_cell_backward; do check $n; done
 for n in group_norm_backward batch_norm_backward instance_norm_backward layer_norm_2d_backward; do check $n; check $n --layout x=nhwc --layout dy=nhwc; done
 check layer_norm_backward --dim N=3 --dim D=1531; check layer_norm_backward --dtype bf16 --dim N=65544 --dim D=77

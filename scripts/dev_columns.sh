@@ -5,10 +5,8 @@
 # for the column kernels beside the two-kernel plans (LOOM_NO_COLUMNS=1) and a few knobs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=$PWD/.device/lib LOOM_CACHE_DIR=/tmp/loom-cache
-L=.device/bin/loom
+source scripts/dev_lib.sh
 timeout 240 bash scripts/gpu_check.sh 2>&1 | grep -E "passed|failed|FAILED|exit status|with expansion|REQUIRE|CHECK" | head -30
-check() { if r=$($L run "$@" 2>&1); then s=ok; else s=FAIL; fi; echo "$s $* :: $(echo "$r" | grep -E "rel err|error|kernel 1" | tr -s ' ' | cut -c1-90 | paste -sd';' | cut -c1-400)"; }
 for n in layer_norm_backward rms_norm_backward; do
   for d in f16 bf16 f32; do check $n --dtype $d; done
   check $n --dim N=3 --dim D=1531; check $n --dtype bf16 --dim N=65544 --dim D=77; check $n --dim N=4096 --dim D=8192
@@ -17,7 +15,6 @@ done
 check examples/fusions/ln_colsum.loom --dim N=4096 --dim D=1024; check examples/fusions/ln_colsum.loom --dim N=5 --dim D=70000
 check examples/fusions/ln_colstats.loom --dim N=300 --dim D=1000
 for n in group_norm_backward batch_norm_backward instance_norm_backward layer_norm_2d_backward; do check $n; check $n --layout x=nhwc --layout dy=nhwc; done
-gbps() { $L bench "$@" --json --iters 50 2>/dev/null | python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print("%.0f" % j["gbps"])' 2>/dev/null || echo ERR; }
 printf '%-44s %8s %8s %8s\n' workload cols nocols tpr512
 for w in "layer_norm_backward f16 4096 1024" "layer_norm_backward f16 4096 4096" "layer_norm_backward f16 4096 8192" \
          "layer_norm_backward f16 4096 16384" "layer_norm_backward f16 32768 1024" "layer_norm_backward f16 32768 4096" \

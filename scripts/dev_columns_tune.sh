@@ -4,13 +4,11 @@
 # GB/s for the column kernels under a few knobs (blocks per SM, threads per row).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=$PWD/.device/lib LOOM_CACHE_DIR=/tmp/loom-cache
-L=.device/bin/loom
+source scripts/dev_lib.sh
 timeout 200 bash scripts/gpu_check.sh 2>&1 | grep -E "passed|failed|FAILED|exit status|with message" -A3 | head -30
 for s in 1 2; do
   timeout 150 python3 scripts/fuzz_fusions.py --loom $L --seed $s --cases 300 --budget-s 120 --run 2>&1 | grep -E "^[0-9]+ ok|FAIL" | head -8
 done
-gbps() { $L bench "$@" --json --iters 50 2>/dev/null | python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print("%.0f" % j["gbps"])' 2>/dev/null || echo ERR; }
 printf '%-40s %7s %7s %7s %7s %7s\n' workload default mb1 mb3 tpr128 tpr512
 for w in "layer_norm_backward f16 4096 1024" "layer_norm_backward f16 4096 4096" "layer_norm_backward f16 4096 8192" \
          "layer_norm_backward f16 32768 1024" "layer_norm_backward f16 32768 4096" "rms_norm_backward bf16 8192 4096" \

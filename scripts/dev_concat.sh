@@ -5,11 +5,9 @@
 # lstm_cell_backward's time at B=256 H=1024 (issue 22: one kernel, at most 12 us).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=$PWD/.device/lib LOOM_CACHE_DIR=/tmp/loom-cache
-L=.device/bin/loom
+source scripts/dev_lib.sh
 timeout 200 bash scripts/gpu_check.sh 2>&1 | grep -E "passed|failed|FAILED|exit status|with message" -A3 | head -30
 timeout 170 python3 scripts/fuzz_fusions.py --loom $L --seed 3 --cases 400 --budget-s 150 --run 2>&1 | grep -E "^[0-9]+ ok|FAIL" | head -8
-check() { if r=$($L run "$@" 2>&1); then s=ok; else s=FAIL; fi; echo "$s $* :: $(echo "$r" | grep -E "rel err|error|kernel 1" | tr -s ' ' | cut -c1-80 | paste -sd';' | cut -c1-420)"; }
 for n in lstm_cell_backward gru_cell_backward; do
   for d in f16 bf16 f32; do check $n --dtype $d; done
   check $n --dim B=1 --dim H=1; check $n --dim B=7 --dim H=3; check $n --dim B=256 --dim H=1024; check $n --dim B=33 --dim H=1531

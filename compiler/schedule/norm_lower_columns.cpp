@@ -74,9 +74,9 @@ void NormLowering::columnRows(const ExprP& blk) {
   b_.repeat("j", tile_trips, {}, [&](const ExprP& j, const std::vector<ExprP>& carried) {
     ExprP tile = b_.add(b_.mul(j, c(G)), blk);
     if (tile_trips * G != k_.col_tiles)
-      b_.uniformIf(b_.op(kir::IndexOp::Ult, tile, c(k_.col_tiles)), "tile", [&] { columnCombine(blk, tile); });
+      b_.uniformIf(b_.op(kir::IndexOp::Ult, tile, c(k_.col_tiles)), "tile", [&] { columnCombine(tile); });
     else
-      columnCombine(blk, tile);
+      columnCombine(tile);
     return carried;
   });
   exitGrid(ws_, G);
@@ -145,7 +145,7 @@ void NormLowering::publishColumns(const ExprP& blk, const std::vector<ExprP>& pa
 // columns, four loaded before any is added; the BY threads of a chunk then meet in a fixed
 // order (below); thread (0, tx) finishes the chunk's reductions and stores every output they
 // reach.
-void NormLowering::columnCombine(const ExprP&, const ExprP& tile) {
+void NormLowering::columnCombine(const ExprP& tile) {
   const int BX = k_.col_bx, BY = k_.col_by, V = k_.vec;
   const int64_t P = k_.col_partials;
   ExprP tx = b_.bind(kir::index(kir::IndexOp::Rem, tid_, kir::i32Const(BX)));

@@ -62,7 +62,7 @@ class NormLowering {
   void columnRows(const ExprP& blk);
   ExprP columnSlot(size_t col, const ExprP& partial, const ExprP& chunk);
   void publishColumns(const ExprP& blk, const std::vector<ExprP>& parts);
-  void columnCombine(const ExprP& blk, const ExprP& tile);
+  void columnCombine(const ExprP& tile);
   DType accOf(const ENode* r) const { return computeDType(r->dtype); }
   ExprP identityOf(const ENode* r, int lanes) const {
     return kir::combineIdentity(kir::combineOf(r->op), accOf(r), lanes);

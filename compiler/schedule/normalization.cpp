@@ -128,7 +128,7 @@ std::optional<NormKernel> placeWithColumns(NormKernel k, const ir::Fusion& f, co
   c.tier = NormTier::Registers;
   c.held = k.chunks * k.vec * std::max<int>(1, static_cast<int>(k.smem_leaves.size()));
   c.budget = 65536 / (k.block * fit.value.per_sm);
-  c.note(fmt::format("threads per row: as many as keep a thread's chunks and their column partials in registers"));
+  c.note("threads per row: as many as keep a thread's chunks and their column partials in registers");
   k.smem_leaves.clear();
   k.reason = explainNormKernel(k, c, inputs) + "; " + fit.why;
   return k;
