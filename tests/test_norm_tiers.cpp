@@ -67,3 +67,49 @@ TEST_CASE("each tier is reached, and the schedule dump names it", "[norm]") {
   }
   CHECK(reached.size() == schedule::normTiers().size());
 }
+
+TEST_CASE("a load constant along a reduced axis is read from cache, not held in shared memory", "[norm]") {
+  // Group norm backward's dx in channels-last: the per-channel weight under the reductions is
+  // the same C/G values at every pixel of a row. Holding it beside x and dy took half the
+  // block's shared memory (f32 against f16) for a row of 512 bytes.
+  auto f = parseFusion(R"(fusion gn_dx {
+  in dy: f16[N, C, H, W]
+  in x: f16[N, C, H, W]
+  in mean: f32[N, 32]
+  in rstd: f32[N, 32]
+  in w: f32[C]
+  t0: f32[N, 32, 1b, 1b, 1b] = broadcast(mean, new=[false, false, true, true, true])
+  t1: f32[N, 32, 1b, 1b, 1b] = broadcast(rstd, new=[false, false, true, true, true])
+  t2: f32[N, C, H, W] = cast(x, to=f32)
+  t3: f32[N, C, H, W] = cast(dy, to=f32)
+  t4: f32[N, 32, C/32, H, W] = reshape(t2, shape=[N, 32, C/32, H, W])
+  t5: f32[N, 32, C/32, H, W] = sub(t4, t0)
+  t6: f32[N, 32, C/32, H, W] = mul(t5, t1)
+  t7: f32[1b, C, 1b, 1b] = broadcast(w, new=[true, false, true, true])
+  t8: f32[N, C, H, W] = mul(t3, t7)
+  t9: f32[N, 32, C/32, H, W] = reshape(t8, shape=[N, 32, C/32, H, W])
+  t10: f32[N, 32, C/32, H, W] = mul(t9, t6)
+  t11: f32[N, 32, 1b, 1b, 1b] = mean(t10, dims=[2, 3, 4], keepdim=true)
+  t12: f32[N, 32, C/32, H, W] = mul(t6, t11)
+  t13: f32[N, 32, 1b, 1b, 1b] = mean(t9, dims=[2, 3, 4], keepdim=true)
+  t14: f32[N, 32, C/32, H, W] = sub(t9, t13)
+  t15: f32[N, 32, C/32, H, W] = sub(t14, t12)
+  t16: f32[N, 32, C/32, H, W] = mul(t1, t15)
+  t17: f32[N, C, H, W] = reshape(t16, shape=[N, C, H, W])
+  t18: f16[N, C, H, W] = cast(t17, to=f16)
+  out dx = t18
+})");
+  const std::vector<int> nhwc = {0, 2, 3, 1};
+  for (const Bindings& sizes : {Bindings{{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}},
+                                Bindings{{"N", 2}, {"C", 128}, {"H", 61}, {"W", 67}}}) {
+    std::string why;
+    auto k = schedule::scheduleNormalization(*f, sizes, descsFor(*f, sizes, {{"x", nhwc}, {"dy", nhwc}}),
+                                             CompileOptions{{90, 132}}, &why);
+    REQUIRE(k);
+    INFO(k->reason);
+    std::set<int> held;
+    for (const auto& l : k->smem_leaves) held.insert(l.input);
+    CHECK(held.count(4) == 0);  // w from cache
+    if (k->tier == NormTier::Grid) CHECK(held == std::set<int>{0, 1});  // dy and x
+  }
+}

@@ -275,11 +275,18 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
 
 std::set<Leaf> heldLoads(const NormAxes& ax) {
   std::set<Leaf> held;
+  const size_t nout = ax.k.outer_shape.size();
   lower::visitPostOrder(ax.roots, [&](const ENode& n) {
     if (n.kind != ENode::Kind::Reduce) return;
     lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
-      if (m.kind == ENode::Kind::Load && ax.axisStrides(m.leaf.strides).back() != 0)
-        held.insert(Leaf{m.leaf.input, m.leaf.offset, ax.axisStrides(m.leaf.strides)});
+      if (m.kind != ENode::Kind::Load) return;
+      const std::vector<int64_t> s = ax.axisStrides(m.leaf.strides);
+      if (s.back() == 0) return;
+      // Constant along another reduced axis (group norm's per-channel weight in channels-last,
+      // the same C/G values at every pixel): a few values read again from cache, not a row.
+      for (size_t i = nout; i < s.size(); ++i)
+        if (s[i] == 0 && ax.k.red_shape[i - nout] > 1) return;
+      held.insert(Leaf{m.leaf.input, m.leaf.offset, s});
     });
   });
   return held;

@@ -42,8 +42,9 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
                                  std::string* why_not);
 
 // The row a kernel holds on chip: the loads under a reduction that vary along the row's
-// innermost axis (they are read again by the next pass or by the outputs; loads used only by
-// the outputs are read once, at the end), with their strides over the kernel's axes.
+// innermost axis and along every other reduced axis (they are read again by the next pass or by
+// the outputs; loads used only by the outputs are read once, at the end), with their strides
+// over the kernel's axes.
 std::set<Leaf> heldLoads(const NormAxes& ax);
 
 // Lanes of a vector along the innermost reduced axis: 16 bytes of the held rows (1 where the
