@@ -67,7 +67,8 @@ DeviceInfo currentDevice() {
   return DeviceInfo{ptxTargetFor(d.ccMajor(), d.ccMinor()), d.smCount()};
 }
 
-Executor::Executor(const ir::Fusion& fusion, Tuning tuning) : f_(fusion), tuning_(std::move(tuning)) {
+Executor::Executor(const ir::Fusion& fusion, Tuning tuning)
+    : f_(fusion), tuning_(std::move(tuning)), stream_(launchStream()) {
   fusion.verify();
 }
 Executor::~Executor() = default;
@@ -125,7 +126,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     const CompiledKernel& ck = entry->plan.kernels[k].kernel;
     entry->workspaces.emplace_back(static_cast<std::size_t>(ck.workspace_bytes));
     // Zeroed once: each launch leaves its barrier counters at zero again (llvm_norm.cpp).
-    if (ck.workspace_bytes) runtime::memsetAsync(entry->workspaces.back().ptr(), 0, entry->workspaces.back().size(), launchStream());
+    if (ck.workspace_bytes) runtime::memsetAsync(entry->workspaces.back().ptr(), 0, entry->workspaces.back().size(), stream_);
     if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
   }
   dumpIfEnabled(DumpStage::Launch, f_.name(),
@@ -232,7 +233,7 @@ void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& in
     ptrs[pk.args.size()] = ws.ptr();
     args[pk.args.size()] = &ptrs[pk.args.size()];
   }
-  runtime::launch(e.loaded[k]->kernel, launchConfig(pk.kernel), args, launchStream());
+  runtime::launch(e.loaded[k]->kernel, launchConfig(pk.kernel), args, stream_);
 }
 
 void Executor::launch(const std::vector<DeviceTensor>& inputs,

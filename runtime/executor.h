@@ -6,6 +6,7 @@
 // One Executor serves one host thread at a time: its plans, intermediates and grid-reduction
 // workspaces are its own and reused by every launch, in stream order. Threads that launch at
 // once (LOOM_STREAM=per-thread) each need their own Executor.
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -53,6 +54,10 @@ class Executor {
   void launchKernel(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
                     size_t k);
 
+  // The CUDA stream (a CUstream) later launches go to, in order; by default the legacy default
+  // stream, or the per-thread one with LOOM_STREAM=per-thread.
+  void setStream(std::uintptr_t stream) { stream_ = stream; }
+
   const CompileStats& lastCompile() const { return stats_; }
   // The kernels these inputs run as (segments, PTX, launch shapes, output specs).
   const CompiledPlan& planFor(const std::vector<DeviceTensor>& inputs, const Bindings& sizes = {});
@@ -67,6 +72,7 @@ class Executor {
   const Tuning tuning_;
   std::vector<std::unique_ptr<Entry>> entries_;
   CompileStats stats_;
+  std::uintptr_t stream_;
 };
 
 // The current GPU (its PTX target and SM count); throws loom::Error with no GPU.

@@ -6,6 +6,7 @@
 
 #include "compiler/schedule/scheduler.h"
 #include "ir/error.h"
+#include "ir/json.h"
 
 namespace loom::segment {
 
@@ -29,19 +30,6 @@ std::string opLabel(const ir::Op* op) {
   std::vector<std::string> outs;
   for (const ir::Value* v : op->outputs()) outs.push_back(v->name());
   return fmt::format("{} ({})", op->name(), fmt::join(outs, ", "));
-}
-
-std::string jsonStr(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (c == '\n') {
-      o += "\\n";
-      continue;
-    }
-    o += c;
-  }
-  return o + "\"";
 }
 
 uint64_t descBytes(const std::vector<TensorDesc>& ds) {

@@ -12,7 +12,6 @@ namespace {
 
 std::string jsonNum(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
-std::string jsonInts(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 std::string timingJson(const Timing& t) {
   return fmt::format("\"time_ms\": {}, \"time_ms_min\": {}, \"time_ms_p20\": {}, \"time_ms_p80\": {}, \"reps\": {}",
@@ -38,22 +37,6 @@ std::string timingText(const Timing& t) {
 
 double gbps(uint64_t bytes, double ms) {
   return ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : std::numeric_limits<double>::infinity();
-}
-
-std::string jsonStr(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", static_cast<int>(c));
-        else o += c;
-    }
-  }
-  return o + "\"";
 }
 
 std::string descJson(const std::string& name, const TensorDesc& d, int alias) {

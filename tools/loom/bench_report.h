@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/tensor_desc.h"
+#include "ir/json.h"
 #include "tools/loom/bench_timing.h"
 #include "tools/loom/plan_info.h"
 
@@ -33,7 +34,6 @@ struct BenchResult {
 // GB/s of `bytes` moved in `ms` (infinite for 0 ms: JSON writes null).
 double gbps(uint64_t bytes, double ms);
 
-std::string jsonStr(const std::string& s);
 // {"name", "dtype", "shape", "strides"} and, where alias >= -1, "aliases_input".
 std::string descJson(const std::string& name, const TensorDesc& d, int alias = -2);
 

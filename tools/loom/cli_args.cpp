@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "tools/loom/cli.h"
+#include "runtime/memory_order.h"
 
 namespace loom::cli {
 
@@ -109,31 +110,8 @@ std::map<std::string, std::vector<int>> layoutsFromArgs(const Args& a, const ir:
   for (const auto& spec : a.getAll("layout")) {
     auto eq = spec.find('=');
     LOOM_USER_CHECK(eq != std::string::npos, "--layout `{}` must look like x=nhwc", spec);
-    std::string name = spec.substr(0, eq), lay = spec.substr(eq + 1);
-    const ir::Value* v = f.input(name);
-    std::vector<int> order;
-    if (lay == "nchw" || lay == "contiguous") {
-      for (int i = 0; i < v->rank(); ++i) order.push_back(i);
-    } else if (lay == "nhwc" || lay == "channels_last") {
-      LOOM_USER_CHECK(v->rank() >= 3, "--layout {}: `{}` has rank {}, channels-last needs >= 3",
-                      spec, name, v->rank());
-      order = channelsLastOrder(v->rank());
-    } else {
-      size_t p = 0;
-      while (p <= lay.size()) {
-        size_t c = lay.find(',', p);
-        if (c == std::string::npos) c = lay.size();
-        order.push_back(static_cast<int>(parseInt(lay.substr(p, c - p), "--layout " + spec)));
-        p = c + 1;
-      }
-      std::vector<int> s = order;
-      std::sort(s.begin(), s.end());
-      bool ok = static_cast<int>(s.size()) == v->rank();
-      for (int i = 0; ok && i < v->rank(); ++i) ok = s[static_cast<size_t>(i)] == i;
-      LOOM_USER_CHECK(ok, "--layout {}: give nchw, nhwc, or a permutation of 0..{} listing dims "
-                      "from outermost to innermost", spec, v->rank() - 1);
-    }
-    out[name] = order;
+    const std::string name = spec.substr(0, eq);
+    out[name] = parseMemoryOrder(f, name, spec.substr(eq + 1), "--layout " + spec);
   }
   return out;
 }
