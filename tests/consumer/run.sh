@@ -32,4 +32,10 @@ fi
 out=$("$work/b/consumer")
 echo "$out" | tail -2
 echo "$out" | grep -q "fusion group_norm" || { echo "the example printed no fusion"; exit 1; }
-echo "consumer ok: $ver, $(basename "$lib")"
+# The C header alone, from C, and the Python package beside the installed library.
+printf '#include <loom/loom_c.h>\nint main(void) { return loom_abi_version() == LOOM_C_ABI_VERSION ? 0 : 1; }\n' > "$work/c.c"
+cc -std=c11 -I"$prefix/include" "$work/c.c" -L"$(dirname "$lib")" -lloom -Wl,-rpath,"$(dirname "$lib")" -o "$work/c" &&
+  "$work/c" || { echo "the C ABI from C: failed"; exit 1; }
+pyver=$(cd "$work" && env -u LOOM_LIBRARY PYTHONPATH="$(dirname "$lib")/python3" python3 -c "import loom; print(loom.__version__)")
+[ "loom $pyver" = "$ver" ] || { echo "the installed Python package says $pyver"; exit 1; }
+echo "consumer ok: $ver, $(basename "$lib"), C ABI, Python package"

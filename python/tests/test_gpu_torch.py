@@ -1,0 +1,141 @@
+"""The package on the GPU with PyTorch (the GPU machine): runs on torch CUDA tensors against
+PyTorch's own ops, in every float dtype, channels-last, odd shapes, on the caller's stream, in
+place, and through __cuda_array_interface__. Skipped without torch or a GPU."""
+import pytest
+
+import loom
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available() or not loom.gpu_available():
+    pytest.skip("no GPU", allow_module_level=True)
+F = torch.nn.functional
+
+TOL = {torch.float16: 4e-3, torch.bfloat16: 3e-2, torch.float32: 2e-5}
+
+
+def close(got, want, dtype):
+    got, want = got.double(), want.double()
+    err = (got - want).norm() / max(want.norm(), 1e-30)
+    assert err < TOL[dtype], f"relative error {err:.3g} over {TOL[dtype]}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("shape", [(1, 1024), (1531, 1000), (3, 4096)])
+def test_layer_norm(dtype, shape):
+    name = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}[dtype]
+    f = loom.Fusion.builtin("layer_norm", name)
+    x = torch.randn(*shape, device="cuda", dtype=dtype)
+    w = torch.randn(shape[1], device="cuda", dtype=dtype)
+    b = torch.randn(shape[1], device="cuda", dtype=dtype)
+    (y,) = f.run(x, w, b)
+    torch.cuda.synchronize()
+    assert y.dtype == dtype and y.shape == x.shape
+    close(y, F.layer_norm(x.float(), (shape[1],), w.float(), b.float(), 1e-5), dtype)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_group_norm_layouts(layout):
+    f = loom.Fusion.builtin("group_norm", "f16")
+    x = torch.randn(3, 64, 17, 19, device="cuda", dtype=torch.float16)
+    if layout == "nhwc":
+        x = x.to(memory_format=torch.channels_last)
+    w = torch.randn(64, device="cuda")
+    b = torch.randn(64, device="cuda")
+    (y,) = f.run(x, w, b)
+    torch.cuda.synchronize()
+    close(y, F.group_norm(x.float(), 32, w, b, 1e-5), torch.float16)
+
+
+def test_rms_norm_on_a_side_stream():
+    f = loom.Fusion.builtin("rms_norm", "bf16")
+    x = torch.randn(4097, 2048, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(2048, device="cuda", dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        (y,) = f.run(x, w)  # torch's current stream: s
+    s.synchronize()
+    ref = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    close(y, ref, torch.bfloat16)
+
+
+def test_batch_norm_updates_running_stats_in_place():
+    f = loom.Fusion.builtin("batch_norm", "f32")
+    x = torch.randn(8, 16, 9, 11, device="cuda")
+    rm, rv = torch.randn(16, device="cuda"), torch.rand(16, device="cuda") + 0.5
+    w, b = torch.randn(16, device="cuda"), torch.randn(16, device="cuda")
+    rm_t, rv_t = rm.clone(), rv.clone()
+    y, new_rm, new_rv = f.run(x, rm, rv, w, b)
+    torch.cuda.synchronize()
+    assert new_rm.data_ptr() == rm.data_ptr() and new_rv.data_ptr() == rv.data_ptr()
+    ref = F.batch_norm(x, rm_t, rv_t, w, b, training=True, momentum=0.1, eps=1e-5)
+    close(y, ref, torch.float32)
+    close(rm, rm_t, torch.float32)
+    close(rv, rv_t, torch.float32)
+
+
+def test_layer_norm_backward_outputs_and_specs():
+    f = loom.Fusion.builtin("layer_norm_backward", "f16")
+    N, D = 333, 768
+    x = torch.randn(N, D, device="cuda", dtype=torch.float16, requires_grad=True)
+    w = torch.randn(D, device="cuda", dtype=torch.float16, requires_grad=True)
+    b = torch.randn(D, device="cuda", dtype=torch.float16, requires_grad=True)
+    dy = torch.randn(N, D, device="cuda", dtype=torch.float16)
+    xf = x.detach().float()
+    mean = xf.mean(-1, keepdim=True)
+    rstd = torch.rsqrt(xf.var(-1, unbiased=False, keepdim=True) + 1e-5)
+    specs = f.output_specs(dy, x.detach(), mean, rstd, w.detach(), b.detach())
+    assert [o["name"] for o in specs["outputs"]] == ["dx", "dw", "db"] and specs["kernels"] == 1
+    dx, dw, db = f.run(dy, x.detach(), mean, rstd, w.detach(), b.detach())
+    y = F.layer_norm(x.float(), (D,), w.float(), b.float(), 1e-5)
+    y.backward(dy.float())
+    torch.cuda.synchronize()
+    close(dx, x.grad, torch.float16)
+    close(dw, w.grad, torch.float32)
+    close(db, b.grad, torch.float32)
+
+
+def test_cuda_array_interface_with_out():
+    class Cai:  # anything with __cuda_array_interface__ (CuPy, Numba, ...)
+        def __init__(self, t):
+            self.t = t
+            self.__cuda_array_interface__ = t.__cuda_array_interface__
+    f = loom.Fusion.builtin("add", "f32")
+    a = torch.randn(70, device="cuda")[::2]  # strided: every other element
+    b = torch.randn(35, device="cuda")
+    out = torch.empty(35, device="cuda")
+    f.run(Cai(a), Cai(b), out=[Cai(out)])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, a + b)
+
+
+def test_errors():
+    f = loom.Fusion.builtin("layer_norm", "f16")
+    x = torch.randn(4, 1024, device="cuda", dtype=torch.float16)
+    w = torch.randn(1024, device="cuda", dtype=torch.float16)
+    with pytest.raises(loom.ArgumentError, match="on cpu"):
+        f.run(x.cpu(), w, w)
+    with pytest.raises(loom.InputError, match="`w`"):
+        f.run(x, w[:1000], w)
+    with pytest.raises(loom.InputError, match="`w`"):
+        f.run(x, w.float(), w)
+    with pytest.raises(loom.InputError, match="output `y`"):
+        f.run(x, w, w, out=[torch.empty(4, 1000, device="cuda", dtype=torch.float16)])
+
+
+def test_repeated_calls_new_pointers_and_out():
+    # The hot path reuses one signature's structs: each call must see its own tensors.
+    f = loom.Fusion.builtin("layer_norm", "f32")
+    for rows in [5, 7, 5, 5]:
+        x = torch.randn(rows, 256, device="cuda")
+        w, b = torch.randn(256, device="cuda"), torch.randn(256, device="cuda")
+        (y,) = f.run(x, w, b)
+        y2 = torch.full_like(y, float("nan"))
+        f.run(x, w, b, out=[y2])
+        wide = torch.empty(rows, 512, device="cuda")[:, ::2]  # other strides than loom writes
+        with pytest.raises(loom.InputError, match="output `y`"):
+            f.run(x, w, b, out=[wide])
+        torch.cuda.synchronize()
+        ref = F.layer_norm(x, (256,), w, b, 1e-5)
+        close(y, ref, torch.float32)
+        close(y2, ref, torch.float32)
