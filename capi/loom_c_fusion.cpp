@@ -11,6 +11,7 @@
 #include "capi/capi_internal.h"
 #include "compiler/segment/segmenter.h"
 #include "frontend/examples.h"
+#include "frontend/framework_ops.h"
 #include "frontend/parser.h"
 #include "ir/dump.h"
 #include "ir/json.h"
@@ -190,7 +191,11 @@ loom_status loom_builtins_json(char** out) {
                                   jsonStr(e.name), jsonStr(e.summary),
                                   jsonStr(std::string(dtypeName(e.default_dtype))), fmt::join(sizes, ", ")));
     }
-    *out = capi::newString(fmt::format("{{\"builtins\": [{}]}}", fmt::join(items, ", ")));
+    std::vector<std::string> ops;
+    for (const FrameworkOpInfo& o : frameworkOps())
+      ops.push_back(fmt::format("{{\"name\": {}, \"summary\": {}}}", jsonStr(o.name), jsonStr(o.summary)));
+    *out = capi::newString(
+        fmt::format("{{\"builtins\": [{}], \"ops\": [{}]}}", fmt::join(items, ", "), fmt::join(ops, ", ")));
   });
 }
 
@@ -220,6 +225,15 @@ loom_status loom_fusion_builtin(const char* name, const char* dtype, loom_fusion
       dt = *d;
     }
     *out = new loom_fusion{std::shared_ptr<const ir::Fusion>(e->build(dt)), e->default_sizes};
+  });
+}
+
+loom_status loom_fusion_op(const char* op, const char* params, loom_fusion** out) {
+  return guard([&] {
+    need(op, "loom_fusion_op", "op");
+    need(out, "loom_fusion_op", "out");
+    auto f = buildFrameworkOp(op, parseOpParams(params ? params : ""));
+    *out = new loom_fusion{std::shared_ptr<const ir::Fusion>(std::move(f)), {}};
   });
 }
 

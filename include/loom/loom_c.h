@@ -68,7 +68,8 @@ const char* loom_version(void);      /* "0.6.0" */
 const char* loom_last_error(void);   /* the calling thread's last failure, "" if none */
 void loom_string_free(char* s);
 const char* loom_dtype_name(int32_t dtype); /* "f16", ...; NULL when not a loom_dtype */
-/* The built-ins as JSON: {"builtins": [{name, summary, dtype, sizes: {SYMBOL: value}}]}. */
+/* The built-ins and the framework ops as JSON: {"builtins": [{name, summary, dtype, sizes:
+ * {SYMBOL: value}}], "ops": [{name, summary}]}. */
 loom_status loom_builtins_json(char** out);
 
 /* ---- fusions ---- */
@@ -77,6 +78,10 @@ loom_status loom_fusion_from_text(const char* text, size_t len, loom_fusion** ou
 /* A built-in by name (`loom examples`), its main tensors in `dtype` ("f16", "bf16", "f32",
  * "f64"; NULL: its default). */
 loom_status loom_fusion_builtin(const char* name, const char* dtype, loom_fusion** out);
+/* A framework op (frontend/framework_ops.h: a norm's forward with the statistics its backward
+ * reads, or that backward) with its parameters as "key=value,..." text, e.g.
+ * ("layer_norm", "x=f16,w=f32,b=f32,eps=1e-6"); loom_builtins_json lists the ops. */
+loom_status loom_fusion_op(const char* op, const char* params, loom_fusion** out);
 void loom_fusion_free(loom_fusion* f);
 /* The fusion in the text format (round-trips through loom_fusion_from_text). */
 loom_status loom_fusion_text(const loom_fusion* f, char** out);

@@ -41,6 +41,7 @@ static void test_library(void) {
   EXPECT(loom_dtype_name(7) == NULL && loom_dtype_name(-1) == NULL);
   EXPECT(loom_builtins_json(&j) == LOOM_OK);
   EXPECT(contains(j, "\"name\": \"layer_norm_backward\""));
+  EXPECT(contains(j, "\"ops\": [{\"name\": \"layer_norm\""));
   loom_string_free(j);
   loom_string_free(NULL);
   EXPECT_ERROR(loom_builtins_json(NULL), LOOM_ERROR_ARGUMENT, "`out` is NULL");
@@ -98,6 +99,27 @@ static void test_fusions(void) {
   EXPECT_ERROR(loom_fusion_builtin("layer_nrom", NULL, &g), LOOM_ERROR_INPUT, "the built-ins are: ");
   EXPECT_ERROR(loom_fusion_builtin("layer_norm", "f8", &g), LOOM_ERROR_INPUT, "dtype `f8` is not a dtype");
   EXPECT_ERROR(loom_fusion_builtin(NULL, NULL, &g), LOOM_ERROR_ARGUMENT, "`name` is NULL");
+
+  /* Framework ops with their parameters. */
+  EXPECT(loom_fusion_op("group_norm", "x=bf16, groups=8, w=f32, b=none, eps=1e-6", &g) == LOOM_OK);
+  EXPECT(loom_fusion_signature_json(g, &s) == LOOM_OK);
+  EXPECT(contains(s, "\"name\": \"x\", \"dtype\": \"bf16\", \"shape\": [\"N\", \"C\", \"S\"]"));
+  EXPECT(contains(s, "\"name\": \"rstd\", \"dtype\": \"f32\", \"shape\": [\"N\", \"8\"]"));
+  EXPECT(!contains(s, "\"name\": \"b\""));
+  loom_string_free(s);
+  loom_fusion_free(g);
+  EXPECT(loom_fusion_op("batch_norm", "x=f16,running=f32,w=f32,b=f32,momentum=0.05", &g) == LOOM_OK);
+  EXPECT(loom_fusion_signature_json(g, &s) == LOOM_OK);
+  EXPECT(contains(s, "\"alias\": \"running_var\""));
+  loom_string_free(s);
+  loom_fusion_free(g);
+  EXPECT_ERROR(loom_fusion_op("layer_norm", "x=f16,eps=abc", &g), LOOM_ERROR_INPUT, "eps=abc is not a number");
+  EXPECT_ERROR(loom_fusion_op("layer_norm", "x=f16,groups=2", &g), LOOM_ERROR_INPUT, "takes no parameter `groups`");
+  EXPECT_ERROR(loom_fusion_op("layer_norm", "w=f32", &g), LOOM_ERROR_INPUT, "parameter `x` (a dtype) is needed");
+  EXPECT_ERROR(loom_fusion_op("group_norm", "x=f16,groups=0", &g), LOOM_ERROR_INPUT, "groups=0 is not a positive");
+  EXPECT_ERROR(loom_fusion_op("layer_norm", "x=f16,x=f32", &g), LOOM_ERROR_INPUT, "`x` is given twice");
+  EXPECT_ERROR(loom_fusion_op("layer_norm", "x", &g), LOOM_ERROR_INPUT, "must look like key=value");
+  EXPECT_ERROR(loom_fusion_op("layer_nrom", NULL, &g), LOOM_ERROR_INPUT, "they are: layer_norm, ");
   loom_fusion_free(NULL);
   loom_fusion_free(f);
 }

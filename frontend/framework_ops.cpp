@@ -1,0 +1,292 @@
+#include "frontend/framework_ops.h"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "frontend/builder.h"
+#include "frontend/composites.h"
+#include "frontend/composites_backward.h"
+#include "ir/error.h"
+
+namespace loom {
+
+namespace {
+
+// An op's parameters, read once each; whatever is left unread at the end is an error.
+class Params {
+ public:
+  Params(std::string op, const OpParams& p) : op_(std::move(op)), p_(p) {}
+
+  DType dtype(const std::string& key) {
+    auto d = optDtype(key);
+    LOOM_USER_CHECK(d.has_value(), "op `{}`: parameter `{}` (a dtype) is needed", op_, key);
+    return *d;
+  }
+  // A tensor's dtype, or nullopt where it is not given ("none" or absent).
+  std::optional<DType> optDtype(const std::string& key) {
+    const auto v = take(key);
+    if (!v || *v == "none") return std::nullopt;
+    auto d = parseDType(*v);
+    LOOM_USER_CHECK(d.has_value(), "op `{}`: {}={} is not a dtype (bool, i32, i64, f16, bf16, f32, f64, none)", op_,
+                    key, *v);
+    return d;
+  }
+  double number(const std::string& key, double fallback) {
+    const auto v = take(key);
+    if (!v) return fallback;
+    double x = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+    LOOM_USER_CHECK(ec == std::errc() && p == v->data() + v->size() && std::isfinite(x),
+                    "op `{}`: {}={} is not a number", op_, key, *v);
+    return x;
+  }
+  int whole(const std::string& key) {
+    const auto v = take(key);
+    LOOM_USER_CHECK(v.has_value(), "op `{}`: parameter `{}` (a whole number) is needed", op_, key);
+    int x = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+    LOOM_USER_CHECK(ec == std::errc() && p == v->data() + v->size() && x > 0,
+                    "op `{}`: {}={} is not a positive whole number", op_, key, *v);
+    return x;
+  }
+  void done() const {
+    for (const auto& [k, v] : p_)
+      LOOM_USER_CHECK(read_.count(k), "op `{}` takes no parameter `{}`; it takes: {}", op_, k, fmt::join(read_, ", "));
+  }
+
+ private:
+  std::optional<std::string> take(const std::string& key) {
+    read_.insert(key);
+    auto it = p_.find(key);
+    if (it == p_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::string op_;
+  const OpParams& p_;
+  std::set<std::string> read_;
+};
+
+// f32 statistics for f16/bf16/f32 inputs, f64 for f64 (the composites' compute dtype).
+DType statsDtype(DType x) { return x == DType::F64 ? DType::F64 : DType::F32; }
+
+using Dims = std::vector<Dim>;
+
+std::optional<Tensor> optInput(FusionBuilder& fb, const std::string& name, std::optional<DType> t, const Dims& dims) {
+  if (!t) return std::nullopt;
+  return fb.input(name, *t, dims);
+}
+
+void outputGrads(FusionBuilder& fb, const NormGrads& g) {
+  fb.output("dx", g.dx);
+  if (g.dw) fb.output("dw", g.dw);
+  if (g.db) fb.output("db", g.db);
+}
+
+void outputStats(FusionBuilder& fb, const NormStats& s) {
+  fb.output("y", s.y);
+  fb.output("mean", s.mean);
+  fb.output("rstd", s.rstd);
+}
+
+// Spatial norms: x [N, C, S], per-channel weight and bias [C].
+struct Spatial {
+  Tensor x;
+  std::optional<Tensor> w, b;
+};
+Spatial spatialInputs(FusionBuilder& fb, Params& p, DType xt, bool bias) {
+  Spatial s{fb.input("x", xt, {"N", "C", "S"}), optInput(fb, "w", p.optDtype("w"), {"C"}), std::nullopt};
+  if (bias) s.b = optInput(fb, "b", p.optDtype("b"), {"C"});
+  return s;
+}
+
+using Build = std::function<void(FusionBuilder&, Params&)>;
+
+struct OpDef {
+  const char* name;
+  const char* summary;
+  Build build;
+};
+
+const std::vector<OpDef>& opDefs() {
+  static const std::vector<OpDef> defs = {
+      {"layer_norm", "x [N, D], w and b [D] (optional): y, mean and rstd [N, 1]; params x, w, b, eps (1e-5)",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto x = fb.input("x", xt, {"N", "D"});
+         auto w = optInput(fb, "w", p.optDtype("w"), {"D"});
+         auto b = optInput(fb, "b", p.optDtype("b"), {"D"});
+         outputStats(fb, layer_norm_with_stats(x, {"D"}, w, b, p.number("eps", 1e-5)));
+       }},
+      {"layer_norm_backward", "dy, x [N, D], mean, rstd [N, 1], w, b [D] (optional): dx, dw, db; params x, w, b",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto dy = fb.input("dy", xt, {"N", "D"});
+         auto x = fb.input("x", xt, {"N", "D"});
+         auto mean = fb.input("mean", statsDtype(xt), {"N", 1});
+         auto rstd = fb.input("rstd", statsDtype(xt), {"N", 1});
+         auto w = optInput(fb, "w", p.optDtype("w"), {"D"});
+         auto b = optInput(fb, "b", p.optDtype("b"), {"D"});
+         outputGrads(fb, layer_norm_backward(dy, x, mean, rstd, {"D"}, w, b));
+       }},
+      {"rms_norm", "x [N, D], w [D] (optional): y, rstd [N, 1]; params x, w, eps (1e-6)",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto x = fb.input("x", xt, {"N", "D"});
+         auto w = optInput(fb, "w", p.optDtype("w"), {"D"});
+         auto r = rms_norm_with_stats(x, {"D"}, w, p.number("eps", 1e-6));
+         fb.output("y", r.y);
+         fb.output("rstd", r.rstd);
+       }},
+      {"rms_norm_backward", "dy, x [N, D], rstd [N, 1], w [D] (optional): dx, dw; params x, w",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto dy = fb.input("dy", xt, {"N", "D"});
+         auto x = fb.input("x", xt, {"N", "D"});
+         auto rstd = fb.input("rstd", statsDtype(xt), {"N", 1});
+         auto w = optInput(fb, "w", p.optDtype("w"), {"D"});
+         outputGrads(fb, rms_norm_backward(dy, x, rstd, {"D"}, w));
+       }},
+      {"group_norm", "x [N, C, S], w and b [C] (optional): y, mean and rstd [N, G]; params x, groups, w, b, eps (1e-5)",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         const int g = p.whole("groups");
+         auto s = spatialInputs(fb, p, xt, true);
+         outputStats(fb, group_norm_with_stats(s.x, g, s.w, s.b, p.number("eps", 1e-5)));
+       }},
+      {"group_norm_backward", "dy, x [N, C, S], mean, rstd [N, G], w [C] (optional): dx, dw, db; params x, groups, w",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         const int g = p.whole("groups");
+         auto dy = fb.input("dy", xt, {"N", "C", "S"});
+         auto s = spatialInputs(fb, p, xt, false);
+         auto mean = fb.input("mean", statsDtype(xt), {"N", g});
+         auto rstd = fb.input("rstd", statsDtype(xt), {"N", g});
+         outputGrads(fb, group_norm_backward(dy, s.x, mean, rstd, g, s.w));
+       }},
+      {"batch_norm", "x [N, C, S], running_mean and running_var [C] (optional, updated in place), w and b [C] "
+                     "(optional): y, save_mean, save_invstd [C]; params x, running, w, b, momentum (0.1), eps (1e-5)",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto x = fb.input("x", xt, {"N", "C", "S"});
+         const auto rt = p.optDtype("running");
+         auto rm = optInput(fb, "running_mean", rt, {"C"});
+         auto rv = optInput(fb, "running_var", rt, {"C"});
+         auto w = optInput(fb, "w", p.optDtype("w"), {"C"});
+         auto b = optInput(fb, "b", p.optDtype("b"), {"C"});
+         auto r = batch_norm_with_stats(x, rm, rv, w, b, p.number("momentum", 0.1), p.number("eps", 1e-5));
+         fb.output("y", r.y);
+         fb.output("save_mean", r.save_mean);
+         fb.output("save_invstd", r.save_invstd);
+         if (rm) fb.output("new_running_mean", r.running_mean, rm);
+         if (rv) fb.output("new_running_var", r.running_var, rv);
+       }},
+      {"batch_norm_eval", "x [N, C, S], running_mean and running_var [C], w and b [C] (optional): y; params x, "
+                          "running, w, b, eps (1e-5)",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto x = fb.input("x", xt, {"N", "C", "S"});
+         const DType rt = p.dtype("running");
+         auto rm = fb.input("running_mean", rt, {"C"});
+         auto rv = fb.input("running_var", rt, {"C"});
+         auto w = optInput(fb, "w", p.optDtype("w"), {"C"});
+         auto b = optInput(fb, "b", p.optDtype("b"), {"C"});
+         fb.output("y", batch_norm(x, rm, rv, w, b, false, 0.0, p.number("eps", 1e-5)).y);
+       }},
+      {"batch_norm_backward", "dy, x [N, C, S], save_mean, save_invstd [C], w [C] (optional): dx, dw, db; params x, w",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto dy = fb.input("dy", xt, {"N", "C", "S"});
+         auto s = spatialInputs(fb, p, xt, false);
+         auto mean = fb.input("save_mean", statsDtype(xt), {"C"});
+         auto invstd = fb.input("save_invstd", statsDtype(xt), {"C"});
+         outputGrads(fb, batch_norm_backward(dy, s.x, mean, invstd, s.w));
+       }},
+      {"instance_norm", "x [N, C, S], w and b [C] (optional): y, mean and rstd [N, C]; params x, w, b, eps (1e-5)",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto s = spatialInputs(fb, p, xt, true);
+         outputStats(fb, instance_norm_with_stats(s.x, s.w, s.b, p.number("eps", 1e-5)));
+       }},
+      {"instance_norm_backward", "dy, x [N, C, S], mean, rstd [N, C], w [C] (optional): dx, dw, db; params x, w",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto dy = fb.input("dy", xt, {"N", "C", "S"});
+         auto s = spatialInputs(fb, p, xt, false);
+         auto mean = fb.input("mean", statsDtype(xt), {"N", "C"});
+         auto rstd = fb.input("rstd", statsDtype(xt), {"N", "C"});
+         outputGrads(fb, instance_norm_backward(dy, s.x, mean, rstd, s.w));
+       }},
+      {"layer_norm_2d", "x [N, C, S], w and b [C] (optional): y, mean and rstd [N, 1, S]; params x, w, b, eps (1e-6)",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto s = spatialInputs(fb, p, xt, true);
+         outputStats(fb, layer_norm_2d_with_stats(s.x, s.w, s.b, p.number("eps", 1e-6)));
+       }},
+      {"layer_norm_2d_backward", "dy, x [N, C, S], mean, rstd [N, 1, S], w [C] (optional): dx, dw, db; params x, w",
+       [](FusionBuilder& fb, Params& p) {
+         const DType xt = p.dtype("x");
+         auto dy = fb.input("dy", xt, {"N", "C", "S"});
+         auto s = spatialInputs(fb, p, xt, false);
+         auto mean = fb.input("mean", statsDtype(xt), {"N", 1, "S"});
+         auto rstd = fb.input("rstd", statsDtype(xt), {"N", 1, "S"});
+         outputGrads(fb, layer_norm_2d_backward(dy, s.x, mean, rstd, s.w));
+       }},
+  };
+  return defs;
+}
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Fusion> buildFrameworkOp(const std::string& op, const OpParams& params) {
+  for (const OpDef& d : opDefs()) {
+    if (op != d.name) continue;
+    Params p(op, params);
+    FusionBuilder fb(op);
+    d.build(fb, p);
+    p.done();
+    return fb.finish();
+  }
+  std::vector<std::string> names;
+  for (const OpDef& d : opDefs()) names.push_back(d.name);
+  fail("`{}` is not a framework op; they are: {}", op, fmt::join(names, ", "));
+}
+
+OpParams parseOpParams(const std::string& text) {
+  OpParams out;
+  size_t p = 0;
+  while (p < text.size()) {
+    size_t c = text.find(',', p);
+    if (c == std::string::npos) c = text.size();
+    const std::string piece = text.substr(p, c - p);
+    const size_t eq = piece.find('=');
+    LOOM_USER_CHECK(eq != std::string::npos && !trim(piece.substr(0, eq)).empty(),
+                    "op parameters `{}`: `{}` must look like key=value", text, piece);
+    const std::string key = trim(piece.substr(0, eq));
+    LOOM_USER_CHECK(!out.count(key), "op parameters `{}`: `{}` is given twice", text, key);
+    out[key] = trim(piece.substr(eq + 1));
+    p = c + 1;
+  }
+  return out;
+}
+
+const std::vector<FrameworkOpInfo>& frameworkOps() {
+  static const std::vector<FrameworkOpInfo> info = [] {
+    std::vector<FrameworkOpInfo> v;
+    for (const OpDef& d : opDefs()) v.push_back({d.name, d.summary});
+    return v;
+  }();
+  return info;
+}
+
+}  // namespace loom

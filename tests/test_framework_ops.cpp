@@ -1,0 +1,77 @@
+// CPU-only: the framework ops (frontend/framework_ops.h) that the C ABI and loom.torch run: each
+// builds in every float dtype with and without its optional tensors, segments, and evaluates;
+// the forward ops agree with the built-ins they generalize; bad parameters are located errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "tests/compile_test_util.h"
+
+#include "compiler/segment/segmenter.h"
+#include "frontend/framework_ops.h"
+
+using namespace loom;
+
+namespace {
+
+std::vector<HostTensor> randomInputs(const ir::Fusion& f, const Bindings& sizes, uint64_t seed) {
+  std::vector<HostTensor> in;
+  for (const ir::Value* v : f.inputs()) {
+    const bool positive = v->name() == "rstd" || v->name() == "save_invstd" || v->name() == "running_var";
+    in.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, positive ? 0.5 : -1.0, positive ? 2.0 : 1.0));
+  }
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("every framework op builds, segments and evaluates in every float dtype", "[framework_ops]") {
+  const Bindings sizes{{"N", 3}, {"D", 40}, {"C", 8}, {"S", 15}};
+  for (const FrameworkOpInfo& op : frameworkOps())
+    for (const char* dt : {"f16", "bf16", "f32", "f64"})
+      for (const char* param : {"f32", "none"}) {
+        OpParams p{{"x", dt}, {"w", param}};
+        const bool backward = op.name.find("_backward") != std::string::npos;
+        if (op.name.rfind("group_norm", 0) == 0) p["groups"] = "4";
+        if (op.name.rfind("batch_norm", 0) == 0 && !backward) p["running"] = op.name == "batch_norm_eval" ? "f32" : param;
+        if (!backward && op.name.find("rms") == std::string::npos) p["b"] = param;
+        INFO(op.name << " " << dt << " " << param);
+        auto f = buildFrameworkOp(op.name, p);
+        auto plan = segment::segmentFusion(*f, sizes, test::descsFor(*f, sizes), CompileOptions{{90, 132}});
+        CHECK_FALSE(plan.segments.empty());
+        const auto out = evaluateReference(*f, randomInputs(*f, sizes, 7), sizes);
+        REQUIRE(out.size() == f->outputs().size());
+        for (const auto& t : out)
+          for (double v : t.toVector()) REQUIRE(std::isfinite(v));
+      }
+}
+
+TEST_CASE("framework ops agree with the built-ins they generalize", "[framework_ops]") {
+  // layer_norm with eps 1e-5, f16 x and weights: the built-in layer_norm's y.
+  auto op = buildFrameworkOp("layer_norm", {{"x", "f16"}, {"w", "f16"}, {"b", "f16"}});
+  auto builtin = loadFusion("layer_norm");
+  const Bindings sizes{{"N", 5}, {"D", 64}};
+  const auto in = randomInputs(*builtin, sizes, 3);
+  const auto a = evaluateReference(*op, in, sizes), b = evaluateReference(*builtin, in, sizes);
+  CHECK(a[0].toVector() == b[0].toVector());
+  CHECK(a.size() == 3);  // y, mean, rstd
+  // A one-kernel backward, as the built-in.
+  auto bwd = buildFrameworkOp("layer_norm_backward", {{"x", "bf16"}, {"w", "bf16"}, {"b", "bf16"}});
+  const Bindings big{{"N", 4096}, {"D", 1024}};
+  CHECK(segment::segmentFusion(*bwd, big, test::descsFor(*bwd, big), CompileOptions{{90, 132}}).segments.size() == 1);
+}
+
+TEST_CASE("framework op parameters are checked", "[framework_ops]") {
+  CHECK(parseOpParams("") == OpParams{});
+  CHECK(parseOpParams(" x = f16 ,eps=1e-6") == OpParams{{"x", "f16"}, {"eps", "1e-6"}});
+  CHECK_THROWS_WITH(parseOpParams("x=f16,,eps=1"), Catch::Contains("`` must look like key=value"));
+  CHECK_THROWS_WITH(buildFrameworkOp("rms_norm", {{"x", "f16"}, {"b", "f32"}}),
+                    Catch::Contains("op `rms_norm` takes no parameter `b`; it takes: eps, w, x"));
+  CHECK_THROWS_WITH(buildFrameworkOp("group_norm", {{"x", "f16"}}), Catch::Contains("`groups` (a whole number) is needed"));
+  CHECK_THROWS_WITH(buildFrameworkOp("layer_norm", {{"x", "f8"}}), Catch::Contains("x=f8 is not a dtype"));
+  CHECK_THROWS_WITH(buildFrameworkOp("layer_norm", {{"x", "f16"}, {"eps", "nan"}}), Catch::Contains("eps=nan is not a number"));
+  // 3 groups of C=8: checked when the sizes bind.
+  auto g = buildFrameworkOp("group_norm", {{"x", "f16"}, {"groups", "3"}, {"w", "f32"}});
+  const Bindings sizes{{"N", 2}, {"C", 8}, {"S", 5}};
+  CHECK_THROWS_WITH(evaluateReference(*g, randomInputs(*g, sizes, 1), sizes), Catch::Contains("C/3"));
+}
