@@ -170,7 +170,8 @@ const std::vector<OpDef>& opDefs() {
          outputGrads(fb, group_norm_backward(dy, s.x, mean, rstd, g, s.w));
        }},
       {"batch_norm", "x [N, C, S], running_mean and running_var [C] (optional, updated in place), w and b [C] "
-                     "(optional): y, save_mean, save_invstd [C]; params x, running, w, b, momentum (0.1), eps (1e-5)",
+                     "(optional): y, save_mean, save_invstd [C]; params x, running, w, b, momentum (0.1), eps (1e-5), inplace (1; 0: "
+                     "the updated statistics as outputs)",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
          auto x = fb.input("x", xt, {"N", "C", "S"});
@@ -180,11 +181,13 @@ const std::vector<OpDef>& opDefs() {
          auto w = optInput(fb, "w", p.optDtype("w"), {"C"});
          auto b = optInput(fb, "b", p.optDtype("b"), {"C"});
          auto r = batch_norm_with_stats(x, rm, rv, w, b, p.number("momentum", 0.1), p.number("eps", 1e-5));
+         // inplace=0: the updated statistics as outputs of their own (a functional op's).
+         const bool inplace = p.number("inplace", 1) != 0;
          fb.output("y", r.y);
          fb.output("save_mean", r.save_mean);
          fb.output("save_invstd", r.save_invstd);
-         if (rm) fb.output("new_running_mean", r.running_mean, rm);
-         if (rv) fb.output("new_running_var", r.running_var, rv);
+         if (rm) fb.output("new_running_mean", r.running_mean, inplace ? rm : std::optional<Tensor>());
+         if (rv) fb.output("new_running_var", r.running_var, inplace ? rv : std::optional<Tensor>());
        }},
       {"batch_norm_eval", "x [N, C, S], running_mean and running_var [C], w and b [C] (optional): y; params x, "
                           "running, w, b, eps (1e-5)",

@@ -10,21 +10,26 @@ C ABI (include/loom/loom_c.h) with ctypes. Pure Python: one copy works with any 
 """
 import json as _json
 
-from ._lib import lib as _lib, take_string as _take_string
+from ._lib import lib as _cdll, take_string as _take_string
 from .errors import ArgumentError, InputError, InternalError, LoomError, NoGpuError
 from .fusion import Fusion
 
-__version__ = _lib.loom_version().decode()
+__version__ = _cdll.loom_version().decode()
 
-__all__ = ["Fusion", "LoomError", "InputError", "ArgumentError", "NoGpuError", "InternalError", "builtins",
+__all__ = ["Fusion", "LoomError", "InputError", "ArgumentError", "NoGpuError", "InternalError", "builtins", "ops",
            "gpu_available", "__version__"]
 
 
 def builtins():
     """The built-in fusions: [{name, summary, dtype, sizes}]."""
-    return _json.loads(_take_string(_lib.loom_builtins_json))["builtins"]
+    return _json.loads(_take_string(_cdll.loom_builtins_json))["builtins"]
+
+
+def ops():
+    """The framework ops (Fusion.op): [{name, summary}]."""
+    return _json.loads(_take_string(_cdll.loom_builtins_json))["ops"]
 
 
 def gpu_available():
     """Whether a GPU and the CUDA driver are there."""
-    return bool(_lib.loom_gpu_available())
+    return bool(_cdll.loom_gpu_available())

@@ -61,6 +61,7 @@ _PROTOS = {
     "loom_builtins_json": (_STATUS, [_OUT_STR]),
     "loom_fusion_from_text": (_STATUS, [_S, _c.c_size_t, _c.POINTER(_P)]),
     "loom_fusion_builtin": (_STATUS, [_S, _S, _c.POINTER(_P)]),
+    "loom_fusion_op": (_STATUS, [_S, _S, _c.POINTER(_P)]),
     "loom_fusion_free": (None, [_P]),
     "loom_fusion_text": (_STATUS, [_P, _OUT_STR]),
     "loom_fusion_signature_json": (_STATUS, [_P, _OUT_STR]),

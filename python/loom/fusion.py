@@ -79,6 +79,17 @@ class Fusion:
                                       ctypes.byref(h)))
         return cls(h)
 
+    @classmethod
+    def op(cls, name, **params):
+        """A framework op (loom.ops() lists them: a norm's forward with the statistics its backward
+        reads, or that backward) with its parameters: Fusion.op("layer_norm", x="f16", w="f32",
+        b="none", eps=1e-6)."""
+        text = ",".join(f"{k}={'none' if v is None else repr(v) if isinstance(v, float) else v}"
+                        for k, v in params.items())
+        h = ctypes.c_void_p()
+        check(lib.loom_fusion_op(str(name).encode(), text.encode(), ctypes.byref(h)))
+        return cls(h)
+
     def __del__(self):
         for r in getattr(self, "_runners", {}).values():
             lib.loom_runner_free(r)

@@ -91,8 +91,9 @@ def test_layer_norm_backward_outputs_and_specs():
     y.backward(dy.float())
     torch.cuda.synchronize()
     close(dx, x.grad, torch.float16)
-    close(dw, w.grad, torch.float32)
-    close(db, b.grad, torch.float32)
+    # dw and db: sums over 333 rows in another order than PyTorch's (f32 either way).
+    assert (dw.double() - w.grad.double()).norm() / w.grad.double().norm() < 1e-4
+    assert (db.double() - b.grad.double()).norm() / b.grad.double().norm() < 1e-4
 
 
 def test_cuda_array_interface_with_out():

@@ -1,0 +1,159 @@
+"""Drop-in modules: PyTorch's (and timm's LayerNorm2d) with the same constructor, parameters,
+buffers and state dict, whose forward runs loom's custom ops (loom/torch/ops.py) on CUDA
+tensors. f16/bf16 inputs are read as they are (channels-last too, no .contiguous() copy) with
+f32 math inside, and the output keeps the input's dtype. Where loom has no kernel for a
+configuration (a CPU tensor, BatchNorm's cumulative average with momentum=None, InstanceNorm's
+running statistics), they run PyTorch's own forward.
+
+swap(model) turns the matching modules of a model into these, in place, keeping their
+parameters (an optimizer made before still holds them)."""
+import math
+
+import torch
+
+from . import ops
+
+
+def _ok(x):
+    return x.is_cuda and x.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+class LayerNorm(torch.nn.LayerNorm):
+    def forward(self, x):
+        if not _ok(x):
+            return super().forward(x)
+        d = math.prod(self.normalized_shape)
+        lead = x.shape[: x.dim() - len(self.normalized_shape)]
+        w = self.weight.reshape(d) if self.weight is not None else None
+        b = self.bias.reshape(d) if self.bias is not None else None
+        y, _, _ = ops.layer_norm(x.reshape(*lead, d), w, b, self.eps)
+        return y.view(x.shape)
+
+
+class RMSNorm(torch.nn.RMSNorm):
+    def forward(self, x):
+        if not _ok(x):
+            return super().forward(x)
+        d = math.prod(self.normalized_shape)
+        eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
+        w = self.weight.reshape(d) if self.weight is not None else None
+        y, _ = ops.rms_norm(x.reshape(*x.shape[: x.dim() - len(self.normalized_shape)], d), w, eps)
+        return y.view(x.shape)
+
+
+class GroupNorm(torch.nn.GroupNorm):
+    def forward(self, x):
+        if not _ok(x) or x.dim() < 3:
+            return super().forward(x)
+        return ops.group_norm(x, self.weight, self.bias, self.num_groups, self.eps)[0]
+
+
+class LayerNorm2d(torch.nn.LayerNorm):
+    """timm's LayerNorm2d: layer norm over the channels of [N, C, H, W] (weight and bias [C])."""
+
+    def __init__(self, num_channels, eps=1e-6, affine=True):
+        super().__init__(num_channels, eps=eps, elementwise_affine=affine)
+
+    def forward(self, x):
+        if not _ok(x):
+            x = x.permute(0, 2, 3, 1)
+            x = torch.nn.functional.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+            return x.permute(0, 3, 1, 2)
+        return ops.layer_norm_2d(x, self.weight, self.bias, self.eps)[0]
+
+
+class _BatchNorm:
+    def forward(self, x):
+        self._check_input_dim(x)
+        training = self.training or not self.track_running_stats
+        if not _ok(x) or (self.training and self.track_running_stats and self.momentum is None):
+            return super().forward(x)
+        if not training:
+            return super().forward(x)  # inference: the running statistics, PyTorch's kernel
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+        rm = self.running_mean if self.training and self.track_running_stats else None
+        rv = self.running_var if self.training and self.track_running_stats else None
+        y, _, _, new_rm, new_rv = ops.batch_norm(x, rm, rv, self.weight, self.bias, self.momentum or 0.0, self.eps)
+        if rm is not None:
+            with torch.no_grad():
+                rm.copy_(new_rm)
+                rv.copy_(new_rv)
+        return y
+
+
+class BatchNorm1d(_BatchNorm, torch.nn.BatchNorm1d):
+    def forward(self, x):
+        if x.dim() == 2:  # [N, C]: no spatial dims
+            return torch.nn.BatchNorm1d.forward(self, x)
+        return _BatchNorm.forward(self, x)
+
+
+class BatchNorm2d(_BatchNorm, torch.nn.BatchNorm2d):
+    pass
+
+
+class BatchNorm3d(_BatchNorm, torch.nn.BatchNorm3d):
+    pass
+
+
+class _InstanceNorm:
+    def forward(self, x):
+        if not _ok(x) or self.track_running_stats or x.dim() != self._get_no_batch_dim() + 1:
+            return super().forward(x)
+        w = self.weight if self.affine else None
+        b = self.bias if self.affine else None
+        return ops.instance_norm(x, w, b, self.eps)[0]
+
+
+class InstanceNorm1d(_InstanceNorm, torch.nn.InstanceNorm1d):
+    pass
+
+
+class InstanceNorm2d(_InstanceNorm, torch.nn.InstanceNorm2d):
+    pass
+
+
+class InstanceNorm3d(_InstanceNorm, torch.nn.InstanceNorm3d):
+    pass
+
+
+# PyTorch's classes, by exact type, and loom's drop-in for each.
+_SWAPS = {
+    torch.nn.LayerNorm: LayerNorm,
+    torch.nn.RMSNorm: RMSNorm,
+    torch.nn.GroupNorm: GroupNorm,
+    torch.nn.BatchNorm1d: BatchNorm1d,
+    torch.nn.BatchNorm2d: BatchNorm2d,
+    torch.nn.BatchNorm3d: BatchNorm3d,
+    torch.nn.InstanceNorm1d: InstanceNorm1d,
+    torch.nn.InstanceNorm2d: InstanceNorm2d,
+    torch.nn.InstanceNorm3d: InstanceNorm3d,
+}
+
+
+def _target(m):
+    t = _SWAPS.get(type(m))
+    if t is not None:
+        return t
+    # timm's norms (timm.layers.norm): LayerNorm (over the last dim) and LayerNorm2d (over C of
+    # NCHW), both nn.LayerNorm subclasses with the same state.
+    mod = type(m).__module__
+    if mod.startswith("timm.") and isinstance(m, torch.nn.LayerNorm) and len(m.normalized_shape) == 1:
+        if type(m).__name__ == "LayerNorm2d":
+            return LayerNorm2d
+        if type(m).__name__ == "LayerNorm":
+            return LayerNorm
+    return None
+
+
+def swap(model):
+    """Turns every module of `model` that loom has a drop-in for into it, in place (the module
+    object, its parameters, buffers and hooks are kept). Returns the number swapped."""
+    n = 0
+    for m in model.modules():
+        t = _target(m)
+        if t is not None:
+            m.__class__ = t
+            n += 1
+    return n

@@ -1,0 +1,192 @@
+"""loom.torch on the GPU: every drop-in module against PyTorch's (forward, input and parameter
+gradients, running statistics) in f32, f16 and bf16, NCHW and channels-last, odd shapes; the
+custom ops under torch.library.opcheck and inside torch.compile(fullgraph=True); swap() on a
+model, and on timm's ConvNeXt where timm is installed. Skipped without torch or a GPU."""
+import copy
+
+import pytest
+
+import loom
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available() or not loom.gpu_available():
+    pytest.skip("no GPU", allow_module_level=True)
+import loom.torch  # noqa: E402
+from loom.torch import nn as lnn  # noqa: E402
+
+F = torch.nn.functional
+TOL = {torch.float16: 5e-3, torch.bfloat16: 4e-2, torch.float32: 1e-4}
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def rel(got, want):
+    got, want = got.double(), want.double()
+    return ((got - want).norm() / max(want.norm().item(), 1e-30)).item()
+
+
+def compare(stock, mine, x, dtype, check_buffers=True):
+    """Forward and backward of `mine` on x (dtype) against `stock` on x in f32 (params f32)."""
+    x_ref = x.detach().float().requires_grad_()
+    x_in = x.detach().clone().requires_grad_()
+    y_ref = stock(x_ref)
+    y = mine(x_in)
+    assert y.dtype == x.dtype and y.shape == x.shape
+    assert rel(y, y_ref) < TOL[dtype], f"y: {rel(y, y_ref):.3g}"
+    g = torch.randn_like(y_ref)
+    y_ref.backward(g)
+    y.backward(g.to(dtype))
+    assert rel(x_in.grad, x_ref.grad) < TOL[dtype] * 2, f"dx: {rel(x_in.grad, x_ref.grad):.3g}"
+    for (n, p_ref), (_, p) in zip(stock.named_parameters(), mine.named_parameters()):
+        assert rel(p.grad, p_ref.grad) < TOL[dtype] * 2, f"d{n}: {rel(p.grad, p_ref.grad):.3g}"
+    if check_buffers:
+        for (n, b_ref), (_, b) in zip(stock.named_buffers(), mine.named_buffers()):
+            if b.is_floating_point():
+                assert rel(b, b_ref) < 1e-4, f"{n}: {rel(b, b_ref):.3g}"
+            else:
+                assert torch.equal(b, b_ref), n
+
+
+def pair(cls, loom_cls, *args, **kw):
+    stock = cls(*args, **kw).cuda()
+    with torch.no_grad():
+        for p in stock.parameters():
+            p.copy_(torch.randn_like(p))
+    mine = copy.deepcopy(stock)
+    mine.__class__ = loom_cls
+    return stock, mine
+
+
+def image(shape, dtype, layout):
+    x = torch.randn(*shape, device="cuda", dtype=dtype)
+    return x.to(memory_format=torch.channels_last) if layout == "nhwc" else x
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 7, 1000), (1, 4096), (5, 1, 77)])
+def test_layer_norm(dtype, shape):
+    stock, mine = pair(torch.nn.LayerNorm, lnn.LayerNorm, shape[-1], eps=1e-6)
+    compare(stock, mine, torch.randn(*shape, device="cuda", dtype=dtype), dtype)
+
+
+def test_layer_norm_without_affine_and_2d_shape():
+    stock, mine = pair(torch.nn.LayerNorm, lnn.LayerNorm, (6, 10), elementwise_affine=False)
+    compare(stock, mine, torch.randn(4, 6, 10, device="cuda"), torch.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rms_norm(dtype):
+    stock, mine = pair(torch.nn.RMSNorm, lnn.RMSNorm, 2048, eps=1e-6)
+    compare(stock, mine, torch.randn(3, 5, 2048, device="cuda", dtype=dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_group_norm(dtype, layout):
+    stock, mine = pair(torch.nn.GroupNorm, lnn.GroupNorm, 8, 64)
+    compare(stock, mine, image((2, 64, 15, 17), dtype, layout), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_batch_norm_training_and_eval(dtype, layout):
+    stock, mine = pair(torch.nn.BatchNorm2d, lnn.BatchNorm2d, 32)
+    for _ in range(2):  # running statistics and num_batches_tracked over two steps
+        compare(stock, mine, image((4, 32, 9, 11), dtype, layout), dtype)
+    stock.eval()
+    mine.eval()
+    x = image((2, 32, 5, 7), dtype, layout)
+    assert rel(mine(x), stock(x.float())) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_instance_norm(dtype, layout):
+    stock, mine = pair(torch.nn.InstanceNorm2d, lnn.InstanceNorm2d, 16, affine=True)
+    compare(stock, mine, image((3, 16, 20, 21), dtype, layout), dtype)
+
+
+class _StockLayerNorm2d(torch.nn.LayerNorm):  # timm's, as it computes
+    def forward(self, x):
+        x = x.permute(0, 2, 3, 1)
+        x = F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return x.permute(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_layer_norm_2d(dtype, layout):
+    stock, mine = pair(_StockLayerNorm2d, lnn.LayerNorm2d, 96, eps=1e-6)
+    compare(stock, mine, image((2, 96, 14, 13), dtype, layout), dtype)
+
+
+def test_opcheck():
+    x = torch.randn(6, 40, device="cuda", dtype=torch.float16)
+    w, b = torch.randn(40, device="cuda"), torch.randn(40, device="cuda")
+    torch.library.opcheck(torch.ops.loom.layer_norm.default, (x, w, b, 1e-5))
+    img = image((2, 16, 5, 7), torch.float16, "nhwc")
+    c = torch.randn(16, device="cuda")
+    torch.library.opcheck(torch.ops.loom.group_norm.default, (img, c, c, 4, 1e-5))
+    torch.library.opcheck(torch.ops.loom.layer_norm_2d.default, (img, c, c, 1e-6))
+
+
+def test_torch_compile_fullgraph(monkeypatch):
+    # (No conv bias before a norm: its gradient is zero, and rounding noise against noise. No TF32:
+    # the compiled graph may pick other conv algorithms.)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    # (A GELU after each norm: a norm right after another's bias would make that bias's gradient zero.)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1, bias=False), torch.nn.BatchNorm2d(32),
+                                torch.nn.GELU(), torch.nn.InstanceNorm2d(32, affine=True),
+                                torch.nn.Conv2d(32, 16, 1, bias=False), torch.nn.GELU(), torch.nn.GroupNorm(4, 16),
+                                torch.nn.GELU()).cuda()
+    ref = copy.deepcopy(model)
+    assert loom.torch.swap(model) == 3
+    compiled = torch.compile(model, fullgraph=True)
+    x = torch.randn(4, 3, 12, 12, device="cuda")
+    y, y_ref = compiled(x), ref(x)
+    assert rel(y, y_ref) < 1e-4, rel(y, y_ref)
+    g = torch.randn_like(y)
+    (y * g).sum().backward()
+    (y_ref * g).sum().backward()
+    for (n, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
+        assert rel(p.grad, q.grad) < 1e-3, (n, rel(p.grad, q.grad))
+    for (n, b), (_, c) in zip(model.named_buffers(), ref.named_buffers()):
+        assert torch.allclose(b.float(), c.float(), rtol=1e-4, atol=1e-5), n
+
+
+def test_swap_keeps_parameters_and_state_dict():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.RMSNorm(8)).cuda()
+    params = [id(p) for p in model.parameters()]
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    assert loom.torch.swap(model) == 2
+    assert isinstance(model[1], lnn.LayerNorm) and isinstance(model[2], lnn.RMSNorm)
+    assert [id(p) for p in model.parameters()] == params
+    assert all(torch.equal(v, sd[k]) for k, v in model.state_dict().items())
+
+
+def test_timm_convnext_swap():
+    # loom's norms in ConvNeXt: in f32 as PyTorch's; under f16 autocast no further from an f32
+    # run than PyTorch's own autocast run (whose norms compute and return f32).
+    timm = pytest.importorskip("timm")
+    torch.manual_seed(0)
+    stock = timm.create_model("convnext_atto", pretrained=False).cuda()
+    mine = copy.deepcopy(stock)
+    assert loom.torch.swap(mine) > 0
+    x = torch.randn(2, 3, 64, 64, device="cuda").to(memory_format=torch.channels_last)
+    g = torch.randn(2, 1000, device="cuda")
+
+    def grads(model, amp):
+        model.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            y = model(x)
+        (y.float() * g).sum().backward()
+        return y.float(), [p.grad.clone() for p in model.parameters()]
+
+    y32, g32 = grads(stock, False)
+    y, gm = grads(mine, False)
+    assert rel(y, y32) < 1e-4
+    assert max(rel(a, b) for a, b in zip(gm, g32)) < 1e-3
+    ys, gs = grads(stock, True)
+    ym, gm = grads(mine, True)
+    assert rel(ym, y32) < 2 * rel(ys, y32) + 1e-3
+    for i, (a, b, r) in enumerate(zip(gm, gs, g32)):
+        assert rel(a, r) < 2 * rel(b, r) + 1e-2, f"parameter {i}: loom {rel(a, r):.3g}, torch {rel(b, r):.3g}"
