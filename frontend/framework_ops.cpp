@@ -55,6 +55,16 @@ class Params {
                     "op `{}`: {}={} is not a positive whole number", op_, key, *v);
     return x;
   }
+  // x's rank: `lo` to 8, `fallback` where not given.
+  int rank(int fallback, int lo) {
+    if (p_.find("rank") == p_.end()) {
+      read_.insert("rank");
+      return fallback;
+    }
+    const int r = whole("rank");
+    LOOM_USER_CHECK(r >= lo && r <= 8, "op `{}`: rank={} is not from {} to 8", op_, r, lo);
+    return r;
+  }
   void done() const {
     for (const auto& [k, v] : p_)
       LOOM_USER_CHECK(read_.count(k), "op `{}` takes no parameter `{}`; it takes: {}", op_, k, fmt::join(read_, ", "));
@@ -76,6 +86,29 @@ class Params {
 DType statsDtype(DType x) { return x == DType::F64 ? DType::F64 : DType::F32; }
 
 using Dims = std::vector<Dim>;
+
+// x's dims for a norm over the last dim, of `rank` dims: [N, D] at rank 2, else [N0, N1, ..., D].
+Dims rowDims(int rank) {
+  Dims d;
+  for (int i = 0; i + 1 < rank; ++i) d.push_back(Extent::symbol(rank == 2 ? std::string("N") : fmt::format("N{}", i)));
+  d.push_back("D");
+  return d;
+}
+// The statistics of a norm over the last dim: x's leading dims and a 1.
+Dims rowStatDims(int rank) {
+  Dims d = rowDims(rank);
+  d.back() = 1;
+  return d;
+}
+// LayerNorm2d's statistics: [N, 1, spatial...].
+Dims ln2dStatDims(int rank);
+
+// x's dims for a norm over channels: [N, C, S] at rank 3, else [N, C, S0, S1, ...].
+Dims spatialDims(int rank) {
+  Dims d{"N", "C"};
+  for (int i = 2; i < rank; ++i) d.push_back(Extent::symbol(rank == 3 ? std::string("S") : fmt::format("S{}", i - 2)));
+  return d;
+}
 
 std::optional<Tensor> optInput(FusionBuilder& fb, const std::string& name, std::optional<DType> t, const Dims& dims) {
   if (!t) return std::nullopt;
@@ -99,10 +132,16 @@ struct Spatial {
   Tensor x;
   std::optional<Tensor> w, b;
 };
-Spatial spatialInputs(FusionBuilder& fb, Params& p, DType xt, bool bias) {
-  Spatial s{fb.input("x", xt, {"N", "C", "S"}), optInput(fb, "w", p.optDtype("w"), {"C"}), std::nullopt};
+Spatial spatialInputs(FusionBuilder& fb, Params& p, DType xt, int rank, bool bias) {
+  Spatial s{fb.input("x", xt, spatialDims(rank)), optInput(fb, "w", p.optDtype("w"), {"C"}), std::nullopt};
   if (bias) s.b = optInput(fb, "b", p.optDtype("b"), {"C"});
   return s;
+}
+
+Dims ln2dStatDims(int rank) {
+  Dims d = spatialDims(rank);
+  d[1] = 1;
+  return d;
 }
 
 using Build = std::function<void(FusionBuilder&, Params&)>;
@@ -118,7 +157,8 @@ const std::vector<OpDef>& opDefs() {
       {"layer_norm", "x [N, D], w and b [D] (optional): y, mean and rstd [N, 1]; params x, w, b, eps (1e-5)",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto x = fb.input("x", xt, {"N", "D"});
+         const int r = p.rank(2, 1);
+         auto x = fb.input("x", xt, rowDims(r));
          auto w = optInput(fb, "w", p.optDtype("w"), {"D"});
          auto b = optInput(fb, "b", p.optDtype("b"), {"D"});
          outputStats(fb, layer_norm_with_stats(x, {"D"}, w, b, p.number("eps", 1e-5)));
@@ -126,10 +166,11 @@ const std::vector<OpDef>& opDefs() {
       {"layer_norm_backward", "dy, x [N, D], mean, rstd [N, 1], w, b [D] (optional): dx, dw, db; params x, w, b",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto dy = fb.input("dy", xt, {"N", "D"});
-         auto x = fb.input("x", xt, {"N", "D"});
-         auto mean = fb.input("mean", statsDtype(xt), {"N", 1});
-         auto rstd = fb.input("rstd", statsDtype(xt), {"N", 1});
+         const int r = p.rank(2, 1);
+         auto dy = fb.input("dy", xt, rowDims(r));
+         auto x = fb.input("x", xt, rowDims(r));
+         auto mean = fb.input("mean", statsDtype(xt), rowStatDims(r));
+         auto rstd = fb.input("rstd", statsDtype(xt), rowStatDims(r));
          auto w = optInput(fb, "w", p.optDtype("w"), {"D"});
          auto b = optInput(fb, "b", p.optDtype("b"), {"D"});
          outputGrads(fb, layer_norm_backward(dy, x, mean, rstd, {"D"}, w, b));
@@ -137,34 +178,38 @@ const std::vector<OpDef>& opDefs() {
       {"rms_norm", "x [N, D], w [D] (optional): y, rstd [N, 1]; params x, w, eps (1e-6)",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto x = fb.input("x", xt, {"N", "D"});
+         const int r = p.rank(2, 1);
+         auto x = fb.input("x", xt, rowDims(r));
          auto w = optInput(fb, "w", p.optDtype("w"), {"D"});
-         auto r = rms_norm_with_stats(x, {"D"}, w, p.number("eps", 1e-6));
-         fb.output("y", r.y);
-         fb.output("rstd", r.rstd);
+         auto out = rms_norm_with_stats(x, {"D"}, w, p.number("eps", 1e-6));
+         fb.output("y", out.y);
+         fb.output("rstd", out.rstd);
        }},
       {"rms_norm_backward", "dy, x [N, D], rstd [N, 1], w [D] (optional): dx, dw; params x, w",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto dy = fb.input("dy", xt, {"N", "D"});
-         auto x = fb.input("x", xt, {"N", "D"});
-         auto rstd = fb.input("rstd", statsDtype(xt), {"N", 1});
+         const int r = p.rank(2, 1);
+         auto dy = fb.input("dy", xt, rowDims(r));
+         auto x = fb.input("x", xt, rowDims(r));
+         auto rstd = fb.input("rstd", statsDtype(xt), rowStatDims(r));
          auto w = optInput(fb, "w", p.optDtype("w"), {"D"});
          outputGrads(fb, rms_norm_backward(dy, x, rstd, {"D"}, w));
        }},
       {"group_norm", "x [N, C, S], w and b [C] (optional): y, mean and rstd [N, G]; params x, groups, w, b, eps (1e-5)",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
+         const int r = p.rank(3, 2);
          const int g = p.whole("groups");
-         auto s = spatialInputs(fb, p, xt, true);
+         auto s = spatialInputs(fb, p, xt, r, true);
          outputStats(fb, group_norm_with_stats(s.x, g, s.w, s.b, p.number("eps", 1e-5)));
        }},
       {"group_norm_backward", "dy, x [N, C, S], mean, rstd [N, G], w [C] (optional): dx, dw, db; params x, groups, w",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
+         const int r = p.rank(3, 2);
          const int g = p.whole("groups");
-         auto dy = fb.input("dy", xt, {"N", "C", "S"});
-         auto s = spatialInputs(fb, p, xt, false);
+         auto dy = fb.input("dy", xt, spatialDims(r));
+         auto s = spatialInputs(fb, p, xt, r, false);
          auto mean = fb.input("mean", statsDtype(xt), {"N", g});
          auto rstd = fb.input("rstd", statsDtype(xt), {"N", g});
          outputGrads(fb, group_norm_backward(dy, s.x, mean, rstd, g, s.w));
@@ -174,26 +219,28 @@ const std::vector<OpDef>& opDefs() {
                      "the updated statistics as outputs)",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto x = fb.input("x", xt, {"N", "C", "S"});
+         const int r = p.rank(3, 2);
+         auto x = fb.input("x", xt, spatialDims(r));
          const auto rt = p.optDtype("running");
          auto rm = optInput(fb, "running_mean", rt, {"C"});
          auto rv = optInput(fb, "running_var", rt, {"C"});
          auto w = optInput(fb, "w", p.optDtype("w"), {"C"});
          auto b = optInput(fb, "b", p.optDtype("b"), {"C"});
-         auto r = batch_norm_with_stats(x, rm, rv, w, b, p.number("momentum", 0.1), p.number("eps", 1e-5));
+         auto out = batch_norm_with_stats(x, rm, rv, w, b, p.number("momentum", 0.1), p.number("eps", 1e-5));
          // inplace=0: the updated statistics as outputs of their own (a functional op's).
          const bool inplace = p.number("inplace", 1) != 0;
-         fb.output("y", r.y);
-         fb.output("save_mean", r.save_mean);
-         fb.output("save_invstd", r.save_invstd);
-         if (rm) fb.output("new_running_mean", r.running_mean, inplace ? rm : std::optional<Tensor>());
-         if (rv) fb.output("new_running_var", r.running_var, inplace ? rv : std::optional<Tensor>());
+         fb.output("y", out.y);
+         fb.output("save_mean", out.save_mean);
+         fb.output("save_invstd", out.save_invstd);
+         if (rm) fb.output("new_running_mean", out.running_mean, inplace ? rm : std::optional<Tensor>());
+         if (rv) fb.output("new_running_var", out.running_var, inplace ? rv : std::optional<Tensor>());
        }},
       {"batch_norm_eval", "x [N, C, S], running_mean and running_var [C], w and b [C] (optional): y; params x, "
                           "running, w, b, eps (1e-5)",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto x = fb.input("x", xt, {"N", "C", "S"});
+         const int r = p.rank(3, 2);
+         auto x = fb.input("x", xt, spatialDims(r));
          const DType rt = p.dtype("running");
          auto rm = fb.input("running_mean", rt, {"C"});
          auto rv = fb.input("running_var", rt, {"C"});
@@ -204,8 +251,9 @@ const std::vector<OpDef>& opDefs() {
       {"batch_norm_backward", "dy, x [N, C, S], save_mean, save_invstd [C], w [C] (optional): dx, dw, db; params x, w",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto dy = fb.input("dy", xt, {"N", "C", "S"});
-         auto s = spatialInputs(fb, p, xt, false);
+         const int r = p.rank(3, 2);
+         auto dy = fb.input("dy", xt, spatialDims(r));
+         auto s = spatialInputs(fb, p, xt, r, false);
          auto mean = fb.input("save_mean", statsDtype(xt), {"C"});
          auto invstd = fb.input("save_invstd", statsDtype(xt), {"C"});
          outputGrads(fb, batch_norm_backward(dy, s.x, mean, invstd, s.w));
@@ -213,14 +261,16 @@ const std::vector<OpDef>& opDefs() {
       {"instance_norm", "x [N, C, S], w and b [C] (optional): y, mean and rstd [N, C]; params x, w, b, eps (1e-5)",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto s = spatialInputs(fb, p, xt, true);
+         const int r = p.rank(3, 3);
+         auto s = spatialInputs(fb, p, xt, r, true);
          outputStats(fb, instance_norm_with_stats(s.x, s.w, s.b, p.number("eps", 1e-5)));
        }},
       {"instance_norm_backward", "dy, x [N, C, S], mean, rstd [N, C], w [C] (optional): dx, dw, db; params x, w",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto dy = fb.input("dy", xt, {"N", "C", "S"});
-         auto s = spatialInputs(fb, p, xt, false);
+         const int r = p.rank(3, 3);
+         auto dy = fb.input("dy", xt, spatialDims(r));
+         auto s = spatialInputs(fb, p, xt, r, false);
          auto mean = fb.input("mean", statsDtype(xt), {"N", "C"});
          auto rstd = fb.input("rstd", statsDtype(xt), {"N", "C"});
          outputGrads(fb, instance_norm_backward(dy, s.x, mean, rstd, s.w));
@@ -228,16 +278,18 @@ const std::vector<OpDef>& opDefs() {
       {"layer_norm_2d", "x [N, C, S], w and b [C] (optional): y, mean and rstd [N, 1, S]; params x, w, b, eps (1e-6)",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto s = spatialInputs(fb, p, xt, true);
+         const int r = p.rank(3, 3);
+         auto s = spatialInputs(fb, p, xt, r, true);
          outputStats(fb, layer_norm_2d_with_stats(s.x, s.w, s.b, p.number("eps", 1e-6)));
        }},
       {"layer_norm_2d_backward", "dy, x [N, C, S], mean, rstd [N, 1, S], w [C] (optional): dx, dw, db; params x, w",
        [](FusionBuilder& fb, Params& p) {
          const DType xt = p.dtype("x");
-         auto dy = fb.input("dy", xt, {"N", "C", "S"});
-         auto s = spatialInputs(fb, p, xt, false);
-         auto mean = fb.input("mean", statsDtype(xt), {"N", 1, "S"});
-         auto rstd = fb.input("rstd", statsDtype(xt), {"N", 1, "S"});
+         const int r = p.rank(3, 3);
+         auto dy = fb.input("dy", xt, spatialDims(r));
+         auto s = spatialInputs(fb, p, xt, r, false);
+         auto mean = fb.input("mean", statsDtype(xt), ln2dStatDims(r));
+         auto rstd = fb.input("rstd", statsDtype(xt), ln2dStatDims(r));
          outputGrads(fb, layer_norm_2d_backward(dy, s.x, mean, rstd, s.w));
        }},
   };

@@ -180,9 +180,17 @@ void Executor::runInto(const std::vector<DeviceTensor>& inputs, std::vector<Devi
   for (size_t i = 0; i < outputs.size(); ++i) {
     const auto& want = plan.outputs[i];
     const auto& got = outputs[i];
-    LOOM_USER_CHECK(got.dtype() == want.dtype && got.shape() == want.shape && got.strides() == want.strides,
+    // (A size-1 dim's stride never moves an address: any is taken.)
+    bool strides_ok = got.strides().size() == want.strides.size();
+    for (size_t d = 0; strides_ok && d < want.strides.size(); ++d)
+      strides_ok = want.shape[d] == 1 || got.strides()[d] == want.strides[d];
+    LOOM_USER_CHECK(got.dtype() == want.dtype && got.shape() == want.shape && strides_ok,
                     "output `{}`: expected {} but the given tensor is {}", f_.outputs()[i].name,
                     want.str(), got.desc().str());
+    LOOM_USER_CHECK(alignmentOf(got.ptr()) >= want.align_bytes,
+                    "output `{}`: the kernel stores {}-byte vectors, but the given tensor starts at {:#x}, "
+                    "aligned to {} bytes only", f_.outputs()[i].name, want.align_bytes, got.ptr(),
+                    alignmentOf(got.ptr()));
     int alias = plan.output_alias[i];
     LOOM_USER_CHECK(alias < 0 || got.ptr() == inputs[static_cast<size_t>(alias)].ptr(),
                     "output `{}` is written in place into input `{}`: pass that input's tensor",

@@ -40,7 +40,8 @@ class Executor {
   // the fresh ones with 0xff bytes (NaN for floats) so an unwritten element shows.
   std::vector<DeviceTensor> allocateOutputs(const std::vector<DeviceTensor>& inputs,
                                             const Bindings& sizes = {}, bool poison = false);
-  // Runs into outputs the caller allocated with outputSpecs() (for benchmarks and reuse).
+  // Runs into outputs the caller allocated as outputSpecs() says (for benchmarks and reuse): same
+  // dtypes and sizes, the same strides wherever a dim is not 1, and aligned as the kernel stores.
   void runInto(const std::vector<DeviceTensor>& inputs, std::vector<DeviceTensor>& outputs,
                const Bindings& sizes = {});
   // The outputs a run with these inputs produces (dtype, sizes, strides), compiling if needed.

@@ -66,12 +66,32 @@ TEST_CASE("framework op parameters are checked", "[framework_ops]") {
   CHECK(parseOpParams(" x = f16 ,eps=1e-6") == OpParams{{"x", "f16"}, {"eps", "1e-6"}});
   CHECK_THROWS_WITH(parseOpParams("x=f16,,eps=1"), Catch::Contains("`` must look like key=value"));
   CHECK_THROWS_WITH(buildFrameworkOp("rms_norm", {{"x", "f16"}, {"b", "f32"}}),
-                    Catch::Contains("op `rms_norm` takes no parameter `b`; it takes: eps, w, x"));
+                    Catch::Contains("op `rms_norm` takes no parameter `b`; it takes: eps, rank, w, x"));
   CHECK_THROWS_WITH(buildFrameworkOp("group_norm", {{"x", "f16"}}), Catch::Contains("`groups` (a whole number) is needed"));
   CHECK_THROWS_WITH(buildFrameworkOp("layer_norm", {{"x", "f8"}}), Catch::Contains("x=f8 is not a dtype"));
+  CHECK_THROWS_WITH(buildFrameworkOp("instance_norm", {{"x", "f16"}, {"rank", "2"}}),
+                    Catch::Contains("op `instance_norm`: rank=2 is not from 3 to 8"));
   CHECK_THROWS_WITH(buildFrameworkOp("layer_norm", {{"x", "f16"}, {"eps", "nan"}}), Catch::Contains("eps=nan is not a number"));
   // 3 groups of C=8: checked when the sizes bind.
   auto g = buildFrameworkOp("group_norm", {{"x", "f16"}, {"groups", "3"}, {"w", "f32"}});
   const Bindings sizes{{"N", 2}, {"C", 8}, {"S", 5}};
   CHECK_THROWS_WITH(evaluateReference(*g, randomInputs(*g, sizes, 1), sizes), Catch::Contains("C/3"));
+}
+
+TEST_CASE("framework ops take x in its own rank", "[framework_ops]") {
+  // layer norm over the last dim of [N0, N1, D]: statistics [N0, N1, 1]; group norm of
+  // [N, C, S0, S1]; batch norm of [N, C]; LayerNorm2d's statistics [N, 1, S0, S1].
+  auto ln = buildFrameworkOp("layer_norm", {{"x", "bf16"}, {"w", "f32"}, {"b", "none"}, {"rank", "3"}});
+  CHECK(ln->input("x")->typeString() == "bf16[N0, N1, D]");
+  CHECK(ln->outputs()[1].value->typeString() == "f32[N0, N1, 1b]");
+  auto gn = buildFrameworkOp("group_norm_backward", {{"x", "f16"}, {"groups", "2"}, {"w", "f32"}, {"rank", "4"}});
+  CHECK(gn->input("dy")->typeString() == "f16[N, C, S0, S1]");
+  auto bn = buildFrameworkOp("batch_norm", {{"x", "f32"}, {"running", "f32"}, {"rank", "2"}, {"inplace", "0"}});
+  CHECK(bn->input("x")->typeString() == "f32[N, C]");
+  CHECK(bn->outputs()[3].alias == nullptr);
+  auto ln2d = buildFrameworkOp("layer_norm_2d_backward", {{"x", "f16"}, {"w", "f32"}, {"rank", "4"}});
+  CHECK(ln2d->input("mean")->typeString() == "f32[N, 1, S0, S1]");
+  const Bindings sizes{{"N", 2}, {"C", 4}, {"S0", 3}, {"S1", 5}};
+  const auto out = evaluateReference(*gn, randomInputs(*gn, sizes, 5), sizes);
+  CHECK(out[0].shape() == std::vector<int64_t>{2, 4, 3, 5});
 }

@@ -216,13 +216,17 @@ class Fusion:
             if len(out) != len(self.outputs):
                 raise ArgumentError(f"fusion `{self.name}` has {len(self.outputs)} outputs, {len(out)} given")
         stream = launch.current_stream(inputs[0]) if stream is None else int(stream)
-        if launch.torch_key(out) != plan.out_key:
-            # Not the outputs this signature allocates: the checked path takes them or says why not.
+        okey = launch.torch_key(out)
+        if okey not in plan.out_views:
+            # Outputs of another layout than this signature allocates: the checked path takes them
+            # (and their structs are kept for the next call like them) or says why not.
             outs = tensors.Views([tensors.device_entry(t, f"output `{n}`") for t, n in zip(out, self.outputs)])
             for i, t in enumerate(inputs):
                 plan.ins.array[i].data = t.data_ptr() or None
             check(lib.loom_runner_run(plan.runner, plan.ins.array, plan.ins.count, outs.array, outs.count, stream))
+            if okey is not None:
+                plan.out_views[okey] = outs
             return out
-        plan.launch(inputs, out, stream)
+        plan.launch(inputs, out, stream, plan.out_views[okey])
         return out
 

@@ -190,3 +190,62 @@ def test_timm_convnext_swap():
     assert rel(ym, y32) < 2 * rel(ys, y32) + 1e-3
     for i, (a, b, r) in enumerate(zip(gm, gs, g32)):
         assert rel(a, r) < 2 * rel(b, r) + 1e-2, f"parameter {i}: loom {rel(a, r):.3g}, torch {rel(b, r):.3g}"
+
+
+def _three_way(stock, mine, run):
+    """f32 like PyTorch's; under autocast no further from the f32 run than PyTorch's own."""
+    y32, g32 = run(stock, False)
+    y, g = run(mine, False)
+    assert rel(y, y32) < 1e-4
+    assert max(rel(a, b) for a, b in zip(g, g32)) < 2e-3
+    ys, gs = run(stock, True)
+    ym, gm = run(mine, True)
+    assert rel(ym, y32) < 2 * rel(ys, y32) + 1e-3
+    for i, (a, b, r) in enumerate(zip(gm, gs, g32)):
+        assert rel(a, r) < 2 * rel(b, r) + 1e-2, f"parameter {i}: loom {rel(a, r):.3g}, torch {rel(b, r):.3g}"
+
+
+def test_llama_rms_norm():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=4, vocab_size=1000)
+    torch.manual_seed(0)
+    stock = transformers.LlamaModel(cfg).cuda()
+    mine = copy.deepcopy(stock)
+    assert loom.torch.swap(mine) == 5  # two a layer and the final norm
+    ids = torch.randint(0, 1000, (3, 37), device="cuda")
+    g = torch.randn(3, 37, 256, device="cuda")
+
+    def run(model, amp):
+        model.zero_grad()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            y = model(ids).last_hidden_state.float()
+        (y * g).sum().backward()
+        return y, [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    _three_way(stock, mine, run)
+
+
+def test_resnet_batch_norm_training():
+    timm = pytest.importorskip("timm")
+    torch.manual_seed(0)
+    stock = timm.create_model("resnet18", pretrained=False).cuda().to(memory_format=torch.channels_last)
+    mine = copy.deepcopy(stock)
+    assert loom.torch.swap(mine) == 20
+    x = torch.randn(8, 3, 64, 64, device="cuda").to(memory_format=torch.channels_last)
+    g = torch.randn(8, 1000, device="cuda")
+
+    def run(model, amp):
+        model.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            y = model(x).float()
+        (y * g).sum().backward()
+        return y, [p.grad.clone() for p in model.parameters()]
+
+    _three_way(stock, mine, run)
+    # Four training steps each: the running statistics and counters alike.
+    for (n, a), (_, b) in zip(mine.named_buffers(), stock.named_buffers()):
+        if a.is_floating_point():
+            assert rel(a, b) < 1e-3, n
+        else:
+            assert torch.equal(a, b), n

@@ -6,7 +6,8 @@ configuration (a CPU tensor, BatchNorm's cumulative average with momentum=None, 
 running statistics), they run PyTorch's own forward.
 
 swap(model) turns the matching modules of a model into these, in place, keeping their
-parameters (an optimizer made before still holds them)."""
+parameters (an optimizer made before still holds them): PyTorch's, timm's LayerNorm and
+LayerNorm2d, and Hugging Face's RMSNorm classes (LlamaRMSNorm and its kin)."""
 import math
 
 import torch
@@ -22,7 +23,9 @@ class LayerNorm(torch.nn.LayerNorm):
     def forward(self, x):
         if not _ok(x):
             return super().forward(x)
-        d = math.prod(self.normalized_shape)
+        if len(self.normalized_shape) == 1:
+            return ops.layer_norm(x, self.weight, self.bias, self.eps)[0]
+        d = math.prod(self.normalized_shape)  # several trailing dims: normalized as one
         lead = x.shape[: x.dim() - len(self.normalized_shape)]
         w = self.weight.reshape(d) if self.weight is not None else None
         b = self.bias.reshape(d) if self.bias is not None else None
@@ -34,8 +37,10 @@ class RMSNorm(torch.nn.RMSNorm):
     def forward(self, x):
         if not _ok(x):
             return super().forward(x)
-        d = math.prod(self.normalized_shape)
         eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
+        if len(self.normalized_shape) == 1:
+            return ops.rms_norm(x, self.weight, eps)[0]
+        d = math.prod(self.normalized_shape)
         w = self.weight.reshape(d) if self.weight is not None else None
         y, _ = ops.rms_norm(x.reshape(*x.shape[: x.dim() - len(self.normalized_shape)], d), w, eps)
         return y.view(x.shape)
@@ -132,10 +137,35 @@ _SWAPS = {
 }
 
 
+def _hf_rms_forward(self, x):
+    """Hugging Face's RMSNorm classes (LlamaRMSNorm and its kin: `weight`, `variance_epsilon`):
+    the same result dtype as theirs (the input's, promoted with the weight's)."""
+    if not _ok(x):
+        return type(self).__mro__[1].forward(self, x)
+    w = self.weight
+    y, _ = ops.rms_norm(x, w, self.variance_epsilon)
+    out = torch.promote_types(x.dtype, w.dtype)
+    return y if out == y.dtype else y.to(out)
+
+
+_HF = {}
+
+
+def _hf_rms(cls):
+    if cls not in _HF:
+        _HF[cls] = type("Loom" + cls.__name__, (cls,), {"forward": _hf_rms_forward})
+    return _HF[cls]
+
+
 def _target(m):
     t = _SWAPS.get(type(m))
     if t is not None:
         return t
+    cls = type(m)
+    if (cls.__name__.endswith("RMSNorm") and cls.__module__.startswith("transformers.")
+            and isinstance(getattr(m, "weight", None), torch.nn.Parameter) and m.weight.dim() == 1
+            and isinstance(getattr(m, "variance_epsilon", None), float)):
+        return _hf_rms(cls)
     # timm's norms (timm.layers.norm): LayerNorm (over the last dim) and LayerNorm2d (over C of
     # NCHW), both nn.LayerNorm subclasses with the same state.
     mod = type(m).__module__

@@ -2,8 +2,10 @@
 backward reads, as aten's native ops do, and has a fake (meta) implementation for torch.compile
 and an autograd formula that runs loom's backward op. They run on torch's current stream.
 
-Shapes: layer_norm and rms_norm normalize the last dim (leading dims flattened); the others take
-[N, C, *spatial] (spatial dims flattened: a view for contiguous and channels-last tensors)."""
+Shapes: layer_norm and rms_norm normalize the last dim of x of any rank; the others take
+[N, C, *spatial], contiguous or channels-last (others are made contiguous first). Each op's
+fusion takes x in its own rank (framework op parameter `rank`), so loom writes the outputs in
+their final shape (no view of them is returned: an in-place op after the norm is fine)."""
 from typing import Optional, Tuple
 
 import torch
@@ -36,20 +38,10 @@ def _stats_dtype(x):
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _rows(x):
-    """x as [N, D] over its last dim."""
-    return x.reshape(-1, x.shape[-1])
-
-
 def _dense(x):
     if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last):
         return x
     return x if x.is_contiguous() else x.contiguous()
-
-
-def _spatial(x):
-    """x [N, C, *spatial] as [N, C, S], a view where x is contiguous or channels-last."""
-    return _dense(x).view(x.shape[0], x.shape[1], -1)
 
 
 def _like(dy, x):
@@ -128,36 +120,38 @@ def _op(name):
 
 # ---- layer norm ----
 
+def _row_stats(x):
+    return x.new_empty((*x.shape[:-1], 1), dtype=_stats_dtype(x))
+
+
+def _ln_fake(x, weight, bias, eps):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device), _row_stats(x), _row_stats(x)
+
+
 @_op("layer_norm")
 def layer_norm(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> Tuple[Tensor, Tensor, Tensor]:
-    f = _fusion("layer_norm", x=_dt(x), w=_dt(weight), b=_dt(bias), eps=float(eps))
-    y, mean, rstd = f.run(_rows(x.contiguous()), *_present(weight, bias))
-    return y.view(x.shape), mean, rstd
+    f = _fusion("layer_norm", x=_dt(x), w=_dt(weight), b=_dt(bias), eps=float(eps), rank=x.dim())
+    return f.run(x.contiguous(), *_present(weight, bias))
 
 
-@layer_norm.register_fake
-def _(x, weight, bias, eps):
-    n = x.numel() // x.shape[-1] if x.shape[-1] else 0
-    return (torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty((n, 1), dtype=_stats_dtype(x)),
-            x.new_empty((n, 1), dtype=_stats_dtype(x)))
+layer_norm.register_fake(_ln_fake)
+
+
+def _ln_bwd_fake(dy, x, mean, rstd, weight, bias):
+    return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
+            torch.empty_like(weight) if weight is not None else _empty(x),
+            torch.empty_like(bias) if bias is not None else _empty(x))
 
 
 @_op("layer_norm_backward")
 def layer_norm_backward(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: Optional[Tensor],
                         bias: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
-    f = _fusion("layer_norm_backward", x=_dt(x), w=_dt(weight), b=_dt(bias))
-    outs = f.run(_rows(dy.contiguous()), _rows(x.contiguous()), mean, rstd, *_present(weight, bias))
-    dx = outs[0].view(x.shape)
-    dw = outs[1] if weight is not None else _empty(x)
-    db = outs[-1] if bias is not None else _empty(x)
-    return dx, dw, db
+    f = _fusion("layer_norm_backward", x=_dt(x), w=_dt(weight), b=_dt(bias), rank=x.dim())
+    outs = f.run(dy.contiguous(), x.contiguous(), mean, rstd, *_present(weight, bias))
+    return (outs[0], outs[1] if weight is not None else _empty(x), outs[-1] if bias is not None else _empty(x))
 
 
-@layer_norm_backward.register_fake
-def _(dy, x, mean, rstd, weight, bias):
-    return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
-            torch.empty_like(weight) if weight is not None else _empty(x),
-            torch.empty_like(bias) if bias is not None else _empty(x))
+layer_norm_backward.register_fake(_ln_bwd_fake)
 
 
 def _ln_setup(ctx, inputs, output):
@@ -177,30 +171,32 @@ layer_norm.register_autograd(_ln_backward, setup_context=_ln_setup)
 
 # ---- RMS norm ----
 
+def _rms_fake(x, weight, eps):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device), _row_stats(x)
+
+
 @_op("rms_norm")
 def rms_norm(x: Tensor, weight: Optional[Tensor], eps: float) -> Tuple[Tensor, Tensor]:
-    f = _fusion("rms_norm", x=_dt(x), w=_dt(weight), eps=float(eps))
-    y, rstd = f.run(_rows(x.contiguous()), *_present(weight))
-    return y.view(x.shape), rstd
+    f = _fusion("rms_norm", x=_dt(x), w=_dt(weight), eps=float(eps), rank=x.dim())
+    return f.run(x.contiguous(), *_present(weight))
 
 
-@rms_norm.register_fake
-def _(x, weight, eps):
-    n = x.numel() // x.shape[-1] if x.shape[-1] else 0
-    return torch.empty(x.shape, dtype=x.dtype, device=x.device), x.new_empty((n, 1), dtype=_stats_dtype(x))
+rms_norm.register_fake(_rms_fake)
+
+
+def _rms_bwd_fake(dy, x, rstd, weight):
+    return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
+            torch.empty_like(weight) if weight is not None else _empty(x))
 
 
 @_op("rms_norm_backward")
 def rms_norm_backward(dy: Tensor, x: Tensor, rstd: Tensor, weight: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    f = _fusion("rms_norm_backward", x=_dt(x), w=_dt(weight))
-    outs = f.run(_rows(dy.contiguous()), _rows(x.contiguous()), rstd, *_present(weight))
-    return outs[0].view(x.shape), (outs[1] if weight is not None else _empty(x))
+    f = _fusion("rms_norm_backward", x=_dt(x), w=_dt(weight), rank=x.dim())
+    outs = f.run(dy.contiguous(), x.contiguous(), rstd, *_present(weight))
+    return outs[0], (outs[1] if weight is not None else _empty(x))
 
 
-@rms_norm_backward.register_fake
-def _(dy, x, rstd, weight):
-    return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
-            torch.empty_like(weight) if weight is not None else _empty(x))
+rms_norm_backward.register_fake(_rms_bwd_fake)
 
 
 def _rms_setup(ctx, inputs, output):
@@ -232,30 +228,31 @@ def _spatial_grads_fake(x, weight):
     return dx, dw, db
 
 
-def _grads(outs, x, weight):
-    dx = outs[0].view(x.shape)
-    dw = outs[1] if weight is not None else _empty(x)
-    return dx, dw, outs[-1]
+def _spatial_grads(op, dy, x, weight, stats, **params):
+    f = _fusion(op, x=_dt(x), w=_dt(weight), rank=x.dim(), **params)
+    outs = f.run(_like(dy, x), _dense(x), *_present(weight), *stats)
+    return outs[0], (outs[1] if weight is not None else _empty(x)), outs[-1]
+
+
+def _gn_fake(x, weight, bias, groups, eps):
+    return _spatial_fake(x, (x.shape[0], groups))
 
 
 @_op("group_norm")
 def group_norm(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], groups: int,
                eps: float) -> Tuple[Tensor, Tensor, Tensor]:
-    f = _fusion("group_norm", x=_dt(x), groups=int(groups), w=_dt(weight), b=_dt(bias), eps=float(eps))
-    y, mean, rstd = f.run(_spatial(x), *_present(weight, bias))
-    return y.view(x.shape), mean, rstd
+    f = _fusion("group_norm", x=_dt(x), groups=int(groups), w=_dt(weight), b=_dt(bias), eps=float(eps),
+                rank=x.dim())
+    return f.run(_dense(x), *_present(weight, bias))
 
 
-@group_norm.register_fake
-def _(x, weight, bias, groups, eps):
-    return _spatial_fake(x, (x.shape[0], groups))
+group_norm.register_fake(_gn_fake)
 
 
 @_op("group_norm_backward")
 def group_norm_backward(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: Optional[Tensor],
                         groups: int) -> Tuple[Tensor, Tensor, Tensor]:
-    f = _fusion("group_norm_backward", x=_dt(x), groups=int(groups), w=_dt(weight))
-    return _grads(f.run(_spatial(_like(dy, x)), _spatial(x), *_present(weight), mean, rstd), x, weight)
+    return _spatial_grads("group_norm_backward", dy, x, weight, [mean, rstd], groups=int(groups))
 
 
 @group_norm_backward.register_fake
@@ -281,20 +278,19 @@ group_norm.register_autograd(_gn_backward, setup_context=_gn_setup)
 def _per_channel(name, stats):
     """instance_norm and layer_norm_2d: same inputs, stats shaped by `stats(x)`."""
 
+    def fake(x, weight, bias, eps):
+        return _spatial_fake(x, stats(x))
+
     @_op(name)
     def fwd(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> Tuple[Tensor, Tensor, Tensor]:
-        f = _fusion(name, x=_dt(x), w=_dt(weight), b=_dt(bias), eps=float(eps))
-        y, mean, rstd = f.run(_spatial(x), *_present(weight, bias))
-        return y.view(x.shape), mean, rstd
+        f = _fusion(name, x=_dt(x), w=_dt(weight), b=_dt(bias), eps=float(eps), rank=x.dim())
+        return f.run(_dense(x), *_present(weight, bias))
 
-    @fwd.register_fake
-    def _(x, weight, bias, eps):
-        return _spatial_fake(x, stats(x))
+    fwd.register_fake(fake)
 
     @_op(f"{name}_backward")
     def bwd(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, weight: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
-        f = _fusion(f"{name}_backward", x=_dt(x), w=_dt(weight))
-        return _grads(f.run(_spatial(_like(dy, x)), _spatial(x), *_present(weight), mean, rstd), x, weight)
+        return _spatial_grads(f"{name}_backward", dy, x, weight, [mean, rstd])
 
     @bwd.register_fake
     def _(dy, x, mean, rstd, weight):
@@ -314,18 +310,17 @@ def _per_channel(name, stats):
     return fwd, bwd
 
 
-def _spatial_size(x):
-    s = 1
-    for d in x.shape[2:]:
-        s *= d
-    return s
-
-
 instance_norm, instance_norm_backward = _per_channel("instance_norm", lambda x: (x.shape[0], x.shape[1]))
-layer_norm_2d, layer_norm_2d_backward = _per_channel("layer_norm_2d", lambda x: (x.shape[0], 1, _spatial_size(x)))
+layer_norm_2d, layer_norm_2d_backward = _per_channel("layer_norm_2d", lambda x: (x.shape[0], 1, *x.shape[2:]))
 
 
-# ---- batch norm (training statistics; running statistics updated in place) ----
+# ---- batch norm (training statistics) ----
+
+def _bn_fake(x, running_mean, running_var, weight, bias, momentum, eps):
+    run = (torch.empty_like(running_mean), torch.empty_like(running_var)) if running_mean is not None else \
+        (_empty(x), _empty(x))
+    return _spatial_fake(x, (x.shape[1],)) + run
+
 
 @_op("batch_norm")
 def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor], weight: Optional[Tensor],
@@ -333,25 +328,18 @@ def batch_norm(x: Tensor, running_mean: Optional[Tensor], running_var: Optional[
     """y, save_mean, save_invstd, and the running statistics updated with `momentum` (empty where
     not given): functional, so that autograd can take it; the module writes them back."""
     f = _fusion("batch_norm", x=_dt(x), running=_dt(running_mean), w=_dt(weight), b=_dt(bias),
-                momentum=float(momentum), eps=float(eps), inplace=0)
-    outs = f.run(_spatial(x), *_present(running_mean, running_var, weight, bias))
-    if running_mean is None:
-        return outs[0].view(x.shape), outs[1], outs[2], _empty(x), _empty(x)
-    return outs[0].view(x.shape), outs[1], outs[2], outs[3], outs[4]
+                momentum=float(momentum), eps=float(eps), inplace=0, rank=x.dim())
+    outs = f.run(_dense(x), *_present(running_mean, running_var, weight, bias))
+    return outs if running_mean is not None else (*outs, _empty(x), _empty(x))
 
 
-@batch_norm.register_fake
-def _(x, running_mean, running_var, weight, bias, momentum, eps):
-    run = (torch.empty_like(running_mean), torch.empty_like(running_var)) if running_mean is not None else \
-        (_empty(x), _empty(x))
-    return _spatial_fake(x, (x.shape[1],)) + run
+batch_norm.register_fake(_bn_fake)
 
 
 @_op("batch_norm_backward")
 def batch_norm_backward(dy: Tensor, x: Tensor, save_mean: Tensor, save_invstd: Tensor,
                         weight: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
-    f = _fusion("batch_norm_backward", x=_dt(x), w=_dt(weight))
-    return _grads(f.run(_spatial(_like(dy, x)), _spatial(x), *_present(weight), save_mean, save_invstd), x, weight)
+    return _spatial_grads("batch_norm_backward", dy, x, weight, [save_mean, save_invstd])
 
 
 @batch_norm_backward.register_fake

@@ -1,0 +1,31 @@
+"""loom's norms inside a PyTorch model, the script to copy: swap a timm ConvNeXt's LayerNorm2d and
+LayerNorm for loom's (same parameters and state dict, channels-last read as it is), train a few
+AMP steps beside the stock model from the same weights, and compare losses.
+    python3 examples/python/torch_norms.py        (needs PyTorch with a GPU, and timm)"""
+import copy
+
+import torch
+import timm
+
+import loom.torch
+
+torch.manual_seed(0)
+stock = timm.create_model("convnext_atto", pretrained=False).cuda().to(memory_format=torch.channels_last)
+mine = copy.deepcopy(stock)
+print("swapped", loom.torch.swap(mine), "norms")  # also: loom.torch.nn.LayerNorm2d(C), ... as layers
+
+x = torch.randn(32, 3, 128, 128, device="cuda").to(memory_format=torch.channels_last)
+y = torch.randint(0, 1000, (32,), device="cuda")
+for model in (stock, mine):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    losses = []
+    for _ in range(5):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(round(loss.item(), 4))
+    print("loom " if model is mine else "torch", losses)
+compiled = torch.compile(mine)  # loom's ops are opaque to torch.compile: no graph breaks
+print("compiled:", compiled(x).shape)
