@@ -217,4 +217,12 @@ TEST_CASE("sizes at the limits: counts that do not fit are clear errors naming t
   auto one_more = runLoom("dump add --stage ptx --dim N=70368744177665");
   CHECK(one_more.status == 1);
   CHECK(one_more.out.find("`x` f16[N] = f16[70368744177665] would take 140737488355330 bytes") != std::string::npos);
+  // A normalization kernel's blocks past the launch limit: 2^38 rows of 4, 128 rows a block, is
+  // 2^31 blocks; 2^38 - 128 rows is the last size that launches.
+  auto grid = runLoom("dump layer_norm --stage ptx --dim N=274877906944 --dim D=4");
+  CHECK(grid.status == 1);
+  CHECK(grid.out.find("would launch 2147483648 blocks at these sizes, past the 2147483647 (2^31 - 1)") !=
+        std::string::npos);
+  CHECK(runLoom("segment layer_norm --dim N=274877906944 --dim D=4").status == 1);
+  CHECK(runLoom("dump layer_norm --stage schedule --dim N=274877906816 --dim D=4").status == 0);
 }

@@ -19,7 +19,16 @@ std::optional<Planned> planSegment(const ir::Fusion& f, const Bindings& sizes, c
   std::vector<std::string> why;
   for (const Scheduler* s : schedulers()) {
     std::string not_this;
-    if (auto p = s->plan(f, sizes, inputs, opts, kernel_name, &not_this)) return p;
+    if (auto p = s->plan(f, sizes, inputs, opts, kernel_name, &not_this)) {
+      // Pointwise kernels stride over the grid past the launch limit. The others give each block
+      // its rows, and past 2^31 - 1 blocks (data far past what any GPU holds) are refused here
+      // rather than launched out of range.
+      constexpr int64_t kMaxGrid = (int64_t{1} << 31) - 1;
+      if (p->launch.grid <= kMaxGrid) return p;
+      not_this = fmt::format("its kernel would launch {} blocks at these sizes, past the {} (2^31 - 1) a launch "
+                             "takes (data this large no GPU holds); give smaller sizes",
+                             p->launch.grid, kMaxGrid);
+    }
     why.push_back(fmt::format("{}: {}", s->name(), not_this));
   }
   if (why_not) *why_not = std::move(why);
