@@ -2,7 +2,9 @@
 # Installs what loom needs to build that is missing (Debian 12 packages). A no-op when all is there.
 set -euo pipefail
 # python3-numpy and python3-pytest: the Python package's CPU tests (python/tests), under Debian's python3.
-pkgs=(cmake ninja-build g++ llvm-19-dev libzstd-dev zlib1g-dev libfmt-dev catch2 python3-numpy python3-pytest)
+# clang-14 and libclang-rt-14-dev: libFuzzer, for the parser's fuzzer (scripts/fuzz_parser.sh).
+pkgs=(cmake ninja-build g++ llvm-19-dev libzstd-dev zlib1g-dev libfmt-dev catch2 python3-numpy python3-pytest
+      clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
