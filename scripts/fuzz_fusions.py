@@ -19,6 +19,7 @@ A failure prints the fusion's file (under --keep, or a temporary directory it ke
 command that reproduces it.
 """
 import argparse
+import concurrent.futures
 import os
 import random
 import re
@@ -293,6 +294,48 @@ def random_fusion(rng, idx):
     return text, sizes, layout
 
 
+def run_case(args, work, i, text, sizes, layout, t0):
+    """segment, dump (every kernel through ptxas) and eval or run one case: (status, why, segment text)."""
+    if time.time() - t0 > args.budget_s:
+        return "budget", "", ""
+    path = os.path.join(work, f"case{i}.loom")
+    with open(path, "w") as fh:
+        fh.write(text)
+    common = [a for s, v in sorted(sizes.items()) for a in ("--dim", f"{s}={v}")]
+    if layout:
+        common += ["--layout", f"x0={layout}"]
+    status, why, seg_out = "ok", "", ""
+    last = ["run", path, "--iters", "0", "--seed", str(i)] if args.run else ["eval", path]
+    for cmd in (["segment", path], ["dump", path, "--stage", "ptx"], last):
+        line = " ".join(["loom", *cmd, *common])
+        p = subprocess.run([args.loom, *cmd, *common], capture_output=True, text=True, timeout=300)
+        err = p.stderr.strip()
+        # A GPU result that differs from the reference is a failure, not a refusal.
+        mismatch = "does not match" in err or "MISMATCH" in p.stdout
+        if p.returncode == 1 and "loom: error:" in err and "internal" not in err and not mismatch:
+            return "refused", err.splitlines()[0], seg_out
+        if p.returncode != 0 or mismatch:
+            return "FAIL", f"{line}\n  exit {p.returncode}: {(p.stdout + err)[-500:]}", seg_out
+        if cmd[0] == "segment":
+            seg_out = p.stdout
+            # No kernel iterates more than the largest value holds (4x the sizes' product
+            # covers the gate matrices): more means rows repeated for nothing.
+            most = 4
+            for v in sizes.values():
+                most *= v
+            for rows, elems in re.findall(r"(\d+) rows? over \{[^}]*\} x (\d+) elements", p.stdout):
+                if int(rows) * int(elems) > most:
+                    return "FAIL", f"{line}\n  {rows} rows x {elems} elements: more than any value holds", seg_out
+            for n_el in re.findall(r"params:  (\d+) elements as", p.stdout):
+                if int(n_el) > most:
+                    return "FAIL", f"{line}\n  {n_el} elements: more than any value holds", seg_out
+        if cmd[0] == "dump":
+            errors, _ = fuzz_compile.ptxas_all(args.ptxas, "sm_90", p.stdout, os.path.join(work, f"case{i}.ptx"))
+            if errors:
+                return "FAIL", f"{line}\n  {errors[0]}", seg_out
+    return status, why, seg_out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--loom", default="build/bin/loom")
@@ -301,6 +344,7 @@ def main():
     ap.add_argument("--cases", type=int, default=300)
     ap.add_argument("--budget-s", type=float, default=600.0)
     ap.add_argument("--keep", help="directory for the cases' files (default: a temporary one, kept on failure)")
+    ap.add_argument("--jobs", type=int, default=1, help="cases run at once (each its own loom processes)")
     ap.add_argument("--run", action="store_true",
                     help="on the GPU machine: `loom run --iters 0` (checked against the reference) instead of eval")
     args = ap.parse_args()
@@ -309,62 +353,24 @@ def main():
     os.makedirs(work, exist_ok=True)
     failures, refused, ok, skipped, columns = [], {}, 0, 0, 0
     t0 = time.time()
-    for i in range(args.cases):
-        if time.time() - t0 > args.budget_s:
-            skipped = args.cases - i
-            break
-        text, sizes, layout = random_fusion(rng, i)
-        path = os.path.join(work, f"case{i}.loom")
-        with open(path, "w") as fh:
-            fh.write(text)
-        common = [a for s, v in sorted(sizes.items()) for a in ("--dim", f"{s}={v}")]
-        if layout:
-            common += ["--layout", f"x0={layout}"]
-        status, why, seg_out = "ok", "", ""
-        last = ["run", path, "--iters", "0", "--seed", str(i)] if args.run else ["eval", path]
-        for cmd in (["segment", path], ["dump", path, "--stage", "ptx"], last):
-            line = " ".join(["loom", *cmd, *common])
-            p = subprocess.run([args.loom, *cmd, *common], capture_output=True, text=True, timeout=300)
-            err = p.stderr.strip()
-            # A GPU result that differs from the reference is a failure, not a refusal.
-            mismatch = "does not match" in err or "MISMATCH" in p.stdout
-            if p.returncode == 1 and "loom: error:" in err and "internal" not in err and not mismatch:
-                status, why = "refused", err.splitlines()[0]
-                break
-            if p.returncode != 0 or mismatch:
-                status, why = "FAIL", f"{line}\n  exit {p.returncode}: {(p.stdout + err)[-500:]}"
-                break
-            if cmd[0] == "segment":
-                seg_out = p.stdout
-                # No kernel iterates more than the largest value holds (4x the sizes' product
-                # covers the gate matrices): more means rows repeated for nothing.
-                most = 4
-                for v in sizes.values():
-                    most *= v
-                for rows, elems in re.findall(r"(\d+) rows? over \{[^}]*\} x (\d+) elements", p.stdout):
-                    if int(rows) * int(elems) > most:
-                        status, why = "FAIL", f"{line}\n  {rows} rows x {elems} elements: more than any value holds"
-                        break
-                for n_el in re.findall(r"params:  (\d+) elements as", p.stdout):
-                    if int(n_el) > most:
-                        status, why = "FAIL", f"{line}\n  {n_el} elements: more than any value holds"
-                        break
-                if status != "ok":
-                    break
-            if cmd[0] == "dump":
-                errors, _ = fuzz_compile.ptxas_all(args.ptxas, "sm_90", p.stdout, os.path.join(work, f"case{i}.ptx"))
-                if errors:
-                    status, why = "FAIL", f"{line}\n  {errors[0]}"
-                    break
-        if status == "ok":
-            ok += 1
-            columns += "column reduction" in seg_out
-        elif status == "refused":
-            key = re.sub(r"[0-9]+", "#", why)[:120]
-            refused[key] = refused.get(key, 0) + 1
-        else:
-            failures.append((path, why))
-        print(f"{i:4d} {status:8s} {path} {why.splitlines()[0] if why else ''}"[:220], flush=True)
+    # The cases are drawn here, in order, whatever --jobs: the same seed gives the same cases.
+    cases = [random_fusion(rng, i) for i in range(args.cases)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = pool.map(lambda ic: run_case(args, work, ic[0], *ic[1], t0), enumerate(cases))
+        for i, (status, why, seg_out) in enumerate(results):
+            path = os.path.join(work, f"case{i}.loom")
+            if status == "budget":
+                skipped += 1
+                continue
+            if status == "ok":
+                ok += 1
+                columns += "column reduction" in seg_out
+            elif status == "refused":
+                key = re.sub(r"[0-9]+", "#", why)[:120]
+                refused[key] = refused.get(key, 0) + 1
+            else:
+                failures.append((path, why))
+            print(f"{i:4d} {status:8s} {path} {why.splitlines()[0] if why else ''}"[:220], flush=True)
     print(f"\n{ok} ok ({columns} with column reductions), {sum(refused.values())} refused, {len(failures)} failed, {skipped} not run (budget) of "
           f"{args.cases} cases in {time.time() - t0:.0f} s (seed {args.seed}"
           + (f"; files in {work})" if failures or args.keep else ")"))

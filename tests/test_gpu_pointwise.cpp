@@ -117,30 +117,49 @@ TEST_CASE("misaligned pointers fall back to scalar access and stay correct", "[g
   }
 }
 
-TEST_CASE("more than 2^31 elements index with 64 bits", "[gpu][pointwise][huge]") {
+TEST_CASE("more than 2^32 elements: pointwise and a sum to one value index with 64 bits", "[gpu][pointwise][huge]") {
   if (!test::haveGpu()) return;
-  if (runtime::Device::get().totalMemory() < (size_t{16} << 30)) {
-    WARN("GPU has less than 16 GiB: skipped");
+  if (runtime::Device::get().totalMemory() < (size_t{20} << 30)) {
+    WARN("GPU has less than 20 GiB: skipped");
     return;
   }
-  FusionBuilder fb("huge");
-  auto x = fb.input("x", DType::F16, {"N"});
-  fb.output("y", x * 2.0 + 1.0);
-  auto f = fb.finish();
-  const int64_t n = (int64_t{1} << 31) + 24;
+  // 2^32 + 25 f16 elements (8 GiB): past every 32-bit count and byte offset.
+  const int64_t n = (int64_t{1} << 32) + 25;
   HostTensor hx = HostTensor::empty(DType::F16, {n});
   auto* px = static_cast<uint16_t*>(hx.data());
   for (int64_t i = 0; i < n; ++i)  // small integers: exact in f16 before and after
     px[i] = floatToHalf(static_cast<float>((i * 2654435761LL) % 200 - 100));
   auto dx = DeviceTensor::fromHost(hx);
-  Executor ex(*f);
-  auto out = ex.run({dx}, {{"N", n}});
-  HostTensor hy = out[0].toHost();
-  const auto* py = static_cast<const uint16_t*>(hy.data());
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; ++i)
-    if (halfToFloat(py[i]) != halfToFloat(px[i]) * 2.0f + 1.0f) ++bad;
-  CHECK(bad == 0);
+  {
+    FusionBuilder fb("huge");
+    auto x = fb.input("x", DType::F16, {"N"});
+    fb.output("y", x * 2.0 + 1.0);
+    auto f = fb.finish();
+    Executor ex(*f);
+    auto out = ex.run({dx}, {{"N", n}});
+    HostTensor hy = out[0].toHost();
+    const auto* py = static_cast<const uint16_t*>(hy.data());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (halfToFloat(py[i]) != halfToFloat(px[i]) * 2.0f + 1.0f) ++bad;
+    CHECK(bad == 0);
+  }
+  {
+    // A sum of values in {-1, 0, 1} to one f32: every partial is an integer far below 2^24, so
+    // any order of adding gives the exact total, counted here in int64.
+    FusionBuilder fb("huge_sum");
+    auto x = fb.input("x", DType::F16, {"N"});
+    fb.output("s", sum(cast(x, DType::F32), {0}));
+    auto f = fb.finish();
+    for (int64_t i = 0; i < n; ++i) px[i] = floatToHalf(static_cast<float>(i % 3 - 1));
+    auto ds = DeviceTensor::fromHost(hx);
+    Executor ex(*f);
+    auto out = ex.run({ds}, {{"N", n}});
+    HostTensor hs = out[0].toHost();
+    int64_t want = 0;
+    for (int64_t i = 0; i < n; ++i) want += i % 3 - 1;
+    CHECK(static_cast<const float*>(hs.data())[0] == static_cast<float>(want));
+  }
 }
 
 TEST_CASE("concat outputs: gate matrices, unequal pieces, either dim", "[gpu][concat]") {

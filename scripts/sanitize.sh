@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# On the GPU machine: compute-sanitizer (memcheck, then racecheck on a subset) over loom runs
-# that reach every tier of the normalization scheduler: registers, shared memory filled by the
-# first pass, cp.async into shared memory, clusters, several channels-last groups per block, the
-# cooperative grid (three groups of blocks too), vectors of rows (rows strided along their reduction), and short rows held
-# in shared memory by their own threads (thread fill); vectors of rows split over the grid.
+# On the GPU machine: compute-sanitizer (memcheck over every run, racecheck on a subset) over loom
+# runs that reach every scheduler tier. The normalization scheduler: registers, shared memory
+# filled by the first pass, cp.async into shared memory, clusters, several channels-last groups
+# per block, the cooperative grid (three groups of blocks too), vectors of rows (rows strided
+# along their reduction), short rows held in shared memory by their own threads (thread fill),
+# vectors of rows split over the grid, and row and column reductions in one kernel (backward
+# passes). The pointwise scheduler (grid-stride, slices of gate matrices, concat outputs), and the
+# reduction scheduler (reductions to one value and column sums, split over blocks).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
@@ -29,6 +32,16 @@ runs=(
   "group_norm --dtype f16 --dim N=4 --dim C=128 --dim H=128 --dim W=128 --layout x=nhwc"
   "instance_norm --dtype f16 --dim N=5 --dim C=64 --dim H=61 --dim W=61 --layout x=nhwc"
   "batch_norm --dtype f32 --dim N=16 --dim C=96 --dim H=40 --dim W=40 --layout x=nhwc"
+  "layer_norm_backward --dtype f16 --dim N=1531 --dim D=1000"
+  "rms_norm_backward --dtype bf16 --dim N=65544 --dim D=77"
+  "lstm_cell_backward --dtype f16 --dim B=33 --dim H=1531"
+  "gru_cell_backward --dtype bf16 --dim B=7 --dim H=100"
+  "group_norm_backward --dtype f16 --dim N=2 --dim C=64 --dim H=33 --dim W=17 --layout x=nhwc"
+  "add --dim N=1048579"
+  "lstm_cell --dtype f16 --dim B=37 --dim H=1000"
+  "examples/fusions/sum_all.loom --dim N=16777259"
+  "examples/fusions/column_sum.loom --dim M=65544 --dim D=77"
+  "examples/fusions/column_sum.loom --dim M=3 --dim D=65544"
 )
 fails=0
 for r in "${runs[@]}"; do
@@ -36,7 +49,8 @@ for r in "${runs[@]}"; do
   printf '%-90s memcheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'ERROR SUMMARY|MISMATCH|error' | head -2 | tr '\n' ' ')"
   [ $rc -ne 0 ] && fails=$((fails + 1))
 done
-for r in "${runs[1]}" "${runs[5]}" "${runs[6]}" "${runs[11]}" "${runs[13]}" "${runs[14]}" "${runs[15]}" "${runs[16]}"; do
+for r in "${runs[1]}" "${runs[5]}" "${runs[6]}" "${runs[11]}" "${runs[13]}" "${runs[14]}" "${runs[15]}" "${runs[16]}" \
+         "${runs[17]}" "${runs[20]}" "${runs[24]}" "${runs[26]}"; do
   out=$(timeout ${RACECHECK_S:-90} $CS --tool racecheck --error-exitcode 9 $L run $r 2>&1); rc=$?
   printf '%-90s racecheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|error' | head -2 | tr '\n' ' ')"
   [ $rc -eq 124 ] && echo "  (racecheck ran past ${RACECHECK_S:-90} s: not a failure, not a pass)"

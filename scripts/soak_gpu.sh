@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# On the GPU machine (.device carried; bash scripts/pack_device.sh here): the GPU soak of issue
+# 25. CASES random fusions (every op, dtype and layout, reductions to one value, two reduction
+# patterns, gate matrices read as slices, sizes that do not divide) through segment, every kernel
+# through ptxas, and `loom run` against the float64 reference, JOBS at once; then
+# compute-sanitizer memcheck and racecheck over every scheduler tier (scripts/sanitize.sh).
+#   bash scripts/soak_gpu.sh [CASES=10000] [JOBS=16] [SEED=1]   (SANITIZE=0 skips the sanitizer)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
+export LOOM_CACHE_DIR=${LOOM_CACHE_DIR:-/tmp/loom-soak-cache}
+cases=${1:-10000} jobs=${2:-16} seed=${3:-1}
+out=${OUT:-/tmp}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+echo "== fuzz_fusions --run: $cases cases, seed $seed, $jobs at once (budget ${SOAK_BUDGET_S:-540} s)"
+python3 scripts/fuzz_fusions.py --loom .device/bin/loom --run --cases "$cases" --jobs "$jobs" --seed "$seed" \
+  --budget-s "${SOAK_BUDGET_S:-540}" > "$out/soak_seed$seed.log" 2>&1
+fuzz_rc=$?
+grep -E "^[0-9]+ ok|^refused|^FAILED" -A1 "$out/soak_seed$seed.log" | head -40
+san_rc=0
+if [ "${SANITIZE:-1}" != 0 ]; then
+  echo "== compute-sanitizer over every scheduler tier"
+  bash scripts/sanitize.sh 2>&1 | tee "$out/sanitize.log" | tail -45
+  san_rc=${PIPESTATUS[0]}
+  grep -q "sanitizer failures: 0" "$out/sanitize.log" || san_rc=1
+fi
+echo "soak: fuzz exit $fuzz_rc, sanitizer exit $san_rc"
+[ $fuzz_rc -eq 0 ] && [ $san_rc -eq 0 ]
