@@ -34,6 +34,10 @@ struct CompiledKernel {
   std::vector<TensorDesc> outputs;  // to allocate (or the aliased input's)
   std::vector<int> output_alias;    // input index per output, or -1
   double llvm_ptx_ms = 0;           // LLVM IR -> PTX
+  // Machine code for sm_`cubin_sm` made from `ptx` (runtime/ptx_compiler.h), kept in the disk
+  // cache beside it; empty where none was made (the driver then JIT-compiles the PTX).
+  std::string cubin;
+  int cubin_sm = 0;
 };
 
 // The text of each stage, filled when asked (loom dump, LOOM_DUMP).

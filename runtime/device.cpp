@@ -150,7 +150,7 @@ void DeviceBuffer::fill32(std::uint32_t word) {
 
 // ---- Module and Kernel ----
 
-Module::Module(const std::string& ptx, const std::string& label) : label_(label) {
+Module::Module(const std::string& image, const std::string& label, Image kind) : label_(label) {
   Device::get();
   // The JIT writes its complaints here; without it a bad PTX is only CUDA_ERROR_INVALID_PTX.
   std::vector<char> log(16 * 1024, '\0');
@@ -158,12 +158,12 @@ Module::Module(const std::string& ptx, const std::string& label) : label_(label)
   void* values[] = {log.data(), reinterpret_cast<void*>(log.size() - 1)};
   CUmodule m = nullptr;
   auto t0 = std::chrono::steady_clock::now();
-  CUresult r = driver().cuModuleLoadDataEx(&m, ptx.c_str(), 2, options, values);
+  CUresult r = driver().cuModuleLoadDataEx(&m, image.c_str(), 2, options, values);
   load_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (r != CUDA_SUCCESS)
-    fail("the CUDA driver rejected the PTX of {}: cuModuleLoadDataEx failed: {}\nJIT log:\n{}",
-         label_, cuErrorText(r), log[0] ? log.data() : "(empty)");
+    fail("the CUDA driver rejected the {} of {}: cuModuleLoadDataEx failed: {}\nJIT log:\n{}",
+         kind == Image::Cubin ? "cubin" : "PTX", label_, cuErrorText(r), log[0] ? log.data() : "(empty)");
   handle_ = fromCu(m);
   g_last_load_ms = load_ms_;
 }

@@ -100,12 +100,14 @@ class Kernel {
   std::shared_ptr<std::atomic<int>> opted_in_ = std::make_shared<std::atomic<int>>(0);
 };
 
-// A loaded PTX module; move-only. The driver JIT-compiles the PTX when it loads.
+// A loaded module; move-only. The driver JIT-compiles PTX when it loads it; a cubin
+// (runtime/ptx_compiler.h) is machine code already.
 class Module {
  public:
-  // `label` names the module in errors. A PTX the driver rejects -> loom::Error with the
+  enum class Image { Ptx, Cubin };
+  // `label` names the module in errors. An image the driver rejects -> loom::Error with the
   // driver's JIT log.
-  explicit Module(const std::string& ptx, const std::string& label = "module");
+  explicit Module(const std::string& image, const std::string& label = "module", Image kind = Image::Ptx);
   ~Module();
   Module(Module&& other) noexcept;
   Module& operator=(Module&& other) noexcept;

@@ -9,6 +9,7 @@
 #include "runtime/bind_sizes.h"
 #include "runtime/device.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/module_image.h"
 
 namespace loom {
 
@@ -107,15 +108,20 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
       if (it != memoryCache().end()) loaded = it->second;
     }
     if (!loaded) {
-      if (pk.kernel.llvm_ptx_ms > 0) {
+      CompiledKernel k = pk.kernel;
+      bool store = false;
+      if (k.llvm_ptx_ms > 0) {
         st.source = CompileStats::Source::Compiled;
-        st.llvm_ptx_ms += pk.kernel.llvm_ptx_ms;
-        runtime::diskCacheStore(pk.key, pk.kernel);
+        st.llvm_ptx_ms += k.llvm_ptx_ms;
+        store = true;
       }
-      runtime::Module mod(pk.kernel.ptx, pk.kernel.name);
+      // Machine code for this device, made once and kept beside the PTX in the disk cache.
+      store |= runtime::attachCubin(k, runtime::Device::get().smVersion(), &st.cubin_ms);
+      if (store) runtime::diskCacheStore(pk.key, k);
+      runtime::Module mod = runtime::loadModule(k);
       st.load_ms += mod.loadMs();
-      runtime::Kernel kern = mod.getKernel(pk.kernel.name);
-      loaded = std::shared_ptr<Loaded>(new Loaded{pk.kernel, std::move(mod), kern});
+      runtime::Kernel kern = mod.getKernel(k.name);
+      loaded = std::shared_ptr<Loaded>(new Loaded{std::move(k), std::move(mod), kern});
       std::lock_guard<std::mutex> lock(g_mu);
       memoryCache()[pk.key] = loaded;
     }

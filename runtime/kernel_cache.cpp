@@ -13,7 +13,7 @@
 namespace loom::runtime {
 
 namespace {
-constexpr const char* kMagic = "loom-kernel-cache v4";
+constexpr const char* kMagic = "loom-kernel-cache v5";
 
 std::string descLine(const TensorDesc& d, int alias) {
   return fmt::format("{} {} | {} | {} {}", dtypeName(d.dtype), fmt::join(d.shape, " "),
@@ -56,6 +56,9 @@ std::string serializeKernel(const std::string& key, const CompiledKernel& k) {
   for (size_t i = 0; i < k.outputs.size(); ++i)
     body += "out " + descLine(k.outputs[i], k.output_alias[i]) + "\n";
   body += fmt::format("ptx {}\n{}", k.ptx.size(), k.ptx);
+  // The cubin made from that PTX, raw bytes after its length (0 bytes: none made).
+  body += fmt::format("\ncubin {} {}\n", k.cubin_sm, k.cubin.size());
+  body += k.cubin;
   return body + fmt::format("\nchecksum {:016x}\n", fnv1a(body));
 }
 
@@ -111,6 +114,14 @@ std::optional<CompiledKernel> parseEntry(const std::string& text, const std::str
   is.get();
   k.ptx.resize(plen);
   if (!is.read(k.ptx.data(), static_cast<std::streamsize>(plen))) return bad("truncated PTX");
+  size_t clen = 0;
+  if (!(is >> tag >> k.cubin_sm >> clen) || tag != "cubin") return bad("malformed cubin line");
+  if (clen > body.size() || (clen == 0) != (k.cubin_sm == 0) || k.cubin_sm < 0) return bad("a cubin line that does not fit the file");
+  is.get();
+  k.cubin.resize(clen);
+  if (!is.read(k.cubin.data(), static_cast<std::streamsize>(clen))) return bad("truncated cubin");
+  if (clen && k.cubin.compare(0, 4, "\x7f" "ELF") != 0) return bad("a cubin that is not an ELF image");
+  if (is.peek() != std::char_traits<char>::eof()) return bad("bytes after the cubin");
   return k;
 }
 }  // namespace

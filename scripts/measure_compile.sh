@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device carried): compile latency cold / from the disk cache, and host
-# overhead per cached launch, for a small and a large pointwise kernel and a norm.
+# On the GPU machine (.device carried): compile latency of a small and a large pointwise kernel,
+# a norm and a backward norm, each in a fresh process: cold (empty loom cache, driver JIT cache
+# off) and from loom's disk cache, loading the cubin nvJitLink made (the default) and loading PTX
+# through the driver's JIT (LOOM_CUBIN=0); then host time per launch of a cached kernel.
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
+export CUDA_CACHE_DISABLE=1
 L=.device/bin/loom
-for spec in "add --dim N=1024" "add --dim N=16777216" "layer_norm --dim N=4096 --dim D=4096"; do
-  export LOOM_CACHE_DIR=$(mktemp -d)
+line() { "$L" run $1 --no-check --iters 0 2>&1 | grep -E "compile:|note:" | sed 's/^ *compile: //' | paste -sd' '; }
+for spec in "add --dim N=1024" "add --dim N=16777216" "layer_norm --dim N=4096 --dim D=4096" \
+            "layer_norm_backward --dim N=4096 --dim D=4096"; do
   echo "== $spec"
-  echo -n "cold (empty loom cache, driver JIT cache off): "
-  CUDA_CACHE_DISABLE=1 $L bench $spec | grep -E "compile:" | sed 's/^ *//'
-  echo -n "loom disk cache hit, driver JIT cache off:     "
-  CUDA_CACHE_DISABLE=1 $L bench $spec | grep -E "compile:" | sed 's/^ *//'
-  echo -n "loom disk cache hit, driver JIT cache on:      "
-  $L bench $spec > /tmp/b.txt; $L bench $spec | grep -E "compile:" | sed 's/^ *//'
-  $L bench $spec | grep -E "host:|traffic:" | sed 's/^ */  /'
+  for mode in cubin ptx; do
+    export LOOM_CACHE_DIR=$(mktemp -d)
+    if [ $mode = ptx ]; then export LOOM_CUBIN=0; else unset LOOM_CUBIN; fi
+    printf '  %-5s cold:      %s\n' $mode "$(line "$spec")"
+    printf '  %-5s disk hit:  %s\n' $mode "$(line "$spec")"
+  done
+  unset LOOM_CUBIN
 done
-echo "== per-thread stream"; LOOM_STREAM=per-thread $L bench add --dim N=1024 | grep host
+unset CUDA_CACHE_DISABLE
+for spec in "add --dim N=1024" "layer_norm --dim N=4096 --dim D=4096"; do
+  echo "== host per launch: $spec"; $L bench $spec | grep -E "host:" | sed 's/^ */  /'
+done

@@ -109,6 +109,32 @@ TEST_CASE("bench and run of a two-kernel fusion without a GPU say so, in JSON to
         std::string::npos);
 }
 
+TEST_CASE("bench --sizes: a range of one size symbol, checked before the GPU is asked for", "[cli][bench]") {
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"layer_norm --sizes N", "--sizes N: expected K=FIRST:LAST or K=FIRST:LAST:STEP"},
+           {"layer_norm --sizes Q=1:3", "--sizes Q=1:3: the fusion has no size `Q`"},
+           {"layer_norm --sizes N=5:3", "--sizes N=5:3: FIRST is larger than LAST"},
+           {"layer_norm --sizes N=1:3x", "--sizes N=1:3x: `3x` is not a whole number of at least 1"},
+           {"layer_norm --sizes N=0:3", "`0` is not a whole number of at least 1"},
+           {"layer_norm --sizes N=1:2:3:4", "expected FIRST:LAST or FIRST:LAST:STEP"},
+           {"layer_norm --sizes N=1:100000", "more than 10000 sizes"},
+           {"layer_norm --sizes N=1:3 --json", "--sizes times first calls only: it takes no --json"},
+       }) {
+    auto r = runLoom(std::string("bench ") + c.args);
+    INFO(c.args << ": " << r.out);
+    CHECK(r.status == 1);
+    CHECK(r.out.find(c.says) != std::string::npos);
+  }
+  if (loom::runtime::gpuAvailable()) return;
+  auto r = runLoom("bench layer_norm --sizes N=1:3 --dim D=64");
+  CHECK(r.status == 1);
+  CHECK(r.out.rfind("loom: error: no NVIDIA GPU found", 0) == 0);
+}
+
 TEST_CASE("numeric options out of range or malformed name the option and the range", "[cli]") {
   // Before: `--sms 0` compiled for no SMs, `--seed -1` wrapped around, `--seed x` said only
   // "stoull", `--arch sm_90x` passed as sm_90, `--iters 5x` as 5.

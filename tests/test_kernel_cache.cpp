@@ -48,6 +48,49 @@ TEST_CASE("a cache entry round-trips", "[cache]") {
   CHECK(back->workspace_bytes == 123456);
   CHECK(back->outputs == k.outputs);
   CHECK(back->output_alias == k.output_alias);
+  CHECK(back->cubin.empty());
+  CHECK(back->cubin_sm == 0);
+  // With a cubin: its raw bytes (NULs, newlines, "checksum" among them) come back exactly.
+  k.cubin = std::string("\x7f" "ELF\0\n\nchecksum 0\n\xff", 18);
+  k.cubin_sm = 90;
+  back = runtime::deserializeKernel(runtime::serializeKernel("key-1", k), "key-1", &why);
+  INFO(why);
+  REQUIRE(back.has_value());
+  CHECK(back->cubin == k.cubin);
+  CHECK(back->cubin_sm == 90);
+  CHECK(back->ptx == k.ptx);
+}
+
+TEST_CASE("a cache entry's cubin is checked like the rest", "[cache]") {
+  CompiledKernel k = sample();
+  k.cubin = std::string("\x7f" "ELF-image", 10);
+  k.cubin_sm = 90;
+  const std::string good = runtime::serializeKernel("key-1", k);
+  auto resealed = [](std::string body) {
+    body = body.substr(0, body.rfind("\nchecksum "));
+    return body + fmt::format("\nchecksum {:016x}\n", runtime::fnv1a(body));
+  };
+  std::string why;
+  std::string notelf = good;
+  notelf.replace(notelf.find("\x7f" "ELF"), 4, "PTX!");
+  CHECK_FALSE(runtime::deserializeKernel(resealed(notelf), "key-1", &why));
+  CHECK(why == "a cubin that is not an ELF image");
+  std::string nosm = good;
+  nosm.replace(nosm.find("\ncubin 90 "), 10, "\ncubin 0 ");
+  CHECK_FALSE(runtime::deserializeKernel(resealed(nosm), "key-1", &why));
+  CHECK(why == "a cubin line that does not fit the file");
+  std::string longer = good;
+  longer.replace(longer.find("\ncubin 90 10"), 13, "\ncubin 90 99999");
+  CHECK_FALSE(runtime::deserializeKernel(resealed(longer), "key-1", &why));
+  std::string extra = good;
+  extra.insert(extra.rfind("\nchecksum "), "tail");
+  CHECK_FALSE(runtime::deserializeKernel(resealed(extra), "key-1", &why));
+  CHECK(why == "bytes after the cubin");
+  // A v4 entry (no cubin line) is another version's file: refused, then rebuilt.
+  std::string v4 = good.substr(0, good.find("\ncubin "));
+  v4.replace(0, std::string("loom-kernel-cache v5").size(), "loom-kernel-cache v4");
+  CHECK_FALSE(runtime::deserializeKernel(resealed(v4), "key-1", &why));
+  CHECK(why == "not a loom cache file of this version");
 }
 
 TEST_CASE("corrupt, truncated or foreign cache entries are refused with a reason", "[cache]") {

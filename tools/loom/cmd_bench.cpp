@@ -38,6 +38,7 @@ void compileAndMeasure(const ir::Fusion& f, const Bindings& sizes, const Tuning&
                      : cs.source == CompileStats::Source::DiskCache ? "disk cache"
                                                                     : "memory cache";
   r.llvm_ptx_ms = cs.llvm_ptx_ms;
+  r.cubin_ms = cs.cubin_ms;
   r.load_ms = cs.load_ms;
   r.first_total_ms = cs.total_ms;
   Bindings bound = bindSizes(f, dev_in, sizes);
@@ -152,7 +153,10 @@ int benchImpl(const Args& a, BenchResult& r) {
 
 }  // namespace
 
+int runBenchSizes(const Args& a, const std::string& spec);  // cmd_bench_sizes.cpp
+
 int runBench(const Args& a) {
+  if (auto spec = a.get("sizes")) return runBenchSizes(a, *spec);
   BenchResult r;
   bool json = a.flag("json");
   try {

@@ -72,7 +72,7 @@ const std::vector<Command>& commands() {
        {"check", "no-check"}, {"dim", "layout", "seed", "iters", "dtype"}, runRun},
       {"bench", "time a fusion on the GPU: GB/s, share of copy bandwidth, compile and launch cost",
        "usage: loom bench FUSION [--dim K=V]... [--layout IN=L]... [--dtype DT] [--iters N] [--json]\n"
-       "                  [--inputs DIR] [--save-outputs DIR]\n\n"
+       "                  [--inputs DIR] [--save-outputs DIR] [--sizes K=A:B[:S]]\n\n"
        "Times FUSION's compiled plan as triton.testing.do_bench does: warm-up, CUDA events\n"
        "around each launch, L2 flushed (256 MiB memset) before each timed launch, median.\n"
        "GB/s counts every input read once and every output written once (in-place outputs\n"
@@ -93,8 +93,11 @@ const std::vector<Command>& commands() {
        "  --inputs DIR       read inputs from DIR/inputs.txt (`name dtype d0,d1 file` lines,\n"
        "                     raw little-endian files in logical row-major order), not random\n"
        "  --save-outputs DIR write each output of one run as DIR/output.NAME.bin (row-major)\n"
-       "                     and list them in DIR/outputs.txt\n",
-       {"json"}, {"dim", "layout", "dtype", "iters", "inputs", "save-outputs"}, runBench},
+       "                     and list them in DIR/outputs.txt\n"
+       "  --sizes K=A:B[:S]  instead: the first call of every size K = A, A+S, ... B in one\n"
+       "                     process (compiled, from the disk cache, or already in memory; time\n"
+       "                     of each first call), as variable batch sizes would make them\n",
+       {"json"}, {"dim", "layout", "dtype", "iters", "inputs", "save-outputs", "sizes"}, runBench},
       {"replay", "kernel replay: compile a fixed corpus and compare every kernel's PTX with a baseline",
        "usage: loom replay CORPUS... --target sm_90/132 --baseline FILE [--update] [--save DIR]\n\n"
        "Compiles every line of each CORPUS (bench/workloads.txt's format: name fusion dtype dims\n"

@@ -1,0 +1,59 @@
+#include "runtime/module_image.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "ir/error.h"
+#include "runtime/ptx_compiler.h"
+
+namespace loom::runtime {
+namespace {
+// One note per process and reason: every kernel would say the same.
+void noteOnce(std::atomic<bool>& said, const std::string& line) {
+  if (!said.exchange(true)) std::fprintf(stderr, "loom: note: %s\n", line.c_str());
+}
+std::atomic<bool> g_no_compiler{false}, g_refused{false}, g_load_refused{false};
+}  // namespace
+
+bool cubinsEnabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("LOOM_CUBIN");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
+bool attachCubin(CompiledKernel& k, int sm, double* ms) {
+  if (!cubinsEnabled() || (k.cubin_sm == sm && !k.cubin.empty())) return false;
+  std::string why;
+  if (!ptxCompilerAvailable(&why)) {
+    noteOnce(g_no_compiler, why + "; kernels load as PTX through the driver's JIT");
+    return false;
+  }
+  auto c = compileCubin(k.ptx, sm, k.name, &why);
+  if (!c) {
+    noteOnce(g_refused, why + "; loading the PTX through the driver's JIT instead");
+    return false;
+  }
+  k.cubin = std::move(c->image);
+  k.cubin_sm = sm;
+  if (ms) *ms += c->ms;
+  return true;
+}
+
+Module loadModule(const CompiledKernel& k) {
+  if (cubinsEnabled() && !k.cubin.empty() && k.cubin_sm == Device::get().smVersion()) {
+    try {
+      return Module(k.cubin, k.name, Module::Image::Cubin);
+    } catch (const Error& e) {
+      // A cubin from an nvJitLink newer than this driver: the PTX still loads.
+      std::string what = e.what();
+      noteOnce(g_load_refused, what.substr(0, what.find('\n')) + "; loading the PTX instead");
+    }
+  }
+  return Module(k.ptx, k.name, Module::Image::Ptx);
+}
+
+}  // namespace loom::runtime

@@ -1,0 +1,32 @@
+#pragma once
+// PTX -> cubin in this process, through nvJitLink (libnvJitLink.so, opened at run time like
+// libcuda), so the driver loads machine code instead of JIT-compiling PTX at every cold load.
+// Needs no GPU: the cubin is made for the SM version given. Where no nvJitLink is found,
+// or it refuses a PTX, callers load the PTX through the driver's JIT instead.
+//
+// Where it is looked for: $LOOM_NVJITLINK (a file), then libnvJitLink.so.13 and .so.12 on the
+// loader's path (a process that loaded PyTorch's nvidia-nvjitlink has it), then the CUDA
+// toolkit's lib64 (the one loom was built against, then /usr/local/cuda).
+#include <optional>
+#include <string>
+
+namespace loom::runtime {
+
+// True when nvJitLink loaded; `why` says why not, or which library was found.
+bool ptxCompilerAvailable(std::string* why = nullptr);
+
+// "nvJitLink 13.0", or "" where none loaded.
+std::string ptxCompilerVersion();
+
+struct Cubin {
+  std::string image;  // an ELF cubin for sm_`sm`
+  int sm = 0;
+  double ms = 0;      // wall time of the compile
+};
+
+// Compiles `ptx` for sm_`sm` (90 for an H100). nullopt with `why` when no nvJitLink is found
+// or it refuses the PTX (its error log, shortened); `label` names the kernel there.
+std::optional<Cubin> compileCubin(const std::string& ptx, int sm, const std::string& label,
+                                  std::string* why);
+
+}  // namespace loom::runtime

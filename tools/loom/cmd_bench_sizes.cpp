@@ -1,0 +1,125 @@
+// `loom bench FUSION --sizes K=A:B[:STEP]`: the first call of every size in one process, as a
+// training loop with variable batch sizes or sequence lengths makes them. Reports how many
+// sizes compiled a kernel, how many found it in loom's disk cache or already in memory, and
+// the time of each first call (compile or load, launch and wait).
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "runtime/bind_sizes.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+#include "tools/loom/cli.h"
+
+namespace loom::cli {
+
+namespace {
+
+struct SizeRange {
+  std::string symbol;
+  int64_t first = 0, last = 0, step = 1;
+};
+
+SizeRange parseRange(const std::string& spec, const Bindings& sizes) {
+  const auto eq = spec.find('=');
+  LOOM_USER_CHECK(eq != std::string::npos && eq > 0,
+                  "--sizes {}: expected K=FIRST:LAST or K=FIRST:LAST:STEP (e.g. N=1000:1100)", spec);
+  SizeRange r;
+  r.symbol = spec.substr(0, eq);
+  LOOM_USER_CHECK(sizes.count(r.symbol), "--sizes {}: the fusion has no size `{}`", spec, r.symbol);
+  std::vector<int64_t> v;
+  size_t p = eq + 1;
+  while (true) {
+    const size_t colon = spec.find(':', p);
+    const std::string part = spec.substr(p, colon == std::string::npos ? std::string::npos : colon - p);
+    size_t used = 0;
+    int64_t x = 0;
+    try {
+      x = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    LOOM_USER_CHECK(used == part.size() && used > 0 && x >= 1,
+                    "--sizes {}: `{}` is not a whole number of at least 1", spec, part);
+    v.push_back(x);
+    if (colon == std::string::npos) break;
+    p = colon + 1;
+  }
+  LOOM_USER_CHECK(v.size() == 2 || v.size() == 3, "--sizes {}: expected FIRST:LAST or FIRST:LAST:STEP", spec);
+  r.first = v[0];
+  r.last = v[1];
+  r.step = v.size() == 3 ? v[2] : 1;
+  LOOM_USER_CHECK(r.first <= r.last, "--sizes {}: FIRST is larger than LAST", spec);
+  LOOM_USER_CHECK((r.last - r.first) / r.step < 10000, "--sizes {}: more than 10000 sizes", spec);
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int runBenchSizes(const Args& a, const std::string& spec) {
+  for (const char* other : {"json", "iters", "inputs", "save-outputs"})
+    LOOM_USER_CHECK(!a.get(other) && !a.flag(other), "--sizes times first calls only: it takes no --{}", other);
+  auto l = loadFromArgs(a, "bench");
+  auto layouts = layoutsFromArgs(a, *l.fusion);
+  const SizeRange range = parseRange(spec, l.sizes);
+  std::string why;
+  LOOM_USER_CHECK(runtime::gpuAvailable(&why), "{}", why);
+  auto& dev = runtime::Device::get();
+  Executor ex(*l.fusion);
+  std::map<CompileStats::Source, int> by_source;
+  std::vector<double> first_ms;
+  double llvm = 0, cubin = 0, load = 0;
+  std::set<std::string> kernels;
+  std::cout << fmt::format("fusion {} on {}: {} = {}..{} step {}, every first call in one process\n",
+                           l.fusion->name(), dev.describe(), range.symbol, range.first, range.last, range.step);
+  for (int64_t v = range.first; v <= range.last; v += range.step) {
+    Bindings sizes = l.sizes;
+    sizes[range.symbol] = v;
+    std::vector<DeviceTensor> in;
+    for (const ir::Value* x : l.fusion->inputs()) {
+      auto shape = evalShape(x, sizes);
+      auto lay = layouts.find(x->name());
+      in.push_back(DeviceTensor::allocate(x->dtype(), shape,
+                                          lay == layouts.end() ? contiguousStrides(shape) : stridesForOrder(shape, lay->second)));
+      in.back().poison(0);
+    }
+    dev.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<DeviceTensor> outs = ex.allocateOutputs(in, sizes);
+    ex.runInto(in, outs, sizes);
+    dev.synchronize();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const CompileStats& cs = ex.lastCompile();
+    by_source[cs.source]++;
+    llvm += cs.llvm_ptx_ms;
+    cubin += cs.cubin_ms;
+    load += cs.load_ms;
+    first_ms.push_back(ms);
+    for (const auto& pk : ex.planFor(in, sizes).kernels) kernels.insert(pk.key);
+    const char* src = cs.source == CompileStats::Source::Compiled    ? "compiled"
+                      : cs.source == CompileStats::Source::DiskCache ? "disk cache"
+                                                                     : "memory";
+    std::cout << fmt::format("  {}={:<10} {:<10} first call {:8.2f} ms (LLVM->PTX {:.1f}, PTX->cubin {:.1f}, load {:.1f})\n",
+                             range.symbol, v, src, ms, cs.llvm_ptx_ms, cs.cubin_ms, cs.load_ms);
+  }
+  const auto n = first_ms.size();
+  std::cout << fmt::format(
+      "{} sizes: {} compiled, {} from loom's disk cache, {} already in memory; {} distinct kernels\n"
+      "first call: median {:.2f} ms, min {:.2f}, max {:.2f}; in all LLVM->PTX {:.0f} ms, PTX->cubin {:.0f} ms, "
+      "module loads {:.0f} ms\n",
+      n, by_source[CompileStats::Source::Compiled], by_source[CompileStats::Source::DiskCache],
+      by_source[CompileStats::Source::MemoryCache], kernels.size(), median(first_ms),
+      *std::min_element(first_ms.begin(), first_ms.end()), *std::max_element(first_ms.begin(), first_ms.end()),
+      llvm, cubin, load);
+  return 0;
+}
+
+}  // namespace loom::cli
