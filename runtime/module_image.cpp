@@ -11,7 +11,10 @@
 namespace loom::runtime {
 namespace {
 // One note per process and reason: every kernel would say the same.
-void noteOnce(std::atomic<bool>& said, const std::string& line) {
+void noteOnce(std::atomic<bool>& said, std::string line) {
+  // One line, whatever the log it quotes.
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
   if (!said.exchange(true)) std::fprintf(stderr, "loom: note: %s\n", line.c_str());
 }
 std::atomic<bool> g_no_compiler{false}, g_refused{false}, g_load_refused{false};
