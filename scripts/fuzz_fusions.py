@@ -7,13 +7,15 @@ dims and used again, as normalizations do), broadcasts, permutes, and outputs of
 It then runs `loom segment`, `loom dump --stage ptx` (every kernel through ptxas) and `loom
 eval` (the float64 reference) on small sizes, and fails on a crash, an internal error or PTX that
 ptxas rejects, or on a kernel that iterates more elements than any value holds (rows
-repeated for nothing). With --run (on the GPU machine) `loom run` replaces eval, and a mismatch against
-the reference fails too. Group norm's shape is among the steps: C split into 4 x C/4 by a
+repeated for nothing). With --run (on the GPU machine) `loom run` replaces eval, --batch cases
+to a `loom run --batch` process (one CUDA context for many cases), and a mismatch against
+the reference fails too. --jobs runs cases (and batches) in parallel. Group norm's shape is among the steps: C split into 4 x C/4 by a
 reshape, statistics over some split dims, applied, and reshaped back. Some fusions read gate
 matrices as slices, as the LSTM and GRU cells do. A fusion loom refuses with a user error (say, a reduction over atoms another
 reduction splits) is counted as refused, with the first line of its message.
 
-    python3 scripts/fuzz_fusions.py [--seed S] [--cases N] [--budget-s T] [--keep DIR]
+    python3 scripts/fuzz_fusions.py [--seed S] [--cases N] [--budget-s T] [--keep DIR] [--jobs J]
+                                    [--run [--batch B]]
 
 A failure prints the fusion's file (under --keep, or a temporary directory it keeps) and the
 command that reproduces it.
@@ -305,8 +307,9 @@ def run_case(args, work, i, text, sizes, layout, t0):
     if layout:
         common += ["--layout", f"x0={layout}"]
     status, why, seg_out = "ok", "", ""
-    last = ["run", path, "--iters", "0", "--seed", str(i)] if args.run else ["eval", path]
-    for cmd in (["segment", path], ["dump", path, "--stage", "ptx"], last):
+    # With --run, `loom run` comes later, many cases to a process (run_batch).
+    stages = [["segment", path], ["dump", path, "--stage", "ptx"]] + ([] if args.run else [["eval", path]])
+    for cmd in stages:
         line = " ".join(["loom", *cmd, *common])
         p = subprocess.run([args.loom, *cmd, *common], capture_output=True, text=True, timeout=300)
         err = p.stderr.strip()
@@ -336,6 +339,38 @@ def run_case(args, work, i, text, sizes, layout, t0):
     return status, why, seg_out
 
 
+def run_line(work, i, sizes, layout):
+    """`loom run`'s arguments for case i (a line of a --batch file)."""
+    common = [a for s, v in sorted(sizes.items()) for a in ("--dim", f"{s}={v}")]
+    if layout:
+        common += ["--layout", f"x0={layout}"]
+    return [os.path.join(work, f"case{i}.loom"), "--iters", "0", "--seed", str(i), *common]
+
+
+def run_batch(args, work, batch):
+    """`loom run --batch` over [(i, run arguments)]: {i: (status, why)}."""
+    path = os.path.join(work, f"batch{batch[0][0]}.txt")
+    with open(path, "w") as fh:
+        fh.write("".join(" ".join(a) + "\n" for _, a in batch))
+    p = subprocess.run([args.loom, "run", "--batch", path], capture_output=True, text=True,
+                       timeout=60 + 30 * len(batch))
+    results = {}
+    for k, line in re.findall(r"^== result (\d+): (.*)$", p.stdout, re.M):
+        i, a = batch[int(k) - 1]
+        cmd = "loom run " + " ".join(a)
+        if line == "ok":
+            results[i] = ("ok", "")
+        elif line.startswith("error: ") and "internal" not in line and "no NVIDIA GPU found" not in line:
+            results[i] = ("refused", "loom: " + line)
+        else:
+            results[i] = ("FAIL", f"{cmd}\n  {line}")
+    for i, a in batch:  # cases after a crash of the batch process
+        if i not in results:
+            results[i] = ("FAIL", f"loom run {' '.join(a)}\n  the batch process ended (exit {p.returncode}) "
+                                  f"before this case: {(p.stdout + p.stderr)[-300:]}")
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--loom", default="build/bin/loom")
@@ -344,7 +379,8 @@ def main():
     ap.add_argument("--cases", type=int, default=300)
     ap.add_argument("--budget-s", type=float, default=600.0)
     ap.add_argument("--keep", help="directory for the cases' files (default: a temporary one, kept on failure)")
-    ap.add_argument("--jobs", type=int, default=1, help="cases run at once (each its own loom processes)")
+    ap.add_argument("--jobs", type=int, default=1, help="cases (or --run batches) at once, each in its own loom processes")
+    ap.add_argument("--batch", type=int, default=25, help="with --run: cases a `loom run --batch` process runs")
     ap.add_argument("--run", action="store_true",
                     help="on the GPU machine: `loom run --iters 0` (checked against the reference) instead of eval")
     args = ap.parse_args()
@@ -356,7 +392,13 @@ def main():
     # The cases are drawn here, in order, whatever --jobs: the same seed gives the same cases.
     cases = [random_fusion(rng, i) for i in range(args.cases)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = pool.map(lambda ic: run_case(args, work, ic[0], *ic[1], t0), enumerate(cases))
+        results = list(pool.map(lambda ic: run_case(args, work, ic[0], *ic[1], t0), enumerate(cases)))
+        if args.run:  # the GPU runs, args.batch cases to a `loom run --batch` process
+            todo = [(i, run_line(work, i, c[1], c[2])) for i, c in enumerate(cases) if results[i][0] == "ok"]
+            batches = [todo[k:k + args.batch] for k in range(0, len(todo), args.batch)]
+            for done in pool.map(lambda b: run_batch(args, work, b), batches):
+                for i, (status, why) in done.items():
+                    results[i] = (status, why, results[i][2])
         for i, (status, why, seg_out) in enumerate(results):
             path = os.path.join(work, f"case{i}.loom")
             if status == "budget":

@@ -2,7 +2,8 @@
 # On the GPU machine (.device carried; bash scripts/pack_device.sh here): the GPU soak of issue
 # 25. CASES random fusions (every op, dtype and layout, reductions to one value, two reduction
 # patterns, gate matrices read as slices, sizes that do not divide) through segment, every kernel
-# through ptxas, and `loom run` against the float64 reference, JOBS at once; then
+# through ptxas, and `loom run` against the float64 reference (25 cases to a `loom run --batch`
+# process, one CUDA context each; SOAK_BATCH sets it), JOBS at once; then
 # compute-sanitizer memcheck and racecheck over every scheduler tier (scripts/sanitize.sh).
 #   bash scripts/soak_gpu.sh [CASES=10000] [JOBS=16] [SEED=1]   (SANITIZE=0 skips the sanitizer)
 set -uo pipefail
@@ -13,7 +14,7 @@ cases=${1:-10000} jobs=${2:-16} seed=${3:-1}
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 echo "== fuzz_fusions --run: $cases cases, seed $seed, $jobs at once (budget ${SOAK_BUDGET_S:-540} s)"
-python3 scripts/fuzz_fusions.py --loom .device/bin/loom --run --cases "$cases" --jobs "$jobs" --seed "$seed" \
+python3 scripts/fuzz_fusions.py --loom .device/bin/loom --run --cases "$cases" --jobs "$jobs" --seed "$seed" --batch "${SOAK_BATCH:-25}" \
   --budget-s "${SOAK_BUDGET_S:-540}" > "$out/soak_seed$seed.log" 2>&1
 fuzz_rc=$?
 grep -E "^[0-9]+ ok|^refused|^FAILED" -A1 "$out/soak_seed$seed.log" | head -40

@@ -1,5 +1,6 @@
 // The `loom` CLI as users meet it: exit statuses, one-line errors, the text round trip.
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include <algorithm>
 #include <array>
@@ -133,6 +134,28 @@ TEST_CASE("bench --sizes: a range of one size symbol, checked before the GPU is 
   auto r = runLoom("bench layer_norm --sizes N=1:3 --dim D=64");
   CHECK(r.status == 1);
   CHECK(r.out.rfind("loom: error: no NVIDIA GPU found", 0) == 0);
+}
+
+TEST_CASE("run --batch: every line a case in one process, each with its result line", "[cli]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "loom_batch_test.txt").string();
+  {
+    std::ofstream out(path);
+    out << "# a comment, then three cases\n"
+        << "add --dim N=1000 --iters 0\n\n"
+        << "layer_norm --dim Q=3\n"
+        << "add --bogus 1\n";
+  }
+  auto r = runLoom("run --batch " + path);
+  INFO(r.out);
+  CHECK(r.out.find("== case 1: add --dim N=1000 --iters 0") != std::string::npos);
+  CHECK(r.out.find("== result 2: error: --dim Q=3: fusion `layer_norm` has no size `Q`") != std::string::npos);
+  CHECK(r.out.find("== result 3: error: `loom run` has no option --bogus") != std::string::npos);
+  CHECK(r.out.find("== 3 cases, 0 mismatched or internal") != std::string::npos);
+  CHECK(r.status == 0);
+  if (!loom::runtime::gpuAvailable()) CHECK(r.out.find("== result 1: error: no NVIDIA GPU found") != std::string::npos);
+  CHECK(runLoom("run --batch /nonexistent/batch.txt").out.find("--batch /nonexistent/batch.txt: cannot read the file") !=
+        std::string::npos);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("numeric options out of range or malformed name the option and the range", "[cli]") {

@@ -13,7 +13,11 @@
 
 namespace loom::cli {
 
+int runBatch(const std::string& path, const std::vector<std::string>& options);  // cmd_run_batch.cpp
+
 int runRun(const Args& a) {
+  if (auto batch = a.get("batch"))
+    return runBatch(*batch, {"dim", "layout", "seed", "iters", "dtype", "check", "no-check"});
   auto l = loadFromArgs(a, "run");
   auto layouts = layoutsFromArgs(a, *l.fusion);
   const auto seed = static_cast<uint64_t>(intOption(a, "seed", 0, 0, std::numeric_limits<int64_t>::max()));

@@ -60,7 +60,8 @@ const std::vector<Command>& commands() {
        "  --dtype DT       a built-in's main dtype: f16, bf16, f32 or f64\n",
        {}, {"stage", "arch", "sms", "dim", "layout", "dtype"}, runDump},
       {"run", "run a fusion on the GPU and check it against the CPU reference",
-       "usage: loom run FUSION [--dim K=V]... [--layout IN=L]... [--dtype DT] [--seed S] [--iters N] [--check]\n\n"
+       "usage: loom run FUSION [--dim K=V]... [--layout IN=L]... [--dtype DT] [--seed S] [--iters N] [--check]\n"
+       "       loom run --batch FILE\n\n"
        "Compiles FUSION for this GPU, runs it on seeded random inputs (every kernel of its plan,\n"
        "in launch order; each kernel's launch is printed), compares every output with the\n"
        "float64 CPU reference (||out-ref||/||ref|| against a tolerance fitting the dtype) and\n"
@@ -68,8 +69,11 @@ const std::vector<Command>& commands() {
        "  --check          compare with the CPU reference (the default; --no-check skips it)\n"
        "  --dtype DT       a built-in's main dtype: f16, bf16, f32 or f64\n"
        "  --iters N        timed launches (default 20; 0 skips timing)\n"
-       "  --seed S         random seed (default 0)\n",
-       {"check", "no-check"}, {"dim", "layout", "seed", "iters", "dtype"}, runRun},
+       "  --seed S         random seed (default 0)\n"
+       "  --batch FILE     instead: every line of FILE is a case's arguments (FUSION and these\n"
+       "                   options), all run in this process; each case ends with a line\n"
+       "                   `== result K: ok|error: ...|MISMATCH: ...|INTERNAL: ...`\n",
+       {"check", "no-check"}, {"dim", "layout", "seed", "iters", "dtype", "batch"}, runRun},
       {"bench", "time a fusion on the GPU: GB/s, share of copy bandwidth, compile and launch cost",
        "usage: loom bench FUSION [--dim K=V]... [--layout IN=L]... [--dtype DT] [--iters N] [--json]\n"
        "                  [--inputs DIR] [--save-outputs DIR] [--sizes K=A:B[:S]]\n\n"
