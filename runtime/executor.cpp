@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "runtime/bind_sizes.h"
 #include "runtime/device.h"
+#include "runtime/cubin_worker.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/module_image.h"
 
@@ -115,9 +116,10 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
         st.llvm_ptx_ms += k.llvm_ptx_ms;
         store = true;
       }
-      // Machine code for this device, made once and kept beside the PTX in the disk cache.
-      store |= runtime::attachCubin(k, runtime::Device::get().smVersion(), &st.cubin_ms);
       if (store) runtime::diskCacheStore(pk.key, k);
+      // Loaded now as the entry has it (PTX through the driver's JIT where it has no cubin for
+      // this GPU); its cubin is made in the background for the disk cache and the next process.
+      runtime::makeCubinLater(pk.key, k, runtime::Device::get().smVersion());
       runtime::Module mod = runtime::loadModule(k);
       st.load_ms += mod.loadMs();
       runtime::Kernel kern = mod.getKernel(k.name);

@@ -20,7 +20,6 @@ namespace loom {
 struct CompileStats {
   enum class Source { Compiled, MemoryCache, DiskCache } source = Source::Compiled;
   double llvm_ptx_ms = 0;  // LLVM IR -> PTX (0 when cached)
-  double cubin_ms = 0;     // PTX -> cubin through nvJitLink (0 when cached or none made)
   double load_ms = 0;      // cuModuleLoadData (0 on a memory hit)
   double total_ms = 0;     // the whole first-call overhead
 };

@@ -1,8 +1,9 @@
 #pragma once
-// Which image of a compiled kernel the driver loads: its cubin (made in-process by nvJitLink,
-// runtime/ptx_compiler.h, and kept in the disk cache) where one can be made for this device,
-// else its PTX through the driver's JIT, with a one-line note once per process saying why.
-// LOOM_CUBIN=0 always loads PTX.
+// Which image of a compiled kernel the driver loads: its cubin for this GPU where the entry has
+// one (made in-process by nvJitLink, runtime/ptx_compiler.h, off the first call's path by
+// runtime/cubin_worker.h, and kept in the disk cache), else its PTX through the driver's JIT.
+// Where no cubin can be made, a one-line note says why, once per process. LOOM_CUBIN=0 always
+// loads PTX.
 #include "compiler/compile.h"
 #include "runtime/device.h"
 
@@ -11,7 +12,7 @@ namespace loom::runtime {
 bool cubinsEnabled();
 
 // Gives `k` a cubin for sm_`sm` unless it has one already; true when it made one (the caller
-// stores the entry again), adding its compile time to `*ms`.
+// stores the entry again), adding its compile time to `*ms` (where given).
 bool attachCubin(CompiledKernel& k, int sm, double* ms);
 
 // Loads `k`'s cubin, or its PTX where it has none or the driver refuses the cubin.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine (.device carried): compile latency of a small and a large pointwise kernel,
 # a norm and a backward norm, each in a fresh process: cold (empty loom cache, driver JIT cache
-# off) and from loom's disk cache, loading the cubin nvJitLink made (the default) and loading PTX
-# through the driver's JIT (LOOM_CUBIN=0); then host time per launch of a cached kernel.
+# off: PTX through the driver's JIT, the cubin made in the background for the cache) and from
+# loom's disk cache (the cubin that process stored; with LOOM_CUBIN=0, PTX again); then host
+# time per launch of a cached kernel.
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
 export CUDA_CACHE_DISABLE=1
 L=.device/bin/loom

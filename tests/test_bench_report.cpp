@@ -99,7 +99,7 @@ int peerReads(const std::string& js, int kernels) {
       "for k in ('bytes', 'time_ms', 'gbps', 'fraction_of_copy', 'host_us_per_launch'): float(js[k])\n"
       "float(js['copy']['gbps'])\n"
       "c = js['compile']\n"
-      "for k in ('llvm_ptx_ms', 'cubin_ms', 'cold_llvm_ptx_ms', 'load_ms', 'first_call_ms'): float(c[k])\n"
+      "for k in ('llvm_ptx_ms', 'cold_llvm_ptx_ms', 'load_ms', 'first_call_ms'): float(c[k])\n"
       "assert c['source'] == 'fresh'\n"
       "assert [p['index'] for p in js['plan']] == list(range(js['kernels']))\n"
       "for p in js['plan']: assert abs(p['gbps'] - p['bytes'] / (p['time_ms'] * 1e6)) < 1e-6 * p['gbps']\n";
@@ -231,7 +231,7 @@ TEST_CASE("bench text: one kernel as before; several kernels get a line each", "
   SECTION("one kernel: the lines loom bench always printed") {
     const std::string want =
         "fusion f (f16) on NVIDIA H100 (sm_90, 132 SMs)\n"
-        "  compile: fresh (LLVM->PTX 0.0 ms, PTX->cubin 0.0 ms, module load 0.0 ms, first call 0.0 ms); cold compile 0.0 ms "
+        "  compile: fresh (LLVM->PTX 0.0 ms, module load 0.0 ms, first call 0.0 ms); cold compile 0.0 ms "
         "(LLVM->PTX 0.0 ms)\n"
         "  kernel:  loom_f grid 132 block 256 (1 kernel in all)\n"
         "  time:    0.0020 ms median of 1000 (min 0.0019, p20 0.0019, p80 0.0021), L2 flushed before each\n"

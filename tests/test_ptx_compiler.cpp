@@ -2,10 +2,13 @@
 // nvJitLink is found the tests say so and check the reason instead.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "compiler/compile.h"
 #include "include/loom/loom.h"
+#include "runtime/cubin_worker.h"
+#include "runtime/kernel_cache.h"
 #include "runtime/ptx_compiler.h"
 #include "tests/compile_test_util.h"
 
@@ -57,4 +60,38 @@ TEST_CASE("nvJitLink's refusal comes back with its log, never thrown", "[cubin]"
                          test::descsFor(*add, findExample("add")->default_sizes), CompileOptions{{90, 132}});
   CHECK_FALSE(runtime::compileCubin(k.ptx, 3, k.name, &why).has_value());
   CHECK(why == "sm_3 is no GPU's SM version");
+}
+
+TEST_CASE("cubins made in the background land in the disk cache for the next process", "[cubin][cache]") {
+  if (!haveNvJitLink()) return;
+  const std::string dir = (std::filesystem::temp_directory_path() / "loom_cubin_worker_test").string();
+  std::filesystem::remove_all(dir);
+  test::ScopedEnv cache_dir("LOOM_CACHE_DIR", dir);
+  auto f = findExample("layer_norm")->buildDefault();
+  const auto& sizes = findExample("layer_norm")->default_sizes;
+  auto k = compileFusion(*f, sizes, test::descsFor(*f, sizes), CompileOptions{{90, 132}});
+  runtime::diskCacheStore("key-bg", k);  // as the Executor stores a fresh kernel: PTX only
+  const int before = runtime::finishCubins();
+  runtime::makeCubinLater("key-bg", k, 90);
+  // An sm_89 GPU runs PTX made for sm_80, and gets its own cubin from it.
+  auto k80 = compileFusion(*f, sizes, test::descsFor(*f, sizes), CompileOptions{{80, 132}});
+  runtime::makeCubinLater("key-bg-89", k80, 89);
+  CHECK(runtime::finishCubins() == before + 2);
+  auto hit = runtime::diskCacheLoad("key-bg");
+  REQUIRE(hit.has_value());
+  CHECK(hit->cubin_sm == 90);
+  CHECK(hit->cubin.compare(0, 4, "\x7f" "ELF") == 0);
+  CHECK(hit->ptx == k.ptx);
+  auto hit89 = runtime::diskCacheLoad("key-bg-89");
+  REQUIRE(hit89.has_value());
+  CHECK(hit89->cubin_sm == 89);
+  // An entry that has its cubin already, or a process whose disk cache is off: nothing queued.
+  runtime::makeCubinLater("key-bg", *hit, 90);
+  {
+    test::ScopedEnv off("LOOM_DISK_CACHE", "0");
+    runtime::makeCubinLater("key-off", k, 90);
+  }
+  CHECK(runtime::finishCubins() == before + 2);
+  CHECK_FALSE(runtime::diskCacheLoad("key-off").has_value());
+  std::filesystem::remove_all(dir);
 }

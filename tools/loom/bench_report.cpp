@@ -62,9 +62,9 @@ std::string benchJson(const BenchResult& r) {
                    "\"fraction_of_copy\": {}, ",
                    2 * kCopyBytes, jsonNum(r.copy.median_ms), jsonNum(copy_gbps), r.copy.reps,
                    jsonNum(plan_gbps / copy_gbps));
-  s += fmt::format("\"compile\": {{\"source\": {}, \"llvm_ptx_ms\": {}, \"cubin_ms\": {}, \"load_ms\": {}, "
+  s += fmt::format("\"compile\": {{\"source\": {}, \"llvm_ptx_ms\": {}, \"load_ms\": {}, "
                    "\"first_call_ms\": {}, \"cold_llvm_ptx_ms\": {}, \"cold_compile_ms\": {}}}, ",
-                   jsonStr(r.compile_source), jsonNum(r.llvm_ptx_ms), jsonNum(r.cubin_ms), jsonNum(r.load_ms),
+                   jsonStr(r.compile_source), jsonNum(r.llvm_ptx_ms), jsonNum(r.load_ms),
                    jsonNum(r.first_total_ms), jsonNum(r.cold_llvm_ptx_ms), jsonNum(r.cold_compile_ms));
   s += fmt::format("\"kernels\": {}, ", r.kernels.size());
   s += fmt::format("\"kernel\": {{\"name\": {}, \"grid\": {}, \"block\": {}}}, ", jsonStr(first.name),
@@ -83,9 +83,9 @@ std::string benchText(const BenchResult& r) {
   const double copy_gbps = gbps(2 * kCopyBytes, r.copy.median_ms);
   const size_t n = r.kernels.size();
   std::string s = fmt::format("fusion {} ({}) on {}\n", r.fusion, r.dtype, r.device);
-  s += fmt::format("  compile: {} (LLVM->PTX {:.1f} ms, PTX->cubin {:.1f} ms, module load {:.1f} ms, first call {:.1f} ms); "
+  s += fmt::format("  compile: {} (LLVM->PTX {:.1f} ms, module load {:.1f} ms, first call {:.1f} ms); "
                    "cold compile {:.1f} ms (LLVM->PTX {:.1f} ms)\n",
-                   r.compile_source, r.llvm_ptx_ms, r.cubin_ms, r.load_ms, r.first_total_ms, r.cold_compile_ms,
+                   r.compile_source, r.llvm_ptx_ms, r.load_ms, r.first_total_ms, r.cold_compile_ms,
                    r.cold_llvm_ptx_ms);
   if (n == 1) {
     const KernelInfo& k = r.kernels.front().info;

@@ -22,7 +22,7 @@ struct BenchResult {
   std::string fusion, dtype, device, gpu;
   std::vector<std::string> input_lines, output_lines;  // JSON objects (descJson)
   std::string compile_source;
-  double llvm_ptx_ms = 0, cubin_ms = 0, load_ms = 0, first_total_ms = 0, cold_llvm_ptx_ms = 0, cold_compile_ms = 0;
+  double llvm_ptx_ms = 0, load_ms = 0, first_total_ms = 0, cold_llvm_ptx_ms = 0, cold_compile_ms = 0;
   std::vector<KernelResult> kernels;  // the plan's kernels in launch order
   uint64_t bytes = 0;                 // the fusion's inputs read once + outputs written once
   Timing plan, copy;                  // the whole plan (every launch back to back); the copy

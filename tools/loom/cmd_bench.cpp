@@ -38,7 +38,6 @@ void compileAndMeasure(const ir::Fusion& f, const Bindings& sizes, const Tuning&
                      : cs.source == CompileStats::Source::DiskCache ? "disk cache"
                                                                     : "memory cache";
   r.llvm_ptx_ms = cs.llvm_ptx_ms;
-  r.cubin_ms = cs.cubin_ms;
   r.load_ms = cs.load_ms;
   r.first_total_ms = cs.total_ms;
   Bindings bound = bindSizes(f, dev_in, sizes);

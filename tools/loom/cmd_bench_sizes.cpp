@@ -76,7 +76,7 @@ int runBenchSizes(const Args& a, const std::string& spec) {
   Executor ex(*l.fusion);
   std::map<CompileStats::Source, int> by_source;
   std::vector<double> first_ms;
-  double llvm = 0, cubin = 0, load = 0;
+  double llvm = 0, load = 0;
   std::set<std::string> kernels;
   std::cout << fmt::format("fusion {} on {}: {} = {}..{} step {}, every first call in one process\n",
                            l.fusion->name(), dev.describe(), range.symbol, range.first, range.last, range.step);
@@ -100,25 +100,23 @@ int runBenchSizes(const Args& a, const std::string& spec) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     by_source[cs.source]++;
     llvm += cs.llvm_ptx_ms;
-    cubin += cs.cubin_ms;
     load += cs.load_ms;
     first_ms.push_back(ms);
     for (const auto& pk : ex.planFor(in, sizes).kernels) kernels.insert(pk.key);
     const char* src = cs.source == CompileStats::Source::Compiled    ? "compiled"
                       : cs.source == CompileStats::Source::DiskCache ? "disk cache"
                                                                      : "memory";
-    std::cout << fmt::format("  {}={:<10} {:<10} first call {:8.2f} ms (LLVM->PTX {:.1f}, PTX->cubin {:.1f}, load {:.1f})\n",
-                             range.symbol, v, src, ms, cs.llvm_ptx_ms, cs.cubin_ms, cs.load_ms);
+    std::cout << fmt::format("  {}={:<10} {:<10} first call {:8.2f} ms (LLVM->PTX {:.1f}, load {:.1f})\n",
+                             range.symbol, v, src, ms, cs.llvm_ptx_ms, cs.load_ms);
   }
   const auto n = first_ms.size();
   std::cout << fmt::format(
       "{} sizes: {} compiled, {} from loom's disk cache, {} already in memory; {} distinct kernels\n"
-      "first call: median {:.2f} ms, min {:.2f}, max {:.2f}; in all LLVM->PTX {:.0f} ms, PTX->cubin {:.0f} ms, "
-      "module loads {:.0f} ms\n",
+      "first call: median {:.2f} ms, min {:.2f}, max {:.2f}; in all LLVM->PTX {:.0f} ms, module loads {:.0f} ms\n",
       n, by_source[CompileStats::Source::Compiled], by_source[CompileStats::Source::DiskCache],
       by_source[CompileStats::Source::MemoryCache], kernels.size(), median(first_ms),
       *std::min_element(first_ms.begin(), first_ms.end()), *std::max_element(first_ms.begin(), first_ms.end()),
-      llvm, cubin, load);
+      llvm, load);
   return 0;
 }
 
