@@ -8,6 +8,7 @@
 #include "compiler/codegen/kir_to_llvm.h"
 #include "compiler/codegen/ptx_backend.h"
 #include "compiler/kir/pipeline.h"
+#include "compiler/kir/printer.h"
 #include "compiler/schedule/normalization.h"
 #include "compiler/schedule/scheduler.h"
 #include "ir/error.h"
@@ -35,16 +36,37 @@ kir::PassDump kirDump(StageText* stages, const ir::Fusion& f) {
 std::vector<int> supportedSms() { return codegen::supportedSms(); }
 int ptxTargetFor(int cc_major, int cc_minor) { return codegen::ptxTargetFor(cc_major, cc_minor); }
 
-std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
-                       const CompileOptions& opts) {
-  std::string key = ir::printFusion(f);
-  for (const auto& d : inputs) key += d.str() + "\n";
-  key += fmt::format("sm_{} sms {}\n", opts.device.sm, opts.device.sm_count);
+namespace {
+// What every key ends with: the target, the compiler build, the knobs.
+std::string keyTail(const CompileOptions& opts) {
+  std::string key = fmt::format("sm_{} sms {}\n", opts.device.sm, opts.device.sm_count);
   // The compiler that wrote it: kernels from another build of loom are never reused.
   key += fmt::format("loom build {}\n", LOOM_BUILD_ID);
   // The tuning knobs set change the code: part of the key.
   for (const std::string& s : tuningSettings(opts.tuning)) key += fmt::format("tuning {}\n", s);
   return key;
+}
+}  // namespace
+
+std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                       const CompileOptions& opts) {
+  std::string key = ir::printFusion(f);
+  for (const auto& d : inputs) key += d.str() + "\n";
+  return key + keyTail(opts);
+}
+
+std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& sizes,
+                                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+  if (!opts.tuning.symbolic) return std::nullopt;
+  std::vector<std::string> why;
+  auto p = schedule::planSegment(f, sizes, inputs, opts, "loom_" + f.name(), &why);
+  if (!p || p->size_args.empty()) return std::nullopt;
+  SymbolicClass c;
+  c.key = "symbolic\n" + ir::printFusion(f) + kir::printKernel(p->lower()) + keyTail(opts);
+  c.grid = static_cast<unsigned>(p->launch.grid);
+  c.outputs = p->outputs;
+  for (const auto& [name, value] : p->size_args) c.size_values.push_back(value);
+  return c;
 }
 
 CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
@@ -71,6 +93,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
   out.workspace_bytes = static_cast<std::uint64_t>(p->launch.workspace_bytes);
   out.outputs = p->outputs;
   out.output_alias = p->output_alias;
+  for (const auto& [name, value] : p->size_args) out.size_args.push_back(name);
   if (wanted(stages, DumpStage::LLVM)) {
     std::string s;
     llvm::raw_string_ostream os(s);

@@ -38,6 +38,9 @@ struct CompiledKernel {
   // cache beside it; empty where none was made (the driver then JIT-compiles the PTX).
   std::string cubin;
   int cubin_sm = 0;
+  // The sizes it takes at run time (kir::Kernel::sizes), passed after the tensors and the
+  // workspace as 64-bit integers; empty for a kernel that knows every size.
+  std::vector<std::string> size_args;
 };
 
 // The text of each stage, filled when asked (loom dump, LOOM_DUMP).
@@ -53,6 +56,20 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                        const CompileOptions& opts);
 
+// A kernel that takes some sizes at run time (LOOM_TUNE_SYMBOLIC), as these sizes need it: its
+// key is the fusion and its printed kernel IR (which holds no value of those sizes, so every
+// size whose schedule comes out the same shares it), the target, the build and the knobs; the
+// launch grid and the outputs are these sizes' own. nullopt: the segment's kernel knows every
+// size (compileKey is its key).
+struct SymbolicClass {
+  std::string key;
+  unsigned grid = 1;
+  std::vector<TensorDesc> outputs;
+  std::vector<int64_t> size_values;
+};
+std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& sizes,
+                                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts);
+
 }  // namespace loom
 
 namespace loom {
@@ -65,9 +82,10 @@ struct TensorRef {
 };
 
 struct PlannedKernel {
-  std::string key;  // compileKey of its segment: memory and disk cache key
-  CompiledKernel kernel;
+  std::string key;  // compileKey of its segment (or symbolicKey): memory and disk cache key
+  CompiledKernel kernel;  // of a symbolic kernel: grid and outputs for these sizes
   std::vector<TensorRef> args;  // one per kernel parameter: the segment's inputs, then outputs
+  std::vector<int64_t> size_values;  // kernel.size_args' values for these sizes
 };
 
 // A fusion as the kernels it runs as, in launch order.

@@ -31,9 +31,17 @@ CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
   for (size_t s = 0; s < sp.segments.size(); ++s) {
     const auto& seg = sp.segments[s];
     PlannedKernel pk;
-    pk.key = compileKey(*seg.sub.fusion, seg.input_descs, opts);
+    const auto cls = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts);
+    pk.key = cls ? cls->key : compileKey(*seg.sub.fusion, seg.input_descs, opts);
     std::optional<CompiledKernel> cached = lookup ? lookup(pk.key) : std::nullopt;
     pk.kernel = cached ? *cached : compileFusion(*seg.sub.fusion, sizes, seg.input_descs, opts, stages);
+    if (cls) {  // one kernel for the class: these sizes' grid, outputs and values
+      pk.kernel.grid = cls->grid;
+      pk.kernel.outputs = cls->outputs;
+      pk.size_values = cls->size_values;
+      LOOM_ASSERT(pk.size_values.size() == pk.kernel.size_args.size(), "kernel {} takes {} sizes, {} given",
+                  pk.kernel.name, pk.kernel.size_args.size(), pk.size_values.size());
+    }
     for (const ir::Value* v : seg.sub.inputs) pk.args.push_back(where.at(v));
     for (size_t j = 0; j < seg.sub.outputs.size(); ++j) {
       const ir::Value* v = seg.sub.outputs[j];

@@ -235,8 +235,9 @@ void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& in
   uintptr_t ptrs[64];
   void* args[64];
   const auto& pk = e.plan.kernels[k];
-  LOOM_USER_CHECK(pk.args.size() < 64, "a kernel of `{}` has {} tensors; loom launches at most 63",
-                  f_.name(), pk.args.size());
+  LOOM_USER_CHECK(pk.args.size() + pk.size_values.size() < 64,
+                  "a kernel of `{}` has {} tensors and {} sizes; loom launches at most 63 parameters",
+                  f_.name(), pk.args.size(), pk.size_values.size());
   for (size_t i = 0; i < pk.args.size(); ++i) {
     const TensorRef& r = pk.args[i];
     const size_t idx = static_cast<size_t>(r.index);
@@ -245,10 +246,14 @@ void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& in
     args[i] = &ptrs[i];
   }
   const runtime::DeviceBuffer& ws = e.workspaces[k];
+  size_t n = pk.args.size();
   if (ws.size()) {
-    ptrs[pk.args.size()] = ws.ptr();
-    args[pk.args.size()] = &ptrs[pk.args.size()];
+    ptrs[n] = ws.ptr();
+    args[n] = &ptrs[n];
+    ++n;
   }
+  // Symbolic sizes: 64-bit values after the tensors (the plan keeps them for its signature).
+  for (const int64_t& v : pk.size_values) args[n++] = const_cast<int64_t*>(&v);
   runtime::launch(e.loaded[k]->kernel, launchConfig(pk.kernel), args, stream_);
 }
 

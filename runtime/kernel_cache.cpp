@@ -55,6 +55,7 @@ std::string serializeKernel(const std::string& key, const CompiledKernel& k) {
                       k.cooperative ? 1 : 0, k.workspace_bytes, k.outputs.size());
   for (size_t i = 0; i < k.outputs.size(); ++i)
     body += "out " + descLine(k.outputs[i], k.output_alias[i]) + "\n";
+  body += fmt::format("sizes {}{}\n", k.size_args.size(), k.size_args.empty() ? "" : " " + fmt::format("{}", fmt::join(k.size_args, " ")));
   body += fmt::format("ptx {}\n{}", k.ptx.size(), k.ptx);
   // The cubin made from that PTX, raw bytes after its length (0 bytes: none made).
   body += fmt::format("\ncubin {} {}\n", k.cubin_sm, k.cubin.size());
@@ -107,6 +108,13 @@ std::optional<CompiledKernel> parseEntry(const std::string& text, const std::str
     ls >> d.align_bytes >> alias;
     k.outputs.push_back(d);
     k.output_alias.push_back(alias);
+  }
+  size_t nsizes = 0;
+  if (!(is >> tag >> nsizes) || tag != "sizes" || nsizes > 64) return bad("malformed sizes line");
+  for (size_t i = 0; i < nsizes; ++i) {
+    std::string s;
+    if (!(is >> s)) return bad("malformed sizes line");
+    k.size_args.push_back(s);
   }
   size_t plen = 0;
   if (!(is >> tag >> plen) || tag != "ptx") return bad("malformed ptx line");

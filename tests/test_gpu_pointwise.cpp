@@ -88,6 +88,42 @@ TEST_CASE("broadcasts, permutes, slices and channels-last inputs", "[gpu][pointw
   }
 }
 
+TEST_CASE("symbolic sizes: one kernel runs every batch size of its class", "[gpu][pointwise][symbolic]") {
+  if (!test::haveGpu()) return;
+  Tuning t;
+  t.symbolic = true;
+  for (const char* name : {"bias_gelu", "lstm_cell"}) {
+    const auto* e = findExample(name);
+    auto f = e->buildDefault();
+    const std::string sym = std::string(name) == "lstm_cell" ? "B" : "N";
+    Executor ex(*f, t);
+    int compiled = 0;
+    for (int64_t v : {61, 64, 97, 100, 1531, 4093}) {
+      Bindings sizes = e->default_sizes;
+      sizes[sym] = v;
+      std::vector<HostTensor> host;
+      uint64_t seed = static_cast<uint64_t>(v);
+      for (const ir::Value* x : f->inputs()) host.push_back(HostTensor::random(x->dtype(), evalShape(x, sizes), seed++));
+      std::vector<DeviceTensor> dev;
+      for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+      std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
+      compiled += ex.lastCompile().source == CompileStats::Source::Compiled;
+      ex.runInto(dev, outs, sizes);
+      std::vector<HostTensor> got;
+      for (const auto& o : outs) got.push_back(o.toHost());
+      const auto ref = evaluateReference(*f, host, sizes);
+      const auto cs = compareOutputs(*f, host, sizes, got, ref);
+      for (size_t i = 0; i < cs.size(); ++i) {
+        INFO(name << " " << sym << "=" << v << " output " << i << ": " << cs[i].str());
+        CHECK(cs[i].ok);
+      }
+    }
+    // Classes by block size and vector width, never one a size.
+    INFO(name);
+    CHECK(compiled <= 3);
+  }
+}
+
 TEST_CASE("LSTM and GRU cells run as one kernel each", "[gpu][pointwise]") {
   if (!test::haveGpu()) return;
   for (const char* name : {"lstm_cell", "gru_cell"}) {

@@ -11,11 +11,12 @@
 namespace loom::codegen {
 
 KernelModule::KernelModule(llvm::LLVMContext& ctx, const std::string& name, int num_params,
-                           int num_readonly, bool noalias, int block_size)
+                           int num_readonly, bool noalias, int block_size, int num_sizes)
     : m_(std::make_unique<llvm::Module>(name, ctx)), b_(ctx), noalias_(noalias) {
   m_->setTargetTriple("nvptx64-nvidia-cuda");
   llvm::Type* gptr = llvm::PointerType::get(ctx, 1);
   std::vector<llvm::Type*> params(static_cast<size_t>(num_params), gptr);
+  params.insert(params.end(), static_cast<size_t>(num_sizes), b_.getInt64Ty());
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_.get());
   for (int i = 0; i < num_params; ++i) {

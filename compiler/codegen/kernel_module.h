@@ -16,8 +16,9 @@ class KernelModule {
  public:
   // `num_params` global pointers, the first `num_readonly` only read; `noalias` when no
   // output aliases an input.
+  // `num_sizes` 64-bit integers follow the pointers (kir::Kernel::sizes).
   KernelModule(llvm::LLVMContext& ctx, const std::string& name, int num_params, int num_readonly,
-               bool noalias, int block_size);
+               bool noalias, int block_size, int num_sizes = 0);
   // A fusion's kernel: its inputs, then its outputs (`output_alias[i] >= 0` when output i is
   // written into an input in place, which rules out noalias).
   KernelModule(llvm::LLVMContext& ctx, const std::string& name, const ir::Fusion& f,

@@ -31,6 +31,9 @@ class Translator {
   }
 
   void run() {
+    // Each symbolic size: its 64-bit parameter, as the kernel's index type.
+    for (size_t i = 0; i < k_.sizes.size(); ++i)
+      env_[k_.sizes[i].name] = {b_.CreateTrunc(km_.param(static_cast<int>(k_.params.size() + i)), idx_ty_)};
     for (const auto& buf : k_.buffers) buffer(buf);
     body(k_.body);
     b_.CreateRetVoid();
@@ -550,7 +553,8 @@ class Translator {
 std::unique_ptr<llvm::Module> translateKernel(const kir::Kernel& k, llvm::LLVMContext& ctx) {
   int inputs = 0;
   for (const auto& p : k.params) inputs += p.output || p.workspace ? 0 : 1;
-  KernelModule km(ctx, k.name, static_cast<int>(k.params.size()), inputs, k.noalias, k.launch.block);
+  KernelModule km(ctx, k.name, static_cast<int>(k.params.size()), inputs, k.noalias, k.launch.block,
+                  static_cast<int>(k.sizes.size()));
   if (k.min_blocks_per_sm > 0) km.minBlocksPerSM(k.min_blocks_per_sm);
   Translator(k, km).run();
   return km.finish();

@@ -311,14 +311,24 @@ std::vector<Param> fusionParams(const ir::Fusion& f, const std::vector<TensorDes
 bool noAlias(const std::vector<int>& output_alias);
 
 struct Launch {
-  int64_t grid = 1;
+  int64_t grid = 1;  // at most: with symbolic sizes, the grid of the largest sizes served
   int block = 1;
+};
+
+// A size the kernel takes at run time instead of knowing it (a symbolic extent: the rows of a
+// layer norm, the batch of an LSTM cell), so that one kernel serves every size of its class.
+// Sizes follow the tensors (and the workspace) as 64-bit kernel parameters, in order; inside
+// the kernel each is an index value named `name`, in [1, max].
+struct SizeParam {
+  std::string name;
+  int64_t max = 1;
 };
 
 struct Kernel {
   std::string name;
   std::string scheduler;       // who made it, for dumps
   std::vector<Param> params;   // inputs (read only), then outputs
+  std::vector<SizeParam> sizes;  // after the params, in this order
   bool noalias = true;         // no output is written into an input's memory
   int index_bits = 32;
   Launch launch;

@@ -108,6 +108,10 @@ class Verifier {
     std::set<std::string> names;
     for (const auto& b : k_.buffers)
       if (!names.insert(b.name).second) problem(fmt::format("buffer `{}` is declared twice", b.name));
+    for (const auto& s : k_.sizes) {
+      if (s.max < 1 || s.max > limit_) problem(fmt::format("size `{}` of at most {}: not an extent of {}-bit indices", s.name, s.max, k_.index_bits));
+      bind(s.name, Type::idx(), {1, std::max<int64_t>(1, s.max), 1});
+    }
     body(k_.body);
     return problems_;
   }

@@ -210,7 +210,6 @@ void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, c
 // Threads a block, blocks, and chunks a thread: one chunk per thread and as many blocks as that
 // takes (a grid-stride loop only past the grid's limit or under a tuning override); the reason.
 void placeGrid(PointwiseKernel& k, bool narrowed, const CompileOptions& opts) {
-  const DeviceInfo& dev = opts.device;
   const Tuning& tune = opts.tuning;
   const int vec = k.vec;
   int64_t chunks = k.numel() / vec;
@@ -222,15 +221,12 @@ void placeGrid(PointwiseKernel& k, bool narrowed, const CompileOptions& opts) {
   // grid-stride loop over 16 blocks per SM, and than 2 or 4 chunks a thread).
   // Measurements: bench/results/2026-11-25-code-comment-measurements.md#pointwise-grid
   k.unroll = 1;
-  int64_t blocks_per_sm = 0;
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_UNROLL (chunks a thread per
-  // trip), LOOM_TUNE_PW_BLOCKS_PER_SM (a grid-stride loop over that many blocks per SM).
+  // trip), LOOM_TUNE_PW_BLOCKS_PER_SM (a grid-stride loop over that many blocks per SM:
+  // pointwiseGrid).
   if (tune.pw_unroll) k.unroll = *tune.pw_unroll;
-  if (tune.pw_blocks_per_sm) blocks_per_sm = *tune.pw_blocks_per_sm;
   const int64_t per_block = int64_t{k.block} * k.unroll;
-  int64_t grid = (chunks + per_block - 1) / per_block;
-  if (blocks_per_sm > 0) grid = std::min<int64_t>(grid, int64_t{dev.sm_count} * blocks_per_sm);
-  k.grid = std::clamp<int64_t>(grid, 1, std::numeric_limits<int32_t>::max());  // the rest: grid-stride
+  k.grid = pointwiseGrid(k, chunks, opts);  // past the launch limit: grid-stride
   // The loop's chunk index passes the last chunk by up to a trip of the whole grid before its
   // test fails: that too must fit the index type.
   if (chunks + k.grid * per_block >= (int64_t{1} << 31)) k.index64 = true;
@@ -316,6 +312,7 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   k.vec = vectorWidth(roots, k, opts.tuning, &narrowed);
   placeAccesses(f, inputs, stores, plan, k);
   placeGrid(k, narrowed, opts);
+  if (opts.tuning.symbolic) makeSymbolic(f, sizes, k, opts);
   return k;
 }
 

@@ -45,6 +45,11 @@ struct PointwiseKernel {
   std::vector<int> output_alias;    // input index an output writes into, or -1
   std::map<lower::Leaf, Access> load_access;
   std::string reason;               // why these parameters, for dumps
+  // A symbolic outermost size (LOOM_TUNE_SYMBOLIC): the kernel takes `size_symbol` at run time,
+  // iter_shape[0] being `size_factor` times it, for every value from 1 to `size_max` (the class
+  // keeps its index width; `grid_max` is the grid at that size). Empty: every size is known.
+  std::string size_symbol;
+  int64_t size_value = 0, size_factor = 1, size_max = 0, grid_max = 0;
 
   int64_t numel() const {
     int64_t n = 1;
@@ -55,6 +60,14 @@ struct PointwiseKernel {
 
 // Schedules the fusion for the given inputs, the target and the tuning knobs of `opts`;
 // nullopt with `why_not` set when it has a reduction or its outputs differ in shape.
+// The launch grid for `chunks` chunks of `k` (one chunk per thread a trip; capped by the
+// tuning's blocks per SM and the launch limit).
+int64_t pointwiseGrid(const PointwiseKernel& k, int64_t chunks, const CompileOptions& opts);
+
+// LOOM_TUNE_SYMBOLIC (schedule/pointwise_symbolic.cpp): makes the outermost size of `k` a kernel
+// parameter where every tensor names it as one symbol, and says so (or why not) in its reason.
+void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, PointwiseKernel& k, const CompileOptions& opts);
+
 std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
                                                  const std::vector<TensorDesc>& inputs,
                                                  const CompileOptions& opts, std::string* why_not);

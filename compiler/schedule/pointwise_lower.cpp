@@ -95,29 +95,56 @@ class PointwiseLowering {
 
 }  // namespace
 
+namespace {
+// The tensors as a symbolic kernel sees them: every dim named by its size symbol at the largest
+// value the kernel serves (what the verifier bounds its accesses by).
+std::vector<TensorDesc> atLargest(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
+                                  const PointwiseKernel& k) {
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const auto shape = values[i]->shape();
+    for (size_t d = 0; d < shape.size() && d < descs[i].shape.size(); ++d)
+      if (shape[d] == Extent::symbol(k.size_symbol)) descs[i].shape[d] = k.size_max;
+  }
+  return descs;
+}
+}  // namespace
+
 kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
                            const std::vector<TensorDesc>& inputs) {
   kir::Kernel out;
   out.name = k.name;
   out.scheduler = "pointwise";
-  out.params = kir::fusionParams(f, inputs, k.outputs);
+  const bool symbolic = !k.size_symbol.empty();
+  if (symbolic) {
+    std::vector<const ir::Value*> outs;
+    for (const auto& o : f.outputs()) outs.push_back(o.value);
+    out.params = kir::fusionParams(f, atLargest(f.inputs(), inputs, k), atLargest(outs, k.outputs, k));
+    out.sizes.push_back({k.size_symbol, k.size_max});
+  } else {
+    out.params = kir::fusionParams(f, inputs, k.outputs);
+  }
   PointwiseLowering low(f, k);
   out.noalias = low.noalias();
   out.index_bits = k.index64 ? 64 : 32;
-  out.launch = {k.grid, k.block};
+  const int64_t grid = symbolic ? k.grid_max : k.grid;
+  out.launch = {grid, k.block};
   // Chunk c of `chunks`: thread tid of block bid takes c = bid * block + tid, then every
-  // thread of the grid on.
-  const int64_t chunks = k.numel() / k.vec;
+  // thread of the grid on. A symbolic size: `chunks` from the kernel's parameter.
+  const int64_t per = k.numel() / std::max<int64_t>(1, k.size_value);
+  const ExprP chunks =
+      !symbolic         ? kir::intConst(k.numel() / k.vec)
+      : per % k.vec == 0 ? kir::mul(iv(k.size_symbol), kir::intConst(per / k.vec))
+                         : kir::index(kir::IndexOp::Div, kir::mul(iv(k.size_symbol), kir::intConst(per)), kir::intConst(k.vec));
   kir::Body per_block = {
       kir::let("tid", kir::convert(kir::var("t", Type::i32()), Type::idx())),
       kir::let("bid", kir::convert(kir::var("b", Type::i32()), Type::idx())),
       kir::let("nblk", kir::convert(kir::special(kir::Special::NctaidX), Type::idx())),
       kir::let("start", kir::add(kir::mul(iv("bid"), kir::intConst(k.block)), iv("tid"))),
       kir::let("stride", kir::mul(iv("nblk"), kir::intConst(k.block))),
-      kir::loop("c", iv("start"), kir::index(kir::IndexOp::Lt, iv("c"), kir::intConst(chunks)), iv("stride"),
+      kir::loop("c", iv("start"), kir::index(kir::IndexOp::Lt, iv("c"), chunks), iv("stride"),
                 kir::Mapping::GridStride, low.body("c"), k.unroll)};
   out.body = {kir::spread("t", kir::Mapping::Threads, k.block,
-                          {kir::spread("b", kir::Mapping::Blocks, k.grid, std::move(per_block))})};
+                          {kir::spread("b", kir::Mapping::Blocks, grid, std::move(per_block))})};
   return out;
 }
 

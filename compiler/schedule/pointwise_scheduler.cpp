@@ -30,6 +30,7 @@ class PointwiseScheduler final : public Scheduler {
     p.outputs = k->outputs;
     p.output_alias = k->output_alias;
     p.first_pass = "pointwise-loop";
+    if (!k->size_symbol.empty()) p.size_args.push_back({k->size_symbol, k->size_value});
     auto kernel = std::make_shared<const PointwiseKernel>(std::move(*k));
     p.lower = [&f, kernel, inputs]() { return lowerPointwise(f, *kernel, inputs); };
     return p;

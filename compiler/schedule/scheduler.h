@@ -38,6 +38,8 @@ struct Planned {
   // The kernel IR, and the name of the pass that makes it.
   std::function<kir::Kernel()> lower;
   std::string first_pass;
+  // The sizes the kernel takes at run time, with their values here (kir::Kernel::sizes).
+  std::vector<std::pair<std::string, int64_t>> size_args;
 };
 
 class Scheduler {

@@ -1,0 +1,104 @@
+// LOOM_TUNE_SYMBOLIC for the pointwise scheduler: the outermost size becomes a kernel parameter
+// (schedule/pointwise.h, PointwiseKernel::size_symbol), so that one kernel serves every value of
+// it whose schedule comes out the same. Which values those are is left to the kernel IR itself:
+// the compile key of such a kernel is its printed kernel IR (compile.cpp, symbolicClass), so a
+// schedule that depends on the size in any way gets a kernel of its own.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "compiler/schedule/pointwise.h"
+#include "ir/fusion.h"
+
+namespace loom::schedule {
+
+namespace {
+
+// The symbol every tensor's outermost iterated dim is, where it is exactly one symbol and no
+// tensor names it any other way (a compound extent such as N*C keeps every size known).
+std::optional<std::string> outerSymbol(const ir::Fusion& f, const PointwiseKernel& k) {
+  if (k.order.empty() || f.outputs().empty()) return std::nullopt;
+  const auto out_shape = f.outputs()[0].value->shape();
+  const Extent& outer = out_shape[static_cast<size_t>(k.order[0])];
+  const auto syms = outer.symbols();
+  if (syms.size() != 1 || !(outer == Extent::symbol(syms[0]))) return std::nullopt;
+  const std::string s = syms[0];
+  auto clean = [&](const ir::Value* v) {
+    for (const Extent& e : v->shape()) {
+      const auto es = e.symbols();
+      if (std::find(es.begin(), es.end(), s) != es.end() && !(e == Extent::symbol(s))) return false;
+    }
+    return true;
+  };
+  for (const ir::Value* v : f.inputs())
+    if (!clean(v)) return std::nullopt;
+  for (const auto& o : f.outputs())
+    if (!clean(o.value)) return std::nullopt;
+  return s;
+}
+
+using Wide = __int128;
+
+// Offsets a kernel of outer size `n` reaches at most, and its chunk count.
+Wide maxOffset(const PointwiseKernel& k, int64_t n) {
+  std::vector<int64_t> shape = k.iter_shape;
+  shape[0] = n * k.size_factor;
+  auto reach = [&](int64_t offset, const std::vector<int64_t>& strides) {
+    Wide m = offset;
+    for (size_t i = 0; i < strides.size() && i < shape.size(); ++i) m += Wide{shape[i] - 1} * std::abs(strides[i]);
+    return m + k.vec;
+  };
+  Wide most = 0;
+  for (const auto& [leaf, access] : k.load_access) most = std::max(most, reach(leaf.offset, leaf.strides));
+  for (const auto& s : k.stores) most = std::max(most, reach(s.offset, s.strides));
+  return most;
+}
+
+}  // namespace
+
+int64_t pointwiseGrid(const PointwiseKernel& k, int64_t chunks, const CompileOptions& opts) {
+  const int64_t per_block = int64_t{k.block} * k.unroll;
+  int64_t grid = (chunks + per_block - 1) / per_block;
+  if (opts.tuning.pw_blocks_per_sm)
+    grid = std::min<int64_t>(grid, int64_t{opts.device.sm_count} * *opts.tuning.pw_blocks_per_sm);
+  return std::clamp<int64_t>(grid, 1, std::numeric_limits<int32_t>::max());
+}
+
+void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, PointwiseKernel& k, const CompileOptions& opts) {
+  auto s = outerSymbol(f, k);
+  if (!s) {
+    k.reason += "; every size known (no single symbol is the outermost dim of every tensor)";
+    return;
+  }
+  auto it = sizes.find(*s);
+  const int64_t n = it == sizes.end() ? 0 : it->second;
+  if (n < 1 || k.iter_shape[0] % n != 0) {
+    k.reason += fmt::format("; every size known ({} is not the outermost iterated axis)", *s);
+    return;
+  }
+  k.size_symbol = *s;
+  k.size_value = n;
+  k.size_factor = k.iter_shape[0] / n;
+  const int64_t per = k.numel() / n;  // elements per unit of the size
+  const int64_t per_block = int64_t{k.block} * k.unroll;
+  // The sizes this kernel's index width holds: the chunk loop's index and every offset.
+  const Wide lim = k.index64 ? (Wide{1} << 62) : (Wide{1} << 31);
+  auto fits = [&](int64_t m) {
+    const Wide chunks = Wide{m} * per / k.vec;
+    if (Wide{m} * per >= lim) return false;
+    const Wide grid = (chunks + per_block - 1) / per_block;
+    return chunks + std::min<Wide>(grid, std::numeric_limits<int32_t>::max()) * per_block < lim &&
+           maxOffset(k, m) < lim;
+  };
+  int64_t hi = n;
+  while (hi < (int64_t{1} << 50) && fits(hi * 2)) hi *= 2;
+  for (int64_t step = hi; step > 0; step /= 2)
+    while (hi + step < (int64_t{1} << 51) && fits(hi + step)) hi += step;
+  k.size_max = hi;
+  k.grid_max = pointwiseGrid(k, static_cast<int64_t>(Wide{k.size_max} * per / k.vec), opts);
+  k.reason += fmt::format("; {} = {} a kernel parameter (symbolic): this kernel serves {} from 1 to {}",
+                          *s, n, *s, k.size_max);
+}
+
+}  // namespace loom::schedule

@@ -1,0 +1,130 @@
+// CPU-only: LOOM_TUNE_SYMBOLIC (issue 23, deliverable 1, first step): pointwise kernels that
+// take their outermost size at run time, one compile per class of sizes whose schedule comes out
+// the same, and what the kernel IR, the PTX, the cache and the plan carry for it.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "compiler/compile.h"
+#include "compiler/kir/printer.h"
+#include "compiler/kir/verifier.h"
+#include "include/loom/loom.h"
+#include "runtime/kernel_cache.h"
+#include "tests/compile_test_util.h"
+
+using namespace loom;
+
+namespace {
+
+CompileOptions symbolicOptions() {
+  CompileOptions o{{90, 132}};
+  o.tuning.symbolic = true;
+  return o;
+}
+
+struct Sweep {
+  int compiles = 0;
+  std::set<std::string> keys;
+  std::vector<CompiledPlan> plans;
+};
+
+// compilePlan of `name` for every value of `sym` in [lo, hi], through one memory cache.
+Sweep sweep(const char* name, const char* sym, int64_t lo, int64_t hi, const CompileOptions& opts) {
+  const auto* e = findExample(name);
+  auto f = e->buildDefault();
+  std::map<std::string, CompiledKernel> cache;
+  Sweep s;
+  for (int64_t v = lo; v <= hi; ++v) {
+    Bindings sizes = e->default_sizes;
+    sizes[sym] = v;
+    auto lookup = [&](const std::string& key) -> std::optional<CompiledKernel> {
+      auto it = cache.find(key);
+      if (it == cache.end()) return std::nullopt;
+      return it->second;
+    };
+    CompiledPlan p = compilePlan(*f, sizes, test::descsFor(*f, sizes), opts, nullptr, lookup);
+    for (const auto& pk : p.kernels) {
+      s.keys.insert(pk.key);
+      if (!cache.count(pk.key)) {
+        ++s.compiles;
+        cache[pk.key] = pk.kernel;
+      }
+    }
+    s.plans.push_back(std::move(p));
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("symbolic sizes: 100 batch sizes of a pointwise fusion compile once per class", "[symbolic]") {
+  // bias_gelu [N, 1024] bf16: every N from 4093 to 4192 has the same schedule.
+  Sweep s = sweep("bias_gelu", "N", 4093, 4192, symbolicOptions());
+  CHECK(s.compiles == 1);
+  REQUIRE(s.plans.size() == 100);
+  for (size_t i = 0; i < s.plans.size(); ++i) {
+    const int64_t n = 4093 + static_cast<int64_t>(i);
+    const PlannedKernel& pk = s.plans[i].kernels.at(0);
+    INFO("N = " << n);
+    CHECK(pk.kernel.size_args == std::vector<std::string>{"N"});
+    CHECK(pk.size_values == std::vector<int64_t>{n});
+    CHECK(pk.kernel.grid == static_cast<unsigned>((n * 1024 / 8 + 255) / 256));  // these sizes' grid
+    CHECK(s.plans[i].outputs.at(0).shape == std::vector<int64_t>{n, 1024});
+  }
+  // Without the switch every size is its own kernel.
+  CHECK(sweep("bias_gelu", "N", 4093, 4112, CompileOptions{{90, 132}}).compiles == 20);
+  // Classes: one row (its dim drops out of the iteration, and D becomes the parameter), below
+  // 32 rows blocks of 128 threads, from 32 on 256.
+  CHECK(sweep("bias_gelu", "N", 1, 100, symbolicOptions()).compiles == 3);
+  // An LSTM cell's batch: gate matrices read as slices, the batch a parameter too.
+  CHECK(sweep("lstm_cell", "B", 60, 99, symbolicOptions()).compiles <= 2);
+}
+
+TEST_CASE("symbolic sizes: the kernel IR, the PTX and the schedule say which size is a parameter", "[symbolic]") {
+  const auto* e = findExample("bias_gelu");
+  auto f = e->buildDefault();
+  StageText st;
+  auto k = compileFusion(*f, e->default_sizes, test::descsFor(*f, e->default_sizes), symbolicOptions(), &st);
+  CHECK(test::has(st[DumpStage::Schedule], "N = 256 a kernel parameter (symbolic): this kernel serves N from 1 to "));
+  CHECK(test::has(st[DumpStage::KIR], "size N: 1 to "));
+  CHECK(test::has(st[DumpStage::KIR], "c < N * 128"));
+  CHECK(test::has(k.ptx, ".param .u64 loom_bias_gelu_param_3"));
+  LOOM_CHECK_PTXAS(k.ptx, 90);
+  // Without the switch: no size parameter, and the schedule says every size is known only where asked.
+  StageText plain;
+  auto k0 = compileFusion(*f, e->default_sizes, test::descsFor(*f, e->default_sizes), CompileOptions{{90, 132}}, &plain);
+  CHECK_FALSE(test::has(k0.ptx, "_param_3"));
+  CHECK(k0.size_args.empty());
+  CHECK_FALSE(test::has(plain[DumpStage::Schedule], "symbolic"));
+  // A fusion whose outermost dim is not one symbol of every tensor keeps every size.
+  auto add = findExample("add")->buildDefault();
+  CHECK(symbolicClass(*add, {{"N", 1000}}, test::descsFor(*add, {{"N", 1000}}), symbolicOptions()).has_value());
+  CHECK_FALSE(symbolicClass(*add, {{"N", 1000}}, test::descsFor(*add, {{"N", 1000}}), CompileOptions{{90, 132}}));
+}
+
+TEST_CASE("symbolic sizes: the verifier bounds a size by its class, the cache keeps the names", "[symbolic][kir]") {
+  kir::Kernel k;
+  k.name = "loom_sized";
+  k.index_bits = 32;
+  k.launch = {1, 32};
+  k.params = {{"x", DType::F32, false, 100}};
+  k.sizes = {{"N", int64_t{1} << 40}};
+  auto problems = kir::verify(k);
+  REQUIRE(problems.size() == 1);
+  CHECK(test::has(problems[0], "size `N` of at most 1099511627776: not an extent of 32-bit indices"));
+  k.sizes = {{"N", 100}};
+  CHECK(kir::verify(k).empty());
+  CHECK(test::has(kir::printKernel(k), "size N: 1 to 100, a parameter"));
+
+  CompiledKernel ck;
+  ck.name = "loom_sized";
+  ck.ptx = ".version 8.5\n";
+  ck.size_args = {"N", "B"};
+  std::string why;
+  auto back = runtime::deserializeKernel(runtime::serializeKernel("k", ck), "k", &why);
+  INFO(why);
+  REQUIRE(back.has_value());
+  CHECK(back->size_args == ck.size_args);
+}
