@@ -92,14 +92,26 @@ TEST_CASE("symbolic sizes: one kernel runs every batch size of its class", "[gpu
   if (!test::haveGpu()) return;
   Tuning t;
   t.symbolic = true;
-  for (const char* name : {"bias_gelu", "lstm_cell"}) {
+  struct Case {
+    const char* name;
+    const char* sym;
+    Bindings others;
+  };
+  for (const Case& c : std::vector<Case>{{"bias_gelu", "N", {}},
+                                         {"lstm_cell", "B", {}},
+                                         {"layer_norm", "N", {{"D", 4096}}},
+                                         {"rms_norm", "N", {{"D", 1000}}},
+                                         {"softmax", "N", {{"D", 333}}},
+                                         {"group_norm", "N", {{"C", 64}, {"H", 9}, {"W", 7}}}}) {
+    const char* name = c.name;
     const auto* e = findExample(name);
     auto f = e->buildDefault();
-    const std::string sym = std::string(name) == "lstm_cell" ? "B" : "N";
+    const std::string sym = c.sym;
     Executor ex(*f, t);
     int compiled = 0;
     for (int64_t v : {61, 64, 97, 100, 1531, 4093}) {
       Bindings sizes = e->default_sizes;
+      for (const auto& [k, x] : c.others) sizes[k] = x;
       sizes[sym] = v;
       std::vector<HostTensor> host;
       uint64_t seed = static_cast<uint64_t>(v);

@@ -31,13 +31,15 @@ struct Sweep {
 };
 
 // compilePlan of `name` for every value of `sym` in [lo, hi], through one memory cache.
-Sweep sweep(const char* name, const char* sym, int64_t lo, int64_t hi, const CompileOptions& opts) {
+Sweep sweep(const char* name, const char* sym, int64_t lo, int64_t hi, const CompileOptions& opts,
+            const Bindings& others = {}) {
   const auto* e = findExample(name);
   auto f = e->buildDefault();
   std::map<std::string, CompiledKernel> cache;
   Sweep s;
   for (int64_t v = lo; v <= hi; ++v) {
     Bindings sizes = e->default_sizes;
+    for (const auto& [k, x] : others) sizes[k] = x;
     sizes[sym] = v;
     auto lookup = [&](const std::string& key) -> std::optional<CompiledKernel> {
       auto it = cache.find(key);
@@ -80,6 +82,36 @@ TEST_CASE("symbolic sizes: 100 batch sizes of a pointwise fusion compile once pe
   CHECK(sweep("bias_gelu", "N", 1, 100, symbolicOptions()).compiles == 3);
   // An LSTM cell's batch: gate matrices read as slices, the batch a parameter too.
   CHECK(sweep("lstm_cell", "B", 60, 99, symbolicOptions()).compiles <= 2);
+}
+
+TEST_CASE("symbolic sizes: layer norm over 100 row counts compiles once; tiers that count row sets do not", "[symbolic]") {
+  // Issue 23's measure: layer_norm with D = 4096 over 100 different N.
+  Sweep s = sweep("layer_norm", "N", 4093, 4192, symbolicOptions(), {{"D", 4096}});
+  CHECK(s.compiles == 1);
+  for (size_t i = 0; i < s.plans.size(); ++i) {
+    const PlannedKernel& pk = s.plans[i].kernels.at(0);
+    CHECK(pk.size_values == std::vector<int64_t>{4093 + static_cast<int64_t>(i)});
+    CHECK(pk.kernel.grid == static_cast<unsigned>(4093 + i));  // one row a block
+  }
+  CHECK(sweep("layer_norm", "N", 4093, 4112, CompileOptions{{90, 132}}, {{"D", 4096}}).compiles == 20);
+  CHECK(sweep("rms_norm", "N", 1000, 1049, symbolicOptions(), {{"D", 1024}}).compiles <= 3);
+  CHECK(sweep("softmax", "N", 1000, 1049, symbolicOptions(), {{"D", 1024}}).compiles <= 3);
+  // Group norm NCHW: rows over {N, G}, N the parameter and G its factor.
+  CHECK(sweep("group_norm", "N", 2, 21, symbolicOptions()).compiles <= 3);
+  // A long row split over the grid's blocks counts its row sets: every size its own kernel, and
+  // the schedule says why.
+  const auto* e = findExample("layer_norm");
+  auto f = e->buildDefault();
+  StageText st;
+  const Bindings big{{"N", 3}, {"D", 1048584}};
+  compileFusion(*f, big, test::descsFor(*f, big), symbolicOptions(), &st);
+  CHECK(test::has(st[DumpStage::Schedule], "every size known (this tier counts its row sets)"));
+  CHECK_FALSE(symbolicClass(*f, big, test::descsFor(*f, big), symbolicOptions()).has_value());
+  // The symbolic PTX assembles.
+  const Bindings ln{{"N", 4093}, {"D", 4096}};
+  auto k = compileFusion(*f, ln, test::descsFor(*f, ln), symbolicOptions());
+  CHECK(k.size_args == std::vector<std::string>{"N"});
+  LOOM_CHECK_PTXAS(k.ptx, 90);
 }
 
 TEST_CASE("symbolic sizes: the kernel IR, the PTX and the schedule say which size is a parameter", "[symbolic]") {

@@ -8,11 +8,22 @@
 
 #include "compiler/kir/welford.h"
 #include "compiler/schedule/norm_lowering.h"
+#include "compiler/schedule/symbolic.h"
 #include "ir/error.h"
 
 namespace loom::schedule {
 
 namespace norm_lower_detail {
+
+ExprP NormLowering::rows() const {
+  if (!k_.symbolic()) return c(k_.rows());
+  return kir::mul(kir::var(k_.size_symbol, Type::idx()), c(k_.size_factor));
+}
+
+ExprP NormLowering::lastRow(int64_t back) const {
+  if (!k_.symbolic()) return c(k_.rows() - back);
+  return kir::index(kir::IndexOp::Sub, rows(), c(back));
+}
 
 void NormLowering::run() {
   b_.spread("tid", kir::Mapping::Threads, k_.block, [&](const ExprP& tid) { threads(tid); });
@@ -25,7 +36,7 @@ void NormLowering::threads(const ExprP& tid) {
   t_in_row_ = b_.bindAs("t_in_row", kir::convert(b_.urem(tid, kir::i32Const(T)), Type::idx()));
   row_in_block_ = b_.bindAs("row_in_block", kir::index(kir::IndexOp::Div, tid, kir::i32Const(T)));
   lane_ = b_.bindAs("lane", kir::index(kir::IndexOp::Rem, tid, kir::i32Const(32)));
-  b_.spread("blk", kir::Mapping::Blocks, k_.grid, [&](const ExprP& blk) { blocks(blk); });
+  b_.spread("blk", kir::Mapping::Blocks, k_.symbolic() ? k_.grid_max : k_.grid, [&](const ExprP& blk) { blocks(blk); });
 }
 
 void NormLowering::blocks(const ExprP& blk) {
@@ -178,8 +189,8 @@ kir::GridLevel NormLowering::gridLevel() {
 void NormLowering::rowsAt(const ExprP& first_row) {
   first_row_ = first_row;
   ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
-  row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, c(k_.rows())));
-  row = b_.bindAs("row", kir::select(row_valid_, row, c(k_.rows() - 1)));
+  row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, rows()));
+  row = b_.bindAs("row", kir::select(row_valid_, row, lastRow()));
   outer_idx_ = b_.unravel(row, k_.outer_shape, 1);
   if (unrolled_)
     for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
@@ -228,11 +239,11 @@ Chunk NormLowering::unitChunk(const ExprP& m, const ExprP& first_row) {
     slot = b_.add(b_.mul(b_.add(b_.udiv(t, c(q * L)), b_.mul(m, c(T / q))), c(q)), c_in);
   }
   ExprP row = b_.add(first_row, r_sub);
-  ExprP row_ok = b_.op(kir::IndexOp::Ult, row, c(k_.rows()));
+  ExprP row_ok = b_.op(kir::IndexOp::Ult, row, rows());
   // (The chunk's arguments in the order the emitter computed them.)
   ExprP k = b_.udiv(slot, c(T));
   ExprP tr = b_.urem(slot, c(T));
-  std::vector<ExprP> outer = b_.unravel(b_.select(row_ok, row, c(k_.rows() - 1)), k_.outer_shape, 1);
+  std::vector<ExprP> outer = b_.unravel(b_.select(row_ok, row, lastRow()), k_.outer_shape, 1);
   Chunk ch = chunkOf(std::move(outer), tr, k);
   ch.valid = b_.op(kir::IndexOp::And, row_ok, ch.valid);
   ch.slot = slot;
@@ -452,11 +463,21 @@ kir::Kernel lowerNormalization(const ir::Fusion& f, const NormKernel& k,
   kir::Kernel out;
   out.name = k.name;
   out.scheduler = "normalization";
-  out.params = kir::fusionParams(f, inputs, k.outputs);
+  if (k.symbolic()) {
+    LOOM_ASSERT(!k.grid_sync && !k.columns && !k.rowTier() && k.cluster == 1,
+                "a symbolic row count in a tier that counts its row sets ({})", k.name);
+    std::vector<const ir::Value*> outs;
+    for (const auto& o : f.outputs()) outs.push_back(o.value);
+    out.params = kir::fusionParams(f, descsWithSize(f.inputs(), inputs, k.size_symbol, k.size_max),
+                                   descsWithSize(outs, k.outputs, k.size_symbol, k.size_max));
+    out.sizes.push_back({k.size_symbol, k.size_max});
+  } else {
+    out.params = kir::fusionParams(f, inputs, k.outputs);
+  }
   if (k.grid_sync || k.columns) out.params.push_back({"workspace", DType::I64, false, k.workspace_bytes, true});
   out.noalias = kir::noAlias(k.output_alias);
   out.index_bits = k.index64 ? 64 : 32;
-  out.launch = {k.grid, k.block};
+  out.launch = {k.symbolic() ? k.grid_max : k.grid, k.block};
   out.min_blocks_per_sm = k.min_blocks_per_sm;
   NormLowering(f, k, tune, out).run();
   return out;

@@ -47,6 +47,9 @@ class NormLowering {
   void run();
 
  private:
+  // The row count, and the last row: constants, or of the kernel's size parameter.
+  ExprP rows() const;
+  ExprP lastRow(int64_t back = 1) const;
   // What every thread of a block does: its place in its row, then its block's rows.
   void threads(const ExprP& tid);
 

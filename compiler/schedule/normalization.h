@@ -113,10 +113,20 @@ struct NormKernel {
   std::vector<int> output_alias;
   std::map<lower::Leaf, Access> load_access;
   std::string reason;  // the schedule dump's English: the tier, its parameters and why
+  // A symbolic row count (LOOM_TUNE_SYMBOLIC, schedule/norm_symbolic.cpp): the kernel takes
+  // `size_symbol` at run time, the rows being `size_factor` times it, for every value from 1 to
+  // `size_max` (`grid_max` blocks there). Empty: every size is known.
+  std::string size_symbol;
+  int64_t size_value = 0, size_factor = 1, size_max = 0, grid_max = 0;
 
   int64_t rows() const;
+  bool symbolic() const { return !size_symbol.empty(); }
   int64_t rowElems() const;
 };
+
+// LOOM_TUNE_SYMBOLIC (schedule/norm_symbolic.cpp): makes the row count of `k` a kernel
+// parameter where its tier and its tensors allow, and says so (or why not) in its reason.
+void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, NormKernel& k);
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/schedule/symbolic.h"
+
 namespace loom::schedule {
 
 namespace {
@@ -95,20 +97,6 @@ class PointwiseLowering {
 
 }  // namespace
 
-namespace {
-// The tensors as a symbolic kernel sees them: every dim named by its size symbol at the largest
-// value the kernel serves (what the verifier bounds its accesses by).
-std::vector<TensorDesc> atLargest(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
-                                  const PointwiseKernel& k) {
-  for (size_t i = 0; i < descs.size(); ++i) {
-    const auto shape = values[i]->shape();
-    for (size_t d = 0; d < shape.size() && d < descs[i].shape.size(); ++d)
-      if (shape[d] == Extent::symbol(k.size_symbol)) descs[i].shape[d] = k.size_max;
-  }
-  return descs;
-}
-}  // namespace
-
 kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
                            const std::vector<TensorDesc>& inputs) {
   kir::Kernel out;
@@ -118,7 +106,8 @@ kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
   if (symbolic) {
     std::vector<const ir::Value*> outs;
     for (const auto& o : f.outputs()) outs.push_back(o.value);
-    out.params = kir::fusionParams(f, atLargest(f.inputs(), inputs, k), atLargest(outs, k.outputs, k));
+    out.params = kir::fusionParams(f, descsWithSize(f.inputs(), inputs, k.size_symbol, k.size_max),
+                                   descsWithSize(outs, k.outputs, k.size_symbol, k.size_max));
     out.sizes.push_back({k.size_symbol, k.size_max});
   } else {
     out.params = kir::fusionParams(f, inputs, k.outputs);

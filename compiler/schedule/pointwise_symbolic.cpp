@@ -9,33 +9,22 @@
 #include <fmt/format.h>
 
 #include "compiler/schedule/pointwise.h"
+#include "compiler/schedule/symbolic.h"
 #include "ir/fusion.h"
 
 namespace loom::schedule {
 
 namespace {
 
-// The symbol every tensor's outermost iterated dim is, where it is exactly one symbol and no
-// tensor names it any other way (a compound extent such as N*C keeps every size known).
+// The symbol every tensor's outermost iterated dim is, where it is exactly one symbol that no
+// tensor names any other way (a compound extent such as N*C keeps every size known).
 std::optional<std::string> outerSymbol(const ir::Fusion& f, const PointwiseKernel& k) {
   if (k.order.empty() || f.outputs().empty()) return std::nullopt;
   const auto out_shape = f.outputs()[0].value->shape();
   const Extent& outer = out_shape[static_cast<size_t>(k.order[0])];
   const auto syms = outer.symbols();
-  if (syms.size() != 1 || !(outer == Extent::symbol(syms[0]))) return std::nullopt;
-  const std::string s = syms[0];
-  auto clean = [&](const ir::Value* v) {
-    for (const Extent& e : v->shape()) {
-      const auto es = e.symbols();
-      if (std::find(es.begin(), es.end(), s) != es.end() && !(e == Extent::symbol(s))) return false;
-    }
-    return true;
-  };
-  for (const ir::Value* v : f.inputs())
-    if (!clean(v)) return std::nullopt;
-  for (const auto& o : f.outputs())
-    if (!clean(o.value)) return std::nullopt;
-  return s;
+  if (syms.size() != 1 || !(outer == Extent::symbol(syms[0])) || !symbolOnlyWhole(f, syms[0])) return std::nullopt;
+  return syms[0];
 }
 
 using Wide = __int128;
@@ -91,11 +80,7 @@ void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, PointwiseKernel& k
     return chunks + std::min<Wide>(grid, std::numeric_limits<int32_t>::max()) * per_block < lim &&
            maxOffset(k, m) < lim;
   };
-  int64_t hi = n;
-  while (hi < (int64_t{1} << 50) && fits(hi * 2)) hi *= 2;
-  for (int64_t step = hi; step > 0; step /= 2)
-    while (hi + step < (int64_t{1} << 51) && fits(hi + step)) hi += step;
-  k.size_max = hi;
+  k.size_max = largestFitting(n, fits);
   k.grid_max = pointwiseGrid(k, static_cast<int64_t>(Wide{k.size_max} * per / k.vec), opts);
   k.reason += fmt::format("; {} = {} a kernel parameter (symbolic): this kernel serves {} from 1 to {}",
                           *s, n, *s, k.size_max);

@@ -1,0 +1,76 @@
+// LOOM_TUNE_SYMBOLIC for the normalization scheduler: the row count of the tiers that give each
+// block its own rows becomes a kernel parameter (NormKernel::size_symbol), where the outermost
+// iterated atom is a size symbol that every tensor names as a whole dim. The tiers that count
+// their row sets inside the kernel (the grid tier, column reductions, vectors of rows) and
+// clusters keep every size known. As for pointwise kernels, the key of such a kernel is its
+// printed kernel IR (compile.cpp symbolicClass): any other use of the size splits the class.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "compiler/schedule/normalization.h"
+#include "compiler/schedule/symbolic.h"
+
+namespace loom::schedule {
+
+namespace {
+
+using Wide = __int128;
+
+// The first atom of `{N, 32}`.
+std::string firstAtom(const std::string& atoms) {
+  const size_t b = atoms.find('{');
+  const size_t e = atoms.find_first_of(",}", b == std::string::npos ? 0 : b + 1);
+  if (b == std::string::npos || e == std::string::npos) return "";
+  return atoms.substr(b + 1, e - b - 1);
+}
+
+Wide maxOffset(const NormKernel& k, int64_t n) {
+  std::vector<int64_t> shape = k.outer_shape;
+  shape[0] = n * k.size_factor;
+  shape.insert(shape.end(), k.red_shape.begin(), k.red_shape.end());
+  auto reach = [&](int64_t offset, const std::vector<int64_t>& strides) {
+    Wide m = offset;
+    for (size_t i = 0; i < strides.size() && i < shape.size(); ++i) m += Wide{shape[i] - 1} * std::abs(strides[i]);
+    return m + k.vec;
+  };
+  Wide most = 0;
+  for (const auto& [leaf, access] : k.load_access) most = std::max(most, reach(leaf.offset, leaf.strides));
+  for (const auto& s : k.stores) most = std::max(most, reach(s.offset, s.strides));
+  return most;
+}
+
+}  // namespace
+
+void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, NormKernel& k) {
+  if (k.grid_sync || k.columns || k.rowTier() || k.cluster != 1) {
+    k.reason += "; every size known (this tier counts its row sets)";
+    return;
+  }
+  const std::string s = firstAtom(k.outer_atoms);
+  auto it = sizes.find(s);
+  if (s.empty() || it == sizes.end() || !symbolOnlyWhole(f, s) || k.outer_shape.empty() ||
+      it->second < 1 || k.outer_shape[0] % it->second != 0) {
+    k.reason += "; every size known (the outermost row atom is no size symbol every tensor names whole)";
+    return;
+  }
+  const int64_t n = it->second;
+  const int64_t factor = k.rows() / n;
+  const int64_t rpb = k.rows_per_block;
+  const Wide lim = k.index64 ? (Wide{1} << 62) : (Wide{1} << 31);
+  k.size_factor = k.outer_shape[0] / n;
+  auto fits = [&](int64_t m) {
+    const Wide rows = Wide{m} * factor;
+    const Wide grid = (rows + rpb - 1) / rpb;
+    return rows + rpb < lim && grid <= std::numeric_limits<int32_t>::max() && maxOffset(k, m) < lim;
+  };
+  k.size_symbol = s;
+  k.size_value = n;
+  k.size_max = largestFitting(n, fits);
+  k.grid_max = (k.size_max * factor + rpb - 1) / rpb;
+  k.reason += fmt::format("; {} = {} a kernel parameter (symbolic): this kernel serves {} from 1 to {}", s, n, s,
+                          k.size_max);
+}
+
+}  // namespace loom::schedule

@@ -1,0 +1,41 @@
+#include "compiler/schedule/symbolic.h"
+
+#include <algorithm>
+
+namespace loom::schedule {
+
+bool symbolOnlyWhole(const ir::Fusion& f, const std::string& s) {
+  auto clean = [&](const ir::Value* v) {
+    for (const Extent& e : v->shape()) {
+      const auto es = e.symbols();
+      if (std::find(es.begin(), es.end(), s) != es.end() && !(e == Extent::symbol(s))) return false;
+    }
+    return true;
+  };
+  for (const ir::Value* v : f.inputs())
+    if (!clean(v)) return false;
+  for (const auto& o : f.outputs())
+    if (!clean(o.value)) return false;
+  return true;
+}
+
+std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
+                                      const std::string& s, int64_t value) {
+  for (size_t i = 0; i < descs.size() && i < values.size(); ++i) {
+    const auto shape = values[i]->shape();
+    for (size_t d = 0; d < shape.size() && d < descs[i].shape.size(); ++d)
+      if (shape[d] == Extent::symbol(s)) descs[i].shape[d] = value;
+  }
+  return descs;
+}
+
+int64_t largestFitting(int64_t n, const std::function<bool(int64_t)>& fits) {
+  constexpr int64_t kMost = int64_t{1} << 50;
+  int64_t hi = n;
+  while (hi < kMost / 2 && fits(hi * 2)) hi *= 2;
+  for (int64_t step = hi; step > 0; step /= 2)
+    while (hi + step <= kMost && fits(hi + step)) hi += step;
+  return hi;
+}
+
+}  // namespace loom::schedule
