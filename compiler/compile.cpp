@@ -62,7 +62,12 @@ std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& 
   auto p = schedule::planSegment(f, sizes, inputs, opts, "loom_" + f.name(), &why);
   if (!p || p->size_args.empty()) return std::nullopt;
   SymbolicClass c;
-  c.key = "symbolic\n" + ir::printFusion(f) + kir::printKernel(p->lower()) + keyTail(opts);
+  // The launch's other parameters travel with the cached kernel: they too must be the class's.
+  const auto& l = p->launch;
+  c.key = "symbolic\n" + ir::printFusion(f) + kir::printKernel(p->lower()) +
+          fmt::format("launch block {} shared {} cluster {} cooperative {} workspace {}\n", l.block, l.shared_bytes,
+                      l.cluster, l.cooperative, l.workspace_bytes) +
+          keyTail(opts);
   c.grid = static_cast<unsigned>(p->launch.grid);
   c.outputs = p->outputs;
   for (const auto& [name, value] : p->size_args) c.size_values.push_back(value);
