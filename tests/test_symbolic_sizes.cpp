@@ -96,8 +96,29 @@ TEST_CASE("symbolic sizes: layer norm over 100 row counts compiles once; tiers t
   CHECK(sweep("layer_norm", "N", 4093, 4112, CompileOptions{{90, 132}}, {{"D", 4096}}).compiles == 20);
   CHECK(sweep("rms_norm", "N", 1000, 1049, symbolicOptions(), {{"D", 1024}}).compiles <= 3);
   CHECK(sweep("softmax", "N", 1000, 1049, symbolicOptions(), {{"D", 1024}}).compiles <= 3);
-  // Group norm NCHW: rows over {N, G}, N the parameter and G its factor.
+  // Group norm NCHW: rows over {N, 32}, N the parameter and every row of it guarded (found in
+  // review: the guard once took N rows, not 32 N).
   CHECK(sweep("group_norm", "N", 2, 21, symbolicOptions()).compiles <= 3);
+  {
+    auto gnf = findExample("group_norm")->buildDefault();
+    const Bindings gs{{"N", 3}, {"C", 64}, {"H", 9}, {"W", 7}};
+    StageText kst;
+    compileFusion(*gnf, gs, test::descsFor(*gnf, gs), symbolicOptions(), &kst);
+    CHECK(test::has(kst[DumpStage::KIR], "<u (size.N * 32)"));
+    CHECK(test::has(kst[DumpStage::KIR], "size.N * 32 - 1"));
+  }
+  // A size named like a kernel's own locals (`b`, `row`) is bound under its own name.
+  {
+    auto bf = parseFusion("fusion named {\n  in x: f32[b, row]\n  t1: f32[b, row] = exp(x)\n  out y = t1\n}\n");
+    const Bindings bs{{"b", 300}, {"row", 1000}};
+    auto bk = compileFusion(*bf, bs, test::descsFor(*bf, bs), symbolicOptions());
+    CHECK(bk.size_args == std::vector<std::string>{"b"});
+    auto lf = parseFusion(
+        "fusion lnb {\n  in x: f32[b, row]\n  t1: f32[b, 1b] = mean(x, dims=[1], keepdim=true)\n"
+        "  t2: f32[b, row] = sub(x, t1)\n  out y = t2\n}\n");
+    auto lk = compileFusion(*lf, bs, test::descsFor(*lf, bs), symbolicOptions());
+    CHECK(lk.size_args == std::vector<std::string>{"b"});
+  }
   // A long row split over the grid's blocks counts its row sets: every size its own kernel, and
   // the schedule says why.
   const auto* e = findExample("layer_norm");
@@ -107,6 +128,12 @@ TEST_CASE("symbolic sizes: layer norm over 100 row counts compiles once; tiers t
   compileFusion(*f, big, test::descsFor(*f, big), symbolicOptions(), &st);
   CHECK(test::has(st[DumpStage::Schedule], "every size known (this tier counts its row sets)"));
   CHECK_FALSE(symbolicClass(*f, big, test::descsFor(*f, big), symbolicOptions()).has_value());
+  // Found by fuzz_compile: group norm of one image addresses its weights by the row itself.
+  auto gn = findExample("group_norm")->build(DType::F64);
+  const Bindings one{{"N", 1}, {"C", 512}, {"H", 28}, {"W", 28}};
+  StageText gst;
+  compileFusion(*gn, one, test::descsFor(*gn, one), symbolicOptions(), &gst);
+  CHECK(test::has(gst[DumpStage::Schedule], "every size known (N = 1)"));
   // The symbolic PTX assembles.
   const Bindings ln{{"N", 4093}, {"D", 4096}};
   auto k = compileFusion(*f, ln, test::descsFor(*f, ln), symbolicOptions());
@@ -120,8 +147,8 @@ TEST_CASE("symbolic sizes: the kernel IR, the PTX and the schedule say which siz
   StageText st;
   auto k = compileFusion(*f, e->default_sizes, test::descsFor(*f, e->default_sizes), symbolicOptions(), &st);
   CHECK(test::has(st[DumpStage::Schedule], "N = 256 a kernel parameter (symbolic): this kernel serves N from 1 to "));
-  CHECK(test::has(st[DumpStage::KIR], "size N: 1 to "));
-  CHECK(test::has(st[DumpStage::KIR], "c < N * 128"));
+  CHECK(test::has(st[DumpStage::KIR], "size.N: 1 to "));
+  CHECK(test::has(st[DumpStage::KIR], "c < size.N * 128"));
   CHECK(test::has(k.ptx, ".param .u64 loom_bias_gelu_param_3"));
   LOOM_CHECK_PTXAS(k.ptx, 90);
   // Without the switch: no size parameter, and the schedule says every size is known only where asked.
@@ -130,6 +157,15 @@ TEST_CASE("symbolic sizes: the kernel IR, the PTX and the schedule say which siz
   CHECK_FALSE(test::has(k0.ptx, "_param_3"));
   CHECK(k0.size_args.empty());
   CHECK_FALSE(test::has(plain[DumpStage::Schedule], "symbolic"));
+  // Found by fuzz_fusions: an output permuted to [H, C, W] has C inside H's stride, so the
+  // kernel keeps every size (its strides would change with C).
+  auto perm = parseFusion(
+      "fusion perm {\n  in x: f32[C, H, W]\n  t1: f32[C, H, W] = cos(x)\n"
+      "  t2: f32[H, C, W] = permute(t1, order=[1, 0, 2])\n  out y0 = t2\n  out y1 = t1\n}\n");
+  const Bindings chw{{"C", 64}, {"H", 64}, {"W", 16}};
+  StageText pst;
+  compileFusion(*perm, chw, test::descsFor(*perm, chw), symbolicOptions(), &pst);
+  CHECK(test::has(pst[DumpStage::Schedule], "every size known (C is not outermost in every tensor's memory)"));
   // A fusion whose outermost dim is not one symbol of every tensor keeps every size.
   auto add = findExample("add")->buildDefault();
   CHECK(symbolicClass(*add, {{"N", 1000}}, test::descsFor(*add, {{"N", 1000}}), symbolicOptions()).has_value());
@@ -148,7 +184,7 @@ TEST_CASE("symbolic sizes: the verifier bounds a size by its class, the cache ke
   CHECK(test::has(problems[0], "size `N` of at most 1099511627776: not an extent of 32-bit indices"));
   k.sizes = {{"N", 100}};
   CHECK(kir::verify(k).empty());
-  CHECK(test::has(kir::printKernel(k), "size N: 1 to 100, a parameter"));
+  CHECK(test::has(kir::printKernel(k), "N: 1 to 100, a size parameter"));
 
   CompiledKernel ck;
   ck.name = "loom_sized";

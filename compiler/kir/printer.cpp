@@ -181,7 +181,7 @@ std::string printKernel(const Kernel& k) {
   for (const auto& p : k.params)
     out += p.workspace ? fmt::format("  ws  {}: {} bytes, zeroed once\n", p.name, p.extent)
                        : fmt::format("  {} {}: {}[{}]\n", p.output ? "out" : "in ", p.name, dtypeName(p.dtype), p.extent);
-  for (const auto& s : k.sizes) out += fmt::format("  size {}: 1 to {}, a parameter\n", s.name, s.max);
+  for (const auto& s : k.sizes) out += fmt::format("  {}: 1 to {}, a size parameter\n", s.name, s.max);
   out += fmt::format("  launch grid {}, block {}{}\n", k.launch.grid, k.launch.block,
                      k.min_blocks_per_sm ? fmt::format(", at least {} blocks an SM", k.min_blocks_per_sm) : "");
   for (const auto& b : k.buffers)

@@ -17,7 +17,7 @@ namespace norm_lower_detail {
 
 ExprP NormLowering::rows() const {
   if (!k_.symbolic()) return c(k_.rows());
-  return kir::mul(kir::var(k_.size_symbol, Type::idx()), c(k_.size_factor));
+  return kir::mul(kir::var(sizeVar(k_.size_symbol), Type::idx()), c(k_.rows_factor));
 }
 
 ExprP NormLowering::lastRow(int64_t back) const {
@@ -470,7 +470,7 @@ kir::Kernel lowerNormalization(const ir::Fusion& f, const NormKernel& k,
     for (const auto& o : f.outputs()) outs.push_back(o.value);
     out.params = kir::fusionParams(f, descsWithSize(f.inputs(), inputs, k.size_symbol, k.size_max),
                                    descsWithSize(outs, k.outputs, k.size_symbol, k.size_max));
-    out.sizes.push_back({k.size_symbol, k.size_max});
+    out.sizes.push_back({sizeVar(k.size_symbol), k.size_max});
   } else {
     out.params = kir::fusionParams(f, inputs, k.outputs);
   }

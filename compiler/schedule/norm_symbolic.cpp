@@ -43,7 +43,7 @@ Wide maxOffset(const NormKernel& k, int64_t n) {
 
 }  // namespace
 
-void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, NormKernel& k) {
+void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, NormKernel& k) {
   if (k.grid_sync || k.columns || k.rowTier() || k.cluster != 1) {
     k.reason += "; every size known (this tier counts its row sets)";
     return;
@@ -53,6 +53,24 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, NormKernel& k)
   if (s.empty() || it == sizes.end() || !symbolOnlyWhole(f, s) || k.outer_shape.empty() ||
       it->second < 1 || k.outer_shape[0] % it->second != 0) {
     k.reason += "; every size known (the outermost row atom is no size symbol every tensor names whole)";
+    return;
+  }
+  // One row set (a size of 1) is indexed as if the size were not there (a group norm of one
+  // image addresses its weights by the row itself): that kernel serves that size alone.
+  if (it->second == 1) {
+    k.reason += fmt::format("; every size known ({} = 1)", s);
+    return;
+  }
+  std::vector<const ir::Value*> outs;
+  for (const auto& o : f.outputs()) outs.push_back(o.value);
+  for (const auto& [leaf, access] : k.load_access)
+    if (!leaf.strides.empty() && leaf.strides[0] != 0 && !names(f.inputs()[static_cast<size_t>(leaf.input)], s)) {
+      k.reason += fmt::format("; every size known (input `{}` moves along {} but does not name it)",
+                              f.inputs()[static_cast<size_t>(leaf.input)]->name(), s);
+      return;
+    }
+  if (!outermostInMemory(f.inputs(), inputs, s) || !outermostInMemory(outs, k.outputs, s)) {
+    k.reason += fmt::format("; every size known ({} is not outermost in every tensor's memory)", s);
     return;
   }
   const int64_t n = it->second;
@@ -67,6 +85,7 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, NormKernel& k)
   };
   k.size_symbol = s;
   k.size_value = n;
+  k.rows_factor = factor;
   k.size_max = largestFitting(n, fits);
   k.grid_max = (k.size_max * factor + rpb - 1) / rpb;
   k.reason += fmt::format("; {} = {} a kernel parameter (symbolic): this kernel serves {} from 1 to {}", s, n, s,

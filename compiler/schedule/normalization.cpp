@@ -161,7 +161,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   k.tier = c.tier;
   c.grid_per_sm = finishLaunch(k, opts);
   k.reason = explainNormKernel(k, c, inputs);
-  if (opts.tuning.symbolic) makeNormSymbolic(f, sizes, k);
+  if (opts.tuning.symbolic) makeNormSymbolic(f, sizes, inputs, k);
   return std::move(ax->k);
 }
 

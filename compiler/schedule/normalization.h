@@ -114,10 +114,11 @@ struct NormKernel {
   std::map<lower::Leaf, Access> load_access;
   std::string reason;  // the schedule dump's English: the tier, its parameters and why
   // A symbolic row count (LOOM_TUNE_SYMBOLIC, schedule/norm_symbolic.cpp): the kernel takes
-  // `size_symbol` at run time, the rows being `size_factor` times it, for every value from 1 to
-  // `size_max` (`grid_max` blocks there). Empty: every size is known.
+  // `size_symbol` at run time, the rows being `rows_factor` times it (the first row axis
+  // `size_factor` times it), for every value from 1 to `size_max` (`grid_max` blocks there).
+  // Empty: every size is known.
   std::string size_symbol;
-  int64_t size_value = 0, size_factor = 1, size_max = 0, grid_max = 0;
+  int64_t size_value = 0, size_factor = 1, rows_factor = 1, size_max = 0, grid_max = 0;
 
   int64_t rows() const;
   bool symbolic() const { return !size_symbol.empty(); }
@@ -126,7 +127,7 @@ struct NormKernel {
 
 // LOOM_TUNE_SYMBOLIC (schedule/norm_symbolic.cpp): makes the row count of `k` a kernel
 // parameter where its tier and its tensors allow, and says so (or why not) in its reason.
-void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, NormKernel& k);
+void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, NormKernel& k);
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,

@@ -312,7 +312,7 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   k.vec = vectorWidth(roots, k, opts.tuning, &narrowed);
   placeAccesses(f, inputs, stores, plan, k);
   placeGrid(k, narrowed, opts);
-  if (opts.tuning.symbolic) makeSymbolic(f, sizes, k, opts);
+  if (opts.tuning.symbolic) makeSymbolic(f, sizes, inputs, k, opts);
   return k;
 }
 

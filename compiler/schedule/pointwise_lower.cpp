@@ -108,7 +108,7 @@ kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
     for (const auto& o : f.outputs()) outs.push_back(o.value);
     out.params = kir::fusionParams(f, descsWithSize(f.inputs(), inputs, k.size_symbol, k.size_max),
                                    descsWithSize(outs, k.outputs, k.size_symbol, k.size_max));
-    out.sizes.push_back({k.size_symbol, k.size_max});
+    out.sizes.push_back({sizeVar(k.size_symbol), k.size_max});
   } else {
     out.params = kir::fusionParams(f, inputs, k.outputs);
   }
@@ -122,8 +122,8 @@ kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
   const int64_t per = k.numel() / std::max<int64_t>(1, k.size_value);
   const ExprP chunks =
       !symbolic         ? kir::intConst(k.numel() / k.vec)
-      : per % k.vec == 0 ? kir::mul(iv(k.size_symbol), kir::intConst(per / k.vec))
-                         : kir::index(kir::IndexOp::Div, kir::mul(iv(k.size_symbol), kir::intConst(per)), kir::intConst(k.vec));
+      : per % k.vec == 0 ? kir::mul(iv(sizeVar(k.size_symbol)), kir::intConst(per / k.vec))
+                         : kir::index(kir::IndexOp::Div, kir::mul(iv(sizeVar(k.size_symbol)), kir::intConst(per)), kir::intConst(k.vec));
   kir::Body per_block = {
       kir::let("tid", kir::convert(kir::var("t", Type::i32()), Type::idx())),
       kir::let("bid", kir::convert(kir::var("b", Type::i32()), Type::idx())),

@@ -54,7 +54,8 @@ int64_t pointwiseGrid(const PointwiseKernel& k, int64_t chunks, const CompileOpt
   return std::clamp<int64_t>(grid, 1, std::numeric_limits<int32_t>::max());
 }
 
-void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, PointwiseKernel& k, const CompileOptions& opts) {
+void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, PointwiseKernel& k,
+                  const CompileOptions& opts) {
   auto s = outerSymbol(f, k);
   if (!s) {
     k.reason += "; every size known (no single symbol is the outermost dim of every tensor)";
@@ -64,6 +65,20 @@ void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, PointwiseKernel& k
   const int64_t n = it == sizes.end() ? 0 : it->second;
   if (n < 1 || k.iter_shape[0] % n != 0) {
     k.reason += fmt::format("; every size known ({} is not the outermost iterated axis)", *s);
+    return;
+  }
+  std::vector<const ir::Value*> outs;
+  for (const auto& o : f.outputs()) outs.push_back(o.value);
+  // A tensor that moves along the size's axis without naming it (a slice x[:N] of x[M]) has a
+  // fixed extent the kernel would run past.
+  for (const auto& [leaf, access] : k.load_access)
+    if (!leaf.strides.empty() && leaf.strides[0] != 0 && !names(f.inputs()[static_cast<size_t>(leaf.input)], *s)) {
+      k.reason += fmt::format("; every size known (input `{}` moves along {} but does not name it)",
+                              f.inputs()[static_cast<size_t>(leaf.input)]->name(), *s);
+      return;
+    }
+  if (!outermostInMemory(f.inputs(), inputs, *s) || !outermostInMemory(outs, k.outputs, *s)) {
+    k.reason += fmt::format("; every size known ({} is not outermost in every tensor's memory)", *s);
     return;
   }
   k.size_symbol = *s;

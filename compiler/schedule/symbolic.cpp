@@ -19,6 +19,26 @@ bool symbolOnlyWhole(const ir::Fusion& f, const std::string& s) {
   return true;
 }
 
+bool outermostInMemory(const std::vector<const ir::Value*>& values, const std::vector<TensorDesc>& descs,
+                       const std::string& s) {
+  for (size_t i = 0; i < descs.size() && i < values.size(); ++i) {
+    const auto shape = values[i]->shape();
+    const TensorDesc& d = descs[i];
+    int64_t span = 0;  // what the other dims reach
+    for (size_t j = 0; j < shape.size() && j < d.shape.size(); ++j)
+      if (!(shape[j] == Extent::symbol(s))) span += (d.shape[j] - 1) * std::abs(d.strides[j]);
+    for (size_t j = 0; j < shape.size() && j < d.shape.size(); ++j)
+      if (shape[j] == Extent::symbol(s) && d.strides[j] != 0 && std::abs(d.strides[j]) <= span) return false;
+  }
+  return true;
+}
+
+bool names(const ir::Value* v, const std::string& s) {
+  for (const Extent& e : v->shape())
+    if (e == Extent::symbol(s)) return true;
+  return false;
+}
+
 std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
                                       const std::string& s, int64_t value) {
   for (size_t i = 0; i < descs.size() && i < values.size(); ++i) {

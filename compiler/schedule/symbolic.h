@@ -11,9 +11,22 @@
 
 namespace loom::schedule {
 
+// The kernel-IR name of size symbol `s` as a kernel parameter: `size.N`, a name no lowering binds
+// (a fusion's size may be called `b` or `row`, which kernels bind for themselves).
+inline std::string sizeVar(const std::string& s) { return "size." + s; }
+
 // Whether every tensor of `f` names symbol `s` only as a whole dim (never inside a compound
 // extent such as N*C), so the size can change with no other extent changing.
 bool symbolOnlyWhole(const ir::Fusion& f, const std::string& s);
+
+// Whether in every tensor (`descs` of `values`) the dims named `s` are outermost in memory: each
+// has stride 0, or a stride past everything the other dims reach, so no other stride grows with
+// the size (a permuted output [H, N, W] has N inside H's stride, and keeps every size known).
+bool outermostInMemory(const std::vector<const ir::Value*>& values, const std::vector<TensorDesc>& descs,
+                       const std::string& s);
+
+// Whether value `v` names symbol `s` in some dim.
+bool names(const ir::Value* v, const std::string& s);
 
 // `descs` (of `values`) with every dim named `s` at `value`: the tensors a kernel serving sizes
 // up to `value` may reach, which the verifier bounds its accesses by.
