@@ -1,5 +1,7 @@
 // Segmentation + compilation of every segment: the fusion as the kernels it runs as.
+#include <future>
 #include <map>
+#include <thread>
 
 #include "compiler/compile.h"
 #include "compiler/segment/segmenter.h"
@@ -28,13 +30,41 @@ CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
     for (size_t j = 0; j < f.inputs().size(); ++j)
       if (f.inputs()[j] == o.alias) plan.output_alias[i] = static_cast<int>(j);
   }
-  for (size_t s = 0; s < sp.segments.size(); ++s) {
+  // Each segment's key and cached kernel first; the kernels no cache holds are compiled at once,
+  // one thread each (each compile has its own LLVM context and target machine), unless stage
+  // texts are being collected or dumped, whose order must stay the segments'.
+  const size_t n = sp.segments.size();
+  std::vector<std::optional<SymbolicClass>> classes(n);
+  std::vector<std::string> keys(n);
+  std::vector<std::optional<CompiledKernel>> kernels(n);
+  for (size_t s = 0; s < n; ++s) {
     const auto& seg = sp.segments[s];
+    classes[s] = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts);
+    keys[s] = classes[s] ? classes[s]->key : compileKey(*seg.sub.fusion, seg.input_descs, opts);
+    if (lookup) kernels[s] = lookup(keys[s]);
+  }
+  std::vector<size_t> misses;
+  for (size_t s = 0; s < n; ++s)
+    if (!kernels[s]) misses.push_back(s);
+  bool dumping = stages != nullptr;
+  for (DumpStage d : allDumpStages()) dumping = dumping || dumpEnabled(d);
+  auto compileOne = [&](size_t s) {
+    const auto& seg = sp.segments[s];
+    return compileFusion(*seg.sub.fusion, sizes, seg.input_descs, opts, stages);
+  };
+  if (misses.size() > 1 && !dumping && std::thread::hardware_concurrency() > 1) {
+    std::vector<std::future<CompiledKernel>> running;
+    for (size_t s : misses) running.push_back(std::async(std::launch::async, compileOne, s));
+    for (size_t i = 0; i < misses.size(); ++i) kernels[misses[i]] = running[i].get();  // rethrows a refusal
+  } else {
+    for (size_t s : misses) kernels[s] = compileOne(s);
+  }
+  for (size_t s = 0; s < n; ++s) {
+    const auto& seg = sp.segments[s];
+    const auto& cls = classes[s];
     PlannedKernel pk;
-    const auto cls = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts);
-    pk.key = cls ? cls->key : compileKey(*seg.sub.fusion, seg.input_descs, opts);
-    std::optional<CompiledKernel> cached = lookup ? lookup(pk.key) : std::nullopt;
-    pk.kernel = cached ? *cached : compileFusion(*seg.sub.fusion, sizes, seg.input_descs, opts, stages);
+    pk.key = keys[s];
+    pk.kernel = std::move(*kernels[s]);
     if (cls) {  // one kernel for the class: these sizes' grid, outputs and values
       pk.kernel.grid = cls->grid;
       pk.kernel.outputs = cls->outputs;
