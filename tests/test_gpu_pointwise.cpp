@@ -96,20 +96,24 @@ TEST_CASE("symbolic sizes: one kernel runs every batch size of its class", "[gpu
     const char* name;
     const char* sym;
     Bindings others;
+    std::vector<int64_t> values = {61, 64, 97, 100, 1531, 4093};
   };
   for (const Case& c : std::vector<Case>{{"bias_gelu", "N", {}},
                                          {"lstm_cell", "B", {}},
                                          {"layer_norm", "N", {{"D", 4096}}},
                                          {"rms_norm", "N", {{"D", 1000}}},
                                          {"softmax", "N", {{"D", 333}}},
-                                         {"group_norm", "N", {{"C", 64}, {"H", 9}, {"W", 7}}}}) {
+                                         {"group_norm", "N", {{"C", 64}, {"H", 9}, {"W", 7}}},
+                                         // column reductions: blocks walk row sets up to N
+                                         {"layer_norm_backward", "N", {{"D", 1024}}, {1531, 2000, 4093, 4094}},
+                                         {"rms_norm_backward", "N", {{"D", 4096}}, {3000, 4093, 8191}}}) {
     const char* name = c.name;
     const auto* e = findExample(name);
     auto f = e->buildDefault();
     const std::string sym = c.sym;
     Executor ex(*f, t);
     int compiled = 0;
-    for (int64_t v : {61, 64, 97, 100, 1531, 4093}) {
+    for (int64_t v : c.values) {
       Bindings sizes = e->default_sizes;
       for (const auto& [k, x] : c.others) sizes[k] = x;
       sizes[sym] = v;

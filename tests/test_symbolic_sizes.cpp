@@ -119,6 +119,36 @@ TEST_CASE("symbolic sizes: layer norm over 100 row counts compiles once; tiers t
     auto lk = compileFusion(*lf, bs, test::descsFor(*lf, bs), symbolicOptions());
     CHECK(lk.size_args == std::vector<std::string>{"b"});
   }
+  // Backward passes: dx by rows, dw and db down the columns, the blocks walking row sets up to
+  // the parameter (a repeat whose trips are counted at run time).
+  Sweep bw = sweep("layer_norm_backward", "N", 4093, 4142, symbolicOptions(), {{"D", 4096}});
+  CHECK(bw.compiles == 1);
+  for (const auto& p : bw.plans) CHECK(p.kernels.at(0).kernel.grid == bw.plans[0].kernels.at(0).kernel.grid);
+  CHECK(sweep("rms_norm_backward", "N", 8000, 8019, symbolicOptions(), {{"D", 1024}}).compiles == 1);
+  {
+    // A column mean divides by the row count read from the parameter.
+    auto cm = parseFusion(
+        "fusion colmean {\n  in x: f16[N, D]\n  t0: f32[N, D] = cast(x, to=f32)\n"
+        "  m: f32[N, 1b] = mean(t0, dims=[1], keepdim=true)\n  t1: f32[N, D] = sub(t0, m)\n"
+        "  y: f16[N, D] = cast(t1, to=f16)\n  c: f32[D] = mean(t1, dims=[0], keepdim=false)\n"
+        "  out y = y\n  out c = c\n}\n");
+    const Bindings cs{{"N", 4093}, {"D", 1024}};
+    StageText cst;
+    auto ck = compileFusion(*cm, cs, test::descsFor(*cm, cs), symbolicOptions(), &cst);
+    CHECK(ck.size_args == std::vector<std::string>{"N"});
+    CHECK(test::has(cst[DumpStage::KIR], "cast<f32>(size.N * 1)"));
+    LOOM_CHECK_PTXAS(ck.ptx, 90);
+  }
+  {
+    // Found by fuzz_fusions: rows of one element over {A}, a column reduction over {B}: the walked
+    // sets past the last row stay within the index width of the largest size served.
+    auto wr = parseFusion(
+        "fusion walk {\n  in x: f32[A, B]\n  t3: f32[1b, B] = amax(x, dims=[0], keepdim=true)\n"
+        "  t4: f32[A, 1b] = sum(x, dims=[1], keepdim=true)\n  out y0 = t3\n  out y1 = t4\n}\n");
+    const Bindings ws{{"A", 1}, {"B", 1048576}};
+    auto plan = compilePlan(*wr, ws, test::descsFor(*wr, ws), symbolicOptions());
+    for (const auto& pk : plan.kernels) LOOM_CHECK_PTXAS(pk.kernel.ptx, 90);
+  }
   // A long row split over the grid's blocks counts its row sets: every size its own kernel, and
   // the schedule says why.
   const auto* e = findExample("layer_norm");
@@ -184,6 +214,16 @@ TEST_CASE("symbolic sizes: the verifier bounds a size by its class, the cache ke
   CHECK(test::has(problems[0], "size `N` of at most 1099511627776: not an extent of 32-bit indices"));
   k.sizes = {{"N", 100}};
   CHECK(kir::verify(k).empty());
+  // A repeat counted at run time: its trips within [1, its largest count].
+  kir::Kernel r = k;
+  const auto n = kir::var("N", kir::Type::idx());
+  r.body = {kir::repeat("i", 50, {}, {}, {}, {}, 1, n)};
+  problems = kir::verify(r);
+  REQUIRE(problems.size() == 1);
+  CHECK(test::has(problems[0], "repeat `i`: its trips `N` may take [1, 100], outside [1, 50]"));
+  r.body = {kir::repeat("i", 100, {}, {}, {}, {}, 1, n)};
+  CHECK(kir::verify(r).empty());
+  CHECK(test::has(kir::printKernel(r), "for i in [0, N) (at most 100)"));
   CHECK(test::has(kir::printKernel(k), "N: 1 to 100, a size parameter"));
 
   CompiledKernel ck;

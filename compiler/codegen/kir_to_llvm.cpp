@@ -168,6 +168,7 @@ class Translator {
   void repeat(const Stmt& s) {
     std::vector<Lanes> init;  // each carried value lane by lane
     for (const auto& [n, e] : s.carried) init.push_back(expr(*e));
+    llvm::Value* trips = s.trips ? scalar(*s.trips) : c(s.count);  // evaluated once, before the loop
     llvm::Function* fn = km_.function();
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(b_.getContext(), "loop", fn);
@@ -198,7 +199,7 @@ class Translator {
                   phis[i].size(), next[i].size());
       for (size_t j = 0; j < phis[i].size(); ++j) phis[i][j]->addIncoming(next[i][j], latch);
     }
-    llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(kn, c(s.count)), head, exit);
+    llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(kn, trips), head, exit);
     if (s.unroll > 1) {
       llvm::LLVMContext& cx = b_.getContext();
       llvm::MDNode* count = llvm::MDNode::get(cx, {llvm::MDString::get(cx, "llvm.loop.unroll.count"),

@@ -91,7 +91,7 @@ void Builder::ifThen(ExprP cond, const std::string& label, const std::function<v
 std::string Builder::fresh(const std::string& hint) { return fmt::format("{}{}", hint, next_++); }
 
 std::vector<ExprP> Builder::repeat(const std::string& var, int64_t count, const std::vector<ExprP>& init,
-                                   const RepeatBody& body, int unroll) {
+                                   const RepeatBody& body, int unroll, ExprP trips) {
   const std::string v = fresh(var);
   std::vector<std::pair<std::string, ExprP>> carried;
   std::vector<ExprP> in;
@@ -107,7 +107,8 @@ std::vector<ExprP> Builder::repeat(const std::string& var, int64_t count, const 
     results.push_back(fmt::format("{}_out{}", v, i));
     out.push_back(kir::var(results.back(), next[i]->type));
   }
-  emit(kir::repeat(v, count, std::move(carried), std::move(inner), std::move(next), std::move(results), unroll));
+  emit(kir::repeat(v, count, std::move(carried), std::move(inner), std::move(next), std::move(results), unroll,
+                   std::move(trips)));
   return out;
 }
 

@@ -40,7 +40,7 @@ class Builder {
   // gets the variable and the carried values and gives their next ones. Returns the last.
   using RepeatBody = std::function<std::vector<ExprP>(const ExprP& var, const std::vector<ExprP>& carried)>;
   std::vector<ExprP> repeat(const std::string& var, int64_t count, const std::vector<ExprP>& init,
-                            const RepeatBody& body, int unroll = 1);
+                            const RepeatBody& body, int unroll = 1, ExprP trips = nullptr);
   // A name not used yet, from `hint`.
   std::string fresh(const std::string& hint);
   Body take();

@@ -434,8 +434,9 @@ StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const 
 }
 
 StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, ExprP>> carried, Body body,
-             std::vector<ExprP> yields, std::vector<std::string> results, int unroll) {
+             std::vector<ExprP> yields, std::vector<std::string> results, int unroll, ExprP trips) {
   LOOM_ASSERT(count >= 1, "kernel IR: repeat `{}` of {} trips (at least one)", var, count);
+  if (trips) checkIndex(trips, "a repeat's trip count");
   LOOM_ASSERT(carried.size() == yields.size() && yields.size() == results.size(),
               "kernel IR: repeat `{}` carries {} values, yields {}, gives {}", var, carried.size(), yields.size(),
               results.size());
@@ -445,6 +446,7 @@ StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, 
   Stmt s = blank(Stmt::Kind::Repeat);
   s.name = std::move(var);
   s.count = count;
+  s.trips = std::move(trips);
   s.carried = std::move(carried);
   s.body = std::move(body);
   s.yields = std::move(yields);

@@ -226,6 +226,7 @@ struct Stmt {
   // Welford: `results` (count, mean, M2) = Chan's merge of every thread's `yields` (count,
   // mean, M2) over the row's threads, as Combine.
   int64_t count = 0;
+  ExprP trips;  // Repeat: its trip count at run time (at least 1), `count` its largest; or none
   std::vector<std::pair<std::string, ExprP>> carried;
   std::vector<ExprP> yields;
   std::vector<std::string> results;
@@ -265,7 +266,7 @@ struct CombineSpec {
 StmtP combine(std::string result, ExprP value, const CombineSpec& spec);
 StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const CombineSpec& spec);
 StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, ExprP>> carried, Body body,
-             std::vector<ExprP> yields, std::vector<std::string> results, int unroll);
+             std::vector<ExprP> yields, std::vector<std::string> results, int unroll, ExprP trips = nullptr);
 // `scalar`: one element stored as such, not as a one-lane vector.
 StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align, bool scalar = false);
 StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, int bytes);

@@ -38,7 +38,7 @@ class Lowering {
           break;
         case Stmt::Kind::Spread: out.push_back(spread(s->name, s->mapping, s->count, body(s->body))); break;
         case Stmt::Kind::Repeat:
-          out.push_back(repeat(s->name, s->count, s->carried, body(s->body), s->yields, s->results, s->unroll));
+          out.push_back(repeat(s->name, s->count, s->carried, body(s->body), s->yields, s->results, s->unroll, s->trips));
           break;
         case Stmt::Kind::Loop:
           out.push_back(loop(s->name, s->init, s->cond, s->step, s->mapping, body(s->body), s->unroll, s->exit));

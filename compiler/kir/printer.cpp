@@ -71,7 +71,8 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
       std::vector<std::string> carry, yields;
       for (const auto& [n, e] : s.carried) carry.push_back(fmt::format("{} = {}", n, printExpr(k, *e)));
       for (const auto& e : s.yields) yields.push_back(printExpr(k, *e));
-      out += fmt::format("{}for {} in [0, {}){}{}:\n", pad, s.name, s.count,
+      out += fmt::format("{}for {} in [0, {}){}{}:\n", pad, s.name,
+                         s.trips ? fmt::format("{}) (at most {}", printExpr(k, *s.trips), s.count) : fmt::format("{}", s.count),
                          carry.empty() ? "" : fmt::format(" carrying ({})", fmt::join(carry, ", ")),
                          s.unroll > 1 ? fmt::format("  [unroll {}]", s.unroll) : "");
       printBody(k, s.body, depth + 1, out);

@@ -93,7 +93,8 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
       for (const auto& e : s.yields) yields.push_back(rename(e, r));
       std::vector<std::string> results;
       for (const auto& n : s.results) results.push_back(nm(n));
-      return repeat(nm(s.name), s.count, std::move(carried), std::move(b), std::move(yields), std::move(results), s.unroll);
+      return repeat(nm(s.name), s.count, std::move(carried), std::move(b), std::move(yields), std::move(results), s.unroll,
+                    s.trips ? rename(s.trips, r) : nullptr);
     }
     case Stmt::Kind::AsyncCopy:
       return asyncCopy(s.name, rename(s.offset, r), s.param, s.copy_dtype, rename(s.src, r), s.bytes);

@@ -54,7 +54,7 @@ Body unrollBody(const Body& body) {
   Body out;
   for (const auto& s : body) {
     if (s->kind == Stmt::Kind::Repeat) {
-      out.push_back(repeat(s->name, s->count, s->carried, unrollBody(s->body), s->yields, s->results, s->unroll));
+      out.push_back(repeat(s->name, s->count, s->carried, unrollBody(s->body), s->yields, s->results, s->unroll, s->trips));
     } else if (s->kind == Stmt::Kind::If) {
       out.push_back(s->uniform ? uniformIf(s->cond, s->name, unrollBody(s->body)) : ifThen(s->cond, s->name, unrollBody(s->body)));
     } else if (s->kind == Stmt::Kind::Spread) {

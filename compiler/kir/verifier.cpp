@@ -408,6 +408,12 @@ class Verifier {
         bytesAccess(s.name, *s.offset, true, s.value->type);
         break;
       case Stmt::Kind::Repeat: {
+        if (s.trips) {
+          const Range t = expr(*s.trips);
+          if (t.lo < 1 || t.hi > s.count)
+            problem(fmt::format("repeat `{}`: its trips `{}` may take [{}, {}], outside [1, {}]", s.name,
+                                printExpr(k_, *s.trips), t.lo, t.hi == kInf ? "inf" : fmt::format("{}", t.hi), s.count));
+        }
         std::vector<Type> inits;
         for (const auto& [n, e] : s.carried) {
           expr(*e);

@@ -464,7 +464,7 @@ kir::Kernel lowerNormalization(const ir::Fusion& f, const NormKernel& k,
   out.name = k.name;
   out.scheduler = "normalization";
   if (k.symbolic()) {
-    LOOM_ASSERT(!k.grid_sync && !k.columns && !k.rowTier() && k.cluster == 1,
+    LOOM_ASSERT(!k.grid_sync && !k.rowTier() && k.cluster == 1,
                 "a symbolic row count in a tier that counts its row sets ({})", k.name);
     std::vector<const ir::Value*> outs;
     for (const auto& o : f.outputs()) outs.push_back(o.value);

@@ -45,7 +45,15 @@ void NormLowering::columnRows(const ExprP& blk) {
   LOOM_ASSERT(bytes == k_.workspace_bytes, "column partials of {} bytes, the schedule says {}", bytes,
               k_.workspace_bytes);
   const int64_t G = k_.grid, L = k_.rows_per_block, Q = k_.chunks;
-  const int64_t trips = ((k_.rows() + L - 1) / L + G - 1) / G;
+  // The sets each block walks: of the row count, a constant or of the size parameter (then the
+  // loop's bound, and `trips` its largest).
+  const int64_t most_rows = k_.symbolic() ? k_.size_max * k_.rows_factor : k_.rows();
+  const int64_t trips = ((most_rows + L - 1) / L + G - 1) / G;
+  ExprP trips_at_run;
+  if (k_.symbolic()) {
+    const ExprP sets = kir::index(kir::IndexOp::Div, kir::add(rows(), c(L - 1)), c(L));
+    trips_at_run = kir::index(kir::IndexOp::Div, kir::add(sets, c(G - 1)), c(G));
+  }
   std::vector<ExprP> init;
   for (const ENode* r : columns_)
     for (int64_t q = 0; q < Q; ++q) init.push_back(identityOf(r, k_.vec));
@@ -65,7 +73,7 @@ void NormLowering::columnRows(const ExprP& blk) {
       }
     }
     return next;
-  });
+  }, 1, trips_at_run);
   publishColumns(blk, parts);
   b_.emit(kir::barrier(kir::Barrier::Block));
   b_.emit(kir::gridSync("tid", ws_, kir::i32Const(G)));
@@ -219,8 +227,11 @@ void NormLowering::columnCombine(const ExprP& tile) {
       lanes.push_back(t);
     }
     ExprP t = V == 1 ? lanes[0] : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc, V), lanes));
-    if (r->op == ir::OpKind::Mean)
-      t = b_.bind(kir::math(ir::OpKind::Div, acc, {t, kir::dataConst(acc, static_cast<double>(k_.rows()), V)}, V));
+    if (r->op == ir::OpKind::Mean) {
+      const ExprP n = k_.symbolic() ? b_.bind(kir::convert(rows(), Type::data(acc, 1)))
+                                    : kir::dataConst(acc, static_cast<double>(k_.rows()), V);
+      t = b_.bind(kir::math(ir::OpKind::Div, acc, {t, n}, V));
+    }
     if (r->dtype != acc) t = b_.bind(kir::math(ir::OpKind::Cast, r->dtype, {t}, V));
     totals.push_back(t);
   }

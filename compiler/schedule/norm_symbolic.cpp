@@ -1,8 +1,8 @@
 // LOOM_TUNE_SYMBOLIC for the normalization scheduler: the row count of the tiers that give each
-// block its own rows becomes a kernel parameter (NormKernel::size_symbol), where the outermost
-// iterated atom is a size symbol that every tensor names as a whole dim. The tiers that count
-// their row sets inside the kernel (the grid tier, column reductions, vectors of rows) and
-// clusters keep every size known. As for pointwise kernels, the key of such a kernel is its
+// block its own rows, and of kernels with column reductions (whose blocks walk row sets up to
+// the parameter), becomes a kernel parameter (NormKernel::size_symbol), where the outermost
+// iterated atom is a size symbol that every tensor names as a whole dim. The grid tier and the
+// vectors of rows (which count their row sets as constants) and clusters keep every size known. As for pointwise kernels, the key of such a kernel is its
 // printed kernel IR (compile.cpp symbolicClass): any other use of the size splits the class.
 #include <algorithm>
 #include <limits>
@@ -44,7 +44,7 @@ Wide maxOffset(const NormKernel& k, int64_t n) {
 }  // namespace
 
 void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, NormKernel& k) {
-  if (k.grid_sync || k.columns || k.rowTier() || k.cluster != 1) {
+  if (k.grid_sync || k.rowTier() || k.cluster != 1) {
     k.reason += "; every size known (this tier counts its row sets)";
     return;
   }
@@ -76,18 +76,22 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vec
   const int64_t n = it->second;
   const int64_t factor = k.rows() / n;
   const int64_t rpb = k.rows_per_block;
-  const Wide lim = k.index64 ? (Wide{1} << 62) : (Wide{1} << 31);
+  // Half the index range: the lowering's row arithmetic (a block's first row, a walked set past
+  // the last, the clamp) stays within twice the rows and offsets it reaches.
+  const Wide lim = k.index64 ? (Wide{1} << 61) : (Wide{1} << 30);
   k.size_factor = k.outer_shape[0] / n;
   auto fits = [&](int64_t m) {
     const Wide rows = Wide{m} * factor;
     const Wide grid = (rows + rpb - 1) / rpb;
-    return rows + rpb < lim && grid <= std::numeric_limits<int32_t>::max() && maxOffset(k, m) < lim;
+    const Wide walked = k.columns ? Wide{k.grid} * rpb : 0;  // the last trip's sets past the rows
+    return rows + rpb + walked < lim && grid <= std::numeric_limits<int32_t>::max() && maxOffset(k, m) < lim;
   };
   k.size_symbol = s;
   k.size_value = n;
   k.rows_factor = factor;
   k.size_max = largestFitting(n, fits);
-  k.grid_max = (k.size_max * factor + rpb - 1) / rpb;
+  // A kernel with column reductions is a persistent grid: its blocks walk the row sets.
+  k.grid_max = k.columns ? k.grid : (k.size_max * factor + rpb - 1) / rpb;
   k.reason += fmt::format("; {} = {} a kernel parameter (symbolic): this kernel serves {} from 1 to {}", s, n, s,
                           k.size_max);
 }

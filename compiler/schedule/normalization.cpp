@@ -151,7 +151,11 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   TierChoice c;
   c.note(row_tier.why);
   c.note(vec.why);
-  if (k.columns) return placeWithColumns(std::move(ax->k), f, inputs, opts, row_tier, c, why_not);
+  if (k.columns) {
+    auto placed = placeWithColumns(std::move(ax->k), f, inputs, opts, row_tier, c, why_not);
+    if (placed && opts.tuning.symbolic) makeNormSymbolic(f, sizes, inputs, *placed);
+    return placed;
+  }
   if (row_tier.place) {
     applyRowTier(k, row_tier, reductions, inputs, opts);
     c.tier = row_tier.tier;
