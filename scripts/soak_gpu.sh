@@ -9,7 +9,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
-export LOOM_CACHE_DIR=${LOOM_CACHE_DIR:-/tmp/loom-soak-cache}
+# Every case is a new kernel: no disk cache (and so no background cubins competing for the cores).
+export LOOM_DISK_CACHE=${LOOM_DISK_CACHE:-0}
 cases=${1:-10000} jobs=${2:-16} seed=${3:-1}
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
