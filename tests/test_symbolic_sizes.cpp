@@ -224,6 +224,12 @@ TEST_CASE("symbolic sizes: the verifier bounds a size by its class, the cache ke
   r.body = {kir::repeat("i", 100, {}, {}, {}, {}, 1, n)};
   CHECK(kir::verify(r).empty());
   CHECK(test::has(kir::printKernel(r), "for i in [0, N) (at most 100)"));
+  // A count some threads see differently (here the thread's id) would split them at a barrier.
+  r.body = {kir::repeat("i", 100, {}, {}, {}, {}, 1, kir::convert(kir::special(kir::Special::TidX), kir::Type::idx()))};
+  problems = kir::verify(r);
+  REQUIRE_FALSE(problems.empty());
+  CHECK(test::has(problems[0], "are not of the kernel's sizes alone"));
+
   CHECK(test::has(kir::printKernel(k), "N: 1 to 100, a size parameter"));
 
   CompiledKernel ck;

@@ -436,7 +436,8 @@ StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const 
 StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, ExprP>> carried, Body body,
              std::vector<ExprP> yields, std::vector<std::string> results, int unroll, ExprP trips) {
   LOOM_ASSERT(count >= 1, "kernel IR: repeat `{}` of {} trips (at least one)", var, count);
-  if (trips) checkIndex(trips, "a repeat's trip count");
+  LOOM_ASSERT(!trips || trips->type == Type::idx(), "kernel IR: repeat `{}` counts its trips in {}, not the index type",
+              var, trips ? trips->type.str() : "");
   LOOM_ASSERT(carried.size() == yields.size() && yields.size() == results.size(),
               "kernel IR: repeat `{}` carries {} values, yields {}, gives {}", var, carried.size(), yields.size(),
               results.size());

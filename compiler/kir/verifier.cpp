@@ -1,6 +1,7 @@
 #include "compiler/kir/verifier.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -409,6 +410,17 @@ class Verifier {
         break;
       case Stmt::Kind::Repeat: {
         if (s.trips) {
+          // Every thread of the grid takes the same trips (barriers may sit in the body): the
+          // count is of the kernel's sizes and constants alone.
+          std::function<bool(const Expr&)> uniform = [&](const Expr& e) {
+            if (e.kind == Expr::Kind::Var)
+              return std::any_of(k_.sizes.begin(), k_.sizes.end(), [&](const SizeParam& p) { return p.name == e.name; });
+            if (e.kind != Expr::Kind::Int && e.kind != Expr::Kind::Index) return false;
+            return std::all_of(e.args.begin(), e.args.end(), [&](const ExprP& a) { return uniform(*a); });
+          };
+          if (!uniform(*s.trips))
+            problem(fmt::format("repeat `{}`: its trips `{}` are not of the kernel's sizes alone", s.name,
+                                printExpr(k_, *s.trips)));
           const Range t = expr(*s.trips);
           if (t.lo < 1 || t.hi > s.count)
             problem(fmt::format("repeat `{}`: its trips `{}` may take [{}, {}], outside [1, {}]", s.name,

@@ -86,6 +86,10 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vec
     const Wide walked = k.columns ? Wide{k.grid} * rpb : 0;  // the last trip's sets past the rows
     return rows + rpb + walked < lim && grid <= std::numeric_limits<int32_t>::max() && maxOffset(k, m) < lim;
   };
+  if (!fits(n)) {
+    k.reason += fmt::format("; every size known ({} = {} reaches past half the index range)", s, n);
+    return;
+  }
   k.size_symbol = s;
   k.size_value = n;
   k.rows_factor = factor;
