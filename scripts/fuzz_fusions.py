@@ -315,7 +315,8 @@ def run_case(args, work, i, text, sizes, layout, t0):
         err = p.stderr.strip()
         # A GPU result that differs from the reference is a failure, not a refusal.
         mismatch = "does not match" in err or "MISMATCH" in p.stdout
-        if p.returncode == 1 and "loom: error:" in err and "internal" not in err and not mismatch:
+        # A failing driver call (an illegal address, a launch failure) is the GPU's, never a refusal.
+        if p.returncode == 1 and "loom: error:" in err and "internal" not in err and not mismatch and "CUDA" not in err:
             return "refused", err.splitlines()[0], seg_out
         if p.returncode != 0 or mismatch:
             return "FAIL", f"{line}\n  exit {p.returncode}: {(p.stdout + err)[-500:]}", seg_out
@@ -360,7 +361,8 @@ def run_batch(args, work, batch):
         cmd = "loom run " + " ".join(a)
         if line == "ok":
             results[i] = ("ok", "")
-        elif line.startswith("error: ") and "internal" not in line and "no NVIDIA GPU found" not in line:
+        elif (line.startswith("error: ") and "internal" not in line and "no NVIDIA GPU found" not in line
+              and "CUDA" not in line):
             results[i] = ("refused", "loom: " + line)
         else:
             results[i] = ("FAIL", f"{cmd}\n  {line}")
