@@ -35,6 +35,7 @@ std::map<std::string, std::shared_ptr<Loaded>>& memoryCache() {
 
 struct Executor::Entry {
   std::vector<TensorDesc> inputs;
+  Bindings sizes;  // the sizes given beside the inputs (symbols the inputs do not determine)
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
   std::vector<DeviceTensor> temps;              // allocated once per signature, reused
@@ -75,13 +76,26 @@ Executor::Executor(const ir::Fusion& fusion, Tuning tuning)
 }
 Executor::~Executor() = default;
 
+// The entry compiled for exactly these inputs, compared field by field (no descriptions built).
+static bool sameInputs(const std::vector<TensorDesc>& descs, const std::vector<DeviceTensor>& inputs) {
+  if (descs.size() != inputs.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorDesc& d = descs[i];
+    const DeviceTensor& t = inputs[i];
+    if (!(d.dtype == t.dtype() && d.shape == t.shape() && d.strides == t.strides() &&
+          d.align_bytes == alignmentOf(t.ptr())))
+      return false;
+  }
+  return true;
+}
+
 Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
-  const std::vector<TensorDesc> descs = descsOf(inputs);
   for (auto& e : entries_)
-    if (e->inputs == descs) {
+    if (e->sizes == sizes && sameInputs(e->inputs, inputs)) {
       stats_ = CompileStats{CompileStats::Source::MemoryCache};
       return *e;
     }
+  const std::vector<TensorDesc> descs = descsOf(inputs);
   auto t0 = std::chrono::steady_clock::now();
   Bindings bound = bindSizes(f_, inputs, sizes);
   const CompileOptions opts{currentDevice(), tuning_};
@@ -100,6 +114,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   };
   auto entry = std::make_unique<Entry>();
   entry->inputs = descs;
+  entry->sizes = sizes;
   entry->plan = compilePlan(f_, bound, descs, opts, nullptr, lookup);
   for (const auto& pk : entry->plan.kernels) {
     std::shared_ptr<Loaded> loaded;
@@ -211,19 +226,11 @@ void Executor::runInto(const std::vector<DeviceTensor>& inputs, std::vector<Devi
 Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
                                     const std::vector<DeviceTensor>& outputs) {
   Entry* e = nullptr;
-  for (auto& cand : entries_) {
-    bool same = cand->inputs.size() == inputs.size();
-    for (size_t i = 0; same && i < inputs.size(); ++i) {
-      const TensorDesc& d = cand->inputs[i];
-      const DeviceTensor& t = inputs[i];
-      same = d.dtype == t.dtype() && d.shape == t.shape() && d.strides == t.strides() &&
-             d.align_bytes == alignmentOf(t.ptr());
-    }
-    if (same) {
+  for (auto& cand : entries_)
+    if (sameInputs(cand->inputs, inputs)) {
       e = cand.get();
       break;
     }
-  }
   if (!e) e = &prepare(inputs, {});
   LOOM_USER_CHECK(outputs.size() == e->plan.outputs.size(), "fusion `{}` has {} outputs, {} given",
                   f_.name(), e->plan.outputs.size(), outputs.size());
