@@ -20,4 +20,4 @@ for knob in 0 1; do
   LOOM_TUNE_SYMBOLIC=$knob timeout 30 .device/bin/loom bench bias_gelu --dim N=4096 --dim D=4096 | grep -E "traffic|host"
 done
 unset LOOM_TUNE_SYMBOLIC
-timeout 60 bash scripts/measure_compile.sh
+timeout 90 bash scripts/measure_compile.sh
