@@ -23,6 +23,16 @@ void record(StageText* stages, DumpStage s, const std::string& title, const std:
   if (stages) (*stages)[s] += text;
 }
 bool wanted(StageText* stages, DumpStage s) { return stages || dumpEnabled(s); }
+// The schedule dump's word on which sizes the kernel is compiled for (the scheduler's reason
+// says why a size stays known where LOOM_TUNE_SYMBOLIC asked for it at run time).
+std::string sizesLine(const schedule::Planned& p, const CompileOptions& opts) {
+  if (!opts.tuning.symbolic)
+    return "  sizes: every one compiled in (LOOM_TUNE_SYMBOLIC=1 takes the outermost at run time where the scheduler allows)\n";
+  if (p.size_args.empty()) return "  sizes: every one compiled in (the reason above says why)\n";
+  std::vector<std::string> names;
+  for (const auto& [name, value] : p.size_args) names.push_back(name);
+  return fmt::format("  sizes: {} a kernel parameter, the others compiled in\n", fmt::join(names, ", "));
+}
 // The kernel IR after each pass, where it is wanted.
 kir::PassDump kirDump(StageText* stages, const ir::Fusion& f) {
   if (!wanted(stages, DumpStage::KIR)) return {};
@@ -87,7 +97,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
   std::vector<std::string> why;
   auto p = schedule::planSegment(f, sizes, inputs, opts, kernel_name, &why);
   if (!p) fail("fusion `{}` cannot run as one kernel: no scheduler accepts it ({})", f.name(), fmt::join(why, "; "));
-  if (wanted(stages, DumpStage::Schedule)) record(stages, DumpStage::Schedule, f.name(), p->summary);
+  if (wanted(stages, DumpStage::Schedule)) record(stages, DumpStage::Schedule, f.name(), p->summary + sizesLine(*p, opts));
   if (wanted(stages, DumpStage::Kernel)) record(stages, DumpStage::Kernel, f.name(), p->detail);
   m = codegen::translateKernel(kir::runPasses(p->lower(), p->first_pass, kir::standardPasses(), kirDump(stages, f)), ctx);
   out.block = static_cast<unsigned>(p->launch.block);

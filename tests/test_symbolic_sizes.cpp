@@ -177,6 +177,7 @@ TEST_CASE("symbolic sizes: the kernel IR, the PTX and the schedule say which siz
   StageText st;
   auto k = compileFusion(*f, e->default_sizes, test::descsFor(*f, e->default_sizes), symbolicOptions(), &st);
   CHECK(test::has(st[DumpStage::Schedule], "N = 256 a kernel parameter (symbolic): this kernel serves N from 1 to "));
+  CHECK(test::has(st[DumpStage::Schedule], "sizes: N a kernel parameter, the others compiled in"));
   CHECK(test::has(st[DumpStage::KIR], "size.N: 1 to "));
   CHECK(test::has(st[DumpStage::KIR], "c < size.N * 128"));
   CHECK(test::has(k.ptx, ".param .u64 loom_bias_gelu_param_3"));
@@ -187,6 +188,7 @@ TEST_CASE("symbolic sizes: the kernel IR, the PTX and the schedule say which siz
   CHECK_FALSE(test::has(k0.ptx, "_param_3"));
   CHECK(k0.size_args.empty());
   CHECK_FALSE(test::has(plain[DumpStage::Schedule], "symbolic"));
+  CHECK(test::has(plain[DumpStage::Schedule], "sizes: every one compiled in (LOOM_TUNE_SYMBOLIC=1 takes"));
   // Found by fuzz_fusions: an output permuted to [H, C, W] has C inside H's stride, so the
   // kernel keeps every size (its strides would change with C).
   auto perm = parseFusion(
