@@ -106,7 +106,10 @@ TEST_CASE("symbolic sizes: one kernel runs every batch size of its class", "[gpu
                                          {"group_norm", "N", {{"C", 64}, {"H", 9}, {"W", 7}}},
                                          // column reductions: blocks walk row sets up to N
                                          {"layer_norm_backward", "N", {{"D", 1024}}, {1531, 2000, 4093, 4094}},
-                                         {"rms_norm_backward", "N", {{"D", 4096}}, {3000, 4093, 8191}}}) {
+                                         {"rms_norm_backward", "N", {{"D", 4096}}, {3000, 4093, 8191}},
+                                         // the grid tier: a long row over one group; channels-last groups
+                                         {"layer_norm", "N", {{"D", 1048584}}, {2, 3, 5}},
+                                         {"layer_norm_2d", "N", {{"C", 5}, {"H", 6}, {"W", 10}}, {2, 3, 7, 64}}}) {
     const char* name = c.name;
     const auto* e = findExample(name);
     auto f = e->buildDefault();

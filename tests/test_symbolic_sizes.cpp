@@ -152,15 +152,29 @@ TEST_CASE("symbolic sizes: layer norm over 100 row counts compiles once; tiers t
     auto plan = compilePlan(*wr, ws, test::descsFor(*wr, ws), symbolicOptions());
     for (const auto& pk : plan.kernels) LOOM_CHECK_PTXAS(pk.kernel.ptx, 90);
   }
-  // A long row split over the grid's blocks counts its row sets: every size its own kernel, and
-  // the schedule says why.
+  // A long row split over the grid's blocks: its groups walk the row sets up to the parameter, so
+  // 2 to 40 rows of a million elements take 4 kernels (the split and the groups change with the
+  // row count), not 39.
   const auto* e = findExample("layer_norm");
   auto f = e->buildDefault();
   StageText st;
   const Bindings big{{"N", 3}, {"D", 1048584}};
   compileFusion(*f, big, test::descsFor(*f, big), symbolicOptions(), &st);
-  CHECK(test::has(st[DumpStage::Schedule], "every size known (this tier counts its row sets)"));
-  CHECK_FALSE(symbolicClass(*f, big, test::descsFor(*f, big), symbolicOptions()).has_value());
+  CHECK(test::has(st[DumpStage::Schedule], "tier grid"));
+  CHECK(test::has(st[DumpStage::Schedule], "sizes: N a kernel parameter"));
+  CHECK(sweep("layer_norm", "N", 2, 40, symbolicOptions(), {{"D", 1048584}}).compiles == 4);
+  {
+    // Found by fuzz_compile: the grid tier counts its grid barriers in 32 bits, which bounds the
+    // sizes its class serves (here 33,000 rows of 65,536 on 108 SMs, split over 108 blocks).
+    auto ls = findExample("log_softmax")->build(DType::BF16);
+    const Bindings many{{"N", 33000}, {"D", 65536}};
+    CompileOptions o = symbolicOptions();
+    o.device = {86, 108};
+    StageText lst;
+    auto lk = compileFusion(*ls, many, test::descsFor(*ls, many), o, &lst);
+    CHECK(test::has(lst[DumpStage::Schedule], "tier grid"));
+    CHECK(lk.size_args == std::vector<std::string>{"N"});
+  }
   // Found by fuzz_compile: group norm of one image addresses its weights by the row itself.
   auto gn = findExample("group_norm")->build(DType::F64);
   const Bindings one{{"N", 1}, {"C", 512}, {"H", 28}, {"W", 28}};
@@ -252,9 +266,10 @@ namespace {
 // The PTX of `f`'s one kernel at `sizes`; with `fix`, its size parameters bound to these sizes'
 // values by a `let` before anything else, so that LLVM folds them as it folds constants.
 std::string kernelPtx(const ir::Fusion& f, const Bindings& sizes, const CompileOptions& opts, bool fix,
-                      std::optional<int64_t> bind = std::nullopt) {
+                      std::optional<int64_t> bind = std::nullopt,
+                      const std::map<std::string, std::vector<int>>& layouts = {}) {
   std::vector<std::string> why;
-  auto p = schedule::planSegment(f, sizes, test::descsFor(f, sizes), opts, "loom_" + f.name(), &why);
+  auto p = schedule::planSegment(f, sizes, test::descsFor(f, sizes, layouts), opts, "loom_" + f.name(), &why);
   REQUIRE(p.has_value());
   kir::Kernel k = kir::runPasses(p->lower(), p->first_pass, kir::standardPasses(), {});
   if (fix) {
@@ -292,6 +307,28 @@ TEST_CASE("symbolic sizes: a symbolic kernel with its size bound is the speciali
     const std::string symbolic = kernelPtx(*f, c.sizes, symbolicOptions(), true);
     const std::string specialized = kernelPtx(*f, c.sizes, CompileOptions{{90, 132}}, false);
     CHECK(symbolic.size() > 1000);
+    CHECK(symbolic == specialized);
+  }
+  // The tiers that walk or split their rows: the grid tier (a long row over a cooperative grid
+  // of one group), rows over a cluster, vectors of rows (NCHW LayerNorm2d, channels-last
+  // instance norm). (A grid of several groups, channels-last group norm's, tests each set
+  // against the count where the specialized kernel knows they divide: that kernel differs by
+  // that test, and runs on the GPU in the [gpu] symbolic test.)
+  struct Tier {
+    const char* name;
+    DType t;
+    Bindings sizes;
+    std::map<std::string, std::vector<int>> layouts;
+  };
+  const std::vector<int> nhwc{0, 2, 3, 1};
+  for (const Tier& c : std::vector<Tier>{{"layer_norm", DType::F32, {{"N", 3}, {"D", 1048584}}, {}},
+                                         {"layer_norm", DType::F16, {{"N", 3}, {"D", 65544}}, {}},
+                                         {"layer_norm_2d", DType::F16, {{"N", 3}, {"C", 5}, {"H", 6}, {"W", 10}}, {}},
+                                         {"instance_norm", DType::F32, {{"N", 3}, {"C", 96}, {"H", 13}, {"W", 8}}, {{"x", nhwc}}}}) {
+    INFO(c.name << " " << dtypeName(c.t));
+    auto f = findExample(c.name)->build(c.t);
+    const std::string symbolic = kernelPtx(*f, c.sizes, symbolicOptions(), true, std::nullopt, c.layouts);
+    const std::string specialized = kernelPtx(*f, c.sizes, CompileOptions{{90, 132}}, false, std::nullopt, c.layouts);
     CHECK(symbolic == specialized);
   }
   // And the sharing itself: the kernel compiled at one size, bound to another size of its class,

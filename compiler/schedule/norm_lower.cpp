@@ -112,7 +112,16 @@ void NormLowering::gridSets(const ExprP& group) {
   ExprP base = b_.bindAs("workspace", kir::intrinsic(kir::Intrinsic::ParamAddr, Type::addr(), {kir::intConst(ws)}));
   group_ws_ = b_.bindAs("group_ws", kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(),
                                                    {base, kir::mul(group, c(k_.workspace_bytes / G))}));
-  const int64_t trips = (k_.row_sets + G - 1) / G;
+  // The sets the groups walk: of the row count, a constant or of the size parameter (then the
+  // loop's bound, `trips` its largest, and every set tested against the count).
+  const int64_t most_sets = k_.symbolic() ? (k_.size_max * k_.rows_factor + k_.rows_per_block - 1) / k_.rows_per_block
+                                          : k_.row_sets;
+  const int64_t trips = (most_sets + G - 1) / G;
+  const ExprP row_sets = k_.symbolic() ? kir::index(kir::IndexOp::Div, kir::add(rows(), c(k_.rows_per_block - 1)),
+                                                    c(k_.rows_per_block))
+                                       : c(k_.row_sets);
+  ExprP trips_at_run;
+  if (k_.symbolic()) trips_at_run = kir::index(kir::IndexOp::Div, kir::add(row_sets, c(G - 1)), c(G));
   // Two fill buffers: the group's first set is copied before the loop, and each iteration
   // copies the next one (into the other buffer) before it waits for its own. Every iteration
   // commits one cp.async group (empty past the group's last set), so waiting for all but the
@@ -132,7 +141,7 @@ void NormLowering::gridSets(const ExprP& group) {
       b_.emit(kir::barrier(kir::Barrier::Block));
       if (prefetch()) {
         ExprP next = b_.add(set, c(G));
-        b_.ifThen(b_.op(kir::IndexOp::Ult, next, c(k_.row_sets)), "prefetch", [&] {
+        b_.ifThen(b_.op(kir::IndexOp::Ult, next, row_sets), "prefetch", [&] {
           buf_base_ = b_.mul(b_.op(kir::IndexOp::Xor, parity_, c(1)), c(buffer_bytes_));
           issueFill(b_.mul(next, c(k_.rows_per_block)));
         });
@@ -142,10 +151,11 @@ void NormLowering::gridSets(const ExprP& group) {
       rowsAt(b_.mul(set, c(k_.rows_per_block)));
     };
     // The same for every block of a group: its barriers stay matched.
-    if (k_.row_sets % G != 0) b_.uniformIf(b_.op(kir::IndexOp::Lt, set, c(k_.row_sets)), "set", body);
+    // (A symbolic count may leave any group a set short: unless one group walks them all.)
+    if ((k_.symbolic() && G > 1) || k_.row_sets % G != 0) b_.uniformIf(b_.op(kir::IndexOp::Lt, set, row_sets), "set", body);
     else body();
     return carried;
-  });
+  }, 1, trips_at_run);
   exitGrid(group_ws_, k_.split);
 }
 
@@ -464,8 +474,6 @@ kir::Kernel lowerNormalization(const ir::Fusion& f, const NormKernel& k,
   out.name = k.name;
   out.scheduler = "normalization";
   if (k.symbolic()) {
-    LOOM_ASSERT(!k.grid_sync && !k.rowTier() && k.cluster == 1,
-                "a symbolic row count in a tier that counts its row sets ({})", k.name);
     std::vector<const ir::Value*> outs;
     for (const auto& o : f.outputs()) outs.push_back(o.value);
     out.params = kir::fusionParams(f, descsWithSize(f.inputs(), inputs, k.size_symbol, k.size_max),

@@ -33,14 +33,14 @@ Chunk NormLowering::rowPiece(const ExprP& p, const ExprP& first_row) {
     e = b_.add(b_.add(lo, mine), hi);
   }
   ExprP row = b_.add(first_row, r_sub);
-  ExprP row_ok = b_.op(kir::IndexOp::Ult, row, c(k_.rows()));
+  ExprP row_ok = b_.op(kir::IndexOp::Ult, row, rows());
   ExprP e_ok = b_.op(kir::IndexOp::And, slot_ok, b_.op(kir::IndexOp::Ult, e, c(n)));
   Chunk ch;
   ch.valid = b_.op(kir::IndexOp::And, row_ok, e_ok);
   ExprP ci = b_.select(e_ok, e, c(n - 1));
   ch.slot = slot ? slot : ci;
   // Rows come in whole vectors (the row axis divides by row_vec): the last one stands in.
-  ch.idx = b_.unravel(b_.select(row_ok, row, c(k_.rows() - k_.row_vec)), k_.outer_shape, 1);
+  ch.idx = b_.unravel(b_.select(row_ok, row, lastRow(k_.row_vec)), k_.outer_shape, 1);
   auto red = b_.unravel(ci, k_.red_shape, 1);
   ch.idx.insert(ch.idx.end(), red.begin(), red.end());
   ch.r_sub = b_.convert(r_sub, Type::i32());

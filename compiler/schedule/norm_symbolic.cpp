@@ -1,8 +1,7 @@
-// LOOM_TUNE_SYMBOLIC for the normalization scheduler: the row count of the tiers that give each
-// block its own rows, and of kernels with column reductions (whose blocks walk row sets up to
-// the parameter), becomes a kernel parameter (NormKernel::size_symbol), where the outermost
-// iterated atom is a size symbol that every tensor names as a whole dim. The grid tier and the
-// vectors of rows (which count their row sets as constants) and clusters keep every size known. As for pointwise kernels, the key of such a kernel is its
+// LOOM_TUNE_SYMBOLIC for the normalization scheduler: the row count becomes a kernel parameter
+// (NormKernel::size_symbol) where the outermost iterated atom is a size symbol that every tensor
+// names as a whole dim, outermost in memory: in every tier (the persistent ones, column kernels
+// and the grid tier, walk their row sets up to it). As for pointwise kernels, the key of such a kernel is its
 // printed kernel IR (compile.cpp symbolicClass): any other use of the size splits the class.
 #include <algorithm>
 #include <limits>
@@ -44,10 +43,6 @@ Wide maxOffset(const NormKernel& k, int64_t n) {
 }  // namespace
 
 void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, NormKernel& k) {
-  if (k.grid_sync || k.rowTier() || k.cluster != 1) {
-    k.reason += "; every size known (this tier counts its row sets)";
-    return;
-  }
   const std::string s = firstAtom(k.outer_atoms);
   auto it = sizes.find(s);
   if (s.empty() || it == sizes.end() || !symbolOnlyWhole(f, s) || k.outer_shape.empty() ||
@@ -80,11 +75,24 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vec
   // the last, the clamp) stays within twice the rows and offsets it reaches.
   const Wide lim = k.index64 ? (Wide{1} << 61) : (Wide{1} << 30);
   k.size_factor = k.outer_shape[0] / n;
+  // The grid tier counts its grid barriers in 32 bits: (set * barriers a set + barrier) times the
+  // blocks of a row; a set's barriers are at most one per reduction of the row.
+  int reductions = 0;
+  std::vector<lower::EPtr> roots;
+  for (const auto& st : k.stores) roots.push_back(st.value);
+  lower::visitPostOrder(roots, [&](const lower::ENode& e) { reductions += e.kind == lower::ENode::Kind::Reduce; });
   auto fits = [&](int64_t m) {
     const Wide rows = Wide{m} * factor;
+    if (k.grid_sync) {
+      const Wide sets = (rows + rpb - 1) / rpb;
+      const Wide trips = (sets + k.grid_groups - 1) / k.grid_groups;
+      if ((trips + 1) * (reductions + 1) * k.split >= (Wide{1} << 31)) return false;
+    }
     const Wide grid = (rows + rpb - 1) / rpb;
-    const Wide walked = k.columns ? Wide{k.grid} * rpb : 0;  // the last trip's sets past the rows
-    return rows + rpb + walked < lim && grid <= std::numeric_limits<int32_t>::max() && maxOffset(k, m) < lim;
+    // The last trip's sets past the rows (persistent grids), a cluster's blocks.
+    const Wide walked = k.columns ? Wide{k.grid} * rpb : k.grid_sync ? Wide{k.grid_groups} * rpb : 0;
+    return rows + rpb + walked < lim && grid * k.cluster <= std::numeric_limits<int32_t>::max() &&
+           maxOffset(k, m) < lim;
   };
   if (!fits(n)) {
     k.reason += fmt::format("; every size known ({} = {} reaches past half the index range)", s, n);
@@ -94,8 +102,9 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vec
   k.size_value = n;
   k.rows_factor = factor;
   k.size_max = largestFitting(n, fits);
-  // A kernel with column reductions is a persistent grid: its blocks walk the row sets.
-  k.grid_max = k.columns ? k.grid : (k.size_max * factor + rpb - 1) / rpb;
+  // Persistent grids (column reductions, the grid tier) walk the row sets; clusters take a
+  // block per cluster rank.
+  k.grid_max = k.columns || k.grid_sync ? k.grid : (k.size_max * factor + rpb - 1) / rpb * k.cluster;
   k.reason += fmt::format("; {} = {} a kernel parameter (symbolic): this kernel serves {} from 1 to {}", s, n, s,
                           k.size_max);
 }
