@@ -95,7 +95,8 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vec
            maxOffset(k, m) < lim;
   };
   if (!fits(n)) {
-    k.reason += fmt::format("; every size known ({} = {} reaches past half the index range)", s, n);
+    k.reason += fmt::format("; every size known ({} = {} reaches past half the index range, or past 32 bits "
+                            "of the grid's barrier counts)", s, n);
     return;
   }
   k.size_symbol = s;
