@@ -25,19 +25,12 @@ std::string firstAtom(const std::string& atoms) {
   return atoms.substr(b + 1, e - b - 1);
 }
 
+// The furthest element a kernel of `n` (its first row axis `size_factor` n) reaches.
 Wide maxOffset(const NormKernel& k, int64_t n) {
   std::vector<int64_t> shape = k.outer_shape;
   shape[0] = n * k.size_factor;
   shape.insert(shape.end(), k.red_shape.begin(), k.red_shape.end());
-  auto reach = [&](int64_t offset, const std::vector<int64_t>& strides) {
-    Wide m = offset;
-    for (size_t i = 0; i < strides.size() && i < shape.size(); ++i) m += Wide{shape[i] - 1} * std::abs(strides[i]);
-    return m + k.vec;
-  };
-  Wide most = 0;
-  for (const auto& [leaf, access] : k.load_access) most = std::max(most, reach(leaf.offset, leaf.strides));
-  for (const auto& s : k.stores) most = std::max(most, reach(s.offset, s.strides));
-  return most;
+  return furthestReach(shape, k.vec, k.load_access, k.stores);
 }
 
 }  // namespace

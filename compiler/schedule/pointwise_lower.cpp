@@ -104,10 +104,7 @@ kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
   out.scheduler = "pointwise";
   const bool symbolic = !k.size_symbol.empty();
   if (symbolic) {
-    std::vector<const ir::Value*> outs;
-    for (const auto& o : f.outputs()) outs.push_back(o.value);
-    out.params = kir::fusionParams(f, descsWithSize(f.inputs(), inputs, k.size_symbol, k.size_max),
-                                   descsWithSize(outs, k.outputs, k.size_symbol, k.size_max));
+    out.params = paramsAtLargest(f, inputs, k.outputs, k.size_symbol, k.size_max);
     out.sizes.push_back({sizeVar(k.size_symbol), k.size_max});
   } else {
     out.params = kir::fusionParams(f, inputs, k.outputs);

@@ -29,19 +29,11 @@ std::optional<std::string> outerSymbol(const ir::Fusion& f, const PointwiseKerne
 
 using Wide = __int128;
 
-// Offsets a kernel of outer size `n` reaches at most, and its chunk count.
+// The furthest element a kernel of outer size `n` reaches.
 Wide maxOffset(const PointwiseKernel& k, int64_t n) {
   std::vector<int64_t> shape = k.iter_shape;
   shape[0] = n * k.size_factor;
-  auto reach = [&](int64_t offset, const std::vector<int64_t>& strides) {
-    Wide m = offset;
-    for (size_t i = 0; i < strides.size() && i < shape.size(); ++i) m += Wide{shape[i] - 1} * std::abs(strides[i]);
-    return m + k.vec;
-  };
-  Wide most = 0;
-  for (const auto& [leaf, access] : k.load_access) most = std::max(most, reach(leaf.offset, leaf.strides));
-  for (const auto& s : k.stores) most = std::max(most, reach(s.offset, s.strides));
-  return most;
+  return furthestReach(shape, k.vec, k.load_access, k.stores);
 }
 
 }  // namespace

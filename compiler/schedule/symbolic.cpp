@@ -49,6 +49,13 @@ std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& value
   return descs;
 }
 
+std::vector<kir::Param> paramsAtLargest(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                                        const std::vector<TensorDesc>& outputs, const std::string& s, int64_t max) {
+  std::vector<const ir::Value*> outs;
+  for (const auto& o : f.outputs()) outs.push_back(o.value);
+  return kir::fusionParams(f, descsWithSize(f.inputs(), inputs, s, max), descsWithSize(outs, outputs, s, max));
+}
+
 int64_t largestFitting(int64_t n, const std::function<bool(int64_t)>& fits) {
   constexpr int64_t kMost = int64_t{1} << 50;
   int64_t hi = n;

@@ -1,11 +1,15 @@
 #pragma once
 // What the schedulers share for LOOM_TUNE_SYMBOLIC (a size a kernel takes at run time; see
 // kir::Kernel::sizes and compile.h's symbolicClass).
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "compiler/kir/kir.h"
+#include "compiler/lower/strided_expr.h"
 #include "compiler/tensor_desc.h"
 #include "ir/fusion.h"
 
@@ -32,6 +36,28 @@ bool names(const ir::Value* v, const std::string& s);
 // up to `value` may reach, which the verifier bounds its accesses by.
 std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
                                       const std::string& s, int64_t value);
+
+// A symbolic kernel's parameters: `f`'s tensors as `kir::fusionParams` makes them, every dim named
+// `s` at `max` (the largest size it serves, which the verifier bounds its accesses by).
+std::vector<kir::Param> paramsAtLargest(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                                        const std::vector<TensorDesc>& outputs, const std::string& s, int64_t max);
+
+// The furthest element (plus a vector) any load of `loads` or store of `stores` reaches over a
+// kernel's axes of extents `shape`: each an offset and strides over those axes.
+template <typename Stores>
+__int128 furthestReach(const std::vector<int64_t>& shape, int vec, const std::map<lower::Leaf, kir::Access>& loads,
+                       const Stores& stores) {
+  auto reach = [&](int64_t offset, const std::vector<int64_t>& strides) {
+    __int128 m = offset;
+    for (size_t i = 0; i < strides.size() && i < shape.size(); ++i)
+      m += static_cast<__int128>(shape[i] - 1) * (strides[i] < 0 ? -strides[i] : strides[i]);
+    return m + vec;
+  };
+  __int128 most = 0;
+  for (const auto& [leaf, access] : loads) most = std::max(most, reach(leaf.offset, leaf.strides));
+  for (const auto& st : stores) most = std::max(most, reach(st.offset, st.strides));
+  return most;
+}
 
 // The largest size from `n` on for which `fits` holds (`fits(n)` is taken to hold; `fits` only
 // turns false once), at most 2^50.
