@@ -64,7 +64,7 @@ class Worker {
       queue_.pop_front();
       busy_ = true;
       lock.unlock();
-      const bool made = attachCubin(t.kernel, t.sm, nullptr);
+      const bool made = attachCubin(t.kernel, t.sm);
       if (made) diskCacheStore(t.key, t.kernel);
       lock.lock();
       made_ += made;

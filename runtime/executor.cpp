@@ -125,13 +125,11 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     }
     if (!loaded) {
       CompiledKernel k = pk.kernel;
-      bool store = false;
       if (k.llvm_ptx_ms > 0) {
         st.source = CompileStats::Source::Compiled;
         st.llvm_ptx_ms += k.llvm_ptx_ms;
-        store = true;
+        runtime::diskCacheStore(pk.key, k);
       }
-      if (store) runtime::diskCacheStore(pk.key, k);
       // Loaded now as the entry has it (PTX through the driver's JIT where it has no cubin for
       // this GPU); its cubin is made in the background for the disk cache and the next process.
       runtime::makeCubinLater(pk.key, k, runtime::Device::get().smVersion());

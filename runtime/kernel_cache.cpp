@@ -55,7 +55,9 @@ std::string serializeKernel(const std::string& key, const CompiledKernel& k) {
                       k.cooperative ? 1 : 0, k.workspace_bytes, k.outputs.size());
   for (size_t i = 0; i < k.outputs.size(); ++i)
     body += "out " + descLine(k.outputs[i], k.output_alias[i]) + "\n";
-  body += fmt::format("sizes {}{}\n", k.size_args.size(), k.size_args.empty() ? "" : " " + fmt::format("{}", fmt::join(k.size_args, " ")));
+  body += fmt::format("sizes {}", k.size_args.size());
+  for (const std::string& s : k.size_args) body += " " + s;
+  body += "\n";
   body += fmt::format("ptx {}\n{}", k.ptx.size(), k.ptx);
   // The cubin made from that PTX, raw bytes after its length (0 bytes: none made).
   body += fmt::format("\ncubin {} {}\n", k.cubin_sm, k.cubin.size());

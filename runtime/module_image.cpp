@@ -28,7 +28,7 @@ bool cubinsEnabled() {
   return on;
 }
 
-bool attachCubin(CompiledKernel& k, int sm, double* ms) {
+bool attachCubin(CompiledKernel& k, int sm) {
   if (!cubinsEnabled() || (k.cubin_sm == sm && !k.cubin.empty())) return false;
   std::string why;
   if (!ptxCompilerAvailable(&why)) {
@@ -42,7 +42,6 @@ bool attachCubin(CompiledKernel& k, int sm, double* ms) {
   }
   k.cubin = std::move(c->image);
   k.cubin_sm = sm;
-  if (ms) *ms += c->ms;
   return true;
 }
 

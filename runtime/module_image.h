@@ -12,8 +12,8 @@ namespace loom::runtime {
 bool cubinsEnabled();
 
 // Gives `k` a cubin for sm_`sm` unless it has one already; true when it made one (the caller
-// stores the entry again), adding its compile time to `*ms` (where given).
-bool attachCubin(CompiledKernel& k, int sm, double* ms);
+// stores the entry again).
+bool attachCubin(CompiledKernel& k, int sm);
 
 // Loads `k`'s cubin, or its PTX where it has none or the driver refuses the cubin.
 Module loadModule(const CompiledKernel& k);

@@ -49,16 +49,8 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vec
     k.reason += fmt::format("; every size known ({} = 1)", s);
     return;
   }
-  std::vector<const ir::Value*> outs;
-  for (const auto& o : f.outputs()) outs.push_back(o.value);
-  for (const auto& [leaf, access] : k.load_access)
-    if (!leaf.strides.empty() && leaf.strides[0] != 0 && !names(f.inputs()[static_cast<size_t>(leaf.input)], s)) {
-      k.reason += fmt::format("; every size known (input `{}` moves along {} but does not name it)",
-                              f.inputs()[static_cast<size_t>(leaf.input)]->name(), s);
-      return;
-    }
-  if (!outermostInMemory(f.inputs(), inputs, s) || !outermostInMemory(outs, k.outputs, s)) {
-    k.reason += fmt::format("; every size known ({} is not outermost in every tensor's memory)", s);
+  if (const std::string why = sizeBlocker(f, inputs, k.outputs, k.load_access, s); !why.empty()) {
+    k.reason += "; every size known (" + why + ")";
     return;
   }
   const int64_t n = it->second;

@@ -59,18 +59,8 @@ void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<
     k.reason += fmt::format("; every size known ({} is not the outermost iterated axis)", *s);
     return;
   }
-  std::vector<const ir::Value*> outs;
-  for (const auto& o : f.outputs()) outs.push_back(o.value);
-  // A tensor that moves along the size's axis without naming it (a slice x[:N] of x[M]) has a
-  // fixed extent the kernel would run past.
-  for (const auto& [leaf, access] : k.load_access)
-    if (!leaf.strides.empty() && leaf.strides[0] != 0 && !names(f.inputs()[static_cast<size_t>(leaf.input)], *s)) {
-      k.reason += fmt::format("; every size known (input `{}` moves along {} but does not name it)",
-                              f.inputs()[static_cast<size_t>(leaf.input)]->name(), *s);
-      return;
-    }
-  if (!outermostInMemory(f.inputs(), inputs, *s) || !outermostInMemory(outs, k.outputs, *s)) {
-    k.reason += fmt::format("; every size known ({} is not outermost in every tensor's memory)", *s);
+  if (const std::string why = sizeBlocker(f, inputs, k.outputs, k.load_access, *s); !why.empty()) {
+    k.reason += "; every size known (" + why + ")";
     return;
   }
   k.size_symbol = *s;

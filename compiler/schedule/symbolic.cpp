@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace loom::schedule {
 
 bool symbolOnlyWhole(const ir::Fusion& f, const std::string& s) {
@@ -37,6 +39,21 @@ bool names(const ir::Value* v, const std::string& s) {
   for (const Extent& e : v->shape())
     if (e == Extent::symbol(s)) return true;
   return false;
+}
+
+std::string sizeBlocker(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                        const std::vector<TensorDesc>& outputs, const std::map<lower::Leaf, kir::Access>& loads,
+                        const std::string& s) {
+  for (const auto& [leaf, access] : loads) {
+    const ir::Value* in = f.inputs()[static_cast<size_t>(leaf.input)];
+    if (!leaf.strides.empty() && leaf.strides[0] != 0 && !names(in, s))
+      return fmt::format("input `{}` moves along {} but does not name it", in->name(), s);
+  }
+  std::vector<const ir::Value*> outs;
+  for (const auto& o : f.outputs()) outs.push_back(o.value);
+  if (!outermostInMemory(f.inputs(), inputs, s) || !outermostInMemory(outs, outputs, s))
+    return fmt::format("{} is not outermost in every tensor's memory", s);
+  return "";
 }
 
 std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,

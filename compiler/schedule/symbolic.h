@@ -32,6 +32,14 @@ bool outermostInMemory(const std::vector<const ir::Value*>& values, const std::v
 // Whether value `v` names symbol `s` in some dim.
 bool names(const ir::Value* v, const std::string& s);
 
+// Why a kernel whose loads are `loads` (strides over its axes, the size's axis first) may not
+// take `s` at run time, for the schedulers' reasons: an input that moves along it without
+// naming it (its extent would not follow), or a tensor where it is not outermost in memory
+// (outermostInMemory); "" where nothing stands in the way.
+std::string sizeBlocker(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                        const std::vector<TensorDesc>& outputs, const std::map<lower::Leaf, kir::Access>& loads,
+                        const std::string& s);
+
 // `descs` (of `values`) with every dim named `s` at `value`: the tensors a kernel serving sizes
 // up to `value` may reach, which the verifier bounds its accesses by.
 std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
