@@ -46,6 +46,9 @@ struct Loaded {
   Bindings sizes;
 };
 Loaded loadFromArgs(const Args& a, const std::string& cmd);
+// Device buffers for `f`'s inputs at these sizes and layouts, holding no data yet (loom bench).
+std::vector<DeviceTensor> emptyInputs(const ir::Fusion& f, const Bindings& sizes,
+                                      const std::map<std::string, std::vector<int>>& layouts);
 // `--layout x=nhwc` (or nchw, or a permutation like 0,2,3,1): memory order per input name.
 std::map<std::string, std::vector<int>> layoutsFromArgs(const Args& a, const ir::Fusion& f);
 // `--NAME V` as a whole number in [lo, hi], or `fallback` where it is not given; anything else

@@ -48,19 +48,6 @@ void compileAndMeasure(const ir::Fusion& f, const Bindings& sizes, const Tuning&
   for (const auto& pk : cold.kernels) r.cold_llvm_ptx_ms += pk.kernel.llvm_ptx_ms;
 }
 
-// Input buffers of the right shapes and layouts but no data yet: a fusion no scheduler accepts
-// fails on these, before gigabytes of inputs are read.
-std::vector<DeviceTensor> emptyInputs(const ir::Fusion& f, const Bindings& sizes,
-                                      const std::map<std::string, std::vector<int>>& layouts) {
-  std::vector<DeviceTensor> dev_in;
-  for (const ir::Value* v : f.inputs()) {
-    auto shape = evalShape(v, sizes);
-    auto lay = layouts.find(v->name());
-    dev_in.push_back(DeviceTensor::allocate(
-        v->dtype(), shape, lay == layouts.end() ? contiguousStrides(shape) : stridesForOrder(shape, lay->second)));
-  }
-  return dev_in;
-}
 
 // Host overhead: back-to-back launches of the cached plan, in batches short enough never to
 // fill the launch queue (so host time is not GPU time), synchronizing between batches.
@@ -151,6 +138,20 @@ int benchImpl(const Args& a, BenchResult& r) {
 }
 
 }  // namespace
+
+// Input buffers of the right shapes and layouts but no data yet: a fusion no scheduler accepts
+// fails on these, before gigabytes of inputs are read.
+std::vector<DeviceTensor> emptyInputs(const ir::Fusion& f, const Bindings& sizes,
+                                      const std::map<std::string, std::vector<int>>& layouts) {
+  std::vector<DeviceTensor> dev_in;
+  for (const ir::Value* v : f.inputs()) {
+    auto shape = evalShape(v, sizes);
+    auto lay = layouts.find(v->name());
+    dev_in.push_back(DeviceTensor::allocate(
+        v->dtype(), shape, lay == layouts.end() ? contiguousStrides(shape) : stridesForOrder(shape, lay->second)));
+  }
+  return dev_in;
+}
 
 int runBenchSizes(const Args& a, const std::string& spec);  // cmd_bench_sizes.cpp
 

@@ -83,14 +83,8 @@ int runBenchSizes(const Args& a, const std::string& spec) {
   for (int64_t v = range.first; v <= range.last; v += range.step) {
     Bindings sizes = l.sizes;
     sizes[range.symbol] = v;
-    std::vector<DeviceTensor> in;
-    for (const ir::Value* x : l.fusion->inputs()) {
-      auto shape = evalShape(x, sizes);
-      auto lay = layouts.find(x->name());
-      in.push_back(DeviceTensor::allocate(x->dtype(), shape,
-                                          lay == layouts.end() ? contiguousStrides(shape) : stridesForOrder(shape, lay->second)));
-      in.back().poison(0);
-    }
+    std::vector<DeviceTensor> in = emptyInputs(*l.fusion, sizes, layouts);
+    for (auto& t : in) t.poison(0);
     dev.synchronize();
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<DeviceTensor> outs = ex.allocateOutputs(in, sizes);
