@@ -13,9 +13,10 @@
 //   and the reference's exact one can round to neighbouring steps); a cast of an exact value
 //   adds nothing (both sides round it to nearest even);
 // - an elementwise op carries its operands' bounds through its own function: the largest
-//   change of the result over the corners of the operands' intervals (a function that turns
-//   within an interval, such as sin over a wide one, may change more: first order only), and
-//   no bound at all (infinity) where an interval holds a pole or leaves the function's domain;
+//   change of the result over the corners of the operands' intervals and over the points
+//   where the function turns inside them (sin over several periods: anything in [-1, 1];
+//   remainder: a jump of |b| where a / b may cross an integer), and no bound at all
+//   (infinity) where an interval holds a pole or leaves the function's domain;
 // - a sum carries the sum of its inputs' bounds, plus (2 + log2 n + sqrt(min(n, 1024))) f32
 //   units of the sum of their magnitudes: a tree's depth, and the typical rounding of a
 //   thread's serial run of up to 1024 adds. A well-conditioned sum so gains less slack than
@@ -30,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "ir/error.h"
 #include "ir/op_math.h"
@@ -102,6 +104,56 @@ double spread2(F f, double a, double ea, double b, double eb, double y) {
   return d;
 }
 
+// The points inside [lo, hi] where unary op k turns (its local extremes), which the ends of an
+// interval miss; false where there are too many to list (sin and cos over several periods:
+// then anything in [-1, 1] may come out).
+bool turningPoints(ir::OpKind k, double lo, double hi, std::vector<double>& at) {
+  auto within = [&](double p) {
+    if (p > lo && p < hi) at.push_back(p);
+  };
+  switch (k) {
+    case ir::OpKind::Abs: within(0.0); return true;
+    case ir::OpKind::Silu: within(-1.2784645427610738); return true;   // x sigmoid(x) is least here
+    case ir::OpKind::Gelu: within(-0.7517915241350004); return true;   // x Phi(x)
+    case ir::OpKind::GeluTanh: within(-0.7524614126); return true;     // its tanh form's least, to 1e-9
+    case ir::OpKind::Sin:
+    case ir::OpKind::Cos: {
+      // sin turns at pi/2 + j pi, cos at j pi.
+      const double phase = k == ir::OpKind::Sin ? M_PI / 2 : 0.0;
+      const double first = std::ceil((lo - phase) / M_PI), last = std::floor((hi - phase) / M_PI);
+      if (last - first >= 2) return false;
+      for (double j = first; j <= last; ++j) within(phase + j * M_PI);
+      return true;
+    }
+    default: return true;  // monotonic, or steps that only move at the ends' side
+  }
+}
+
+// spread1 for unary op k, its turning points inside the interval included.
+double spreadUnary(ir::OpKind k, DType t, double x, double ex, double y) {
+  auto f = [&](double v) { return ir::evalUnary(k, v, t); };
+  double d = spread1(f, x, ex, y);
+  if (ex == 0.0 || !std::isfinite(y) || std::isinf(d)) return d;
+  std::vector<double> at;
+  if (!turningPoints(k, x - ex, x + ex, at)) return std::max(std::fabs(1.0 - y), std::fabs(1.0 + y));
+  for (double p : at) d = std::max(d, std::fabs(f(p) - y));
+  return d;
+}
+
+// remainder(a, b) jumps by |b| where a / b crosses an integer: a box of operands whose corners
+// do not share floor(a / b) may give anything within |b| of the result.
+double remainderJump(double a, double ea, double b, double eb) {
+  if (ea == 0.0 && eb == 0.0) return 0.0;
+  double lo = kInf, hi = -kInf;
+  for (double sa : {-1.0, 1.0})
+    for (double sb : {-1.0, 1.0}) {
+      const double q = std::floor((a + sa * ea) / (b + sb * eb));
+      lo = std::min(lo, q);
+      hi = std::max(hi, q);
+    }
+  return lo == hi ? 0.0 : std::fabs(b) + eb;
+}
+
 bool poleAtZero(ir::OpKind k) {
   return k == ir::OpKind::Reciprocal || k == ir::OpKind::Rsqrt || k == ir::OpKind::Log ||
          k == ir::OpKind::Log2;
@@ -132,9 +184,7 @@ Dense boundPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
       case ir::OpFamily::Predicate:
       case ir::OpFamily::LogicalNot: {
         const double a = x(0, off), ea = ex(0, off);
-        d = poleAtZero(k) && straddlesZero(a, ea)
-                ? kInf
-                : spread1([&](double v) { return ir::evalUnary(k, v, t); }, a, ea, y[i]);
+        d = poleAtZero(k) && straddlesZero(a, ea) ? kInf : spreadUnary(k, t, a, ea, y[i]);
         break;
       }
       case ir::OpFamily::Binary:
@@ -145,6 +195,7 @@ Dense boundPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
         const bool pole = (k == ir::OpKind::Div || k == ir::OpKind::Remainder) && straddlesZero(b, eb);
         d = pole ? kInf
                  : spread2([&](double p, double q) { return ir::evalBinary(k, p, q, t); }, a, ea, b, eb, y[i]);
+        if (k == ir::OpKind::Remainder && !pole && std::isfinite(d)) d = std::max(d, remainderJump(a, ea, b, eb));
         break;
       }
       case ir::OpFamily::Where: {

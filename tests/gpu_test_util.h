@@ -22,10 +22,10 @@ inline bool haveGpu() {
   return false;
 }
 
-// Random inputs (in the given memory orders), poisoned outputs, two runs, every output checked.
-inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
-                       const std::map<std::string, std::vector<int>>& layouts = {},
-                       uint64_t seed = 1, double lo = -1.0, double hi = 1.0) {
+// Random inputs of `f` (in the given memory orders).
+inline std::vector<HostTensor> randomHostInputs(const ir::Fusion& f, const Bindings& sizes,
+                                                const std::map<std::string, std::vector<int>>& layouts = {},
+                                                uint64_t seed = 1, double lo = -1.0, double hi = 1.0) {
   std::vector<HostTensor> host;
   for (const ir::Value* v : f.inputs()) {
     auto shape = evalShape(v, sizes);
@@ -34,6 +34,11 @@ inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
     if (it != layouts.end()) t = t.withOrder(it->second);
     host.push_back(t);
   }
+  return host;
+}
+
+// The given inputs, poisoned outputs, two runs, every output checked.
+inline void checkOnGpuWith(const ir::Fusion& f, const Bindings& sizes, const std::vector<HostTensor>& host) {
   Executor ex(f);
   auto ref = evaluateReference(f, host, sizes);
   // Twice, on fresh copies of the inputs (in-place outputs update them) into fresh poisoned
@@ -52,6 +57,13 @@ inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
       CHECK(cs[i].ok);
     }
   }
+}
+
+// Random inputs (in the given memory orders), poisoned outputs, two runs, every output checked.
+inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
+                       const std::map<std::string, std::vector<int>>& layouts = {},
+                       uint64_t seed = 1, double lo = -1.0, double hi = 1.0) {
+  checkOnGpuWith(f, sizes, randomHostInputs(f, sizes, layouts, seed, lo, hi));
 }
 
 }  // namespace loom::test

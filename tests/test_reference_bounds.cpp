@@ -263,3 +263,41 @@ TEST_CASE("compareOutputs: well-conditioned results gain no slack", "[reference]
   CHECK_FALSE(w.ok);
   CHECK(w.bounded);
 }
+
+TEST_CASE("reference bounds: a function that turns inside an operand's interval", "[reference][bounds]") {
+  // x / s with s a mean near zero: x / s is known only to within a few radians, so sin of it
+  // may be anything in [-1, 1], though sin takes about the same value at both ends of the
+  // interval (found by the GPU soak: seed 1, case 8740).
+  FusionBuilder fb("turns");
+  auto x = fb.input("x", DType::F32, {"N"});
+  auto s = mean(x, {0}, /*keepdim=*/true);
+  auto q = x / s;
+  fb.output("sin", sin(q));
+  fb.output("cos", cos(q));
+  fb.output("abs", abs(x - s));
+  fb.output("rem", remainder(q, 1.0));
+  auto f = fb.finish();
+  // The mean is 2^-20 of the magnitudes, q about 1e6 and its bound some radians wide.
+  auto xt = HostTensor::fromValues(DType::F32, {4}, {1.0, -1.0, 0.5, -0.5 + std::ldexp(1.0, -18)});
+  auto rb = evaluateReferenceBounds(*f, {xt});
+  for (int k : {0, 1}) {
+    INFO("output " << k);
+    const double y = rb.values[k].getLinear(0);
+    CHECK(rb.bounds[k].getLinear(0) == Approx(std::max(1 - y, 1 + y)));
+  }
+  // remainder by 1 of a value known to within radians: anything in [0, 1).
+  CHECK(rb.bounds[3].getLinear(0) >= 1.0);
+  // abs turns at 0: x - s is far from it here, so only the ends count.
+  CHECK(rb.bounds[2].getLinear(0) < 1e-5);
+  // A sin whose operand's interval holds one peak: the peak counts, beside the ends.
+  FusionBuilder fp("peak");
+  auto a = fp.input("a", DType::F32, {"N"});
+  auto b = fp.input("b", DType::F32, {"N"});
+  fp.output("y", sin(a * b));
+  auto g = fp.finish();
+  // a * b = pi/2 + 1e-4 in f32: its own rounding is far below 1e-4, so the peak is not inside.
+  auto at = HostTensor::fromValues(DType::F32, {1}, {M_PI / 2 + 1e-4});
+  auto bt = HostTensor::fromValues(DType::F32, {1}, {1.0});
+  auto pb = evaluateReferenceBounds(*g, {at, bt});
+  CHECK(pb.bounds[0].getLinear(0) < 1e-6);
+}

@@ -47,6 +47,18 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     LOOM_USER_CHECK(!o.value->isInput(), "output `{}` is input `{}` itself; loom computes outputs, "
                     "it does not copy inputs", o.name, o.value->name());
   SegmentPlan plan;
+  // Only ops some output needs: a value nothing reads would otherwise join a kernel's
+  // iteration space (an unused slice of a gate matrix gave a reduction 2.5e15 rows), and a
+  // value only those read is no kernel's output.
+  std::set<const ir::Op*> live;
+  std::vector<const ir::Value*> todo;
+  for (const auto& o : f.outputs()) todo.push_back(o.value);
+  while (!todo.empty()) {
+    const ir::Value* v = todo.back();
+    todo.pop_back();
+    if (v->isInput() || !live.insert(v->definition()).second) continue;
+    for (const ir::Value* in : v->definition()->inputs()) todo.push_back(in);
+  }
   std::map<const ir::Value*, TensorDesc> known;
   for (size_t i = 0; i < inputs.size(); ++i) known[f.inputs()[i]] = inputs[i];
   // What one kernel would move: the fusion's inputs and outputs (their descriptions once the
@@ -94,7 +106,7 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     c.ops = cheap.empty() ? ops : withRecomputed(ops);
     c.pulled.insert(c.ops.begin(), c.ops.end());
     for (const ir::Op* op : ops) c.pulled.erase(op);
-    c.sub = extractSegment(f, c.ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending, c.pulled);
+    c.sub = extractSegment(f, c.ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending, c.pulled, &live);
     *acc = acceptFusion(*c.sub.fusion, sizes, descsOf(c.sub), opts, why);
     return c;
   };
@@ -113,17 +125,6 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     plan.segments.push_back(std::move(seg));
   };
 
-  // Only ops some output needs: a value nothing reads would otherwise join a kernel's
-  // iteration space (an unused slice of a gate matrix gave a reduction 2.5e15 rows).
-  std::set<const ir::Op*> live;
-  std::vector<const ir::Value*> todo;
-  for (const auto& o : f.outputs()) todo.push_back(o.value);
-  while (!todo.empty()) {
-    const ir::Value* v = todo.back();
-    todo.pop_back();
-    if (v->isInput() || !live.insert(v->definition()).second) continue;
-    for (const ir::Value* in : v->definition()->inputs()) todo.push_back(in);
-  }
   std::set<const ir::Op*> defines_output;
   for (const auto& o : f.outputs()) defines_output.insert(o.value->definition());
   std::vector<const ir::Op*> all;

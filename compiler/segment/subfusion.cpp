@@ -11,7 +11,7 @@ namespace loom::segment {
 
 SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& ops,
                          const std::string& name, const std::set<const ir::Op*>& pending,
-                         const std::set<const ir::Op*>& recomputed) {
+                         const std::set<const ir::Op*>& recomputed, const std::set<const ir::Op*>* live) {
   SubFusion s;
   s.fusion = std::make_unique<ir::Fusion>(name);
   std::set<const ir::Op*> in_seg(ops.begin(), ops.end());
@@ -46,7 +46,8 @@ SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& 
       // (a cheap view its readers would recompute if they join this segment).
       bool bcast = std::any_of(v->axes().begin(), v->axes().end(), [](const auto& a) { return a.broadcast; });
       for (const ir::Op* u : f.uses(v))
-        used_outside = used_outside || (!in_seg.count(u) && (!pending.count(u) || !bcast));
+        if (!live || live->count(u))
+          used_outside = used_outside || (!in_seg.count(u) && (!pending.count(u) || !bcast));
       std::string out_name = v->name();
       bool is_output = false;
       for (const auto& o : f.outputs())

@@ -25,8 +25,11 @@ struct SubFusion {
 // Ops in `recomputed` (cheap functions of the fusion's inputs this segment computes again for
 // its own ops) give no output: whoever else reads them computes them too, and the segment that
 // has them as its own writes them where the fusion outputs them.
+// Where `live` is given, uses by ops outside it (ops no output of the fusion needs, never
+// computed) are no uses.
 SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& ops,
                          const std::string& name, const std::set<const ir::Op*>& pending = {},
-                         const std::set<const ir::Op*>& recomputed = {});
+                         const std::set<const ir::Op*>& recomputed = {},
+                         const std::set<const ir::Op*>* live = nullptr);
 
 }  // namespace loom::segment
