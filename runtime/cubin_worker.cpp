@@ -10,6 +10,7 @@
 
 #include "runtime/kernel_cache.h"
 #include "runtime/module_image.h"
+#include "runtime/ptx_compiler.h"
 
 namespace loom::runtime {
 namespace {
@@ -83,6 +84,11 @@ class Worker {
 };
 
 Worker& worker() {
+  // nvJitLink is opened before the worker exists: the statics it constructs when opened are
+  // destroyed at exit after the worker, whose destructor waits for the cubin in flight. Opened
+  // later (by the thread), they were destroyed first, under it: a crash as the process exited.
+  static const bool opened = ptxCompilerAvailable();
+  (void)opened;
   static Worker w;  // destroyed at exit: joins after the queue is drained
   return w;
 }
@@ -90,7 +96,7 @@ Worker& worker() {
 }  // namespace
 
 void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm) {
-  if (!cubinsEnabled() || !diskCacheEnabled()) return;
+  if (!cubinsEnabled() || !diskCacheEnabled() || !ptxCompilerAvailable()) return;
   if (k.cubin_sm == sm && !k.cubin.empty()) return;
   Task t{key, k, sm};
   t.kernel.llvm_ptx_ms = 0;

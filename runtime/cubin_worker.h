@@ -11,8 +11,8 @@
 namespace loom::runtime {
 
 // Queues `k` (under disk-cache key `key`) for a cubin for sm_`sm`. Nothing happens where cubins
-// are off (LOOM_CUBIN=0) or the disk cache is (LOOM_DISK_CACHE=0): a cubin is only worth its
-// compile when the next process can load it.
+// are off (LOOM_CUBIN=0), the disk cache is (LOOM_DISK_CACHE=0; a cubin is only worth its
+// compile when the next process can load it) or no nvJitLink is found.
 void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm);
 
 // Waits until every queued cubin is made and stored; the number made so far in this process.
