@@ -106,3 +106,23 @@ TEST_CASE("reduction scheduler: the kernel publishes partials and the last block
     LOOM_CHECK_PTXAS(k.ptx, 90);
   }
 }
+
+TEST_CASE("reduction scheduler: column partials fit a block's 48 KiB of static shared memory", "[ptx][reduction]") {
+  // Three f32 column reductions of f16 once took 48 KiB + 4 bytes (nvJitLink refused them; the
+  // GPU tests' colsum): each reduction's partials are held once, for as many rows of threads as fit.
+  for (DType t : {DType::F16, DType::F32, DType::F64})
+    for (int n : {3, 6}) {
+      FusionBuilder fb("cols");
+      auto x = fb.input("x", t, {"M", "D"});
+      auto xc = toCompute(x);
+      for (int i = 0; i < n; ++i)
+        fb.output("r" + std::to_string(i), i % 3 == 0 ? sum(xc, {0}) : i % 3 == 1 ? amax(xc, {0}) : mean(xc * xc, {0}));
+      auto f = fb.finish();
+      const Bindings sizes{{"M", 65536}, {"D", 1024}};
+      INFO(dtypeName(t) << ", " << n << " reductions");
+      StageText stages;
+      auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &stages);
+      CHECK(has(stages[DumpStage::Schedule], "outer layout"));
+      LOOM_CHECK_PTXAS(k.ptx, 90);
+    }
+}

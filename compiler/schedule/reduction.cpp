@@ -101,7 +101,9 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
 // Tiles of 32 threads across the rows (a 512-byte line of f16 rows a warp) where there are
 // enough tiles to fill the GPU; fewer threads across (down to 8) where there are not, so that
 // each tile is split over fewer blocks and its last block has fewer partials to combine.
-void outerShape(ReductionKernel& r, const CompileOptions& opts) {
+// `partial_bytes`: a thread's partials, a value of each reduction's accumulator. The block's
+// columns of threads meet in static shared memory, at most 48 KiB a block.
+void outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t partial_bytes) {
   const NormKernel& k = r.k;
   const int64_t cols = k.rows() / k.vec;  // vectors of neighbouring rows
   const int64_t target = int64_t{opts.device.sm_count} * (kThreadsPerSm / 256);
@@ -111,6 +113,8 @@ void outerShape(ReductionKernel& r, const CompileOptions& opts) {
   const int block = opts.tuning.red_block ? *opts.tuning.red_block : 256;
   r.by = 1;  // a power of two: the block's columns of threads meet 8 rows at a time
   while (r.by * 2 <= std::min(block, 1024) / r.bx) r.by *= 2;
+  constexpr int64_t kStaticSmem = 48 * 1024 - 64;  // the last block's flag beside them
+  while (r.by > 1 && int64_t{r.by} * r.bx * k.vec * partial_bytes > kStaticSmem) r.by /= 2;
   r.block = r.bx * r.by;
   r.tiles = (k.rows() + r.rowsPerBlock() - 1) / r.rowsPerBlock();
   const int64_t most = std::max<int64_t>(1, k.rowElems() / (int64_t{r.by} * 2 * r.unroll));
@@ -157,17 +161,22 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
       access = chooseAccess(d.dtype, leaf.offset, rowsLast(leaf.strides, nout), d.align_bytes, k.vec);
     }
   r.k = std::move(k);
+  int reductions = 0;
+  int64_t partial_bytes = 0;
+  std::vector<EPtr> roots;
+  for (const auto& st : r.k.stores) roots.push_back(st.value);
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    if (n.kind != ENode::Kind::Reduce) return;
+    ++reductions;
+    partial_bytes += dtypeBytes(computeDType(n.dtype));
+  });
   if (outer) {
-    outerShape(r, opts);
+    outerShape(r, opts, partial_bytes);
   } else if (std::string why = innerShape(r, opts); !why.empty()) {
     return reject(why);
   }
   if (r.grid >= (int64_t{1} << 31))
     return reject(fmt::format("{} blocks are past the GPU's launch limit of 2^31 - 1", r.grid));
-  int reductions = 0;
-  std::vector<EPtr> roots;
-  for (const auto& st : r.k.stores) roots.push_back(st.value);
-  lower::visitPostOrder(roots, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
   if (r.split > 1) {
     const int64_t counters = outer ? r.tiles : r.k.rows();  // one a row or tile
     r.counter_bytes = (4 * counters + 127) / 128 * 128;

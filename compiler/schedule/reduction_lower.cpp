@@ -195,6 +195,8 @@ class ReductionLowering {
   void outer(const ExprP& block);
   std::vector<ExprP> blockColumns(const std::vector<ExprP>& parts, const ExprP& tx, const ExprP& ty);
 
+  std::vector<std::string> tile_bufs_;  // blockColumns' shared memory, a buffer a reduction
+
   const ir::Fusion& f_;
   const ReductionKernel& r_;
   const NormKernel& k_;
@@ -264,11 +266,16 @@ void ReductionLowering::inner(const ExprP& block) {
 // (threads past the tile's rows get row 0's).
 std::vector<ExprP> ReductionLowering::blockColumns(const std::vector<ExprP>& parts, const ExprP& tx, const ExprP& ty) {
   const int V = k_.vec, W = r_.bx * V;
-  std::vector<std::string> bufs;
+  // The last block's second use takes the first's buffers: lastBlock's barrier lies between the
+  // first's reads and the second's stores.
+  const bool again = !tile_bufs_.empty();
   for (size_t i = 0; i < reductions_.size(); ++i) {
-    const std::string buf = kir::bufferName(out_, "tile_partials");
-    out_.buffers.push_back({buf, "tile_partials", kir::Place::Smem, acc(reductions_[i]), int64_t{r_.by} * W, 8});
-    bufs.push_back(buf);
+    if (!again) {
+      tile_bufs_.push_back(kir::bufferName(out_, "tile_partials"));
+      out_.buffers.push_back({tile_bufs_.back(), "tile_partials", kir::Place::Smem, acc(reductions_[i]),
+                              int64_t{r_.by} * W, 8});
+    }
+    const std::string& buf = tile_bufs_[i];
     ExprP base = b_.add(b_.mul(ty, kir::i32Const(W)), b_.mul(tx, kir::i32Const(V)));
     for (int l = 0; l < V; ++l) {
       ExprP lane = V == 1 ? parts[i]
@@ -291,7 +298,7 @@ std::vector<ExprP> ReductionLowering::blockColumns(const std::vector<ExprP>& par
       for (size_t i = 0; i < reductions_.size(); ++i) {
         const ENode* r = reductions_[i];
         ExprP at = b_.add(b_.add(mine, row0), kir::i32Const(int64_t{u} * W));
-        next[i] = fold(r, next[i], b_.bind(kir::bufLoad(bufs[i], acc(r), at)), 1);
+        next[i] = fold(r, next[i], b_.bind(kir::bufLoad(tile_bufs_[i], acc(r), at)), 1);
       }
     return next;
   });
