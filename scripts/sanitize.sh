@@ -43,17 +43,34 @@ runs=(
   "examples/fusions/column_sum.loom --dim M=65544 --dim D=77"
   "examples/fusions/column_sum.loom --dim M=3 --dim D=65544"
 )
-fails=0
+# Each run under the sanitizer in the background, SANITIZE_JOBS at once (the GPU has room for
+# all of them); the lines print in the order above.
+jobs=${SANITIZE_JOBS:-8}
+tmp=$(mktemp -d)
+check() {  # tool, limit, index, run
+  local out rc
+  out=$(timeout "$2" $CS --tool "$1" --error-exitcode 9 $L run $4 --iters 1 2>&1); rc=$?
+  printf '%s\n%s\n' "$rc" "$(echo "$out" | grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|MISMATCH|error' | head -2 | tr '\n' ' ')" > "$tmp/$1.$3"
+}
+k=0
 for r in "${runs[@]}"; do
-  out=$(timeout ${MEMCHECK_S:-120} $CS --tool memcheck --error-exitcode 9 $L run $r 2>&1); rc=$?
-  printf '%-90s memcheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'ERROR SUMMARY|MISMATCH|error' | head -2 | tr '\n' ' ')"
-  [ $rc -ne 0 ] && fails=$((fails + 1))
+  check memcheck "${MEMCHECK_S:-240}" $k "$r" &
+  k=$((k + 1)); while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
 done
-for r in "${runs[1]}" "${runs[5]}" "${runs[6]}" "${runs[11]}" "${runs[13]}" "${runs[14]}" "${runs[15]}" "${runs[16]}" \
-         "${runs[17]}" "${runs[20]}" "${runs[24]}" "${runs[26]}"; do
-  out=$(timeout ${RACECHECK_S:-90} $CS --tool racecheck --error-exitcode 9 $L run $r 2>&1); rc=$?
-  printf '%-90s racecheck rc=%d %s\n' "$r" "$rc" "$(echo "$out" | grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|error' | head -2 | tr '\n' ' ')"
-  [ $rc -eq 124 ] && echo "  (racecheck ran past ${RACECHECK_S:-90} s: not a failure, not a pass)"
-  [ $rc -ne 0 ] && [ $rc -ne 124 ] && fails=$((fails + 1))
+race=(1 5 6 11 13 14 15 16 17 20 24 26)
+for i in "${race[@]}"; do
+  check racecheck "${RACECHECK_S:-240}" "$i" "${runs[$i]}" &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
 done
-echo "sanitizer failures: $fails"
+wait
+fails=0 late=0
+report() {  # tool, index
+  local rc why
+  rc=$(sed -n 1p "$tmp/$1.$2"); why=$(sed -n 2p "$tmp/$1.$2")
+  printf '%-90s %s rc=%d %s\n' "${runs[$2]}" "$1" "$rc" "$why"
+  if [ "$rc" -eq 124 ]; then echo "  ($1 ran past its limit: not a failure, not a pass)"; late=$((late + 1)); elif [ "$rc" -ne 0 ]; then fails=$((fails + 1)); fi
+}
+for k in "${!runs[@]}"; do report memcheck "$k"; done
+for i in "${race[@]}"; do report racecheck "$i"; done
+rm -rf "$tmp"
+echo "sanitizer failures: $fails ($late of ${#runs[@]} + ${#race[@]} runs past their limit)"
