@@ -10,8 +10,11 @@
 // The rules, to first order:
 // - inputs are exact; every op that computes a float adds its own rounding (a few f32 units
 //   of its result) and, for an f16 or bf16 result, one step of that dtype (the GPU's f32 value
-//   and the reference's exact one can round to neighbouring steps); a cast of an exact value
-//   adds nothing (both sides round it to nearest even);
+//   and the reference's exact one can round to neighbouring steps), plus 2^-126 (a value below
+//   f32's normal range may flush to 0); a result past its dtype's largest value has no bound
+//   (the GPU's overflows to inf, the reference's does not); gelu's also a few units of x / 2
+//   (its 1 + erf cancels for negative x); a cast of an exact value adds nothing (both sides
+//   round it to nearest even);
 // - an elementwise op carries its operands' bounds through its own function: the largest
 //   change of the result over the corners of the operands' intervals and over the points
 //   where the function turns inside them (sin over several periods: anything in [-1, 1];
@@ -63,11 +66,27 @@ double computeUnit(DType t) {
   return unitRoundoff(t == DType::F64 ? DType::F64 : DType::F32);
 }
 
-// An op's own rounding of its result y of dtype t.
+// The largest finite value of float dtype t.
+double largestFinite(DType t) {
+  switch (t) {
+    case DType::F16: return 65504.0;
+    case DType::BF16: return 3.3895313892515355e38;
+    case DType::F32: return 3.4028234663852886e38;
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+// An op's own rounding of its result y of dtype t: a few units of it, one more of an f16 or
+// bf16 result's storage, and 2^-126 beside them (f32's smallest normal: loom's fast exp flushes
+// results below it to zero, and a value that small may round to 0 or a subnormal either way).
+// A result past t's largest finite value has no bound: the GPU's is inf there, the exact one
+// is not.
 double ownRounding(double y, DType t) {
   if (!isFloat(t) || !std::isfinite(y)) return 0.0;
+  if (std::fabs(y) >= largestFinite(t)) return kInf;
   const double store = t == DType::F16 || t == DType::BF16 ? 2.0 * unitRoundoff(t) : 0.0;
-  return (kOpUnits * computeUnit(t) + store) * std::fabs(y);
+  const double tiny = t == DType::F64 ? 0.0 : std::ldexp(1.0, -126) + (t == DType::F16 ? std::ldexp(1.0, -25) : 0.0);
+  return (kOpUnits * computeUnit(t) + store) * std::fabs(y) + tiny;
 }
 
 // The bound kept for reference value y: none where y is not finite (the GPU must match it),
@@ -185,6 +204,9 @@ Dense boundPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
       case ir::OpFamily::LogicalNot: {
         const double a = x(0, off), ea = ex(0, off);
         d = poleAtZero(k) && straddlesZero(a, ea) ? kInf : spreadUnary(k, t, a, ea, y[i]);
+        // gelu is x / 2 (1 + erf(x / sqrt 2)) on the GPU, as in PyTorch: for negative x the sum
+        // cancels, leaving a few units of 1 (not of the result) times x / 2.
+        if (k == ir::OpKind::Gelu || k == ir::OpKind::GeluTanh) own += 2.0 * kOpUnits * computeUnit(t) * 0.5 * std::fabs(a);
         break;
       }
       case ir::OpFamily::Binary:

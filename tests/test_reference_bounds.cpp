@@ -76,7 +76,7 @@ TEST_CASE("reference bounds: each rule on small fusions", "[reference][bounds]")
   for (size_t k = 0; k < plain.size(); ++k) CHECK(rb.values[k].toVector() == plain[k].toVector());
   // Exact inputs: an add's bound is its own rounding, 4 f32 units of the result.
   CHECK(rb.bounds[0].getLinear(0) == Approx(4 * u * 1.5));
-  CHECK(rb.bounds[0].getLinear(2) == Approx(4 * u * 0.0).margin(1e-300));
+  CHECK(rb.bounds[0].getLinear(2) == std::ldexp(1.0, -126));  // a result of 0: only the floor below f32's normals
   // A mean of 4 values that nearly cancel: (2 + log2 4 + sqrt 4) units of the sum of their
   // magnitudes, over 4, and its own rounding: far more than one unit of the tiny mean.
   const double mu = rb.values[1].getLinear(0);
@@ -300,4 +300,37 @@ TEST_CASE("reference bounds: a function that turns inside an operand's interval"
   auto bt = HostTensor::fromValues(DType::F32, {1}, {1.0});
   auto pb = evaluateReferenceBounds(*g, {at, bt});
   CHECK(pb.bounds[0].getLinear(0) < 1e-6);
+}
+
+TEST_CASE("reference bounds: a result past its dtype's range is unbounded", "[reference][bounds]") {
+  // exp2 of 200 is 2^200 exactly, past f32: the GPU's is inf and so log2 of it (found by the
+  // GPU soak: seed 2, case 5059). exp2 of 1 stays bounded.
+  FusionBuilder fb("over");
+  auto x = fb.input("x", DType::F32, {"N"});
+  fb.output("y", log2(exp2(x)));
+  fb.output("h", cast(x * 1000.0, DType::F16));
+  auto f = fb.finish();
+  auto xt = HostTensor::fromValues(DType::F32, {2}, {200.0, 1.0});
+  auto rb = evaluateReferenceBounds(*f, {xt});
+  CHECK(rb.values[0].getLinear(0) == Approx(200.0));
+  CHECK(std::isinf(rb.bounds[0].getLinear(0)));
+  CHECK(rb.bounds[0].getLinear(1) < 1e-5);
+  auto got = HostTensor::fromValues(DType::F32, {2}, {std::numeric_limits<double>::infinity(), rb.values[0].getLinear(1)});
+  CHECK(compareOutputs(*f, {xt}, {}, {got, rb.values[1]}, rb.values)[0].ok);
+  // A cast past f16's 65504 is inf on both sides: the GPU must match it (no slack).
+  CHECK(std::isinf(rb.values[1].getLinear(0)));
+  CHECK(rb.bounds[1].getLinear(0) == 0.0);
+}
+
+TEST_CASE("reference bounds: gelu's tail is good to units of x, not of its tiny result", "[reference][bounds]") {
+  // gelu(-3.5) is about -8e-4, computed as -1.75 (1 + erf(-2.47)) where the sum cancels (found by
+  // the GPU soak: seed 2, case 1817, off by 3.6e-4 of the value).
+  FusionBuilder fb("tail");
+  auto x = fb.input("x", DType::F32, {"N"});
+  fb.output("g", gelu(x));
+  auto f = fb.finish();
+  auto rb = evaluateReferenceBounds(*f, {HostTensor::fromValues(DType::F32, {1}, {-3.5})});
+  const double y = rb.values[0].getLinear(0);
+  CHECK(rb.bounds[0].getLinear(0) >= 4 * std::ldexp(1.0, -24) * 3.5);
+  CHECK(rb.bounds[0].getLinear(0) < 1e-3 * std::fabs(y) * 10);
 }

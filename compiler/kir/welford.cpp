@@ -13,14 +13,12 @@ Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y) {
   ExprP fb = acc == DType::F32 ? b.bind(intrinsic(Intrinsic::DivApprox, Type::data(acc, 1), {y.n, safe}))
                                : b.math(OpKind::Div, acc, {y.n, safe});
   ExprP mean = b.math(OpKind::Add, acc, {x.mean, b.math(OpKind::Mul, acc, {delta, fb})});
-  // An infinite mean on either side (or a difference that overflows) makes delta inf - inf or
-  // inf * 0: there the weighted sum of the two means is the exact answer (a side of no
-  // elements has mean 0), inf where the data holds inf as the reference's sum does.
+  // An infinite mean on either side makes delta inf - inf, or inf * 0 against an empty side:
+  // there the sum of the two means is the answer the reference gives (a side of no elements
+  // has mean 0; inf + finite is inf, inf - inf NaN). Finite means whose difference overflows
+  // (magnitudes past 1.7e38) take it too. Three instructions, none of them a division.
   ExprP finite = b.math(OpKind::Lt, DType::Bool, {b.math(OpKind::Abs, acc, {delta}), dataConst(acc, INFINITY, 1)});
-  ExprP fa = acc == DType::F32 ? b.bind(intrinsic(Intrinsic::DivApprox, Type::data(acc, 1), {x.n, safe}))
-                               : b.math(OpKind::Div, acc, {x.n, safe});
-  ExprP weighted = b.math(OpKind::Add, acc, {b.math(OpKind::Mul, acc, {x.mean, fa}), b.math(OpKind::Mul, acc, {y.mean, fb})});
-  mean = b.select(finite, mean, weighted);
+  mean = b.select(finite, mean, b.math(OpKind::Add, acc, {x.mean, y.mean}));
   // (x.m2 + y.m2) + delta^2 * x.n * fb, the product first.
   ExprP prod = b.math(OpKind::Mul, acc, {b.math(OpKind::Mul, acc, {b.math(OpKind::Mul, acc, {delta, delta}), x.n}), fb});
   ExprP m2 = b.math(OpKind::Add, acc, {b.math(OpKind::Add, acc, {x.m2, y.m2}), prod});

@@ -76,7 +76,7 @@ std::string summarizeBounds(const HostTensor& value, const HostTensor& bound) {
   return fmt::format("error bound: at most {:.3g}{}; relative to the value at most {:.3g}{}{}", most,
                      at >= 0 ? fmt::format(" (at {})", at) : "", most_rel,
                      at_rel >= 0 ? fmt::format(" (at {})", at_rel) : "",
-                     unbounded ? fmt::format("; {} elements unbounded (a pole within their operands' bounds)", unbounded) : "");
+                     unbounded ? fmt::format("; {} elements unbounded (a pole within their operands' bounds, or past the dtype's largest value)", unbounded) : "");
 }
 }  // namespace
 
