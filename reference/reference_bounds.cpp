@@ -30,7 +30,8 @@
 //   2 |x - mean| (bound(x) + one unit of the mean) per element (Welford's running mean is
 //   rounded at every step) and the same rounding of the sum of squares;
 // - a result that is not finite in the reference (inf, NaN; a variance over n <= correction)
-//   has no slack: the GPU must give the same.
+//   has no slack: the GPU must give the same, unless it is unbounded (a pole within its
+//   operands' bounds, as x / s where s is 0 exactly but only to within its rounding).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -89,9 +90,14 @@ double ownRounding(double y, DType t) {
   return (kOpUnits * computeUnit(t) + store) * std::fabs(y) + tiny;
 }
 
-// The bound kept for reference value y: none where y is not finite (the GPU must match it),
-// and none where the bound is not a number (from NaN data).
-double tidy(double e, double y) { return !std::isfinite(y) || std::isnan(e) ? 0.0 : e; }
+// The bound kept for reference value y: none where y is not finite (the GPU must match it)
+// unless nothing bounds it (x / s where s is exactly 0 in the reference but its bound holds 0:
+// the GPU's s may be 1e-9, and its result finite), and none where the bound is not a number
+// (from NaN data).
+double tidy(double e, double y) {
+  if (std::isnan(e)) return 0.0;
+  return std::isfinite(y) || std::isinf(e) ? e : 0.0;
+}
 
 // Whether [x - e, x + e] holds 0, where a pole or the edge of a domain is.
 bool straddlesZero(double x, double e) { return e > 0 && x - e <= 0.0 && x + e >= 0.0; }
@@ -99,6 +105,7 @@ bool straddlesZero(double x, double e) { return e > 0 && x - e <= 0.0 && x + e >
 // How far f may move over [x - ex, x + ex] from y = f(x), judged at the ends.
 template <typename F>
 double spread1(F f, double x, double ex, double y) {
+  if (std::isinf(ex)) return kInf;  // an unbounded operand: so is the result
   if (ex == 0.0 || !std::isfinite(y)) return 0.0;
   double d = 0;
   for (double s : {-1.0, 1.0}) {
@@ -112,6 +119,7 @@ double spread1(F f, double x, double ex, double y) {
 // The same over the corners of [a - ea, a + ea] x [b - eb, b + eb].
 template <typename F>
 double spread2(F f, double a, double ea, double b, double eb, double y) {
+  if (std::isinf(ea) || std::isinf(eb)) return kInf;
   if ((ea == 0.0 && eb == 0.0) || !std::isfinite(y)) return 0.0;
   double d = 0;
   for (double sa : {-1.0, 1.0})
@@ -266,7 +274,7 @@ std::vector<Dense> boundReduction(const ir::Op& op, const Dense& in, const Dense
         double carried = 0, magnitude = 0;
         visit([&](int64_t k) {
           carried += ex[k];
-          magnitude += std::fabs(x[k]);
+          if (std::isfinite(x[k])) magnitude += std::fabs(x[k]);  // an inf element's sum is exact
         });
         const size_t uj = static_cast<size_t>(j);
         const double y = out[0].data[uj];
@@ -301,7 +309,7 @@ std::vector<Dense> boundReduction(const ir::Op& op, const Dense& in, const Dense
         visit([&](int64_t k) {
           const double dev = std::fabs(x[k] - mu);
           carried += ex[k];
-          magnitude += std::fabs(x[k]);
+          if (std::isfinite(x[k])) magnitude += std::fabs(x[k]);
           // An unbounded element leaves the variance unbounded, even where it sits at the mean.
           deviation += std::isinf(ex[k]) ? kInf : 2.0 * dev * (ex[k] + unit * std::fabs(mu));
           squares += dev * dev;

@@ -156,6 +156,19 @@ TEST_CASE("reference bounds: a pole within an operand's bound is unbounded", "[r
   // So any answer passes, a NaN or inf included.
   auto got = HostTensor::fromValues(DType::F32, {}, {-std::numeric_limits<double>::infinity()});
   CHECK(compareOutputs(*f, {xt}, {}, {got}, rb.values)[0].ok);
+  // A sum exactly 0 in the reference (values k/7 that cancel, each rounded in f32 on the GPU):
+  // its reciprocal is inf there, and unbounded, so the GPU's finite 1 / 1e-8 passes too (found
+  // by the GPU soak: seed 3, case 6392).
+  FusionBuilder fz("zero");
+  auto z = fz.input("z", DType::F32, {"N"});
+  fz.output("r", maximum(reciprocal(sum(z / 7.0, {0})), 0.0));
+  auto g = fz.finish();
+  auto zt = HostTensor::fromValues(DType::F32, {4}, {1.0, -1.0, 1.0, -1.0});
+  auto zb = evaluateReferenceBounds(*g, {zt});
+  CHECK(std::isinf(zb.values[0].getLinear(0)));
+  CHECK(std::isinf(zb.bounds[0].getLinear(0)));
+  auto finite = HostTensor::fromValues(DType::F32, {}, {1e8});
+  CHECK(compareOutputs(*g, {zt}, {}, {finite}, zb.values)[0].ok);
 }
 
 TEST_CASE("compareOutputs: ill-conditioned results pass only within their bounds", "[reference][bounds][compare]") {
