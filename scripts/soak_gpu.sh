@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine (.device carried; bash scripts/pack_device.sh here): the GPU soak of issue
-# 25. CASES random fusions (every op, dtype and layout, reductions to one value, two reduction
-# patterns, gate matrices read as slices, sizes that do not divide) through segment, every kernel
+# 25. First every earlier finding (tests/soak/cases.txt), then CASES random fusions (every op,
+# dtype and layout, reductions to one value, two reduction patterns, gate matrices read as
+# slices, sizes that do not divide) through segment, every kernel
 # through ptxas, and `loom run` against the float64 reference (25 cases to a `loom run --batch`
 # process, one CUDA context each; SOAK_BATCH sets it), JOBS at once; then
 # compute-sanitizer memcheck and racecheck over every scheduler tier (scripts/sanitize.sh).
@@ -14,6 +15,10 @@ export LOOM_DISK_CACHE=${LOOM_DISK_CACHE:-0}
 cases=${1:-10000} jobs=${2:-16} seed=${3:-1}
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+echo "== earlier findings (tests/soak/cases.txt)"
+.device/bin/loom run --batch tests/soak/cases.txt > "$out/soak_regressions.log" 2>&1
+regress_rc=$?
+grep -E "^== result|^== [0-9]+ cases" "$out/soak_regressions.log" | grep -v ": ok$"
 echo "== fuzz_fusions --run: $cases cases, seed $seed, $jobs at once (budget ${SOAK_BUDGET_S:-540} s)"
 python3 scripts/fuzz_fusions.py --loom .device/bin/loom --run --cases "$cases" --jobs "$jobs" --seed "$seed" --batch "${SOAK_BATCH:-25}" \
   --budget-s "${SOAK_BUDGET_S:-540}" > "$out/soak_seed$seed.log" 2>&1
@@ -26,5 +31,5 @@ if [ "${SANITIZE:-1}" != 0 ]; then
   san_rc=${PIPESTATUS[0]}
   grep -q "sanitizer failures: 0" "$out/sanitize.log" || san_rc=1
 fi
-echo "soak: fuzz exit $fuzz_rc, sanitizer exit $san_rc"
-[ $fuzz_rc -eq 0 ] && [ $san_rc -eq 0 ]
+echo "soak: earlier findings exit $regress_rc, fuzz exit $fuzz_rc, sanitizer exit $san_rc"
+[ $regress_rc -eq 0 ] && [ $fuzz_rc -eq 0 ] && [ $san_rc -eq 0 ]

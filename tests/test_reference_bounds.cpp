@@ -81,7 +81,8 @@ TEST_CASE("reference bounds: each rule on small fusions", "[reference][bounds]")
   // magnitudes, over 4, and its own rounding: far more than one unit of the tiny mean.
   const double mu = rb.values[1].getLinear(0);
   CHECK(std::fabs(mu) < 1e-9);
-  CHECK(rb.bounds[1].getLinear(0) == Approx(6 * u * 12.0 / 4 + 4 * u * std::fabs(mu)));
+  // Plus as many units of the largest (6): the shift loom's mean sums from may be that one.
+  CHECK(rb.bounds[1].getLinear(0) == Approx(6 * u * 12.0 / 4 + 6 * u * 6.0 + 4 * u * std::fabs(mu)));
   // 1 / (x - mean) is finite where x is far from the mean; no bound holds it where the
   // operand's interval would hold 0 (none here), and it grows with 1 / (x - mean)^2.
   CHECK(std::isfinite(rb.bounds[2].getLinear(0)));
@@ -346,4 +347,66 @@ TEST_CASE("reference bounds: gelu's tail is good to units of x, not of its tiny 
   const double y = rb.values[0].getLinear(0);
   CHECK(rb.bounds[0].getLinear(0) >= 4 * std::ldexp(1.0, -24) * 3.5);
   CHECK(rb.bounds[0].getLinear(0) < 1e-3 * std::fabs(y) * 10);
+}
+
+TEST_CASE("reference bounds: a comparison of values equal to within their rounding may flip", "[reference][bounds]") {
+  // (x sin x) / x == sin x holds in the reference; in f32 either answer is right (found by the
+  // GPU soak: seed 4, case 2914). Values far apart compare the same on both sides.
+  FusionBuilder fb("flip");
+  auto x = fb.input("x", DType::F32, {"N"});
+  auto s = sin(x);
+  fb.output("eq", eq((x * s) / x, s));
+  fb.output("lt", lt(x, x + 1.0));
+  auto f = fb.finish();
+  auto xt = HostTensor::fromValues(DType::F32, {2}, {0.75, -0.3});
+  auto rb = evaluateReferenceBounds(*f, {xt});
+  CHECK(rb.bounds[0].getLinear(0) == 1.0);
+  CHECK(rb.bounds[1].getLinear(0) == 0.0);
+  auto flipped = HostTensor::fromValues(DType::Bool, {2}, {1.0 - rb.values[0].getLinear(0), 1.0 - rb.values[0].getLinear(1)});
+  CHECK(compareOutputs(*f, {xt}, {}, {flipped, rb.values[1]}, rb.values)[0].ok);
+  auto wrong = HostTensor::fromValues(DType::Bool, {2}, {1.0, 0.0});
+  CHECK_FALSE(compareOutputs(*f, {xt}, {}, {rb.values[0], wrong}, rb.values)[1].ok);
+}
+
+TEST_CASE("reference bounds: a mean shifted by an outlier is good to units of the outlier", "[reference][bounds]") {
+  // loom's mean is x0 + sum(x - x0) / n with x0 the row's first element: where x0 is an outlier,
+  // every x - x0 rounds at its magnitude (soak seed 4, case 5505: 4.9e-4 off a mean near 0).
+  const int64_t n = 1024;
+  std::vector<double> xv(static_cast<size_t>(n), -8000.0 / 1023.0);
+  xv[0] = 8000.0;
+  FusionBuilder fb("outlier");
+  auto x = fb.input("x", DType::F32, {"N"});
+  fb.output("m", mean(x, {0}));
+  auto f = fb.finish();
+  auto xt = HostTensor::fromValues(DType::F32, {n}, xv);
+  const std::vector<float> xf = floats(xt);
+  std::vector<float> shifted;
+  for (float v : xf) shifted.push_back(v - xf[0]);
+  const float gpu = xf[0] + blockedSum(shifted) / static_cast<float>(n);
+  auto ref = evaluateReference(*f, {xt});
+  auto got = HostTensor::fromValues(DType::F32, {}, {gpu});
+  REQUIRE(std::fabs(gpu - ref[0].getLinear(0)) > 1e-5);  // far past f32's tolerance of a mean near 0
+  auto c = compareOutputs(*f, {xt}, {}, {got}, ref)[0];
+  INFO(c.str());
+  CHECK(c.ok);
+  auto wrong = HostTensor::fromValues(DType::F32, {}, {gpu + 0.5f});
+  CHECK_FALSE(compareOutputs(*f, {xt}, {}, {wrong}, ref)[0].ok);
+}
+
+TEST_CASE("reference bounds: a NaN whose operand may land where the function is defined", "[reference][bounds]") {
+  // silu(-200) is -2.8e-85 exactly, so its sqrt is NaN; in f32 it underflows to -0, whose sqrt
+  // is -0 (found by the GPU soak: seed 5, case 4325). The sqrt of -1 stays NaN on both sides.
+  FusionBuilder fb("edge");
+  auto x = fb.input("x", DType::F32, {"N"});
+  fb.output("r", sqrt(silu(x)));
+  auto f = fb.finish();
+  auto xt = HostTensor::fromValues(DType::F32, {2}, {-200.0, -1.0});
+  auto rb = evaluateReferenceBounds(*f, {xt});
+  CHECK(std::isnan(rb.values[0].getLinear(0)));
+  CHECK(std::isinf(rb.bounds[0].getLinear(0)));
+  CHECK(rb.bounds[0].getLinear(1) == 0.0);
+  auto got = HostTensor::fromValues(DType::F32, {2}, {-0.0, rb.values[0].getLinear(1)});
+  CHECK(compareOutputs(*f, {xt}, {}, {got}, rb.values)[0].ok);
+  auto wrong = HostTensor::fromValues(DType::F32, {2}, {-0.0, 0.0});
+  CHECK_FALSE(compareOutputs(*f, {xt}, {}, {wrong}, rb.values)[0].ok);
 }
