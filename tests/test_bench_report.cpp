@@ -190,7 +190,7 @@ TEST_CASE("bench JSON: a one-kernel fusion keeps every field, in order; plan ent
   const std::vector<std::string> legacy = {
       "ok", "fusion", "dtype", "device", "gpu", "inputs_from_files", "inputs", "outputs", "bytes",
       "time_ms", "time_ms_min", "time_ms_p20", "time_ms_p80", "reps", "gbps", "copy", "fraction_of_copy",
-      "compile", "kernels", "kernel", "host_us_per_launch", "host_launches"};
+      "compile", "kernels", "kernel", "host_us_per_launch", "host_launches", "driver_floor_us"};
   std::vector<std::string> want = legacy;
   want.push_back("plan");
   CHECK(topKeys(js) == want);

@@ -69,8 +69,8 @@ std::string benchJson(const BenchResult& r) {
   s += fmt::format("\"kernels\": {}, ", r.kernels.size());
   s += fmt::format("\"kernel\": {{\"name\": {}, \"grid\": {}, \"block\": {}}}, ", jsonStr(first.name),
                    first.grid, first.block);
-  s += fmt::format("\"host_us_per_launch\": {}, \"host_launches\": {}, ", jsonNum(r.host_us),
-                   r.host_launches);
+  s += fmt::format("\"host_us_per_launch\": {}, \"host_launches\": {}, \"driver_floor_us\": {}, ",
+                   jsonNum(r.host_us), r.host_launches, jsonNum(r.driver_floor_us));
   std::vector<std::string> plan;
   for (size_t k = 0; k < r.kernels.size(); ++k) plan.push_back(kernelJson(k, r.kernels[k]));
   s += fmt::format("\"plan\": [{}]", fmt::join(plan, ", "));
@@ -109,8 +109,9 @@ std::string benchText(const BenchResult& r) {
     }
     s += fmt::format("  kernels: {:.4f} ms in all, timed alone (the plan: {:.4f} ms)\n", sum_ms, r.plan.median_ms);
   }
-  s += fmt::format("  host:    {:.2f} us per launch{} ({} launches)\n", r.host_us,
-                   n == 1 ? "" : " of the whole plan", r.host_launches);
+  s += fmt::format("  host:    {:.2f} us per launch{} ({} launches){}\n", r.host_us, n == 1 ? "" : " of the whole plan",
+                   r.host_launches,
+                   r.driver_floor_us > 0 ? fmt::format("; an empty kernel's launch alone: {:.2f} us", r.driver_floor_us) : "");
   return s;
 }
 

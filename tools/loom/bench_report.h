@@ -28,6 +28,7 @@ struct BenchResult {
   Timing plan, copy;                  // the whole plan (every launch back to back); the copy
   double host_us = 0;                 // per launch of the whole plan
   int host_launches = 0;
+  double driver_floor_us = 0;         // an empty kernel's launches alone: the driver's share
   bool inputs_from_files = false;
 };
 

@@ -49,6 +49,28 @@ void compileAndMeasure(const ir::Fusion& f, const Bindings& sizes, const Tuning&
 }
 
 
+// The driver's own cost per launch, under loom's: an empty kernel (no parameters, one warp)
+// launched back to back on the default stream, in the same batches as measureHost.
+double driverFloorUs(int launches) {
+  static const char* kEmpty =
+      ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry loom_empty()\n{\n\tret;\n}\n";
+  runtime::Module m(kEmpty, "empty kernel");
+  runtime::Kernel k = m.getKernel("loom_empty");
+  runtime::LaunchConfig cfg;
+  cfg.block.x = 32;
+  auto& dev = runtime::Device::get();
+  constexpr int kBatch = 100;
+  double ms = 0;
+  for (int b = 0; b < launches / kBatch; ++b) {
+    dev.synchronize();
+    auto t0 = Clock::now();
+    for (int i = 0; i < kBatch; ++i) runtime::launch(k, cfg, nullptr, runtime::StreamHandle{0});
+    ms += msSince(t0);
+  }
+  dev.synchronize();
+  return ms * 1e3 / launches;
+}
+
 // Host overhead: back-to-back launches of the cached plan, in batches short enough never to
 // fill the launch queue (so host time is not GPU time), synchronizing between batches.
 void measureHost(Executor& ex, const std::vector<DeviceTensor>& dev_in, const std::vector<DeviceTensor>& outs,
@@ -67,6 +89,7 @@ void measureHost(Executor& ex, const std::vector<DeviceTensor>& dev_in, const st
   }
   r.host_us = host_ms * 1e3 / launches;
   r.host_launches = launches;
+  r.driver_floor_us = driverFloorUs(launches);
 }
 
 int benchImpl(const Args& a, BenchResult& r) {
