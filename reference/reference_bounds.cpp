@@ -82,15 +82,18 @@ double largestFinite(DType t) {
 }
 
 // An op's own rounding of its result y of dtype t: a few units of it, one more of an f16 or
-// bf16 result's storage, and 2^-126 beside them (f32's smallest normal: loom's fast exp flushes
-// results below it to zero, and a value that small may round to 0 or a subnormal either way).
+// bf16 result's storage, and 2^-126 beside them where y is not 0 (f32's smallest normal: loom's
+// fast exp flushes results below it to zero, and a value that small may round to 0 or a
+// subnormal either way).
 // A result past t's largest finite value has no bound: the GPU's is inf there, the exact one
 // is not.
 double ownRounding(double y, DType t) {
   if (!isFloat(t) || !std::isfinite(y)) return 0.0;
   if (std::fabs(y) >= largestFinite(t)) return kInf;
   const double store = t == DType::F16 || t == DType::BF16 ? 2.0 * unitRoundoff(t) : 0.0;
-  const double tiny = t == DType::F64 ? 0.0 : std::ldexp(1.0, -126) + (t == DType::F16 ? std::ldexp(1.0, -25) : 0.0);
+  // An exact 0 stays exact (x - x is 0 on the GPU too): a floor there would put a pole inside
+  // the bound of every 1 / (x - x).
+  const double tiny = t == DType::F64 || y == 0.0 ? 0.0 : std::ldexp(1.0, -126) + (t == DType::F16 ? std::ldexp(1.0, -25) : 0.0);
   return (kOpUnits * computeUnit(t) + store) * std::fabs(y) + tiny;
 }
 

@@ -3,6 +3,8 @@
 // partials, an acquire-release counter, the last block combining in block order; ptxas accepts it.
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include "tests/compile_test_util.h"
 
 #include "compiler/compile.h"
@@ -109,20 +111,34 @@ TEST_CASE("reduction scheduler: the kernel publishes partials and the last block
 
 TEST_CASE("reduction scheduler: column partials fit a block's 48 KiB of static shared memory", "[ptx][reduction]") {
   // Three f32 column reductions of f16 once took 48 KiB + 4 bytes (nvJitLink refused them; the
-  // GPU tests' colsum): each reduction's partials are held once, for as many rows of threads as fit.
+  // GPU tests' colsum): each reduction's partials are held once, for as many rows of threads as
+  // fit, never fewer rows of threads than a vector has lanes (each row of a tile is finished by
+  // a thread of its own: 6 reductions at D = 262144 once had 128 threads for 256 rows).
+  for (int64_t D : {int64_t{1024}, int64_t{262144}})
   for (DType t : {DType::F16, DType::F32, DType::F64})
     for (int n : {3, 6}) {
       FusionBuilder fb("cols");
       auto x = fb.input("x", t, {"M", "D"});
       auto xc = toCompute(x);
-      for (int i = 0; i < n; ++i)
-        fb.output("r" + std::to_string(i), i % 3 == 0 ? sum(xc, {0}) : i % 3 == 1 ? amax(xc, {0}) : mean(xc * xc, {0}));
+      // Distinct reductions (equal ones would be computed once).
+      const std::vector<Tensor> all = {sum(xc, {0}), amax(xc, {0}), mean(xc * xc, {0}),
+                                       amin(xc, {0}), mean(xc, {0}), sum(xc * xc, {0})};
+      for (int i = 0; i < n; ++i) fb.output("r" + std::to_string(i), all[static_cast<size_t>(i)]);
       auto f = fb.finish();
-      const Bindings sizes{{"M", 65536}, {"D", 1024}};
-      INFO(dtypeName(t) << ", " << n << " reductions");
+      const Bindings sizes{{"M", D == 1024 ? 65536 : 64}, {"D", D}};
+      INFO(dtypeName(t) << ", " << n << " reductions, D=" << D);
       StageText stages;
       auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &stages);
-      CHECK(has(stages[DumpStage::Schedule], "outer layout"));
+      const std::string& sched = stages[DumpStage::Schedule];
+      INFO(sched);
+      CHECK(has(sched, "outer layout"));
+      // "tiles of R neighbouring rows ..., grid G of T threads": T >= R.
+      std::smatch m;
+      REQUIRE(std::regex_search(sched, m, std::regex("tiles of ([0-9]+) neighbouring rows")));
+      const long rows = std::stol(m[1]);
+      REQUIRE(std::regex_search(sched, m, std::regex("grid [0-9]+ of ([0-9]+) threads")));
+      CHECK(std::stol(m[1]) >= rows);
+      CHECK(k.block >= static_cast<unsigned>(rows));
       LOOM_CHECK_PTXAS(k.ptx, 90);
     }
 }

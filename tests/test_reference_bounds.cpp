@@ -76,7 +76,7 @@ TEST_CASE("reference bounds: each rule on small fusions", "[reference][bounds]")
   for (size_t k = 0; k < plain.size(); ++k) CHECK(rb.values[k].toVector() == plain[k].toVector());
   // Exact inputs: an add's bound is its own rounding, 4 f32 units of the result.
   CHECK(rb.bounds[0].getLinear(0) == Approx(4 * u * 1.5));
-  CHECK(rb.bounds[0].getLinear(2) == std::ldexp(1.0, -126));  // a result of 0: only the floor below f32's normals
+  CHECK(rb.bounds[0].getLinear(2) == 0.0);  // an exact 0 (3 + -3) stays exact
   // A mean of 4 values that nearly cancel: (2 + log2 4 + sqrt 4) units of the sum of their
   // magnitudes, over 4, and its own rounding: far more than one unit of the tiny mean.
   const double mu = rb.values[1].getLinear(0);
@@ -409,4 +409,22 @@ TEST_CASE("reference bounds: a NaN whose operand may land where the function is 
   CHECK(compareOutputs(*f, {xt}, {}, {got}, rb.values)[0].ok);
   auto wrong = HostTensor::fromValues(DType::F32, {2}, {-0.0, 0.0});
   CHECK_FALSE(compareOutputs(*f, {xt}, {}, {wrong}, rb.values)[0].ok);
+}
+
+TEST_CASE("reference bounds: an exact 0 keeps no slack, so 1 / (x - x) must be inf", "[reference][bounds]") {
+  // (A floor of 2^-126 on every result once made every pole fed an exact 0 unbounded: a GPU
+  // answering 0 or NaN for rsqrt(x - x) would have passed.)
+  FusionBuilder fb("exact0");
+  auto x = fb.input("x", DType::F32, {"N"});
+  fb.output("r", rsqrt(x - x));
+  fb.output("l", log(relu(x)));
+  auto f = fb.finish();
+  auto xt = HostTensor::fromValues(DType::F32, {2}, {0.5, -0.5});
+  auto rb = evaluateReferenceBounds(*f, {xt});
+  CHECK(std::isinf(rb.values[0].getLinear(0)));
+  CHECK(rb.bounds[0].getLinear(0) == 0.0);
+  CHECK(std::isinf(rb.values[1].getLinear(1)));  // log(relu(-0.5)) = log(0)
+  CHECK(rb.bounds[1].getLinear(1) == 0.0);
+  auto zero = HostTensor::fromValues(DType::F32, {2}, {0.0, 0.0});
+  CHECK_FALSE(compareOutputs(*f, {xt}, {}, {zero, rb.values[1]}, rb.values)[0].ok);
 }

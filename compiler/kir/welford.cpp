@@ -15,8 +15,9 @@ Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y) {
   ExprP mean = b.math(OpKind::Add, acc, {x.mean, b.math(OpKind::Mul, acc, {delta, fb})});
   // An infinite mean on either side makes delta inf - inf, or inf * 0 against an empty side:
   // there the sum of the two means is the answer the reference gives (a side of no elements
-  // has mean 0; inf + finite is inf, inf - inf NaN). Finite means whose difference overflows
-  // (magnitudes past 1.7e38) take it too. Three instructions, none of them a division.
+  // has mean 0; inf + finite is inf, inf - inf NaN). Three instructions, none of them a
+  // division. Finite means whose difference overflows (magnitudes past 1.7e38, opposite signs)
+  // take the sum too, which is not their mean: wrong there, as inf was before.
   ExprP finite = b.math(OpKind::Lt, DType::Bool, {b.math(OpKind::Abs, acc, {delta}), dataConst(acc, INFINITY, 1)});
   mean = b.select(finite, mean, b.math(OpKind::Add, acc, {x.mean, y.mean}));
   // (x.m2 + y.m2) + delta^2 * x.n * fb, the product first.

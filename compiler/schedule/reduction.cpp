@@ -102,8 +102,9 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
 // enough tiles to fill the GPU; fewer threads across (down to 8) where there are not, so that
 // each tile is split over fewer blocks and its last block has fewer partials to combine.
 // `partial_bytes`: a thread's partials, a value of each reduction's accumulator. The block's
-// columns of threads meet in static shared memory, at most 48 KiB a block.
-void outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t partial_bytes) {
+// columns of threads meet in static shared memory, at most 48 KiB a block, and every row of a
+// tile needs a thread of its own to finish it (by >= vec). Empty, or why it cannot.
+std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t partial_bytes) {
   const NormKernel& k = r.k;
   const int64_t cols = k.rows() / k.vec;  // vectors of neighbouring rows
   const int64_t target = int64_t{opts.device.sm_count} * (kThreadsPerSm / 256);
@@ -113,14 +114,21 @@ void outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t partial_
   const int block = opts.tuning.red_block ? *opts.tuning.red_block : 256;
   r.by = 1;  // a power of two: the block's columns of threads meet 8 rows at a time
   while (r.by * 2 <= std::min(block, 1024) / r.bx) r.by *= 2;
+  r.by = std::max(r.by, k.vec);
   constexpr int64_t kStaticSmem = 48 * 1024 - 64;  // the last block's flag beside them
-  while (r.by > 1 && int64_t{r.by} * r.bx * k.vec * partial_bytes > kStaticSmem) r.by /= 2;
+  auto bytes = [&] { return int64_t{r.by} * r.bx * k.vec * partial_bytes; };
+  while (r.by > k.vec && bytes() > kStaticSmem) r.by /= 2;
+  while (r.bx > 1 && bytes() > kStaticSmem) r.bx /= 2;
+  if (bytes() > kStaticSmem)
+    return fmt::format("the partials of its reductions ({} bytes a thread) for even one vector of {} rows take {} "
+                       "bytes of shared memory, past the 48 KiB a block has", partial_bytes, k.vec, bytes());
   r.block = r.bx * r.by;
   r.tiles = (k.rows() + r.rowsPerBlock() - 1) / r.rowsPerBlock();
   const int64_t most = std::max<int64_t>(1, k.rowElems() / (int64_t{r.by} * 2 * r.unroll));
   r.split = std::clamp<int64_t>(int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles, 1, most);
   if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
   r.grid = r.tiles * r.split;
+  return "";
 }
 
 }  // namespace
@@ -170,11 +178,8 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
     ++reductions;
     partial_bytes += dtypeBytes(computeDType(n.dtype));
   });
-  if (outer) {
-    outerShape(r, opts, partial_bytes);
-  } else if (std::string why = innerShape(r, opts); !why.empty()) {
+  if (std::string why = outer ? outerShape(r, opts, partial_bytes) : innerShape(r, opts); !why.empty())
     return reject(why);
-  }
   if (r.grid >= (int64_t{1} << 31))
     return reject(fmt::format("{} blocks are past the GPU's launch limit of 2^31 - 1", r.grid));
   if (r.split > 1) {

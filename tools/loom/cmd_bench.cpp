@@ -50,7 +50,8 @@ void compileAndMeasure(const ir::Fusion& f, const Bindings& sizes, const Tuning&
 
 
 // The driver's own cost per launch, under loom's: an empty kernel (no parameters, one warp)
-// launched back to back on the default stream, in the same batches as measureHost.
+// launched back to back on the legacy default stream (the Executor's unless LOOM_STREAM says
+// per-thread), after a warm-up batch, in the same batches as measureHost.
 double driverFloorUs(int launches) {
   static const char* kEmpty =
       ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry loom_empty()\n{\n\tret;\n}\n";
@@ -60,6 +61,7 @@ double driverFloorUs(int launches) {
   cfg.block.x = 32;
   auto& dev = runtime::Device::get();
   constexpr int kBatch = 100;
+  for (int i = 0; i < kBatch; ++i) runtime::launch(k, cfg, nullptr, runtime::StreamHandle{0});  // warm-up
   double ms = 0;
   for (int b = 0; b < launches / kBatch; ++b) {
     dev.synchronize();
