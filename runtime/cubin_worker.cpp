@@ -84,11 +84,6 @@ class Worker {
 };
 
 Worker& worker() {
-  // nvJitLink is opened before the worker exists: the statics it constructs when opened are
-  // destroyed at exit after the worker, whose destructor waits for the cubin in flight. Opened
-  // later (by the thread), they were destroyed first, under it: a crash as the process exited.
-  static const bool opened = ptxCompilerAvailable();
-  (void)opened;
   static Worker w;  // destroyed at exit: joins after the queue is drained
   return w;
 }
@@ -96,6 +91,9 @@ Worker& worker() {
 }  // namespace
 
 void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm) {
+  // nvJitLink is opened here, before the worker exists: the statics it constructs when opened
+  // are destroyed at exit after the worker, whose destructor waits for the cubin in flight.
+  // Opened later (by the thread), they were destroyed first, under it: a crash at exit.
   if (!cubinsEnabled() || !diskCacheEnabled() || !ptxCompilerAvailable()) return;
   if (k.cubin_sm == sm && !k.cubin.empty()) return;
   Task t{key, k, sm};

@@ -4,6 +4,10 @@
 
 namespace loom::kir {
 
+ExprP isFinite(Builder& b, DType acc, const ExprP& v) {
+  return b.math(ir::OpKind::Lt, DType::Bool, {b.math(ir::OpKind::Abs, acc, {v}), dataConst(acc, INFINITY, 1)});
+}
+
 Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y) {
   using ir::OpKind;
   ExprP n = b.math(OpKind::Add, acc, {x.n, y.n});
@@ -18,8 +22,7 @@ Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y) {
   // has mean 0; inf + finite is inf, inf - inf NaN). Three instructions, none of them a
   // division. Finite means whose difference overflows (magnitudes past 1.7e38, opposite signs)
   // take the sum too, which is not their mean: wrong there, as inf was before.
-  ExprP finite = b.math(OpKind::Lt, DType::Bool, {b.math(OpKind::Abs, acc, {delta}), dataConst(acc, INFINITY, 1)});
-  mean = b.select(finite, mean, b.math(OpKind::Add, acc, {x.mean, y.mean}));
+  mean = b.select(isFinite(b, acc, delta), mean, b.math(OpKind::Add, acc, {x.mean, y.mean}));
   // (x.m2 + y.m2) + delta^2 * x.n * fb, the product first.
   ExprP prod = b.math(OpKind::Mul, acc, {b.math(OpKind::Mul, acc, {b.math(OpKind::Mul, acc, {delta, delta}), x.n}), fb});
   ExprP m2 = b.math(OpKind::Add, acc, {b.math(OpKind::Add, acc, {x.m2, y.m2}), prod});

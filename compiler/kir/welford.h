@@ -9,6 +9,9 @@ struct Stats {
   ExprP n, mean, m2;
 };
 
+// Whether `v` (of float dtype `acc`) is finite: |v| < inf, false for NaN.
+ExprP isFinite(Builder& b, DType acc, const ExprP& v);
+
 // b's share of the merged count is one division (div.approx in f32: a weight, not a result).
 Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y);
 

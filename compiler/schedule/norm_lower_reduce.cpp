@@ -105,9 +105,7 @@ ExprP NormLowering::shiftedMean(const ENode& x, DType acc, double n) {
   }
   // The shift only keeps the sum small; an infinite or NaN first element would turn every
   // x - x0 into NaN where the row's mean is inf: such a row is summed as it is.
-  ExprP finite = b_.math(ir::OpKind::Lt, DType::Bool,
-                         {b_.math(ir::OpKind::Abs, acc, {x0}), kir::dataConst(acc, INFINITY, 1)});
-  x0 = b_.select(finite, x0, kir::dataConst(acc, 0, 1));
+  x0 = b_.select(kir::isFinite(b_, acc, x0), x0, kir::dataConst(acc, 0, 1));
   ExprP sum = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
     return b_.bind(kir::math(ir::OpKind::Sub, acc, {values(x, acc, ch), x0}, k_.vec));
   });

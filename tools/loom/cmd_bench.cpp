@@ -49,9 +49,26 @@ void compileAndMeasure(const ir::Fusion& f, const Bindings& sizes, const Tuning&
 }
 
 
-// The driver's own cost per launch, under loom's: an empty kernel (no parameters, one warp)
-// launched back to back on the legacy default stream (the Executor's unless LOOM_STREAM says
-// per-thread), after a warm-up batch, in the same batches as measureHost.
+// Launches in batches short enough never to fill the launch queue (so host time is not GPU
+// time), synchronizing between batches: host microseconds per launch.
+constexpr int kLaunchBatch = 100;
+template <typename Launch>
+double usPerLaunch(int launches, Launch launch) {
+  auto& dev = runtime::Device::get();
+  double ms = 0;
+  dev.synchronize();
+  for (int b = 0; b < launches / kLaunchBatch; ++b) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < kLaunchBatch; ++i) launch();
+    ms += msSince(t0);
+    dev.synchronize();
+  }
+  return ms * 1e3 / launches;
+}
+
+// The driver's own cost per launch, under loom's: an empty kernel (no parameters, one warp) on
+// the legacy default stream (the Executor's unless LOOM_STREAM says per-thread), after a
+// warm-up batch.
 double driverFloorUs(int launches) {
   static const char* kEmpty =
       ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry loom_empty()\n{\n\tret;\n}\n";
@@ -59,37 +76,17 @@ double driverFloorUs(int launches) {
   runtime::Kernel k = m.getKernel("loom_empty");
   runtime::LaunchConfig cfg;
   cfg.block.x = 32;
-  auto& dev = runtime::Device::get();
-  constexpr int kBatch = 100;
-  for (int i = 0; i < kBatch; ++i) runtime::launch(k, cfg, nullptr, runtime::StreamHandle{0});  // warm-up
-  double ms = 0;
-  for (int b = 0; b < launches / kBatch; ++b) {
-    dev.synchronize();
-    auto t0 = Clock::now();
-    for (int i = 0; i < kBatch; ++i) runtime::launch(k, cfg, nullptr, runtime::StreamHandle{0});
-    ms += msSince(t0);
-  }
-  dev.synchronize();
-  return ms * 1e3 / launches;
+  auto launch = [&] { runtime::launch(k, cfg, nullptr, runtime::StreamHandle{0}); };
+  for (int i = 0; i < kLaunchBatch; ++i) launch();
+  return usPerLaunch(launches, launch);
 }
 
-// Host overhead: back-to-back launches of the cached plan, in batches short enough never to
-// fill the launch queue (so host time is not GPU time), synchronizing between batches.
+// Host overhead: back-to-back launches of the cached plan, and the driver's floor beside it.
 void measureHost(Executor& ex, const std::vector<DeviceTensor>& dev_in, const std::vector<DeviceTensor>& outs,
                  BenchResult& r) {
-  auto& dev = runtime::Device::get();
-  constexpr int kBatch = 100;
-  int launches = std::clamp(static_cast<int>(300.0 / std::max(r.plan.median_ms, 1e-3)), kBatch, 2000);
-  launches = launches / kBatch * kBatch;
-  double host_ms = 0;
-  dev.synchronize();
-  for (int b = 0; b < launches / kBatch; ++b) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < kBatch; ++i) ex.launch(dev_in, outs);
-    host_ms += msSince(t0);
-    dev.synchronize();
-  }
-  r.host_us = host_ms * 1e3 / launches;
+  int launches = std::clamp(static_cast<int>(300.0 / std::max(r.plan.median_ms, 1e-3)), kLaunchBatch, 2000);
+  launches = launches / kLaunchBatch * kLaunchBatch;
+  r.host_us = usPerLaunch(launches, [&] { ex.launch(dev_in, outs); });
   r.host_launches = launches;
   r.driver_floor_us = driverFloorUs(launches);
 }
