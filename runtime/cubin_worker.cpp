@@ -94,8 +94,9 @@ void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm) {
   // nvJitLink is opened here, before the worker exists: the statics it constructs when opened
   // are destroyed at exit after the worker, whose destructor waits for the cubin in flight.
   // Opened later (by the thread), they were destroyed first, under it: a crash at exit.
-  if (!cubinsEnabled() || !diskCacheEnabled() || !ptxCompilerAvailable()) return;
+  // A kernel that has its cubin needs none (and no nvJitLink opened: ~ms on a disk-cache hit).
   if (k.cubin_sm == sm && !k.cubin.empty()) return;
+  if (!cubinsEnabled() || !diskCacheEnabled() || !ptxCompilerAvailable()) return;
   Task t{key, k, sm};
   t.kernel.llvm_ptx_ms = 0;
   worker().push(std::move(t));

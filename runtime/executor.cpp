@@ -108,14 +108,18 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
       auto it = memoryCache().find(key);
       if (it != memoryCache().end()) return it->second->meta;
     }
+    const auto d0 = std::chrono::steady_clock::now();
     auto k = runtime::diskCacheLoad(key);
+    st.disk_ms += msSince(d0);
     if (k && st.source == CompileStats::Source::MemoryCache) st.source = CompileStats::Source::DiskCache;
     return k;
   };
   auto entry = std::make_unique<Entry>();
   entry->inputs = descs;
   entry->sizes = sizes;
+  const auto p0 = std::chrono::steady_clock::now();
   entry->plan = compilePlan(f_, bound, descs, opts, nullptr, lookup);
+  st.plan_ms = msSince(p0) - st.disk_ms;
   for (const auto& pk : entry->plan.kernels) {
     std::shared_ptr<Loaded> loaded;
     {
@@ -128,6 +132,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
       if (k.llvm_ptx_ms > 0) {
         st.source = CompileStats::Source::Compiled;
         st.llvm_ptx_ms += k.llvm_ptx_ms;
+        st.plan_ms -= k.llvm_ptx_ms;
         runtime::diskCacheStore(pk.key, k);
       }
       // Loaded now as the entry has it (PTX through the driver's JIT where it has no cubin for

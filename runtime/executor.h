@@ -21,7 +21,9 @@ struct CompileStats {
   enum class Source { Compiled, MemoryCache, DiskCache } source = Source::Compiled;
   double llvm_ptx_ms = 0;  // LLVM IR -> PTX (0 when cached)
   double load_ms = 0;      // cuModuleLoadData (0 on a memory hit)
-  double total_ms = 0;     // the whole first-call overhead
+  double disk_ms = 0;      // reading and checking disk-cache entries
+  double plan_ms = 0;      // segmenting, scheduling and lowering to the keys (the rest of the plan)
+  double total_ms = 0;     // the whole first-call overhead (the rest: buffers, residency checks)
 };
 
 class Executor {

@@ -400,15 +400,22 @@ TEST_CASE("reference bounds: a NaN whose operand may land where the function is 
   auto x = fb.input("x", DType::F32, {"N"});
   fb.output("r", sqrt(silu(x)));
   auto f = fb.finish();
-  auto xt = HostTensor::fromValues(DType::F32, {2}, {-200.0, -1.0});
+  // silu(-89) is -2e-37, a normal f32, but exp(89) overflows f32, so the GPU's (and PyTorch's)
+  // x / (1 + exp(-x)) is -0 there too (the same case, on the GPU after the first fix).
+  auto xt = HostTensor::fromValues(DType::F32, {3}, {-200.0, -1.0, -89.0});
   auto rb = evaluateReferenceBounds(*f, {xt});
   CHECK(std::isnan(rb.values[0].getLinear(0)));
   CHECK(std::isinf(rb.bounds[0].getLinear(0)));
   CHECK(rb.bounds[0].getLinear(1) == 0.0);
-  auto got = HostTensor::fromValues(DType::F32, {2}, {-0.0, rb.values[0].getLinear(1)});
+  CHECK(std::isnan(rb.values[0].getLinear(2)));
+  CHECK(std::isinf(rb.bounds[0].getLinear(2)));
+  auto got = HostTensor::fromValues(DType::F32, {3}, {-0.0, rb.values[0].getLinear(1), -0.0});
   CHECK(compareOutputs(*f, {xt}, {}, {got}, rb.values)[0].ok);
-  auto wrong = HostTensor::fromValues(DType::F32, {2}, {-0.0, 0.0});
+  auto wrong = HostTensor::fromValues(DType::F32, {3}, {-0.0, 0.0, -0.0});
   CHECK_FALSE(compareOutputs(*f, {xt}, {}, {wrong}, rb.values)[0].ok);
+  // Above -88.72 exp(-x) is finite and the f32 result keeps its sign: sqrt(silu(-88)) stays NaN.
+  auto near = HostTensor::fromValues(DType::F32, {1}, {-88.0});
+  CHECK(evaluateReferenceBounds(*f, {near}).bounds[0].getLinear(0) == 0.0);
 }
 
 TEST_CASE("reference bounds: an exact 0 keeps no slack, so 1 / (x - x) must be inf", "[reference][bounds]") {

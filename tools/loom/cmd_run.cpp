@@ -38,10 +38,11 @@ int runRun(const Args& a) {
   const std::vector<TensorDesc> in_descs = descsOf(dev_in);
   const std::vector<KernelInfo> kernels = planKernels(plan, in_descs);
   std::cout << fmt::format("fusion {} on {}\n", l.fusion->name(), dev.describe());
-  std::cout << fmt::format("  compile: {} (LLVM->PTX {:.1f} ms, module load {:.1f} ms, total {:.1f} ms)\n",
+  std::cout << fmt::format("  compile: {} (LLVM->PTX {:.1f} ms, module load {:.1f} ms, total {:.1f} ms: "
+                           "plan {:.1f}, disk {:.1f})\n",
                            cs.source == CompileStats::Source::Compiled ? "fresh"
                            : cs.source == CompileStats::Source::DiskCache ? "disk cache" : "memory cache",
-                           cs.llvm_ptx_ms, cs.load_ms, cs.total_ms);
+                           cs.llvm_ptx_ms, cs.load_ms, cs.total_ms, cs.plan_ms, cs.disk_ms);
   for (size_t k = 0; k < kernels.size(); ++k)
     std::cout << fmt::format("  kernel {}/{}: {} ({:.2f} MB read, {:.2f} MB written)\n", k + 1, kernels.size(),
                              launchText(kernels[k]), static_cast<double>(kernels[k].bytes_read) / 1e6,
