@@ -34,16 +34,16 @@ thread_local std::string t_last_error;
 void setLastError(const std::string& msg) { t_last_error = msg; }
 const char* lastError() { return t_last_error.c_str(); }
 
-// loom_dtype's values are ir/dtypes.def's order.
+// loom_dtype's values are include/loom/dtypes.def's order.
 #define LOOM_DTYPE(E, name, bytes, is_float, is_int) DType::E,
 constexpr DType kDTypes[] = {
-#include "ir/dtypes.def"
+#include <loom/dtypes.def>
 };
 #undef LOOM_DTYPE
 static_assert(kDTypes[LOOM_BOOL] == DType::Bool && kDTypes[LOOM_I32] == DType::I32 && kDTypes[LOOM_I64] == DType::I64 &&
               kDTypes[LOOM_F16] == DType::F16 && kDTypes[LOOM_BF16] == DType::BF16 &&
               kDTypes[LOOM_F32] == DType::F32 && kDTypes[LOOM_F64] == DType::F64 &&
-              std::size(kDTypes) == 7, "loom_dtype (include/loom/loom_c.h) follows ir/dtypes.def");
+              std::size(kDTypes) == 7, "loom_dtype (include/loom/loom_c.h) follows include/loom/dtypes.def");
 
 char* newString(const std::string& s) {
   char* p = static_cast<char*>(std::malloc(s.size() + 1));

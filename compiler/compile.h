@@ -52,7 +52,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
                              StageText* stages = nullptr);
 
 // A stable text key of everything that changes the generated code: the fusion, its inputs,
-// the target, the compiler build, and every tuning knob set (in compiler/tuning.def order).
+// the target, the compiler build, and every tuning knob set (in include/loom/tuning.def order).
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                        const CompileOptions& opts);
 

@@ -12,7 +12,7 @@ const std::vector<TuningKnob>& tuningKnobs() {
   static const std::vector<TuningKnob> knobs = {
 #define LOOM_KNOB(name, field, lo, hi, what) {#name, what, &Tuning::field, nullptr, lo, hi},
 #define LOOM_SWITCH(name, field, what) {#name, what, nullptr, &Tuning::field, 0, 1},
-#include "compiler/tuning.def"
+#include <loom/tuning.def>
 #undef LOOM_KNOB
 #undef LOOM_SWITCH
   };
@@ -24,7 +24,7 @@ namespace {
 const TuningKnob& knobNamed(std::string_view name) {
   for (const auto& k : tuningKnobs())
     if (k.name == name) return k;
-  fail("`{}` is no tuning knob of loom (compiler/tuning.def lists them)", name);
+  fail("`{}` is no tuning knob of loom (include/loom/tuning.def lists them)", name);
 }
 
 }  // namespace

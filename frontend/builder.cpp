@@ -15,13 +15,35 @@ int normalizeDim(int dim, int rank, int rank_plus) {
   return dim < 0 ? dim + n : dim;
 }
 
+namespace {
+const ir::Value& valueOf(const ir::Value* v) {
+  LOOM_USER_CHECK(v != nullptr, "an empty tensor handle (default-constructed) was used");
+  return *v;
+}
+}  // namespace
+
+DType Tensor::dtype() const { return valueOf(v_).dtype(); }
+int Tensor::rank() const { return valueOf(v_).rank(); }
+std::vector<Extent> Tensor::shape() const { return valueOf(v_).shape(); }
+const std::string& Tensor::name() const { return valueOf(v_).name(); }
+
 const Extent& Tensor::size(int dim) const {
-  return v_->axis(static_cast<size_t>(normalizeDim(dim, rank()))).extent;
+  return valueOf(v_).axis(static_cast<size_t>(normalizeDim(dim, rank()))).extent;
 }
 
 FusionBuilder::FusionBuilder(std::string name) : f_(std::make_unique<ir::Fusion>(std::move(name))) {}
+FusionBuilder::FusionBuilder(FusionBuilder&&) noexcept = default;
+FusionBuilder& FusionBuilder::operator=(FusionBuilder&&) noexcept = default;
+FusionBuilder::~FusionBuilder() = default;
+
+// Every use of a builder after finish() (it hands its fusion over) is this error.
+static ir::Fusion& building(const std::unique_ptr<ir::Fusion>& f) {
+  LOOM_USER_CHECK(f != nullptr, "this FusionBuilder already finished its fusion: start a new builder");
+  return *f;
+}
 
 Tensor FusionBuilder::input(const std::string& name, DType dtype, std::vector<Dim> shape) {
+  building(f_);
   std::vector<ir::Axis> axes;
   for (const auto& d : shape) {
     LOOM_USER_CHECK(!d.infer, "input `{}`: -1 is only meaningful in reshape", name);
@@ -31,12 +53,12 @@ Tensor FusionBuilder::input(const std::string& name, DType dtype, std::vector<Di
 }
 
 void FusionBuilder::output(const std::string& name, Tensor t, std::optional<Tensor> alias) {
-  f_->addOutput(name, t.value(), alias ? alias->value() : nullptr);
+  building(f_).addOutput(name, t.value(), alias ? alias->value() : nullptr);
 }
 
-std::unique_ptr<ir::Fusion> FusionBuilder::finish() {
-  f_->verify();
-  return std::move(f_);
+Fusion FusionBuilder::finish() {
+  building(f_).verify();
+  return Fusion(std::move(f_));
 }
 
 namespace {
@@ -226,7 +248,7 @@ std::vector<Tensor> chunk(Tensor x, int n, int dim) {
 }
 
 Tensor constant(ir::Fusion* f, double value, DType dtype) {
-  LOOM_USER_CHECK(f != nullptr, "constant needs a fusion");
+  LOOM_USER_CHECK(f != nullptr, "constant needs a fusion being built (not a finished builder)");
   return {f, f->addOp(OpKind::Constant, {}, ir::ScalarAttrs{value, dtype, {}})->output()};
 }
 
@@ -234,6 +256,14 @@ Tensor full(ir::Fusion* f, std::vector<Dim> shape, double value, DType dtype) {
   std::vector<Extent> s;
   for (const auto& d : shape) s.push_back(d.extent);
   return {f, f->addOp(OpKind::Full, {}, ir::ScalarAttrs{value, dtype, std::move(s)})->output()};
+}
+
+Tensor constant(FusionBuilder& fb, double value, DType dtype) { return constant(fb.fusionOrNull(), value, dtype); }
+
+Tensor full(FusionBuilder& fb, std::vector<Dim> shape, double value, DType dtype) {
+  ir::Fusion* f = fb.fusionOrNull();
+  LOOM_USER_CHECK(f != nullptr, "full: this FusionBuilder already finished its fusion: start a new builder");
+  return full(f, std::move(shape), value, dtype);
 }
 
 }  // namespace loom

@@ -11,7 +11,7 @@ namespace {
 std::string dtypeNames() {
   std::string s;
 #define LOOM_DTYPE(E, name, bytes, is_float, is_int) s += std::string(s.empty() ? "" : ", ") + name;
-#include "ir/dtypes.def"
+#include <loom/dtypes.def>
 #undef LOOM_DTYPE
   return s;
 }

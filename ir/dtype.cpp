@@ -18,7 +18,7 @@ struct DTypeInfo {
 };
 constexpr DTypeInfo kInfo[] = {
 #define LOOM_DTYPE(E, name, bytes, is_float, is_int) {name, bytes, is_float, is_int},
-#include "ir/dtypes.def"
+#include <loom/dtypes.def>
 #undef LOOM_DTYPE
 };
 const DTypeInfo& info(DType t) { return kInfo[static_cast<int>(t)]; }

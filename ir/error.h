@@ -1,23 +1,10 @@
 #pragma once
-// Two error channels (DESIGN.md): loom::Error is bad user input and says what was wrong, where,
-// and what would be right; loom::InternalError is a compiler bug and says so.
+// The error channels (include/loom/error.h, DESIGN.md) and how loom's code raises them.
 #include <fmt/format.h>
 
-#include <stdexcept>
-#include <string>
+#include <loom/error.h>
 
 namespace loom {
-
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
-};
-
-class InternalError : public std::logic_error {
- public:
-  explicit InternalError(const std::string& what)
-      : std::logic_error("loom internal error (a bug in loom, please report it): " + what) {}
-};
 
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {

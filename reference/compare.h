@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <loom/reference.h>
+
 #include "ir/extent.h"
 #include "runtime/host_tensor.h"
 
@@ -23,20 +25,6 @@ class Fusion;
 
 namespace loom {
 
-struct Comparison {
-  double rel_l2 = 0;       // ||out - ref||_2 / max(||ref||_2, tiny)
-  double max_abs = 0;      // over finite elements
-  double worst = 0;        // the largest element error, in units of tolerance * (rms(ref) + |ref|)
-  int64_t worst_index = -1;   // its linear (row-major) index
-  int64_t bad_nonfinite = 0;  // NaN/inf where the reference has none, or the reverse
-  double tolerance = 0;
-  bool bounded = false;       // compared with the reference's error bounds
-  bool ok = false;
-  std::string str() const;
-};
-
-// The relative-L2 tolerance loom promises for results stored in `t`.
-double toleranceFor(DType t);
 // How many tolerances one element may be off, scaled by rms(ref) + |ref|: rounding to the
 // stored dtype costs at most a quarter of one, a wrong value tens to thousands.
 inline constexpr double kElementFactor = 8.0;

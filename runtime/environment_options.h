@@ -1,16 +1,15 @@
 #pragma once
 // The boundary where the environment becomes options: the CLI, the Executor and the tests read
-// the compiler's tuning knobs (compiler/tuning.def) and ptxas's whereabouts here, once, and
+// the compiler's tuning knobs (include/loom/tuning.def) and ptxas's whereabouts here, once, and
 // pass the values on. The compiler itself reads no environment.
 #include "compiler/codegen/ptxas_check.h"
 #include "compiler/tuning.h"
 
 namespace loom {
 
-// Every compiler/tuning.def variable that is set. A bad value (not a whole number, out of its
-// range, a switch set to anything but 1) is a loom::Error naming the variable, the value and
-// what it takes.
-Tuning tuningFromEnvironment();
+// tuningFromEnvironment (include/loom/tuning.h): every tuning.def variable that is set. A bad
+// value (not a whole number, out of its range, a switch set to anything but 1) is a loom::Error
+// naming the variable, the value and what it takes.
 
 // $LOOM_PTXAS (else the CUDA toolkit's ptxas found at build time) and $TMPDIR (else /tmp).
 codegen::PtxasTool ptxasFromEnvironment();

@@ -7,6 +7,7 @@
 
 #include "ir/error.h"
 #include "runtime/bind_sizes.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/cubin_worker.h"
 #include "runtime/kernel_cache.h"
@@ -171,6 +172,27 @@ std::vector<TensorDesc> Executor::outputSpecs(const std::vector<DeviceTensor>& i
 const CompiledPlan& Executor::planFor(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
   return prepare(inputs, sizes).plan;
 }
+
+std::string Executor::describePlan(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
+  const CompiledPlan& plan = planFor(inputs, sizes);
+  std::string s = plan.segments;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    const CompiledKernel& ck = plan.kernels[k].kernel;
+    s += fmt::format("kernel {}/{}: {} grid {} block {} shared {} B{}{}\n", k + 1, plan.kernels.size(), ck.name,
+                     ck.grid, ck.block, ck.shared_bytes, ck.cluster > 1 ? fmt::format(" cluster {}", ck.cluster) : "",
+                     ck.cooperative ? " cooperative" : "");
+  }
+  return s;
+}
+
+static const ir::Fusion& held(const Fusion& f) {
+  LOOM_USER_CHECK(f, "Executor: this loom::Fusion was moved from and holds no fusion");
+  return *f;
+}
+
+Executor::Executor(const Fusion& fusion, Tuning tuning) : Executor(held(fusion), std::move(tuning)) {}
+
+bool gpuAvailable(std::string* why) noexcept { return runtime::gpuAvailable(why); }
 
 std::vector<DeviceTensor> Executor::allocateOutputs(const std::vector<DeviceTensor>& inputs,
                                                     const Bindings& sizes, bool poison) {

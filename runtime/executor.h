@@ -1,14 +1,6 @@
 #pragma once
-// Runs a fusion on the GPU. The first call for a given input signature (dtypes, sizes,
-// strides, alignment) compiles (or finds the kernel in the memory or disk cache); later calls
-// only launch.
-//
-// One Executor serves one host thread at a time: its plans, intermediates and grid-reduction
-// workspaces are its own and reused by every launch, in stream order. Threads that launch at
-// once (LOOM_STREAM=per-thread) each need their own Executor.
-#include <cstdint>
-#include <memory>
-#include <vector>
+// The executor (public: include/loom/executor.h) and what loom's own code adds to it.
+#include <loom/executor.h>
 
 #include "compiler/compile.h"
 #include "ir/fusion.h"
@@ -16,67 +8,6 @@
 #include "runtime/environment_options.h"
 
 namespace loom {
-
-struct CompileStats {
-  enum class Source { Compiled, MemoryCache, DiskCache } source = Source::Compiled;
-  double llvm_ptx_ms = 0;  // LLVM IR -> PTX (0 when cached)
-  double load_ms = 0;      // cuModuleLoadData (0 on a memory hit)
-  double disk_ms = 0;      // reading and checking disk-cache entries
-  double plan_ms = 0;      // segmenting, scheduling and lowering to the keys (the rest of the plan)
-  double total_ms = 0;     // the whole first-call overhead (the rest: buffers, residency checks)
-};
-
-class Executor {
- public:
-  // Compiles for the current GPU with `tuning`: by default the tuning knobs set in the
-  // environment, read here, once (runtime/environment_options.h).
-  explicit Executor(const ir::Fusion& fusion, Tuning tuning = tuningFromEnvironment());
-  ~Executor();
-  Executor(const Executor&) = delete;
-  Executor& operator=(const Executor&) = delete;
-
-  // Allocates the outputs and runs; aliased outputs are their inputs, updated in place.
-  std::vector<DeviceTensor> run(const std::vector<DeviceTensor>& inputs,
-                                const Bindings& sizes = {});
-  // Fresh outputs for a run with these inputs (aliased ones are those inputs); `poison` fills
-  // the fresh ones with 0xff bytes (NaN for floats) so an unwritten element shows.
-  std::vector<DeviceTensor> allocateOutputs(const std::vector<DeviceTensor>& inputs,
-                                            const Bindings& sizes = {}, bool poison = false);
-  // Runs into outputs the caller allocated as outputSpecs() says (for benchmarks and reuse): same
-  // dtypes and sizes, the same strides wherever a dim is not 1, and aligned as the kernel stores.
-  void runInto(const std::vector<DeviceTensor>& inputs, std::vector<DeviceTensor>& outputs,
-               const Bindings& sizes = {});
-  // The outputs a run with these inputs produces (dtype, sizes, strides), compiling if needed.
-  std::vector<TensorDesc> outputSpecs(const std::vector<DeviceTensor>& inputs,
-                                      const Bindings& sizes = {});
-  // Launches asynchronously, no checks beyond the signature lookup: the hot path.
-  void launch(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
-  // Launches only kernel `k` of the plan for these inputs (planFor(inputs).kernels[k]), as
-  // launch() does, in the same stream: for timing one kernel of a plan. It reads the
-  // intermediates an earlier kernel wrote, so run the whole plan first (runInto or launch).
-  void launchKernel(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
-                    size_t k);
-
-  // The CUDA stream (a CUstream) later launches go to, in order; by default the legacy default
-  // stream, or the per-thread one with LOOM_STREAM=per-thread.
-  void setStream(std::uintptr_t stream) { stream_ = stream; }
-
-  const CompileStats& lastCompile() const { return stats_; }
-  // The kernels these inputs run as (segments, PTX, launch shapes, output specs).
-  const CompiledPlan& planFor(const std::vector<DeviceTensor>& inputs, const Bindings& sizes = {});
-
- private:
-  struct Entry;
-  Entry& prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes);
-  Entry& entryFor(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
-  void launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
-                 const std::vector<DeviceTensor>& outputs);
-  const ir::Fusion& f_;
-  const Tuning tuning_;
-  std::vector<std::unique_ptr<Entry>> entries_;
-  CompileStats stats_;
-  std::uintptr_t stream_;
-};
 
 // The current GPU (its PTX target and SM count); throws loom::Error with no GPU.
 DeviceInfo currentDevice();

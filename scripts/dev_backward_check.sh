@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device carried): every [gpu] test, every backward built-in run against
+# On the GPU machine (.device.tar.xz carried and unpacked): every [gpu] test, every backward built-in run against
 # the float64 reference (both memory orders, odd sizes), then the backward workloads beside
 # PyTorch. Writes the peer table to $OUT.
 set -uo pipefail

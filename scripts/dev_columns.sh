@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device carried): kernels with column reductions (layer norm backward's
+# On the GPU machine (.device.tar.xz carried and unpacked): kernels with column reductions (layer norm backward's
 # dx beside dw and db in one kernel). The [gpu] tests, the backward built-ins and ln_colsum
 # against the float64 reference at odd sizes, dw bitwise over repeated runs, then loom's GB/s
 # for the column kernels beside the two-kernel plans (LOOM_NO_COLUMNS=1) and a few knobs.

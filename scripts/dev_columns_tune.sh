@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device carried): the [gpu] tests, the fuzzer's random fusions run against
+# On the GPU machine (.device.tar.xz carried and unpacked): the [gpu] tests, the fuzzer's random fusions run against
 # the float64 reference (seeds 1 and 2: among them kernels with column reductions), and loom's
 # GB/s for the column kernels under a few knobs (blocks per SM, threads per row).
 set -uo pipefail

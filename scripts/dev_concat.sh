@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device carried): the [gpu] tests (concat outputs among them), the
+# On the GPU machine (.device.tar.xz carried and unpacked): the [gpu] tests (concat outputs among them), the
 # fuzzer's random fusions against the float64 reference (seed 3: concat outputs, column
 # reductions), the recurrent cells' backward built-ins against the reference at odd sizes, and
 # lstm_cell_backward's time at B=256 H=1024 (issue 22: one kernel, at most 12 us).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (.device carried): the [gpu] tests with kernels loaded as cubins, compile
+# One device call (.device.tar.xz carried and unpacked): the [gpu] tests with kernels loaded as cubins, compile
 # latency cubin vs PTX (measure_compile.sh), first calls over 20 sizes, a short soak sample, and
 # the test past 2^32 elements; logs under $OUT, most important first.
 set -uo pipefail

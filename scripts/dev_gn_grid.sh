@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device carried): the [gpu] tests, group norm backward in channels-last
+# On the GPU machine (.device.tar.xz carried and unpacked): the [gpu] tests, group norm backward in channels-last
 # against the float64 reference at odd shapes, and its GB/s (plan; first kernel's time) under
 # the grid tier's knobs (groups of blocks, two fill buffers, no grid tier).
 set -uo pipefail

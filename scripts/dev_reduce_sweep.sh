@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device carried): the reduction and multi-kernel [gpu] tests, ln_colsum run
+# On the GPU machine (.device.tar.xz carried and unpacked): the reduction and multi-kernel [gpu] tests, ln_colsum run
 # and benched as a plan of two kernels, a sweep of the reduction scheduler's knobs on column sums
 # (LOOM_TUNE_RED_BX, _BLOCK, _UNROLL) and full sums, then bench/workloads_multi.txt beside PyTorch.
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (.device carried): LOOM_TUNE_SYMBOLIC on the GPU (its [gpu] test, first calls
+# One device call (.device.tar.xz carried and unpacked): LOOM_TUNE_SYMBOLIC on the GPU (its [gpu] test, first calls
 # over 100 sizes with and without it), then compile latency with cubins made in the background
 # (measure_compile.sh). Logs under $OUT.
 set -uo pipefail

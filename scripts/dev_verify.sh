@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (.device carried; bash scripts/pack_device.sh here), for what this tree
+# One device call (.device.tar.xz carried and unpacked; bash scripts/pack_device.sh here), for what this tree
 # changed and has not yet run on a GPU, most important first, each under its own limit; logs
 # under $OUT. A second call runs the soak: bash scripts/soak_gpu.sh.
 #   1. every [gpu] test but [huge] and [symbolic] (kernels loaded as PTX, cubins made in the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device carried): compile latency of a small and a large pointwise kernel,
+# On the GPU machine (.device.tar.xz carried and unpacked): compile latency of a small and a large pointwise kernel,
 # a norm and a backward norm, each in a fresh process: cold (empty loom cache, driver JIT cache
 # off: PTX through the driver's JIT, the cubin made in the background for the cache) and from
 # loom's disk cache (the cubin that process stored; with LOOM_CUBIN=0, PTX again); then host

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device carried; bash scripts/pack_device.sh here): the GPU soak of issue
+# On the GPU machine (.device.tar.xz carried and unpacked; bash scripts/pack_device.sh here): the GPU soak of issue
 # 25. First every earlier finding (tests/soak/cases.txt), then CASES random fusions (every op,
 # dtype and layout, reductions to one value, two reduction patterns, gate matrices read as
 # slices, sizes that do not divide) through segment, every kernel

@@ -9,7 +9,7 @@
 
 #include "compiler/codegen/ptxas_check.h"
 #include "compiler/tensor_desc.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "runtime/environment_options.h"
 
 // ptxas accepts `ptx` (args as loom::test::ptxasErrors's: PTX, sm, and optionally where to put

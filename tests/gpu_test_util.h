@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "reference/compare.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_tensor.h"

@@ -2,7 +2,7 @@
 // Normalization fusions the tests share beyond the built-ins.
 #include <memory>
 
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 
 namespace loom::test {
 

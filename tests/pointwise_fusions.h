@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 
 namespace loom::test {
 

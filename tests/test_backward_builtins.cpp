@@ -9,7 +9,7 @@
 
 #include "compiler/compile.h"
 #include "frontend/examples_backward.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "tests/backward_builtins.h"
 #include "tests/cli_test_util.h"
 #include "tests/compile_test_util.h"

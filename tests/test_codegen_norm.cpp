@@ -9,7 +9,7 @@
 #include "compiler/analysis/domains.h"
 #include "compiler/codegen/ptxas_check.h"
 #include "compiler/compile.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 
 using namespace loom;
 using loom::test::descsFor;

@@ -7,7 +7,7 @@
 #include "compiler/codegen/ptxas_check.h"
 #include "compiler/compile.h"
 #include "compiler/schedule/pointwise.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "tests/pointwise_fusions.h"
 
 using namespace loom;

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "ir/error.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "reference/compare.h"
 #include "runtime/host_tensor.h"
 #include "runtime/parallel.h"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "compiler/compile.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "runtime/kernel_cache.h"
 #include "tests/compile_test_util.h"
 

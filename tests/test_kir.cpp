@@ -11,7 +11,7 @@
 #include "compiler/kir/unroll.h"
 #include "compiler/kir/verifier.h"
 #include "compiler/schedule/pointwise_lower.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 
 
 using namespace loom;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/compile.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "tests/compile_test_util.h"
 
 using namespace loom;

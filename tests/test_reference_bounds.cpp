@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "reference/compare.h"
 
 using namespace loom;

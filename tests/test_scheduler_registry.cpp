@@ -5,7 +5,7 @@
 #include "tests/compile_test_util.h"
 
 #include "compiler/schedule/scheduler.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 
 using namespace loom;
 using loom::test::descsFor;

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/segment/segmenter.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 
 using namespace loom;
 using loom::test::descsFor;

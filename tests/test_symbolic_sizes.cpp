@@ -13,7 +13,7 @@
 #include "compiler/schedule/scheduler.h"
 #include "compiler/kir/printer.h"
 #include "compiler/kir/verifier.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "runtime/kernel_cache.h"
 #include "tests/compile_test_util.h"
 

@@ -25,6 +25,11 @@
 extern "C" {
 #endif
 
+/* Exported from libloom, which hides every symbol its public headers do not declare. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /* The ABI's version: bumped when a signature or a struct changes (additions keep it). */
 #define LOOM_C_ABI_VERSION 1
 
@@ -36,7 +41,7 @@ typedef enum loom_status {
   LOOM_ERROR_INTERNAL = 4  /* a bug in loom: please report the message */
 } loom_status;
 
-/* Element types, in loom's order (ir/dtypes.def). */
+/* Element types, in loom's order (include/loom/dtypes.def). */
 typedef enum loom_dtype {
   LOOM_BOOL = 0,
   LOOM_I32 = 1,
@@ -135,6 +140,10 @@ loom_status loom_runner_outputs_json(loom_runner* r, const loom_tensor* inputs, 
  * inputs and outputs are device pointers; outputs as loom_runner_outputs_json says. */
 loom_status loom_runner_run(loom_runner* r, const loom_tensor* inputs, size_t n_inputs,
                             const loom_tensor* outputs, size_t n_outputs, uintptr_t stream);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

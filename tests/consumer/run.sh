@@ -2,7 +2,9 @@
 # A C++ user outside loom's tree: install the build into a fresh prefix, build examples/
 # group_norm.cpp against it with find_package(loom) (its only loom include <loom/loom.h>), run it
 # (the CPU reference where there is no GPU), and check what the install holds: the SONAME, the
-# CLI's version, no LLVM symbols exported.  Usage: run.sh SOURCE_DIR BUILD_DIR
+# CLI's version, the public headers only (each compiles alone, on the prefix's include/ only),
+# and exports that are the public API only (no LLVM, no loom::<internal namespace>::).
+#   Usage: run.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
 work=$(mktemp -d /tmp/loom-consumer.XXXXXX)
@@ -18,6 +20,25 @@ exported=$(nm -D --defined-only "$lib")
 if grep -E " (_ZNK?4llvm|_ZTVN4llvm|LLVM)" <<< "$exported" | head -3 | grep .; then
   echo "libloom exports LLVM's symbols (above)"; exit 1
 fi
+# Internal namespaces (loom::ir::, loom::runtime::, ...) are lower case; public classes are not.
+demangled=$(nm -DC --defined-only "$lib")
+if grep -E "loom::[a-z][a-z_0-9]*::" <<< "$demangled" | head -5 | grep .; then
+  echo "libloom exports symbols of loom's internal namespaces (above)"; exit 1
+fi
+for sym in "loom::FusionBuilder::finish()" "loom::Executor::run(" "loom::Fusion::parse(" \
+           "loom::evaluateReference(loom::Fusion const&" "loom::layer_norm_backward(" "typeinfo for loom::Error" \
+           " loom_abi_version" " loom_runner_run"; do
+  grep -qF -- "$sym" <<< "$demangled" || { echo "libloom does not export $sym"; exit 1; }
+done
+# Only include/loom is installed, and each public header compiles alone from it.
+extra=$(cd "$prefix/include" && find . -type f ! -path "./loom/*")
+[ -z "$extra" ] || { echo "installed headers outside include/loom: $extra"; exit 1; }
+for h in "$prefix"/include/loom/*.h; do
+  if grep -n '#include "' "$h"; then echo "$(basename "$h") includes by quotes (above)"; exit 1; fi
+  case $h in *loom_c.h) continue ;; esac
+  echo "#include <loom/$(basename "$h")>" | c++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I"$prefix/include" -x c++ - \
+    || { echo "<loom/$(basename "$h")> does not compile alone"; exit 1; }
+done
 ver=$("$prefix/bin/loom" --version)
 [ "$ver" = "loom $(sed -n 's/^project(loom VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")" ] || { echo "loom --version: $ver"; exit 1; }
 cmake -S "$src/tests/consumer" -B "$work/b" -DCMAKE_PREFIX_PATH="$prefix" -DLOOM_EXAMPLE="$src/examples/group_norm.cpp" \
@@ -38,4 +59,4 @@ cc -std=c11 -I"$prefix/include" "$work/c.c" -L"$(dirname "$lib")" -lloom -Wl,-rp
   "$work/c" || { echo "the C ABI from C: failed"; exit 1; }
 pyver=$(cd "$work" && env -u LOOM_LIBRARY PYTHONPATH="$(dirname "$lib")/python3" python3 -c "import loom; print(loom.__version__)")
 [ "loom $pyver" = "$ver" ] || { echo "the installed Python package says $pyver"; exit 1; }
-echo "consumer ok: $ver, $(basename "$lib"), C ABI, Python package"
+echo "consumer ok: $ver, $(basename "$lib"), $(grep -c " [TWVu] " <<< "$exported") symbols exported, $(ls "$prefix"/include/loom/*.h | wc -l) public headers, C ABI, Python package"

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "compiler/compile.h"
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 #include "runtime/cubin_worker.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/ptx_compiler.h"

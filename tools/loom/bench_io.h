@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "include/loom/loom.h"
+#include "frontend/internal_api.h"
 
 namespace loom::cli {
 

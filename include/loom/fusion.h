@@ -1,0 +1,63 @@
+#pragma once
+// A fusion: a small graph of pointwise, reduction, reshape and broadcast ops over named input
+// tensors, with named outputs. Made by a FusionBuilder (loom/builder.h), parsed from the text
+// format, or one of loom's built-ins; printed in the text format. A move-only handle.
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <loom/dtype.h>
+#include <loom/export.h>
+#include <loom/extent.h>
+
+// Declared outside the exported region: these types stay hidden.
+namespace loom {
+namespace ir {
+class Fusion;  // loom's IR: opaque outside loom
+}
+}  // namespace loom
+
+#pragma GCC visibility push(default)
+namespace loom {
+
+class Fusion {
+ public:
+  // The text format (`loom dump --stage text` prints any fusion in it); an error names the
+  // line and column.
+  static Fusion parse(std::string_view text, std::string_view source_name = "<input>");
+  static Fusion parseFile(const std::string& path);
+  // A built-in (`loom list`: layer_norm, group_norm, ...) with its main tensors in `dtype`
+  // (default: the built-in's own); its example sizes, what `loom run NAME` uses.
+  static Fusion builtin(const std::string& name, std::optional<DType> dtype = std::nullopt);
+  static Bindings builtinSizes(const std::string& name);
+  static std::vector<std::string> builtinNames();
+
+  Fusion(Fusion&&) noexcept;
+  Fusion& operator=(Fusion&&) noexcept;
+  ~Fusion();
+
+  const std::string& name() const;
+  std::vector<std::string> inputNames() const;
+  std::vector<std::string> outputNames() const;
+  // The text format: parse(str()) gives the same fusion.
+  std::string str() const;
+
+  // loom's own code: the IR behind the handle, and the handle over one.
+  LOOM_HIDDEN explicit Fusion(std::unique_ptr<ir::Fusion> f);
+  ir::Fusion& operator*() const { return *f_; }
+  ir::Fusion* operator->() const { return f_.get(); }
+  ir::Fusion* get() const { return f_.get(); }
+  explicit operator bool() const { return f_ != nullptr; }
+  LOOM_HIDDEN operator std::unique_ptr<ir::Fusion>() &&;  // NOLINT: hands the IR over
+
+ private:
+  std::unique_ptr<ir::Fusion> f_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Fusion& f);
+
+}  // namespace loom
+#pragma GCC visibility pop
