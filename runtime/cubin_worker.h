@@ -13,7 +13,9 @@ namespace loom::runtime {
 // Queues `k` (under disk-cache key `key`) for a cubin for sm_`sm`. Nothing happens where cubins
 // are off (LOOM_CUBIN=0), the disk cache is (LOOM_DISK_CACHE=0; a cubin is only worth its
 // compile when the next process can load it) or no nvJitLink is found.
-void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm);
+// `max_registers`: the register count the driver's JIT gave the loaded PTX (Kernel::numRegs),
+// which the cubin keeps (compileCubin says why); 0 where none was loaded.
+void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm, int max_registers = 0);
 
 // Waits until every queued cubin is made and stored; the number made so far in this process.
 int finishCubins();

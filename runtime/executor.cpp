@@ -137,11 +137,12 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
         runtime::diskCacheStore(pk.key, k);
       }
       // Loaded now as the entry has it (PTX through the driver's JIT where it has no cubin for
-      // this GPU); its cubin is made in the background for the disk cache and the next process.
-      runtime::makeCubinLater(pk.key, k, runtime::Device::get().smVersion());
+      // this GPU); its cubin is made in the background for the disk cache and the next process,
+      // held to the registers the JIT gave it.
       runtime::Module mod = runtime::loadModule(k);
       st.load_ms += mod.loadMs();
       runtime::Kernel kern = mod.getKernel(k.name);
+      runtime::makeCubinLater(pk.key, k, runtime::Device::get().smVersion(), kern.numRegs());
       loaded = std::shared_ptr<Loaded>(new Loaded{std::move(k), std::move(mod), kern});
       std::lock_guard<std::mutex> lock(g_mu);
       memoryCache()[pk.key] = loaded;

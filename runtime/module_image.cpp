@@ -28,18 +28,20 @@ bool cubinsEnabled() {
   return on;
 }
 
-bool attachCubin(CompiledKernel& k, int sm) {
+bool attachCubin(CompiledKernel& k, int sm, int max_registers) {
   if (!cubinsEnabled() || (k.cubin_sm == sm && !k.cubin.empty())) return false;
   std::string why;
   if (!ptxCompilerAvailable(&why)) {
     noteOnce(g_no_compiler, why + "; kernels load as PTX through the driver's JIT");
     return false;
   }
-  auto c = compileCubin(k.ptx, sm, k.name, &why);
+  auto c = compileCubin(k.ptx, sm, k.name, &why, max_registers);
   if (!c) {
     noteOnce(g_refused, why + "; loading the PTX through the driver's JIT instead");
     return false;
   }
+  // Held to the JIT's registers it spilled: the PTX through the JIT stays the faster load.
+  if (max_registers > 0 && c->spill_bytes > 0) return false;
   k.cubin = std::move(c->image);
   k.cubin_sm = sm;
   return true;

@@ -12,8 +12,9 @@ namespace loom::runtime {
 bool cubinsEnabled();
 
 // Gives `k` a cubin for sm_`sm` unless it has one already; true when it made one (the caller
-// stores the entry again).
-bool attachCubin(CompiledKernel& k, int sm);
+// stores the entry again). `max_registers` (> 0): the driver JIT's register count for the same
+// PTX, which the cubin is held to (compileCubin); a cubin that then spills is not kept.
+bool attachCubin(CompiledKernel& k, int sm, int max_registers = 0);
 
 // Loads `k`'s cubin, or its PTX where it has none or the driver refuses the cubin.
 Module loadModule(const CompiledKernel& k);

@@ -25,6 +25,8 @@ struct JitLinkApi {
   int (*cubin)(Handle, void*) = nullptr;
   int (*errorLogSize)(Handle, size_t*) = nullptr;
   int (*errorLog)(Handle, char*) = nullptr;
+  int (*infoLogSize)(Handle, size_t*) = nullptr;
+  int (*infoLog)(Handle, char*) = nullptr;
   int (*version)(unsigned*, unsigned*) = nullptr;
 };
 constexpr int kInputPtx = 2;  // NVJITLINK_INPUT_PTX
@@ -74,6 +76,8 @@ void load(Loaded& l) {
   sym(l.api.cubin, "nvJitLinkGetLinkedCubin");
   sym(l.api.errorLogSize, "nvJitLinkGetErrorLogSize");
   sym(l.api.errorLog, "nvJitLinkGetErrorLog");
+  sym(l.api.infoLogSize, "nvJitLinkGetInfoLogSize");
+  sym(l.api.infoLog, "nvJitLinkGetInfoLog");
   sym(l.api.version, "nvJitLinkVersion");
   if (!missing.empty()) {
     l.error = fmt::format("{} lacks {}", l.found, missing);
@@ -100,6 +104,14 @@ std::string errorLog(const JitLinkApi& api, Handle h) {
   return log.size() > 600 ? log.substr(0, 600) + " ..." : log;
 }
 
+std::string infoLog(const JitLinkApi& api, Handle h) {
+  size_t n = 0;
+  if (api.infoLogSize(h, &n) != 0 || n == 0) return "";
+  std::string log(n, '\0');
+  if (api.infoLog(h, log.data()) != 0) return "";
+  return log;
+}
+
 }  // namespace
 
 bool ptxCompilerAvailable(std::string* why) {
@@ -113,8 +125,33 @@ std::string ptxCompilerVersion() {
   return l.error.empty() ? fmt::format("nvJitLink {}.{}", l.major, l.minor) : "";
 }
 
+std::string withMaxRegisters(const std::string& ptx, int n) {
+  std::string out;
+  size_t at = 0;
+  while (true) {
+    const size_t entry = ptx.find(".entry ", at);
+    if (entry == std::string::npos) break;
+    const size_t body = ptx.find("\n{", entry);
+    if (body == std::string::npos) break;
+    out.append(ptx, at, body - at);
+    if (ptx.substr(entry, body - entry).find(".maxnreg") == std::string::npos) out += fmt::format("\n.maxnreg {}", n);
+    at = body;
+  }
+  out.append(ptx, at, std::string::npos);
+  return out;
+}
+
+// "Used 92 registers" and "24 bytes spill stores" in nvJitLink's info log (-verbose).
+static int logNumber(const std::string& log, const std::string& before, const std::string& after) {
+  const size_t a = log.find(after);
+  if (a == std::string::npos) return 0;
+  size_t b = log.rfind(before, a);
+  if (b == std::string::npos) return 0;
+  return std::atoi(log.c_str() + b + before.size());
+}
+
 std::optional<Cubin> compileCubin(const std::string& ptx, int sm, const std::string& label,
-                                  std::string* why) {
+                                  std::string* why, int max_registers) {
   const Loaded& l = loaded();
   auto fail = [&](std::string w) -> std::optional<Cubin> {
     if (why) *why = std::move(w);
@@ -125,13 +162,15 @@ std::optional<Cubin> compileCubin(const std::string& ptx, int sm, const std::str
   if (sm < 50 || sm > 199) return fail(fmt::format("sm_{} is no GPU's SM version", sm));
   const auto t0 = std::chrono::steady_clock::now();
   const std::string arch = fmt::format("-arch=sm_{}", sm);
-  const char* opts[] = {arch.c_str()};
+  const char* opts[] = {arch.c_str(), "-verbose"};
   Handle h = nullptr;
-  if (int r = l.api.create(&h, 1, opts); r != 0)
+  if (int r = l.api.create(&h, 2, opts); r != 0)
     return fail(fmt::format("nvJitLinkCreate({}) failed with status {}", arch, r));
   Cubin out;
   std::string err;
-  if (int r = l.api.addData(h, kInputPtx, ptx.data(), ptx.size(), label.c_str()); r != 0)
+  const std::string capped = max_registers > 0 ? withMaxRegisters(ptx, max_registers) : std::string();
+  const std::string& input = max_registers > 0 ? capped : ptx;
+  if (int r = l.api.addData(h, kInputPtx, input.data(), input.size(), label.c_str()); r != 0)
     err = fmt::format("nvJitLinkAddData of {}'s PTX failed with status {}: {}", label, r, errorLog(l.api, h));
   else if (int r2 = l.api.complete(h); r2 != 0)
     err = fmt::format("nvJitLink refused {}'s PTX for sm_{} (status {}): {}", label, sm, r2, errorLog(l.api, h));
@@ -141,6 +180,11 @@ std::optional<Cubin> compileCubin(const std::string& ptx, int sm, const std::str
     if (l.api.cubin(h, out.image.data()) != 0) err = "nvJitLinkGetLinkedCubin failed";
   } else if (err.empty()) {
     err = "nvJitLink gave an empty cubin";
+  }
+  if (err.empty()) {
+    const std::string log = infoLog(l.api, h);
+    out.registers = logNumber(log, "Used ", " registers");
+    out.spill_bytes = logNumber(log, "stack frame, ", " bytes spill stores");
   }
   l.api.destroy(&h);
   if (!err.empty()) return fail(err);
