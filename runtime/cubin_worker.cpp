@@ -19,7 +19,7 @@ struct Task {
   std::string key;
   CompiledKernel kernel;
   int sm = 0;
-  int max_registers = 0;
+  JitProfile jit;
 };
 
 // One thread, started at the first task: cubins are made one at a time, beside whatever the
@@ -66,7 +66,7 @@ class Worker {
       queue_.pop_front();
       busy_ = true;
       lock.unlock();
-      const bool made = attachCubin(t.kernel, t.sm, t.max_registers);
+      const bool made = attachCubin(t.kernel, t.sm, t.jit);
       if (made) diskCacheStore(t.key, t.kernel);
       lock.lock();
       made_ += made;
@@ -91,14 +91,14 @@ Worker& worker() {
 
 }  // namespace
 
-void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm, int max_registers) {
+void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm, JitProfile jit) {
   // nvJitLink is opened here, before the worker exists: the statics it constructs when opened
   // are destroyed at exit after the worker, whose destructor waits for the cubin in flight.
   // Opened later (by the thread), they were destroyed first, under it: a crash at exit.
   // A kernel that has its cubin needs none (and no nvJitLink opened: ~ms on a disk-cache hit).
   if (k.cubin_sm == sm && !k.cubin.empty()) return;
   if (!cubinsEnabled() || !diskCacheEnabled() || !ptxCompilerAvailable()) return;
-  Task t{key, k, sm, max_registers};
+  Task t{key, k, sm, jit};
   t.kernel.llvm_ptx_ms = 0;
   worker().push(std::move(t));
 }

@@ -7,15 +7,15 @@
 #include <string>
 
 #include "compiler/compile.h"
+#include "runtime/module_image.h"
 
 namespace loom::runtime {
 
 // Queues `k` (under disk-cache key `key`) for a cubin for sm_`sm`. Nothing happens where cubins
 // are off (LOOM_CUBIN=0), the disk cache is (LOOM_DISK_CACHE=0; a cubin is only worth its
 // compile when the next process can load it) or no nvJitLink is found.
-// `max_registers`: the register count the driver's JIT gave the loaded PTX (Kernel::numRegs),
-// which the cubin keeps (compileCubin says why); 0 where none was loaded.
-void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm, int max_registers = 0);
+// `jit`: what the driver's JIT made of the loaded PTX, which the cubin must match (attachCubin).
+void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm, JitProfile jit = {});
 
 // Waits until every queued cubin is made and stored; the number made so far in this process.
 int finishCubins();

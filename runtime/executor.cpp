@@ -142,7 +142,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
       runtime::Module mod = runtime::loadModule(k);
       st.load_ms += mod.loadMs();
       runtime::Kernel kern = mod.getKernel(k.name);
-      runtime::makeCubinLater(pk.key, k, runtime::Device::get().smVersion(), kern.numRegs());
+      runtime::makeCubinLater(pk.key, k, runtime::Device::get().smVersion(), {kern.numRegs(), kern.localBytes()});
       loaded = std::shared_ptr<Loaded>(new Loaded{std::move(k), std::move(mod), kern});
       std::lock_guard<std::mutex> lock(g_mu);
       memoryCache()[pk.key] = loaded;

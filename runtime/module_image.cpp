@@ -28,20 +28,25 @@ bool cubinsEnabled() {
   return on;
 }
 
-bool attachCubin(CompiledKernel& k, int sm, int max_registers) {
+bool attachCubin(CompiledKernel& k, int sm, JitProfile jit) {
   if (!cubinsEnabled() || (k.cubin_sm == sm && !k.cubin.empty())) return false;
   std::string why;
   if (!ptxCompilerAvailable(&why)) {
     noteOnce(g_no_compiler, why + "; kernels load as PTX through the driver's JIT");
     return false;
   }
-  auto c = compileCubin(k.ptx, sm, k.name, &why, max_registers);
+  auto c = compileCubin(k.ptx, sm, k.name, &why, jit.registers);
   if (!c) {
     noteOnce(g_refused, why + "; loading the PTX through the driver's JIT instead");
     return false;
   }
-  // Held to the JIT's registers it spilled: the PTX through the JIT stays the faster load.
-  if (max_registers > 0 && c->spill_bytes > 0) return false;
+  // Worse code than the JIT's (a stack for softmax's reciprocal, spills under the cap): the
+  // PTX through the JIT stays the faster kernel, if not the faster load. No note: a choice of
+  // speed, not a failure.
+  if (jit.registers > 0 && (c->registers == 0 || c->registers > jit.registers ||
+                            c->stack_bytes > jit.local_bytes || c->spill_bytes > jit.local_bytes)) {
+    return false;
+  }
   k.cubin = std::move(c->image);
   k.cubin_sm = sm;
   return true;

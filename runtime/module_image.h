@@ -11,10 +11,18 @@ namespace loom::runtime {
 
 bool cubinsEnabled();
 
+// What the driver's JIT made of a kernel's PTX (Kernel::numRegs, localBytes); registers 0 where
+// nothing was loaded (a CPU-only caller).
+struct JitProfile {
+  int registers = 0;
+  int local_bytes = 0;
+};
+
 // Gives `k` a cubin for sm_`sm` unless it has one already; true when it made one (the caller
-// stores the entry again). `max_registers` (> 0): the driver JIT's register count for the same
-// PTX, which the cubin is held to (compileCubin); a cubin that then spills is not kept.
-bool attachCubin(CompiledKernel& k, int sm, int max_registers = 0);
+// stores the entry again). With the JIT's profile of the same PTX, the cubin is held to its
+// registers (compileCubin says why) and kept only where it is no worse: registers, stack frame
+// and spills within the JIT's, as nvJitLink's log reports them (no report: not kept).
+bool attachCubin(CompiledKernel& k, int sm, JitProfile jit = {});
 
 // Loads `k`'s cubin, or its PTX where it has none or the driver refuses the cubin.
 Module loadModule(const CompiledKernel& k);

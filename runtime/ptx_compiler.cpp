@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <regex>
 #include <type_traits>
 #include <vector>
 
@@ -141,13 +143,17 @@ std::string withMaxRegisters(const std::string& ptx, int n) {
   return out;
 }
 
-// "Used 92 registers" and "24 bytes spill stores" in nvJitLink's info log (-verbose).
-static int logNumber(const std::string& log, const std::string& before, const std::string& after) {
-  const size_t a = log.find(after);
-  if (a == std::string::npos) return 0;
-  size_t b = log.rfind(before, a);
-  if (b == std::string::npos) return 0;
-  return std::atoi(log.c_str() + b + before.size());
+void readResourceLog(const std::string& log, Cubin& c) {
+  auto largest = [&](const char* pattern) {
+    int most = 0;
+    const std::regex re(pattern);
+    for (std::sregex_iterator it(log.begin(), log.end(), re), end; it != end; ++it)
+      most = std::max(most, std::atoi((*it)[1].str().c_str()));
+    return most;
+  };
+  c.registers = largest(R"([Uu]sed (\d+) registers)");
+  c.stack_bytes = std::max(largest(R"((\d+) bytes stack frame)"), largest(R"((\d+) stack\b)"));
+  c.spill_bytes = largest(R"((\d+) bytes spill stores)");
 }
 
 std::optional<Cubin> compileCubin(const std::string& ptx, int sm, const std::string& label,
@@ -181,11 +187,7 @@ std::optional<Cubin> compileCubin(const std::string& ptx, int sm, const std::str
   } else if (err.empty()) {
     err = "nvJitLink gave an empty cubin";
   }
-  if (err.empty()) {
-    const std::string log = infoLog(l.api, h);
-    out.registers = logNumber(log, "Used ", " registers");
-    out.spill_bytes = logNumber(log, "stack frame, ", " bytes spill stores");
-  }
+  if (err.empty()) readResourceLog(infoLog(l.api, h), out);
   l.api.destroy(&h);
   if (!err.empty()) return fail(err);
   out.sm = sm;

@@ -22,9 +22,16 @@ struct Cubin {
   std::string image;  // an ELF cubin for sm_`sm`
   int sm = 0;
   double ms = 0;      // wall time of the compile
-  int registers = 0;  // per thread, and bytes of spill stores (from nvJitLink's info log)
+  // From nvJitLink's info log, a thread's: registers (0: the log did not say), stack frame and
+  // spill stores in bytes.
+  int registers = 0;
+  int stack_bytes = 0;
   int spill_bytes = 0;
 };
+
+// The same numbers from an nvJitLink or ptxas info log ("Used 92 registers", "24 bytes stack
+// frame", "used 79 registers, ..., 72 stack", "68 bytes spill stores"): the largest of each.
+void readResourceLog(const std::string& log, Cubin& c);
 
 // Compiles `ptx` for sm_`sm` (90 for an H100). nullopt with `why` when no nvJitLink is found
 // or it refuses the PTX (its error log, shortened); `label` names the kernel there.
@@ -33,7 +40,8 @@ struct Cubin {
 // driver JIT's (whole-program): layer_norm bf16 32768 x 16384 took 128 registers a thread
 // against the JIT's 92, 167 against 91 with its rows a kernel parameter, and ran 35% slower.
 // `max_registers` > 0 caps each entry at that many (`.maxnreg`, the count the driver's JIT
-// gave the same PTX), so the cubin allocates as the JIT did.
+// gave the same PTX), so the cubin allocates as the JIT did; where it cannot without a stack
+// (softmax's IEEE reciprocal is a call in relocatable code), the caller keeps the PTX.
 std::optional<Cubin> compileCubin(const std::string& ptx, int sm, const std::string& label,
                                   std::string* why, int max_registers = 0);
 

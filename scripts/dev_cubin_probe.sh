@@ -2,8 +2,9 @@
 # On the GPU machine (.device.tar.xz and .device-sym carried): one kernel loaded through the
 # driver's PTX JIT and as loom's nvJitLink cubin (exact sizes and LOOM_TUNE_SYMBOLIC), timed, with
 # both cubins' register use and SASS beside ptxas's from the same PTX, into $OUT.
-tar -xJf .device.tar.xz; export LD_LIBRARY_PATH=$PWD/.device/lib
-W="layer_norm --dtype bf16 --dim N=32768 --dim D=16384"
+#   bash scripts/dev_cubin_probe.sh [FUSION ARGS...]   (default: layer_norm bf16 32768 x 16384)
+[ -d .device ] || tar -xJf .device.tar.xz; export LD_LIBRARY_PATH=$PWD/.device/lib
+W=${*:-layer_norm --dtype bf16 --dim N=32768 --dim D=16384}
 for b in .device .device-sym; do
   export LOOM_CACHE_DIR=/tmp/probe$b; rm -rf $LOOM_CACHE_DIR
   for mode in fresh cubin cubin ptxjit; do
