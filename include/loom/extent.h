@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <loom/export.h>
+
 #pragma GCC visibility push(default)
 namespace loom {
 
@@ -49,7 +51,7 @@ class Extent {
   const std::vector<std::pair<std::string, int>>& powers() const { return syms_; }
 
  private:
-  void normalize();
+  LOOM_HIDDEN void normalize();
   int64_t num_ = 1, den_ = 1;
   std::vector<std::pair<std::string, int>> syms_;  // sorted by name, nonzero powers
 };

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <loom/dtype.h>
+#include <loom/export.h>
 
 #pragma GCC visibility push(default)
 namespace loom {
@@ -77,11 +78,11 @@ class HostTensor {
   std::string describe() const;
 
  private:
-  HostTensor(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides);
-  int64_t offsetOf(const std::vector<int64_t>& idx) const;
-  int64_t offsetOfLinear(int64_t i) const;
-  double load(int64_t elem) const;
-  void store(int64_t elem, double v);
+  LOOM_HIDDEN HostTensor(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides);
+  LOOM_HIDDEN int64_t offsetOf(const std::vector<int64_t>& idx) const;
+  LOOM_HIDDEN int64_t offsetOfLinear(int64_t i) const;
+  LOOM_HIDDEN double load(int64_t elem) const;
+  LOOM_HIDDEN void store(int64_t elem, double v);
 
   DType dtype_ = DType::F32;
   std::vector<int64_t> shape_, strides_;
