@@ -13,5 +13,6 @@ list(APPEND LOOM_FUZZ_SOURCES ${CMAKE_SOURCE_DIR}/frontend/lexer.cpp ${CMAKE_SOU
 add_executable(fuzz_parser ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_parser.cpp ${LOOM_FUZZ_SOURCES})
 target_include_directories(fuzz_parser PRIVATE ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/include)
 target_compile_options(fuzz_parser PRIVATE ${LOOM_FUZZ_FLAGS})
+target_compile_definitions(fuzz_parser PRIVATE LOOM_INTERNAL_API)
 target_link_options(fuzz_parser PRIVATE -fsanitize=fuzzer,address,undefined)
 target_link_libraries(fuzz_parser PRIVATE fmt::fmt)

@@ -37,7 +37,7 @@ struct CompiledKernel {
   // Machine code for sm_`cubin_sm` made from `ptx` (runtime/ptx_compiler.h), kept in the disk
   // cache beside it; empty where none was made (the driver then JIT-compiles the PTX).
   std::string cubin;
-  int cubin_sm = 0;
+  int cubin_sm = 0;  // -sm: the cubin made for that SM was refused as worse than the JIT's
   // The sizes it takes at run time (kir::Kernel::sizes), passed after the tensors and the
   // workspace as 64-bit integers; empty for a kernel that knows every size.
   std::vector<std::string> size_args;

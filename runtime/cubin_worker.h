@@ -17,7 +17,8 @@ namespace loom::runtime {
 // `jit`: what the driver's JIT made of the loaded PTX, which the cubin must match (attachCubin).
 void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm, JitProfile jit = {});
 
-// Waits until every queued cubin is made and stored; the number made so far in this process.
+// Waits until every queued cubin is made and stored; the number of entries stored so far in
+// this process (cubins made, or refused as worse than the JIT's).
 int finishCubins();
 
 }  // namespace loom::runtime

@@ -59,7 +59,8 @@ std::string serializeKernel(const std::string& key, const CompiledKernel& k) {
   for (const std::string& s : k.size_args) body += " " + s;
   body += "\n";
   body += fmt::format("ptx {}\n{}", k.ptx.size(), k.ptx);
-  // The cubin made from that PTX, raw bytes after its length (0 bytes: none made).
+  // The cubin made from that PTX, raw bytes after its length (0 bytes: none made, or -sm: the
+  // one made for that SM was refused, so no process makes it again).
   body += fmt::format("\ncubin {} {}\n", k.cubin_sm, k.cubin.size());
   body += k.cubin;
   return body + fmt::format("\nchecksum {:016x}\n", fnv1a(body));
@@ -126,7 +127,8 @@ std::optional<CompiledKernel> parseEntry(const std::string& text, const std::str
   if (!is.read(k.ptx.data(), static_cast<std::streamsize>(plen))) return bad("truncated PTX");
   size_t clen = 0;
   if (!(is >> tag >> k.cubin_sm >> clen) || tag != "cubin") return bad("malformed cubin line");
-  if (clen > body.size() || (clen == 0) != (k.cubin_sm == 0) || k.cubin_sm < 0) return bad("a cubin line that does not fit the file");
+  // No cubin (sm 0), a cubin for sm_N, or -N: the one made for sm_N was refused (no bytes).
+  if (clen > body.size() || (clen == 0) != (k.cubin_sm <= 0)) return bad("a cubin line that does not fit the file");
   is.get();
   k.cubin.resize(clen);
   if (!is.read(k.cubin.data(), static_cast<std::streamsize>(clen))) return bad("truncated cubin");

@@ -28,8 +28,13 @@ bool cubinsEnabled() {
   return on;
 }
 
+void refuseCubin(CompiledKernel& k, int sm) {
+  k.cubin.clear();
+  k.cubin_sm = -sm;
+}
+
 bool attachCubin(CompiledKernel& k, int sm, JitProfile jit) {
-  if (!cubinsEnabled() || (k.cubin_sm == sm && !k.cubin.empty())) return false;
+  if (!cubinsEnabled() || (k.cubin_sm == sm && !k.cubin.empty()) || k.cubin_sm == -sm) return false;
   std::string why;
   if (!ptxCompilerAvailable(&why)) {
     noteOnce(g_no_compiler, why + "; kernels load as PTX through the driver's JIT");
@@ -45,7 +50,8 @@ bool attachCubin(CompiledKernel& k, int sm, JitProfile jit) {
   // speed, not a failure.
   if (jit.registers > 0 && (c->registers == 0 || c->registers > jit.registers ||
                             c->stack_bytes > jit.local_bytes || c->spill_bytes > jit.local_bytes)) {
-    return false;
+    refuseCubin(k, sm);
+    return true;  // stored as refused: later processes neither load nor make it
   }
   k.cubin = std::move(c->image);
   k.cubin_sm = sm;

@@ -18,11 +18,16 @@ struct JitProfile {
   int local_bytes = 0;
 };
 
-// Gives `k` a cubin for sm_`sm` unless it has one already; true when it made one (the caller
-// stores the entry again). With the JIT's profile of the same PTX, the cubin is held to its
+// Gives `k` a cubin for sm_`sm` unless it has one (or one was refused) already; the caller
+// stores the entry again when this returns true. With the JIT's profile of the same PTX, the cubin is held to its
 // registers (compileCubin says why) and kept only where it is no worse: registers, stack frame
 // and spills within the JIT's, as nvJitLink's log reports them (no report: not kept).
+// True when it changed `k`: a cubin attached, or one refused as worse (refuseCubin).
 bool attachCubin(CompiledKernel& k, int sm, JitProfile jit = {});
+
+// Marks `k`'s cubin for sm_`sm` as refused (cubin_sm = -sm, no bytes): kept in the disk cache so
+// that no later process makes it again.
+void refuseCubin(CompiledKernel& k, int sm);
 
 // Loads `k`'s cubin, or its PTX where it has none or the driver refuses the cubin.
 Module loadModule(const CompiledKernel& k);

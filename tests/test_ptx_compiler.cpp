@@ -100,9 +100,30 @@ TEST_CASE("a cubin worse than the driver JIT's is not kept", "[cubin]") {
   Tuning t;
   t.symbolic = true;
   auto k = compileFusion(*f, sizes, test::descsFor(*f, sizes), CompileOptions{{90, 132}, t});
+  std::string why;
+  auto held = runtime::compileCubin(k.ptx, 90, k.name, &why, 79);
+  REQUIRE(held.has_value());
+  CHECK(held->registers > 0);  // the log was read: refused for what it says, not for silence
+  CHECK(held->registers <= 79);
+  CHECK(held->stack_bytes + held->spill_bytes > 0);
   CompiledKernel worse = k;
-  CHECK_FALSE(runtime::attachCubin(worse, 90, {79, 0}));
+  CHECK(runtime::attachCubin(worse, 90, {79, 0}));  // changed: marked refused, to be stored
   CHECK(worse.cubin.empty());
+  CHECK(worse.cubin_sm == -90);
+  CHECK_FALSE(runtime::attachCubin(worse, 90, {79, 0}));  // never made again
+  // The mark survives the disk cache, and a later process queues nothing for it.
+  const std::string dir = (std::filesystem::temp_directory_path() / "loom-refused-cubin").string();
+  std::filesystem::remove_all(dir);
+  {
+    test::ScopedEnv cache_dir("LOOM_CACHE_DIR", dir);
+    test::ScopedEnv disk("LOOM_DISK_CACHE", "1");
+    runtime::diskCacheStore("refused", worse);
+    auto back = runtime::diskCacheLoad("refused");
+    REQUIRE(back.has_value());
+    CHECK(back->cubin_sm == -90);
+    CHECK(back->cubin.empty());
+  }
+  std::filesystem::remove_all(dir);
   // Without a profile (no kernel loaded: nothing to compare with) it is made as before.
   CompiledKernel any = k;
   CHECK(runtime::attachCubin(any, 90));

@@ -43,9 +43,11 @@ struct Dim {
 class Tensor {
  public:
   Tensor() = default;
+#ifdef LOOM_INTERNAL_API
   Tensor(ir::Fusion* f, const ir::Value* v) : f_(f), v_(v) {}
   const ir::Value* value() const { return v_; }
   ir::Fusion* fusion() const { return f_; }
+#endif
   DType dtype() const;
   int rank() const;
   std::vector<Extent> shape() const;
@@ -70,8 +72,10 @@ class FusionBuilder {
   void output(const std::string& name, Tensor t, std::optional<Tensor> alias = std::nullopt);
   // Verifies and hands over the fusion; the builder is empty afterwards.
   Fusion finish();
+#ifdef LOOM_INTERNAL_API
   ir::Fusion& fusion() { return *f_; }  // loom's own code
   ir::Fusion* fusionOrNull() { return f_.get(); }
+#endif
 
  private:
   std::unique_ptr<ir::Fusion> f_;

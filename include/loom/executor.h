@@ -40,8 +40,13 @@ class Executor {
  public:
   // Compiles for the current GPU with `tuning`: by default the tuning knobs set in the
   // environment, read here, once (runtime/environment_options.h).
+  // `fusion` must outlive the Executor (it is read at each new input signature): a temporary
+  // is refused.
   explicit Executor(const Fusion& fusion, Tuning tuning = tuningFromEnvironment());
+  explicit Executor(Fusion&& fusion, Tuning tuning = tuningFromEnvironment()) = delete;
+#ifdef LOOM_INTERNAL_API
   LOOM_HIDDEN explicit Executor(const ir::Fusion& fusion, Tuning tuning = tuningFromEnvironment());
+#endif
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -76,8 +81,10 @@ class Executor {
   // How these inputs run: the kernels, why each boundary (as `loom segment` prints it), and
   // each kernel's launch shape. Compiles if needed.
   std::string describePlan(const std::vector<DeviceTensor>& inputs, const Bindings& sizes = {});
+#ifdef LOOM_INTERNAL_API
   // loom's own code: the plan itself (segments, PTX, launch shapes, output specs).
   LOOM_HIDDEN const CompiledPlan& planFor(const std::vector<DeviceTensor>& inputs, const Bindings& sizes = {});
+#endif
 
  private:
   struct Entry;

@@ -45,13 +45,17 @@ class Fusion {
   // The text format: parse(str()) gives the same fusion.
   std::string str() const;
 
+  // False once moved from.
+  explicit operator bool() const { return f_ != nullptr; }
+
+#ifdef LOOM_INTERNAL_API
   // loom's own code: the IR behind the handle, and the handle over one.
   LOOM_HIDDEN explicit Fusion(std::unique_ptr<ir::Fusion> f);
   ir::Fusion& operator*() const { return *f_; }
   ir::Fusion* operator->() const { return f_.get(); }
   ir::Fusion* get() const { return f_.get(); }
-  explicit operator bool() const { return f_ != nullptr; }
   LOOM_HIDDEN operator std::unique_ptr<ir::Fusion>() &&;  // NOLINT: hands the IR over
+#endif
 
  private:
   std::unique_ptr<ir::Fusion> f_;

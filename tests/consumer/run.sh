@@ -25,6 +25,27 @@ demangled=$(nm -DC --defined-only "$lib")
 if grep -E "loom::[a-z][a-z_0-9]*::" <<< "$demangled" | head -5 | grep .; then
   echo "libloom exports symbols of loom's internal namespaces (above)"; exit 1
 fi
+# Every export is the C ABI or in namespace loom, and every loom:: name in it is one the
+# installed headers' code (comments aside) declares: no internal type leaks through a template.
+python3 - "$prefix/include/loom" <<< "$demangled" <<'PY' || exit 1
+import re, sys, glob
+names = set()
+for h in glob.glob(sys.argv[1] + "/*.h"):
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", open(h).read(), flags=re.S)
+    names.update(re.findall(r"\b\w+\b", code))
+bad = []
+for line in sys.stdin:
+    sym = line.split(" ", 2)[-1].strip()
+    if re.match(r"loom_\w+$", sym):
+        continue
+    if not re.match(r"(loom::|(typeinfo|typeinfo name|vtable) for loom::)", sym):
+        bad.append(sym)
+    elif any(n not in names for n in re.findall(r"loom::(\w+)", sym)):
+        bad.append(sym)
+for b in bad[:5]:
+    print(b)
+sys.exit("libloom exports symbols beyond the public API (above)" if bad else 0)
+PY
 for sym in "loom::FusionBuilder::finish()" "loom::Executor::run(" "loom::Fusion::parse(" \
            "loom::evaluateReference(loom::Fusion const&" "loom::layer_norm_backward(" "typeinfo for loom::Error" \
            " loom_abi_version" " loom_runner_run"; do
@@ -50,6 +71,15 @@ if command -v pkg-config > /dev/null; then
   for f in $flags; do case $f in -I*) [ -f "${f#-I}/loom/loom.h" ] && found=yes ;; esac; done
   [ $found = yes ] || { echo "loom.pc: no -I directory holds loom/loom.h: $flags"; exit 1; }
 fi
+# loom's own members over internal types are not there for a user: these must not compile.
+for wrong in 'auto f = loom::Fusion::builtin("add"); loom::Executor ex(*f);' \
+             'loom::Executor ex(loom::Fusion::builtin("add"));' \
+             'loom::FusionBuilder fb("b"); (void)fb.fusion();'; do
+  if printf '#include <loom/loom.h>\nint main() { %s }\n' "$wrong" |
+       c++ -std=c++20 -fsyntax-only -I"$prefix/include" -x c++ - 2> /dev/null; then
+    echo "compiles against the installed headers but must not: $wrong"; exit 1
+  fi
+done
 out=$("$work/b/consumer")
 echo "$out" | tail -2
 echo "$out" | grep -q "fusion group_norm" || { echo "the example printed no fusion"; exit 1; }
