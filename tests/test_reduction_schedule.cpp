@@ -80,6 +80,31 @@ TEST_CASE("reduction scheduler: what it leaves to the normalization scheduler, a
   auto rows = planOf(*g, {{"N", 65536}, {"D", 1024}}, &why);
   REQUIRE(rows.has_value());
   CHECK(rows->scheduler == "normalization");
+  // ... unless the rows are long and read in vectors: one block a row folds in registers, no
+  // row held on chip (layer_norm_2d_backward's dw and db over N, H, W of 64 x 768 x 14 x 14).
+  auto wide = planOf(*g, {{"N", 768}, {"D", 12544}}, &why);
+  REQUIRE(wide.has_value());
+  CHECK(wide->scheduler == "reduction");
+  CHECK(has(wide->reason, "one block each"));
+  CHECK(wide->launch.grid == 768);
+  CHECK(wide->launch.workspace_bytes == 0);
+  // Rows read an element at a time (7 x 7 images, 49 contiguous elements) stay there.
+  FusionBuilder fi("img");
+  auto xi = fi.input("x", DType::F16, {"N", "C", 7, 7});
+  fi.output("s", sum(toCompute(xi), {0, 2, 3}));
+  auto h = fi.finish();
+  auto img = planOf(*h, {{"N", 64}, {"C", 1024}}, &why);
+  REQUIRE(img.has_value());
+  CHECK(img->scheduler == "normalization");
+}
+
+TEST_CASE("layer_norm_2d_backward NCHW: dw and db by the reduction scheduler where rows are long", "[schedule][reduction]") {
+  auto f = findExample("layer_norm_2d_backward")->build(DType::F16);
+  auto plan = compilePlan(*f, {{"N", 64}, {"C", 768}, {"H", 14}, {"W", 14}},
+                          descsFor(*f, {{"N", 64}, {"C", 768}, {"H", 14}, {"W", 14}}), CompileOptions{DeviceInfo{90, 132}});
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(has(plan.segments, "segment 2: reduction scheduler"));
+  CHECK(plan.kernels[1].kernel.grid == 768);
 }
 
 TEST_CASE("reduction scheduler: the kernel publishes partials and the last block combines them", "[ptx][reduction]") {
