@@ -105,6 +105,11 @@ TEST_CASE("layer_norm_2d_backward NCHW: dw and db by the reduction scheduler whe
   REQUIRE(plan.kernels.size() == 2);
   CHECK(has(plan.segments, "segment 2: reduction scheduler"));
   CHECK(plan.kernels[1].kernel.grid == 768);
+  // dx: the rows (over N, H, W) side by side and strided along C take a row-vector tier; the
+  // weight over C under its reductions, the same for every row, is read from cache, not copied
+  // with the rows (it kept the kernel a row a block, each element a load of its own).
+  CHECK(has(plan.segments, "vectors of rows"));
+  CHECK_FALSE(has(plan.segments, "each element is a load of its own"));
 }
 
 TEST_CASE("reduction scheduler: the kernel publishes partials and the last block combines them", "[ptx][reduction]") {

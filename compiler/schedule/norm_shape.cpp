@@ -292,6 +292,15 @@ std::set<Leaf> heldLoads(const NormAxes& ax) {
   return held;
 }
 
+std::set<Leaf> withoutRowConstant(const std::set<Leaf>& held, size_t nout) {
+  std::set<Leaf> out;
+  for (const Leaf& l : held)
+    if (std::any_of(l.strides.begin(), l.strides.begin() + static_cast<std::ptrdiff_t>(nout),
+                    [](int64_t s) { return s != 0; }))
+      out.insert(l);
+  return out;
+}
+
 Decision<int> chooseVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
                                 bool row_tier) {
   // 16 bytes of the rows the reductions read (f16 rows: 8 lanes). Other loads (an f32

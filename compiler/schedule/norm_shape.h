@@ -46,6 +46,9 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
 // the outputs; loads used only by the outputs are read once, at the end), with their strides
 // over the kernel's axes.
 std::set<Leaf> heldLoads(const NormAxes& ax);
+// `held` without the loads that are the same for every row (stride 0 along each of the
+// `nout` row axes).
+std::set<Leaf> withoutRowConstant(const std::set<Leaf>& held, size_t nout);
 
 // Lanes of a vector along the innermost reduced axis: 16 bytes of the held rows (1 where the
 // row-vector tier holds them).

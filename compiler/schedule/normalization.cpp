@@ -142,9 +142,13 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   std::optional<NormAxes> ax = normAxes(f, sizes, inputs, why_not);
   if (!ax) return std::nullopt;
   NormKernel& k = ax->k;
-  const std::set<Leaf> held = heldLoads(*ax);
-  // Rows side by side in memory but strided along their reduction: the row-vector tiers.
-  const RowTierChoice row_tier = chooseRowTier(k, held, inputs, opts);
+  const std::set<Leaf> all_held = heldLoads(*ax);
+  // Rows side by side in memory but strided along their reduction: the row-vector tiers. They
+  // copy the rows' loads, not those the same for every row (layer_norm_2d_backward's weight
+  // over C, under its reductions): those are read from cache at each use, as in the outputs.
+  const std::set<Leaf> row_held = withoutRowConstant(all_held, k.outer_shape.size());
+  const RowTierChoice row_tier = chooseRowTier(k, row_held, inputs, opts);
+  const std::set<Leaf>& held = row_tier.place ? row_held : all_held;
   const Decision<int> vec = chooseVectorWidth(*ax, held, inputs, row_tier.place.has_value());
   k.vec = vec.value;
   const int reductions = mapAccesses(*ax, f, held, inputs);
