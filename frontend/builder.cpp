@@ -58,6 +58,7 @@ void FusionBuilder::output(const std::string& name, Tensor t, std::optional<Tens
 
 Fusion FusionBuilder::finish() {
   building(f_).verify();
+  f_->markFinished();
   return Fusion(std::move(f_));
 }
 

@@ -55,7 +55,13 @@ void Fusion::checkOwned(const Value* v, std::string_view what) const {
                   what, v->name(), v->fusion()->name(), name_);
 }
 
+void Fusion::checkOpen(std::string_view what) const {
+  LOOM_USER_CHECK(!finished_, "fusion `{}` is finished (FusionBuilder::finish handed it over): {} cannot be added to "
+                  "it through a tensor handle kept from building; build a new fusion", name_, what);
+}
+
 const Value* Fusion::addInput(const std::string& name, DType dtype, std::vector<Axis> axes) {
+  checkOpen("an input");
   for (const auto& a : axes)
     LOOM_USER_CHECK(!a.broadcast || a.extent.isOne(), "input `{}`: a broadcast axis has extent 1",
                     name);
@@ -66,6 +72,7 @@ const Value* Fusion::addInput(const std::string& name, DType dtype, std::vector<
 
 const Op* Fusion::addOp(OpKind kind, std::vector<const Value*> inputs, Attrs attrs,
                         std::vector<std::string> output_names) {
+  checkOpen("an op");
   for (size_t i = 0; i < inputs.size(); ++i)
     checkOwned(inputs[i], fmt::format("operand {} of `{}`", i, opName(kind)));
   std::vector<TypedOutput> outs = inferOutputs(kind, inputs, attrs);
@@ -83,6 +90,7 @@ const Op* Fusion::addOp(OpKind kind, std::vector<const Value*> inputs, Attrs att
 }
 
 void Fusion::addOutput(const std::string& name, const Value* v, const Value* alias) {
+  checkOpen("an output");
   checkOwned(v, fmt::format("output `{}`", name));
   LOOM_USER_CHECK(isIdentifier(name), "`{}` is not a valid output name", name);
   for (const auto& o : outputs_)

@@ -48,7 +48,13 @@ class Fusion {
   // aliases well-typed). Throws loom::Error.
   void verify() const;
 
+  // Set by FusionBuilder::finish: from then on the fusion is immutable, and adding an input, an
+  // op or an output (through a tensor handle kept from building) is a loom::Error.
+  void markFinished() { finished_ = true; }
+  bool finished() const { return finished_; }
+
  private:
+  void checkOpen(std::string_view what) const;
   const Value* newValue(std::string name, DType t, std::vector<Axis> axes, const Op* def);
   std::string freshName();
   void checkOwned(const Value* v, std::string_view what) const;
@@ -59,6 +65,7 @@ class Fusion {
   std::vector<const Value*> inputs_;
   std::vector<Output> outputs_;
   int next_temp_ = 0;
+  bool finished_ = false;
 };
 
 // Structural equality: same inputs, ops (kinds, attributes, operands), value names and outputs.

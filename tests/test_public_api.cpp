@@ -84,6 +84,9 @@ TEST_CASE("public API: misuse is a loom::Error that says what was wrong", "[publ
   CHECK(contains(errorOf([&] { loom::evaluateReference(f, {}); }), "moved from"));
   CHECK(contains(errorOf([&] { loom::Executor ex(f); }), "moved from"));
   CHECK(contains(errorOf([] { loom::Tensor t; (void)t.dtype(); }), "empty tensor handle"));
+  // A handle kept from building cannot change the finished fusion.
+  CHECK(contains(errorOf([&] { (void)loom::exp(x); }), "fusion `twice` is finished"));
+  CHECK(moved.str().find("exp") == moved.str().rfind("exp"));
   CHECK(contains(errorOf([] { loom::Fusion::parse("fusion broken {\n  in x: f32[N]\n  out y = q\n}\n"); }), ":3:"));
 }
 
