@@ -49,26 +49,26 @@ std::vector<std::string> Fusion::builtinNames() {
 }
 
 // A moved-from handle holds nothing: using it is the caller's error, said as such.
-static const ir::Fusion& held(const std::unique_ptr<ir::Fusion>& f) {
-  LOOM_USER_CHECK(f != nullptr, "this loom::Fusion was moved from and holds no fusion");
-  return *f;
+const ir::Fusion& Fusion::held() const {
+  LOOM_USER_CHECK(f_ != nullptr, "this loom::Fusion was moved from and holds no fusion");
+  return *f_;
 }
 
-const std::string& Fusion::name() const { return held(f_).name(); }
+const std::string& Fusion::name() const { return held().name(); }
 
 std::vector<std::string> Fusion::inputNames() const {
   std::vector<std::string> names;
-  for (const ir::Value* v : held(f_).inputs()) names.push_back(v->name());
+  for (const ir::Value* v : held().inputs()) names.push_back(v->name());
   return names;
 }
 
 std::vector<std::string> Fusion::outputNames() const {
   std::vector<std::string> names;
-  for (const auto& o : held(f_).outputs()) names.push_back(o.name);
+  for (const auto& o : held().outputs()) names.push_back(o.name);
   return names;
 }
 
-std::string Fusion::str() const { return ir::printFusion(held(f_)); }
+std::string Fusion::str() const { return ir::printFusion(held()); }
 
 std::ostream& operator<<(std::ostream& os, const Fusion& f) { return os << f.str(); }
 

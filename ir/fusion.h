@@ -51,7 +51,6 @@ class Fusion {
   // Set by FusionBuilder::finish: from then on the fusion is immutable, and adding an input, an
   // op or an output (through a tensor handle kept from building) is a loom::Error.
   void markFinished() { finished_ = true; }
-  bool finished() const { return finished_; }
 
  private:
   void checkOpen(std::string_view what) const;

@@ -96,7 +96,7 @@ void makeCubinLater(const std::string& key, const CompiledKernel& k, int sm, Jit
   // are destroyed at exit after the worker, whose destructor waits for the cubin in flight.
   // Opened later (by the thread), they were destroyed first, under it: a crash at exit.
   // A kernel that has its cubin needs none (and no nvJitLink opened: ~ms on a disk-cache hit).
-  if ((k.cubin_sm == sm && !k.cubin.empty()) || k.cubin_sm == -sm) return;
+  if (cubinSettled(k, sm)) return;
   if (!cubinsEnabled() || !diskCacheEnabled() || !ptxCompilerAvailable()) return;
   Task t{key, k, sm, jit};
   t.kernel.llvm_ptx_ms = 0;

@@ -189,12 +189,7 @@ std::string Executor::describePlan(const std::vector<DeviceTensor>& inputs, cons
   return s;
 }
 
-static const ir::Fusion& held(const Fusion& f) {
-  LOOM_USER_CHECK(f, "Executor: this loom::Fusion was moved from and holds no fusion");
-  return *f;
-}
-
-Executor::Executor(const Fusion& fusion, Tuning tuning) : Executor(held(fusion), std::move(tuning)) {}
+Executor::Executor(const Fusion& fusion, Tuning tuning) : Executor(fusion.held(), std::move(tuning)) {}
 
 bool gpuAvailable(std::string* why) noexcept { return runtime::gpuAvailable(why); }
 

@@ -33,8 +33,12 @@ void refuseCubin(CompiledKernel& k, int sm) {
   k.cubin_sm = -sm;
 }
 
+bool cubinSettled(const CompiledKernel& k, int sm) {
+  return (k.cubin_sm == sm && !k.cubin.empty()) || k.cubin_sm == -sm;
+}
+
 bool attachCubin(CompiledKernel& k, int sm, JitProfile jit) {
-  if (!cubinsEnabled() || (k.cubin_sm == sm && !k.cubin.empty()) || k.cubin_sm == -sm) return false;
+  if (!cubinsEnabled() || cubinSettled(k, sm)) return false;
   std::string why;
   if (!ptxCompilerAvailable(&why)) {
     noteOnce(g_no_compiler, why + "; kernels load as PTX through the driver's JIT");

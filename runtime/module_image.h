@@ -22,6 +22,9 @@ struct JitProfile {
 // stores the entry again when this returns true. With the JIT's profile of the same PTX, the cubin is held to its
 // registers (compileCubin says why) and kept only where it is no worse: registers, stack frame
 // and spills within the JIT's, as nvJitLink's log reports them (no report: not kept).
+// Whether `k` needs no cubin made for sm_`sm`: it has one, or the one made was refused.
+bool cubinSettled(const CompiledKernel& k, int sm);
+
 // True when it changed `k`: a cubin attached, or one refused as worse (refuseCubin).
 bool attachCubin(CompiledKernel& k, int sm, JitProfile jit = {});
 

@@ -54,6 +54,8 @@ class Fusion {
   ir::Fusion& operator*() const { return *f_; }
   ir::Fusion* operator->() const { return f_.get(); }
   ir::Fusion* get() const { return f_.get(); }
+  // The IR, or a loom::Error where the handle was moved from (every public entry point's check).
+  LOOM_HIDDEN const ir::Fusion& held() const;
   LOOM_HIDDEN operator std::unique_ptr<ir::Fusion>() &&;  // NOLINT: hands the IR over
 #endif
 
