@@ -1,14 +1,17 @@
-# Sourced by the per-workload scripts: the workloads of bench/workloads.txt as `loom bench`
-# arguments.
+# Sourced by the per-workload scripts: the workloads of bench/workloads.txt (or of the file
+# LOOM_WORKLOADS names, e.g. bench/workloads_backward.txt) as `loom bench` arguments.
 #   for_each_workload REGEX FN   calls FN NAME FUSION ARGS... for each workload whose line
 #                                matches REGEX (ARGS: --dtype, --dim and --layout options)
 for_each_workload() {
-  local filter=$1 fn=$2 name fusion dtype dims layouts _ ds d
-  grep -v '^#' bench/workloads.txt | grep -E "\S" | grep -E "$filter" | while read -r name fusion dtype dims layouts _; do
+  local filter=$1 fn=$2 name fusion dtype dims layouts _ ds d ls l
+  grep -v '^#' "${LOOM_WORKLOADS:-bench/workloads.txt}" | grep -E "\S" | grep -E "$filter" | while read -r name fusion dtype dims layouts _; do
     local args=(--dtype "$dtype")
     IFS=, read -ra ds <<<"$dims"
     for d in "${ds[@]}"; do args+=(--dim "$d"); done
-    if [ "$layouts" != "-" ]; then args+=(--layout "$layouts"); fi
+    if [ "$layouts" != "-" ]; then
+      IFS=, read -ra ls <<<"$layouts"
+      for l in "${ls[@]}"; do args+=(--layout "$l"); done
+    fi
     "$fn" "$name" "$fusion" "${args[@]}"
   done
 }

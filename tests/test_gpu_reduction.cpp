@@ -81,16 +81,31 @@ TEST_CASE("channel statistics as sums in NCHW and channels-last", "[gpu][reducti
       }
 }
 
+TEST_CASE("norm backward of long rows: dw and db from partials in shared memory", "[gpu][reduction][columns]") {
+  if (!test::haveGpu()) return;
+  // One kernel whose threads keep their column partials in shared memory (D past what registers
+  // hold beside the row): every float dtype, a whole and a cut-short last chunk, few rows.
+  for (const char* name : {"layer_norm_backward", "rms_norm_backward"})
+    for (DType t : {DType::F16, DType::BF16, DType::F32})
+      for (auto sizes : {Bindings{{"N", 300}, {"D", 16384}}, Bindings{{"N", 77}, {"D", 12296}}, Bindings{{"N", 1}, {"D", 16384}}}) {
+        INFO(name << " " << dtypeName(t) << " N=" << sizes["N"] << " D=" << sizes["D"]);
+        test::checkOnGpu(*findExample(name)->build(t), sizes);
+      }
+}
+
 TEST_CASE("split reductions are bitwise the same from run to run", "[gpu][reduction]") {
   if (!test::haveGpu()) return;
-  // The third: layer norm backward's dw and db, column reductions of its one kernel.
-  for (int which = 0; which < 3; ++which) {
+  // The third and fourth: layer norm backward's dw and db, column reductions of its one kernel
+  // (the partials in registers, then in shared memory).
+  for (int which = 0; which < 4; ++which) {
     auto f = which == 0   ? fullReduce(DType::F32, "sum")
              : which == 1 ? colSums(DType::F16)
-                          : findExample("layer_norm_backward")->build(DType::F32);
+             : which == 2 ? findExample("layer_norm_backward")->build(DType::F32)
+                          : findExample("layer_norm_backward")->build(DType::F16);
     const Bindings sizes = which == 0   ? Bindings{{"N", int64_t{1} << 24}}
                            : which == 1 ? Bindings{{"M", 65536}, {"D", 1024}}
-                                        : Bindings{{"N", 8195}, {"D", 1000}};
+                           : which == 2 ? Bindings{{"N", 8195}, {"D", 1000}}
+                                        : Bindings{{"N", 4096}, {"D", 16384}};
     INFO(f->name());
     std::vector<HostTensor> host;
     uint64_t seed = 7;

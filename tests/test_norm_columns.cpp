@@ -49,6 +49,39 @@ TEST_CASE("layer and RMS norm backward: dx, dw and db in one cooperative kernel"
   }
 }
 
+TEST_CASE("long rows keep their column partials in shared memory, each thread its own slots", "[schedule][norm][columns]") {
+  // D = 16384: the row (4 chunks of 8 a thread, 512 threads) and its 64 partials do not fit
+  // registers together: the row is streamed (each pass reads it again, from L2), the partials
+  // take slots in shared memory (128 KiB a block for dw and db), one block an SM.
+  for (const char* name : {"layer_norm_backward", "rms_norm_backward"}) {
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      for (auto sizes : {Bindings{{"N", 4096}, {"D", 16384}}, Bindings{{"N", 77}, {"D", 12296}}}) {
+        auto f = findExample(name)->build(t);
+        INFO(name << " " << dtypeName(t) << " D=" << sizes["D"]);
+        std::vector<std::string> why;
+        auto p = planOf(*f, sizes, &why);
+        REQUIRE(p.has_value());
+        CHECK(p->launch.cooperative);
+        CHECK(has(p->reason, "in slots of its own in shared memory"));
+        CHECK(p->launch.shared_bytes >= 32 * 1024);
+        CHECK(p->launch.grid <= 132);
+      }
+    }
+  }
+  auto f = findExample("layer_norm_backward")->build(DType::F16);
+  const Bindings sizes{{"N", 4096}, {"D", 16384}};
+  StageText st;
+  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &st);
+  CHECK(k.shared_bytes == 2 * 16384 * 4);
+  CHECK(has(st[DumpStage::KIR], "smem.dyn loom_row_smem: 131072 bytes"));
+  CHECK(has(st[DumpStage::Kernel], "tier streamed: each pass reads the row again"));
+  CHECK(has(st[DumpStage::KIR], "[cfold]"));
+  LOOM_CHECK_PTXAS(k.ptx, 90);
+  // Where shared memory is smaller (sm_86: 99 KiB a block) the partials do not fit: two kernels.
+  std::vector<std::string> why;
+  CHECK_FALSE(planOf(*f, sizes, &why, CompileOptions{DeviceInfo{86, 84}}).has_value());
+}
+
 TEST_CASE("column reductions: the kernel IR and PTX", "[schedule][norm][columns]") {
   auto f = findExample("layer_norm_backward")->build(DType::BF16);
   const Bindings sizes{{"N", 8192}, {"D", 4096}};

@@ -43,38 +43,80 @@ std::string columnStoresProblem(const NormKernel& k) {
   return {};
 }
 
-Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const CompileOptions& opts) {
-  const std::vector<const ENode*> cols = columnReductions(k);
+namespace {
+
+// Threads a row, the chunks each holds and blocks an SM, with the partials in registers beside
+// the row, or (`in_smem`) in shared memory beside a streamed row (each pass reads it again, from
+// L2 where it fits); `fits` false where they do not fit.
+struct ColumnShape {
+  int T = 32, chunks = 1, block = 256, per_sm = 0;
+  int64_t smem = 0;
+  bool fits = false;
+  int held = 0, partials = 0;
+};
+
+ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const CompileOptions& opts,
+                         const std::vector<const ENode*>& cols, bool in_smem) {
   const int64_t row_chunks = k.rowElems() / k.vec;
+  ColumnShape s;
   // Each chunk a thread holds carries one partial per column reduction beside the row's
   // values: up to 256 threads a row (a warp at least; several rows a block where the row is
   // short), more where a thread would hold more than 4 chunks. Fewer threads a row meet less
   // often at the rows' block barriers: on the H100, layer_norm_backward f16 32768 x 4096 ran at
   // 2622 GB/s with 256 threads a row (2 chunks) against 1939 with 512 (1 chunk).
-  int T = std::clamp(nextPow2(row_chunks), 32, std::min(256, lim.max_block));
-  while ((row_chunks + T - 1) / T > 4 && T < lim.max_block) T *= 2;
+  // A streamed row holds nothing between passes: 512 threads, up to kMaxChunks chunks each.
+  int T = in_smem ? std::min(512, lim.max_block) : std::clamp(nextPow2(row_chunks), 32, std::min(256, lim.max_block));
+  while ((row_chunks + T - 1) / T > (in_smem ? kMaxChunks : 4) && T < lim.max_block) T *= 2;
   if (opts.tuning.threads_per_row) T = *opts.tuning.threads_per_row;
-  const int chunks = static_cast<int>((row_chunks + T - 1) / T);
-  const int block = std::max(T, 256);
-  const int held = chunks * k.vec * std::max<int>(1, static_cast<int>(k.smem_leaves.size()));
-  const int partials = chunks * k.vec * static_cast<int>(cols.size());
-  // Registers: the held row and the partials (two a value in f64), and 32 for the rest.
-  const int regs = (held + partials) * lim.value_regs + 32;
-  int per_sm = std::min({2048 / block, 65536 / (block * ((regs + 7) / 8 * 8)), 32});
+  s.T = T;
+  s.chunks = static_cast<int>((row_chunks + T - 1) / T);
+  s.block = std::max(T, 256);
+  s.held = s.chunks * k.vec * std::max<int>(1, static_cast<int>(k.smem_leaves.size()));
+  s.partials = s.chunks * k.vec * static_cast<int>(cols.size());
+  // Registers: the held row and the partials (two a value in f64), and 32 for the rest; a
+  // streamed row holds neither (its passes' loads in flight and their math: about 96).
+  const int regs = in_smem ? 96 * lim.value_regs : (s.held + s.partials) * lim.value_regs + 32;
+  int per_sm = std::min({2048 / s.block, 65536 / (s.block * ((regs + 7) / 8 * 8)), 32});
+  if (in_smem) {
+    // One row a block; a thread's slots: its chunks of every column reduction.
+    for (const ENode* r : cols) s.smem += int64_t{s.chunks} * T * k.vec * dtypeBytes(computeDType(r->dtype));
+    per_sm = s.block == T && s.smem <= blockSmemLimit(opts.device)
+                 ? std::min<int64_t>(per_sm, smemBlocksPerSm(opts.device, s.smem)) : 0;
+  }
   if (opts.tuning.min_blocks && *opts.tuning.min_blocks > 0) per_sm = *opts.tuning.min_blocks;
+  s.per_sm = per_sm;
+  s.fits = s.block <= lim.max_block && int64_t{T} * s.chunks >= row_chunks && s.chunks <= kMaxChunks &&
+           regs <= 255 && per_sm >= 1;
+  return s;
+}
+
+}  // namespace
+
+Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const CompileOptions& opts) {
+  const std::vector<const ENode*> cols = columnReductions(k);
+  const int64_t row_chunks = k.rowElems() / k.vec;
+  ColumnShape s = shapeColumns(k, lim, opts, cols, false);
+  // A row too long for its partials beside it in registers: the partials in shared memory.
+  if (!s.fits) {
+    const ColumnShape in_smem = shapeColumns(k, lim, opts, cols, true);
+    if (in_smem.fits) s = in_smem;
+  }
   ColumnFit fit;
-  if (block > lim.max_block || T * chunks < row_chunks || chunks > kMaxChunks || regs > 255 || per_sm < 1)
+  if (!s.fits)
     return {fit, fmt::format("the row and its column partials ({} values a thread, {} chunks of {}) do not fit the "
-                             "registers of blocks of {} threads",
-                             held + partials, chunks, k.vec, block)};
+                             "registers of blocks of {} threads, nor the partials shared memory",
+                             s.held + s.partials, s.chunks, k.vec, s.block)};
+  const int T = s.T, block = s.block, per_sm = s.per_sm;
   fit.fits = true;
   fit.per_sm = per_sm;
   k.threads_per_row = T;
-  k.chunks = chunks;
+  k.chunks = s.chunks;
   k.block = block;
   k.rows_per_block = block / T;
-  k.registers = true;
-  k.tier = NormTier::Registers;
+  k.col_smem = s.smem > 0;
+  k.registers = !k.col_smem;
+  k.tier = k.col_smem ? NormTier::Streamed : NormTier::Registers;
+  k.smem_bytes = static_cast<int>(s.smem);
   const int64_t sets = (k.rows() + k.rows_per_block - 1) / k.rows_per_block;
   k.grid = std::min<int64_t>(sets, int64_t{per_sm} * opts.device.sm_count);
   k.min_blocks_per_sm = per_sm;
@@ -92,12 +134,15 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   for (const ENode* r : cols) bytes += k.col_partials * k.rowElems() * dtypeBytes(computeDType(r->dtype));
   k.workspace_bytes = bytes;
   if (bytes >= (int64_t{1} << 31)) k.index64 = true;
+  const std::string where = k.col_smem ? fmt::format("in slots of its own in shared memory ({} KiB a block: beside "
+                                                     "the row in registers they do not fit)", kib(s.smem))
+                                       : "in registers";
   return {fit, fmt::format("{} column reduction{} over {} beside the rows': a cooperative grid of {} blocks ({} per SM) "
-                           "walks the {} sets of {} row{}, each thread adding its chunks' values in registers; the {} "
+                           "walks the {} sets of {} row{}, each thread adding its chunks' values {}; the {} "
                            "blocks' partials{} meet in a global workspace ({} KiB) and, after a grid-wide barrier, are "
                            "combined in a fixed order ({} tiles of {} chunks of columns, {} threads down the partials)",
                            cols.size(), cols.size() == 1 ? "" : "s", k.outer_atoms, k.grid, per_sm, sets,
-                           k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.col_partials,
+                           k.rows_per_block, k.rows_per_block == 1 ? "" : "s", where, k.col_partials,
                            k.rows_per_block == 1 ? "" : " (its rows' added in shared memory first)", kib(bytes),
                            k.col_tiles, k.col_bx, k.col_by)};
 }

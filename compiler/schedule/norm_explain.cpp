@@ -97,7 +97,8 @@ std::string tierText(const NormKernel& k, const TierChoice& c, const std::vector
       return fmt::format("the row ({}) stays in {} KiB of shared memory: read once, statistics in one Welford pass, "
                          "normalized from shared memory", heldText(c.held, c.limit), kib(k.smem_bytes));
     case NormTier::Streamed:
-      return "statistics in one Welford pass, then a second read (from L2 where it fits) to normalize";
+      return k.columns ? "each pass reads the row again (from L2 where it fits)"
+                       : "statistics in one Welford pass, then a second read (from L2 where it fits) to normalize";
   }
   LOOM_ASSERT(false, "a normalization tier without text");
   return {};

@@ -65,6 +65,8 @@ void NormLowering::blocks(const ExprP& blk) {
                   std::find(k_.smem_leaves.begin(), k_.smem_leaves.end(), leaf) == k_.smem_leaves.end();
     if (streamed >= 2 && k_.chunks <= 8) chunk_unroll_ = k_.chunks;
   }
+  // A streamed row beside column partials in shared memory: every chunk's loads of a pass in flight.
+  if (k_.col_smem) chunk_unroll_ = k_.chunks;
   if (tune_.chunk_unroll) chunk_unroll_ = *tune_.chunk_unroll;
   if (k_.smem_bytes > 0) {
     out_.buffers.push_back({"loom_row_smem", "loom_row_smem", kir::Place::SmemDyn, DType::F32, k_.smem_bytes, 16});
@@ -459,6 +461,7 @@ void NormLowering::storeAll() {
       if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, k_.vec), {v}));
       storeChunk(s, v, ch, b_.op(kir::IndexOp::And, row_valid_, ch.valid));
     }
+    if (k_.col_smem) foldSmemColumns(ch);
     return carried;
   });
 }

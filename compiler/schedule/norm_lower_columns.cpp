@@ -30,11 +30,66 @@ ExprP NormLowering::columnSlot(size_t col, const ExprP& partial, const ExprP& ch
   return b_.bind(kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(), {ws_, byte}));
 }
 
+// Column reduction `col`'s partial of the row's chunk `ci` (t + q T, of thread t) in shared memory
+// (NormKernel::col_smem), in pieces of 16 bytes: piece p of every chunk side by side, so that a
+// warp's accesses are one contiguous line each (no bank conflicts). Only the chunk's thread reads
+// or writes its slots: no barrier between.
+ExprP NormLowering::smemPartialByte(size_t col, const ExprP& ci, int piece) {
+  const DType acc = accOf(columns_[col]);
+  const int lanes = std::min(k_.vec, 16 / dtypeBytes(acc));
+  const int64_t slots = int64_t{k_.chunks} * k_.threads_per_row;
+  int64_t base = 0;
+  for (size_t j = 0; j < col; ++j) base += slots * k_.vec * dtypeBytes(accOf(columns_[j]));
+  const int64_t piece_bytes = int64_t{lanes} * dtypeBytes(acc);
+  return b_.add(c(base), b_.mul(b_.add(c(piece * slots), ci), c(piece_bytes)));
+}
+
+// The streamed row's last pass: each valid chunk of a valid row adds its values of every column
+// reduction to its slots.
+void NormLowering::foldSmemColumns(Chunk& ch) {
+  b_.ifThen(b_.op(kir::IndexOp::And, row_valid_, ch.valid), "cfold", [&] {
+    for (size_t j = 0; j < columns_.size(); ++j) {
+      const ENode* r = columns_[j];
+      ExprP v = values(*r->args[0], accOf(r), ch);
+      if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(accOf(r), k_.vec), {v}));
+      storeSmemPartial(j, ch.slot, foldColumn(r, loadSmemPartial(j, ch.slot), v, k_.vec));
+    }
+  });
+}
+
+ExprP NormLowering::loadSmemPartial(size_t col, const ExprP& ci) {
+  const DType acc = accOf(columns_[col]);
+  const int V = k_.vec, lanes = std::min(V, 16 / dtypeBytes(acc));
+  std::vector<ExprP> all;
+  for (int p = 0; p < V / lanes; ++p) {
+    ExprP v = b_.bind(kir::bytesLoad("loom_row_smem", acc, lanes, smemPartialByte(col, ci, p), lanes * dtypeBytes(acc)));
+    for (int l = 0; l < lanes; ++l)
+      all.push_back(lanes == 1 ? v : b_.bind(kir::intrinsic(kir::Intrinsic::Lane, Type::data(acc, 1), {v, kir::i32Const(l)})));
+  }
+  return V == 1 ? all[0] : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc, V), all));
+}
+
+void NormLowering::storeSmemPartial(size_t col, const ExprP& ci, const ExprP& v) {
+  const DType acc = accOf(columns_[col]);
+  const int V = k_.vec, lanes = std::min(V, 16 / dtypeBytes(acc));
+  for (int p = 0; p < V / lanes; ++p) {
+    ExprP piece = v;
+    if (lanes < V) {
+      std::vector<ExprP> part;
+      for (int l = 0; l < lanes; ++l)
+        part.push_back(b_.bind(kir::intrinsic(kir::Intrinsic::Lane, Type::data(acc, 1), {v, kir::i32Const(p * lanes + l)})));
+      piece = lanes == 1 ? part[0] : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc, lanes), part));
+    }
+    b_.emit(kir::bytesStore("loom_row_smem", smemPartialByte(col, ci, p), piece, lanes * dtypeBytes(acc)));
+  }
+}
+
 // Block `blk` takes row sets blk, blk + G, ... (a set past the last: its rows invalid, stored and
 // added nowhere); its threads carry one partial per column reduction and chunk through them.
 void NormLowering::columnRows(const ExprP& blk) {
-  LOOM_ASSERT(unrolled_ && k_.split == 1 && !k_.async_fill && !k_.rowTier() && k_.smem_bytes == 0,
-              "column reductions beside rows held other than in registers");
+  LOOM_ASSERT(unrolled_ != k_.col_smem && k_.split == 1 && !k_.async_fill && !k_.rowTier() && k_.smem_leaves.empty() &&
+                  (k_.smem_bytes == 0) != k_.col_smem && (!k_.col_smem || k_.rows_per_block == 1),
+              "column reductions beside rows held other than in registers, or streamed with partials in shared memory");
   const int ws = static_cast<int>(out_.params.size()) - 1;
   ws_ = b_.bindAs("workspace", kir::intrinsic(kir::Intrinsic::ParamAddr, Type::addr(), {kir::intConst(ws)}));
   int64_t bytes = NormKernel::kColumnCounterBytes;
@@ -57,23 +112,35 @@ void NormLowering::columnRows(const ExprP& blk) {
   std::vector<ExprP> init;
   for (const ENode* r : columns_)
     for (int64_t q = 0; q < Q; ++q) init.push_back(identityOf(r, k_.vec));
-  std::vector<ExprP> parts = b_.repeat("i", trips, init, [&](const ExprP& i, const std::vector<ExprP>& carried) {
+  // Partials in shared memory: each thread's slots start at the identity; the loop carries none.
+  if (k_.col_smem)
+    for (size_t j = 0; j < columns_.size(); ++j)
+      for (int64_t q = 0; q < Q; ++q)
+        storeSmemPartial(j, b_.add(t_in_row_, c(q * k_.threads_per_row)), init[j * static_cast<size_t>(Q) + static_cast<size_t>(q)]);
+  std::vector<ExprP> parts = b_.repeat("i", trips, k_.col_smem ? std::vector<ExprP>{} : init,
+                                       [&](const ExprP& i, const std::vector<ExprP>& carried) {
     chunks_.clear();
-    rowsAt(b_.mul(b_.add(b_.mul(i, c(G)), blk), c(L)));
+    rowsAt(b_.mul(b_.add(b_.mul(i, c(G)), blk), c(L)));  // (streamed: its last pass folds the partials)
     std::vector<ExprP> next = carried;
-    for (size_t j = 0; j < columns_.size(); ++j) {
+    for (size_t j = 0; j < columns_.size() && !k_.col_smem; ++j) {
       const ENode* r = columns_[j];
       for (int64_t q = 0; q < Q; ++q) {
         Chunk& ch = chunks_[static_cast<size_t>(q)];
         ExprP v = values(*r->args[0], accOf(r), ch);
         if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(accOf(r), k_.vec), {v}));
         ExprP ok = b_.op(kir::IndexOp::And, row_valid_, ch.valid);
+        ExprP add = b_.select(ok, v, identityOf(r, k_.vec));
         ExprP& acc = next[j * static_cast<size_t>(Q) + static_cast<size_t>(q)];
-        acc = foldColumn(r, acc, b_.select(ok, v, identityOf(r, k_.vec)), k_.vec);
+        acc = foldColumn(r, acc, add, k_.vec);
       }
     }
     return next;
   }, 1, trips_at_run);
+  if (k_.col_smem) {
+    parts.clear();
+    for (size_t j = 0; j < columns_.size(); ++j)
+      for (int64_t q = 0; q < Q; ++q) parts.push_back(loadSmemPartial(j, b_.add(t_in_row_, c(q * k_.threads_per_row))));
+  }
   publishColumns(blk, parts);
   b_.emit(kir::barrier(kir::Barrier::Block));
   b_.emit(kir::gridSync("tid", ws_, kir::i32Const(G)));

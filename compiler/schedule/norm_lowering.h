@@ -65,6 +65,10 @@ class NormLowering {
   void columnRows(const ExprP& blk);
   ExprP columnSlot(size_t col, const ExprP& partial, const ExprP& chunk);
   void publishColumns(const ExprP& blk, const std::vector<ExprP>& parts);
+  ExprP smemPartialByte(size_t col, const ExprP& ci, int piece);
+  ExprP loadSmemPartial(size_t col, const ExprP& ci);
+  void storeSmemPartial(size_t col, const ExprP& ci, const ExprP& v);
+  void foldSmemColumns(Chunk& ch);
   void columnCombine(const ExprP& tile);
   DType accOf(const ENode* r) const { return computeDType(r->dtype); }
   ExprP identityOf(const ENode* r, int lanes) const {

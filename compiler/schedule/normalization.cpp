@@ -125,10 +125,11 @@ std::optional<NormKernel> placeWithColumns(NormKernel k, const ir::Fusion& f, co
   const Decision<ColumnFit> fit = placeColumns(k, lim.value, opts);
   if (!fit.value.fits) return reject(fit.why);
   c.limit = lim.value;
-  c.tier = NormTier::Registers;
+  c.tier = k.tier;
   c.held = k.chunks * k.vec * std::max<int>(1, static_cast<int>(k.smem_leaves.size()));
   c.budget = 65536 / (k.block * fit.value.per_sm);
-  c.note("threads per row: as many as keep a thread's chunks and their column partials in registers");
+  c.note(k.col_smem ? "threads per row: 512, or more where a thread would take more than 8 chunks"
+                    : "threads per row: as many as keep a thread's chunks and their column partials in registers");
   k.smem_leaves.clear();
   k.reason = explainNormKernel(k, c, inputs) + "; " + fit.why;
   return k;

@@ -93,6 +93,9 @@ struct NormKernel {
   // `col_partials` of them; after a grid-wide barrier the blocks combine `col_tiles` tiles of `col_bx`
   // chunks of columns, `col_by` threads down the partials of each, in a fixed order.
   bool columns = false;
+  // Rows too long for their partials beside them in registers (one row a block): each thread
+  // keeps its partials in slots of its own in shared memory (`smem_bytes`), no barrier between.
+  bool col_smem = false;
   int64_t col_partials = 0, col_tiles = 0;
   int col_bx = 1, col_by = 1;
   static constexpr int64_t kColumnCounterBytes = 128;  // the grid barrier's and exits' counters
