@@ -20,6 +20,11 @@ namespace loom::test {
 // built-in take it up.
 inline const std::set<std::string> kMultiKernelBuiltins = {"group_norm_backward", "instance_norm_backward",
                                                            "layer_norm_2d_backward"};
+// Channels-last, batch norm backward's rows (channels) are strided along their reduction and
+// long: one kernel would be vectors of rows over the grid holding x and dy, which measured
+// slower than its reductions' kernel and a pointwise kernel after it (segmenter.cpp,
+// twoPassInstead): two kernels, by choice.
+inline const std::set<std::string> kTwoPassChannelsLast = {"batch_norm_backward"};
 
 // x, else dy (softmax_backward), else the first input (the recurrent cells' backward).
 inline const ir::Value* mainInput(const ir::Fusion& f) {

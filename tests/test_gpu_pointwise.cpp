@@ -107,6 +107,8 @@ TEST_CASE("symbolic sizes: one kernel runs every batch size of its class", "[gpu
                                          // column reductions: blocks walk row sets up to N
                                          {"layer_norm_backward", "N", {{"D", 1024}}, {1531, 2000, 4093, 4094}},
                                          {"rms_norm_backward", "N", {{"D", 4096}}, {3000, 4093, 8191}},
+                                         // streamed rows, column partials in shared memory
+                                         {"layer_norm_backward", "N", {{"D", 16384}}, {300, 301, 1000}},
                                          // the grid tier: a long row over one group; channels-last groups
                                          {"layer_norm", "N", {{"D", 1048584}}, {2, 3, 5}},
                                          {"layer_norm_2d", "N", {{"C", 5}, {"H", 6}, {"W", 10}}, {2, 3, 7, 64}}}) {

@@ -13,6 +13,7 @@
 
 using namespace loom;
 using loom::test::descsFor;
+using loom::test::has;
 
 namespace {
 segment::SegmentPlan plan(const ir::Fusion& f, const Bindings& sizes,
@@ -27,9 +28,46 @@ TEST_CASE("every built-in is one kernel, in both layouts", "[segment]") {
     auto f = e.buildDefault();
     INFO(e.name);
     CHECK(plan(*f, e.default_sizes).segments.size() == 1);
-    if (loom::test::mainInput(*f)->rank() == 4)
+    if (loom::test::mainInput(*f)->rank() == 4 && !loom::test::kTwoPassChannelsLast.count(e.name))
       CHECK(plan(*f, e.default_sizes, loom::test::channelsLastImages(*f)).segments.size() == 1);
   }
+}
+
+TEST_CASE("a kernel the scheduler says is slower than two: its reductions', then a pointwise pass", "[segment]") {
+  // Channels-last batch norm backward: the channel sums (dw, db and the means dx reads) in one
+  // reduction kernel, then dx pointwise; LOOM_NO_TWO_PASS keeps the one kernel.
+  auto f = findExample("batch_norm_backward")->build(DType::F32);
+  const Bindings sizes{{"N", 64}, {"C", 256}, {"H", 28}, {"W", 28}};
+  auto p = plan(*f, sizes, loom::test::channelsLastImages(*f));
+  REQUIRE(p.segments.size() == 2);
+  CHECK(p.segments[0].scheduler == "reduction");
+  CHECK(p.segments[1].scheduler == "pointwise");
+  CHECK(p.segments[0].sub.outputs.size() == 4);  // two means for dx, dw and db
+  CHECK(has(p.str(*f), "other plans:\n  - one kernel: vectors of rows over the grid holding 2 loads"));
+  CompileOptions one{{90, 132}};
+  one.tuning.no_two_pass = true;
+  auto q = segment::segmentFusion(*f, sizes, descsFor(*f, sizes, loom::test::channelsLastImages(*f)), one);
+  CHECK(q.segments.size() == 1);
+  // LSTM cell backward at B = 256: the gate gradients pointwise, then their column sums.
+  auto l = findExample("lstm_cell_backward")->build(DType::F16);
+  const Bindings ls{{"B", 256}, {"H", 1024}};
+  auto lp = plan(*l, ls);
+  REQUIRE(lp.segments.size() == 2);
+  CHECK(lp.segments[0].scheduler == "pointwise");
+  CHECK(lp.segments[1].scheduler == "reduction");
+  // NCHW batch norm backward stays one kernel.
+  CHECK(plan(*f, sizes).segments.size() == 1);
+}
+
+TEST_CASE("reductions of the inputs first where that makes fewer kernels; loom segment says which plan lost", "[segment]") {
+  // Group norm backward: in order, the group statistics with dx, then dw and db (2 kernels);
+  // reductions first would take 4. The plan says so.
+  auto f = findExample("group_norm_backward")->build(DType::F16);
+  const Bindings sizes{{"N", 32}, {"C", 128}, {"H", 64}, {"W", 64}};
+  auto p = plan(*f, sizes);
+  CHECK(p.segments.size() == 2);
+  CHECK(has(p.str(*f), "reductions of the inputs first: 4 kernels moving"));
+  CHECK(has(p.str(*f), "(not fewer kernels or bytes)"));
 }
 
 TEST_CASE("layer norm followed by a sum over the other dim is one kernel; without column reductions two, with reasons",

@@ -161,6 +161,15 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     if (placed && opts.tuning.symbolic) makeNormSymbolic(f, sizes, inputs, *placed);
     return placed;
   }
+  // Vectors of rows over the grid holding two loads or more (channels-last batch norm backward,
+  // LSTM cell backward): their sets meet at grid barriers with the memory idle. A kernel of the
+  // reductions, then a pointwise one, measured faster (bench/results/2026-11-26-h200-two-pass.md).
+  if (row_tier.place && row_held.size() >= 2 && !opts.tuning.no_two_pass &&
+      (row_tier.tier == NormTier::RowVectorsGrid || row_tier.tier == NormTier::RowGridCutShort))
+    k.two_pass_faster = fmt::format("vectors of rows over the grid holding {} loads, their sets meeting at grid barriers: "
+                                    "two kernels of a reduction and a pointwise pass measured faster (H200: "
+                                    "batch_norm_backward channels-last 1.6x, lstm_cell_backward 1.3-2.6x)",
+                                    row_held.size());
   if (row_tier.place) {
     applyRowTier(k, row_tier, reductions, inputs, opts);
     c.tier = row_tier.tier;

@@ -116,6 +116,7 @@ struct NormKernel {
   std::vector<int> output_alias;
   std::map<lower::Leaf, Access> load_access;
   std::string reason;  // the schedule dump's English: the tier, its parameters and why
+  std::string two_pass_faster;  // scheduler.h, Planned::two_pass_faster
   // A symbolic row count (LOOM_TUNE_SYMBOLIC, schedule/norm_symbolic.cpp): the kernel takes
   // `size_symbol` at run time, the rows being `rows_factor` times it (the first row axis
   // `size_factor` times it), for every value from 1 to `size_max` (`grid_max` blocks there).

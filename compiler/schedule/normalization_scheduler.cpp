@@ -29,6 +29,7 @@ class NormalizationScheduler final : public Scheduler {
     p.outputs = k->outputs;
     p.output_alias = k->output_alias;
     p.first_pass = "norm-rows";
+    p.two_pass_faster = k->two_pass_faster;
     if (k->symbolic()) p.size_args.push_back({k->size_symbol, k->size_value});
     auto kernel = std::make_shared<const NormKernel>(std::move(*k));
     const Tuning tune = opts.tuning;

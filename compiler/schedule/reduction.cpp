@@ -133,7 +133,12 @@ std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t p
                        "bytes of shared memory, past the 48 KiB a block has", partial_bytes, k.vec, bytes());
   r.block = r.bx * r.by;
   r.tiles = (k.rows() + r.rowsPerBlock() - 1) / r.rowsPerBlock();
-  const int64_t most = std::max<int64_t>(1, k.rowElems() / (int64_t{r.by} * 2 * r.unroll));
+  // Each block's threads down a tile take two trips of `unroll` loads at least, or, where the
+  // tiles leave most of the GPU idle (under a quarter of its threads), one load each: a short
+  // reduction over few tiles (LSTM cell backward's bias gradient, 256 rows) is latency, not bytes.
+  const int64_t per_block = int64_t{r.tiles} * r.block * 4 < int64_t{opts.device.sm_count} * kThreadsPerSm
+                                ? r.by : int64_t{r.by} * 2 * r.unroll;
+  const int64_t most = std::max<int64_t>(1, k.rowElems() / per_block);
   r.split = std::clamp<int64_t>(int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles, 1, most);
   if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
   r.grid = r.tiles * r.split;

@@ -40,6 +40,9 @@ struct Planned {
   std::string first_pass;
   // The sizes the kernel takes at run time, with their values here (kir::Kernel::sizes).
   std::vector<std::pair<std::string, int64_t>> size_args;
+  // Non-empty: why a kernel of the fusion's reductions, then a pointwise kernel reading them,
+  // run faster than this one; the segmenter takes that plan where it finds exactly it.
+  std::string two_pass_faster;
 };
 
 class Scheduler {

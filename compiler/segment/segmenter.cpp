@@ -15,7 +15,7 @@ std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
                                      const CompileOptions& opts, std::vector<std::string>* why_not) {
   auto p = schedule::planSegment(f, sizes, inputs, opts, "loom_" + f.name(), why_not);
   if (!p) return std::nullopt;
-  return Accepted{p->scheduler, p->reason, p->outputs};
+  return Accepted{p->scheduler, p->reason, p->outputs, p->two_pass_faster};
 }
 
 namespace {
@@ -40,126 +40,164 @@ uint64_t descBytes(const std::vector<TensorDesc>& ds) {
 
 }  // namespace
 
-SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
-                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
-  f.verify();  // at least one output, and the rest a plan needs
-  for (const auto& o : f.outputs())
-    LOOM_USER_CHECK(!o.value->isInput(), "output `{}` is input `{}` itself; loom computes outputs, "
-                    "it does not copy inputs", o.name, o.value->name());
-  SegmentPlan plan;
-  // Only ops some output needs: a value nothing reads would otherwise join a kernel's
-  // iteration space (an unused slice of a gate matrix gave a reduction 2.5e15 rows), and a
-  // value only those read is no kernel's output.
-  std::set<const ir::Op*> live;
-  std::vector<const ir::Value*> todo;
-  for (const auto& o : f.outputs()) todo.push_back(o.value);
-  while (!todo.empty()) {
-    const ir::Value* v = todo.back();
-    todo.pop_back();
-    if (v->isInput() || !live.insert(v->definition()).second) continue;
-    for (const ir::Value* in : v->definition()->inputs()) todo.push_back(in);
-  }
-  std::map<const ir::Value*, TensorDesc> known;
-  for (size_t i = 0; i < inputs.size(); ++i) known[f.inputs()[i]] = inputs[i];
-  // What one kernel would move: the fusion's inputs and outputs (their descriptions once the
-  // segments have placed them).
-  auto withBytes = [&]() -> SegmentPlan {
-    std::vector<TensorDesc> ends = inputs;
-    for (const auto& o : f.outputs()) ends.push_back(known.at(o.value));
-    plan.one_kernel_bytes = descBytes(ends);
-    return std::move(plan);
-  };
-  auto descsOf = [&](const SubFusion& s) {
-    std::vector<TensorDesc> d;
-    for (const ir::Value* v : s.inputs) d.push_back(known.at(v));
-    return d;
-  };
-  // Ops that are cheap functions of the fusion's inputs (no reduction on the way): computed
-  // again by every segment that reads them, never written between kernels. Empty until the
-  // whole fusion is found not to be one kernel.
-  std::set<const ir::Op*> cheap;
-  auto withRecomputed = [&](const std::vector<const ir::Op*>& ops) {
-    std::set<const ir::Op*> in(ops.begin(), ops.end());
-    std::vector<const ir::Op*> todo(ops.begin(), ops.end());
-    while (!todo.empty()) {
-      const ir::Op* op = todo.back();
-      todo.pop_back();
-      for (const ir::Value* v : op->inputs()) {
-        const ir::Op* d = v->definition();
-        if (d && cheap.count(d) && in.insert(d).second) todo.push_back(d);
-      }
-    }
-    std::vector<const ir::Op*> out;
-    for (const ir::Op* op : f.ops())
-      if (in.count(op)) out.push_back(op);
-    return out;
-  };
+namespace {
+
+uint64_t planBytes(const std::vector<Segment>& segments) {
+  uint64_t b = 0;
+  for (const auto& g : segments) b += descBytes(g.input_descs) + descBytes(g.output_descs);
+  return b;
+}
+
+std::string megabytes(uint64_t b) { return fmt::format("{:.2f} MB", static_cast<double>(b) / 1e6); }
+
+// One segmentation of a fusion: the whole as one kernel, or runs of its ops in an order, grown
+// greedily (segmentFusion's steps, named).
+class Segmenter {
+ public:
+  Segmenter(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+            const CompileOptions& opts)
+      : f_(f), sizes_(sizes), inputs_(inputs), opts_(opts) {}
+
+  SegmentPlan run();
+
+ private:
   // A run of ops as a segment: with the cheap ops it computes again for them (`pulled`).
   struct Candidate {
     std::vector<const ir::Op*> ops;
     std::set<const ir::Op*> pulled;
     SubFusion sub;
   };
-  auto tryOps = [&](const std::vector<const ir::Op*>& ops, const std::set<const ir::Op*>& pending,
-                    std::vector<std::string>* why, std::optional<Accepted>* acc) {
-    Candidate c;
-    c.ops = cheap.empty() ? ops : withRecomputed(ops);
-    c.pulled.insert(c.ops.begin(), c.ops.end());
-    for (const ir::Op* op : ops) c.pulled.erase(op);
-    c.sub = extractSegment(f, c.ops, fmt::format("{}_s{}", f.name(), plan.segments.size() + 1), pending, c.pulled, &live);
-    *acc = acceptFusion(*c.sub.fusion, sizes, descsOf(c.sub), opts, why);
-    return c;
-  };
-  auto close = [&](Candidate c, const Accepted& acc, std::vector<std::string> rejections) {
-    Segment seg;
-    for (const ir::Op* op : c.ops)
-      if (c.pulled.count(op) && !op->inputs().empty()) seg.recomputed.push_back(op);
-    seg.ops = std::move(c.ops);
-    seg.input_descs = descsOf(c.sub);
-    seg.sub = std::move(c.sub);
-    seg.scheduler = acc.scheduler;
-    seg.params = acc.params;
-    seg.output_descs = acc.outputs;
-    seg.rejections = std::move(rejections);
-    for (size_t i = 0; i < seg.sub.outputs.size(); ++i) known[seg.sub.outputs[i]] = seg.output_descs[i];
-    plan.segments.push_back(std::move(seg));
-  };
+  void findLive();
+  std::vector<TensorDesc> descsOf(const SubFusion& s) const;
+  std::vector<const ir::Op*> withRecomputed(const std::vector<const ir::Op*>& ops) const;
+  Candidate tryOps(const std::vector<const ir::Op*>& ops, const std::set<const ir::Op*>& pending,
+                   std::vector<std::string>* why, std::optional<Accepted>* acc);
+  void close(Candidate c, const Accepted& acc, std::vector<std::string> rejections);
+  void findCheap();
+  std::vector<const ir::Op*> withoutCheap(std::vector<const ir::Op*> order) const;
+  bool greedy(const std::vector<const ir::Op*>& order, bool must);
+  std::vector<const ir::Op*> reductionsFirst(const std::vector<const ir::Op*>& order) const;
+  void tryReductionsFirst(const std::vector<const ir::Op*>& order);
+  bool twoPassInstead(const std::vector<const ir::Op*>& order, const std::string& why);
+  SegmentPlan withBytes();
 
-  std::set<const ir::Op*> defines_output;
-  for (const auto& o : f.outputs()) defines_output.insert(o.value->definition());
-  std::vector<const ir::Op*> all;
-  for (const ir::Op* op : f.ops()) {
-    if (!live.count(op)) {
-      if (!op->inputs().empty()) plan.unused.push_back(op);
-      continue;
+  const ir::Fusion& f_;
+  const Bindings& sizes_;
+  const std::vector<TensorDesc>& inputs_;
+  const CompileOptions& opts_;
+  SegmentPlan plan_;
+  std::set<const ir::Op*> live_, defines_output_;
+  std::map<const ir::Value*, TensorDesc> known_, known_inputs_;
+  // Ops that are cheap functions of the fusion's inputs (no reduction on the way): computed
+  // again by every segment that reads them, never written between kernels. Empty until the
+  // whole fusion is found not to be one kernel.
+  std::set<const ir::Op*> cheap_;
+  bool two_pass_ = false;  // building the two-pass plan: kernels the scheduler says are slower refused
+};
+
+// Only ops some output needs: a value nothing reads would otherwise join a kernel's iteration
+// space (an unused slice of a gate matrix gave a reduction 2.5e15 rows), and a value only
+// those read is no kernel's output.
+void Segmenter::findLive() {
+  std::vector<const ir::Value*> todo;
+  for (const auto& o : f_.outputs()) todo.push_back(o.value);
+  while (!todo.empty()) {
+    const ir::Value* v = todo.back();
+    todo.pop_back();
+    if (v->isInput() || !live_.insert(v->definition()).second) continue;
+    for (const ir::Value* in : v->definition()->inputs()) todo.push_back(in);
+  }
+}
+
+// What one kernel would move: the fusion's inputs and outputs (their descriptions once the
+// segments have placed them).
+SegmentPlan Segmenter::withBytes() {
+  std::vector<TensorDesc> ends = inputs_;
+  for (const auto& o : f_.outputs()) ends.push_back(known_.at(o.value));
+  plan_.one_kernel_bytes = descBytes(ends);
+  return std::move(plan_);
+}
+
+std::vector<TensorDesc> Segmenter::descsOf(const SubFusion& s) const {
+  std::vector<TensorDesc> d;
+  for (const ir::Value* v : s.inputs) d.push_back(known_.at(v));
+  return d;
+}
+
+std::vector<const ir::Op*> Segmenter::withRecomputed(const std::vector<const ir::Op*>& ops) const {
+  std::set<const ir::Op*> in(ops.begin(), ops.end());
+  std::vector<const ir::Op*> todo(ops.begin(), ops.end());
+  while (!todo.empty()) {
+    const ir::Op* op = todo.back();
+    todo.pop_back();
+    for (const ir::Value* v : op->inputs()) {
+      const ir::Op* d = v->definition();
+      if (d && cheap_.count(d) && in.insert(d).second) todo.push_back(d);
     }
-    if (!op->inputs().empty() || defines_output.count(op)) all.push_back(op);  // constants travel with their users
   }
-  std::optional<Accepted> acc;
-  std::vector<std::string> why;
-  Candidate whole = tryOps(all, {}, &why, &acc);
-  if (acc) {
-    close(std::move(whole), *acc, {});
-    return withBytes();
-  }
-  plan.whole_rejections = why;
-  for (const ir::Op* op : f.ops()) {
-    // A concat is written once, by its own segment: readers take it from memory.
-    if (!live.count(op) || ir::isReduction(op->kind()) || op->family() == ir::OpFamily::Concat) continue;
-    if (std::all_of(op->inputs().begin(), op->inputs().end(), [&](const ir::Value* v) {
-          return v->isInput() || cheap.count(v->definition()) || v->definition()->inputs().empty();
-        }))
-      cheap.insert(op);
-  }
-  // Cheap ops join segments as their readers need them; those the fusion outputs still need a
-  // segment of their own to be computed in.
-  all.erase(std::remove_if(all.begin(), all.end(),
-                           [&](const ir::Op* op) { return cheap.count(op) && !defines_output.count(op); }),
-            all.end());
+  std::vector<const ir::Op*> out;
+  for (const ir::Op* op : f_.ops())
+    if (in.count(op)) out.push_back(op);
+  return out;
+}
 
-  // Grow a run of ops while a scheduler accepts it, assuming the ops not placed yet may still
-  // join it (so a broadcast on its own never ends a segment); then close it at the longest
-  // prefix accepted with its real outputs.
+Segmenter::Candidate Segmenter::tryOps(const std::vector<const ir::Op*>& ops, const std::set<const ir::Op*>& pending,
+                                       std::vector<std::string>* why, std::optional<Accepted>* acc) {
+  Candidate c;
+  c.ops = cheap_.empty() ? ops : withRecomputed(ops);
+  c.pulled.insert(c.ops.begin(), c.ops.end());
+  for (const ir::Op* op : ops) c.pulled.erase(op);
+  c.sub = extractSegment(f_, c.ops, fmt::format("{}_s{}", f_.name(), plan_.segments.size() + 1), pending, c.pulled, &live_);
+  *acc = acceptFusion(*c.sub.fusion, sizes_, descsOf(c.sub), opts_, why);
+  if (*acc && two_pass_ && !(*acc)->two_pass_faster.empty()) {
+    if (why) why->push_back((*acc)->scheduler + ": " + (*acc)->two_pass_faster);
+    acc->reset();
+  }
+  return c;
+}
+
+void Segmenter::close(Candidate c, const Accepted& acc, std::vector<std::string> rejections) {
+  Segment seg;
+  for (const ir::Op* op : c.ops)
+    if (c.pulled.count(op) && !op->inputs().empty()) seg.recomputed.push_back(op);
+  seg.ops = std::move(c.ops);
+  seg.input_descs = descsOf(c.sub);
+  seg.sub = std::move(c.sub);
+  seg.scheduler = acc.scheduler;
+  seg.params = acc.params;
+  seg.output_descs = acc.outputs;
+  seg.rejections = std::move(rejections);
+  for (size_t i = 0; i < seg.sub.outputs.size(); ++i) known_[seg.sub.outputs[i]] = seg.output_descs[i];
+  plan_.segments.push_back(std::move(seg));
+}
+
+// Cheap ops join segments as their readers need them; those the fusion outputs still need a
+// segment of their own to be computed in.
+std::vector<const ir::Op*> Segmenter::withoutCheap(std::vector<const ir::Op*> order) const {
+  order.erase(std::remove_if(order.begin(), order.end(),
+                             [&](const ir::Op* op) { return cheap_.count(op) && !defines_output_.count(op); }),
+              order.end());
+  return order;
+}
+
+void Segmenter::findCheap() {
+  for (const ir::Op* op : f_.ops()) {
+    // A concat is written once, by its own segment: readers take it from memory.
+    if (!live_.count(op) || ir::isReduction(op->kind()) || op->family() == ir::OpFamily::Concat) continue;
+    if (std::all_of(op->inputs().begin(), op->inputs().end(), [&](const ir::Value* v) {
+          return v->isInput() || cheap_.count(v->definition()) || v->definition()->inputs().empty();
+        }))
+      cheap_.insert(op);
+  }
+}
+
+// Grows a run of ops while a scheduler accepts it, assuming the ops not placed yet may still
+// join it (so a broadcast on its own never ends a segment); then closes it at the longest
+// prefix accepted with its real outputs. False (nothing thrown) where an op fits no scheduler
+// even alone and `must` is not set.
+bool Segmenter::greedy(const std::vector<const ir::Op*>& all, bool must) {
+  plan_.segments.clear();
+  known_ = known_inputs_;
   auto slice = [&](size_t a, size_t b) { return std::vector<const ir::Op*>(all.begin() + static_cast<long>(a), all.begin() + static_cast<long>(b)); };
   size_t i = 0;
   while (i < all.size()) {
@@ -191,30 +229,125 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
       closed = true;
     }
     if (!closed) {
+      if (!must) return false;
       std::vector<std::string> w;
       std::optional<Accepted> a;
       tryOps({all[i]}, {}, &w, &a);
       fail("`{}` in fusion `{}` cannot run on the GPU: no scheduler accepts it even alone ({})",
-           opLabel(all[i]), f.name(), fmt::join(w, "; "));
+           opLabel(all[i]), f_.name(), fmt::join(w, "; "));
     }
   }
+  return true;
+}
+
+// The same ops with every reduction of the fusion's inputs (and cheap functions of them) first,
+// in their order: reductions over the same atoms then share a kernel, and what reads them a
+// kernel of its own (batch norm backward's dx, pointwise); empty where that changes nothing.
+std::vector<const ir::Op*> Segmenter::reductionsFirst(const std::vector<const ir::Op*>& order) const {
+  std::vector<const ir::Op*> first, rest;
+  for (const ir::Op* op : order) {
+    const bool of_inputs = std::all_of(op->inputs().begin(), op->inputs().end(), [&](const ir::Value* v) {
+      return v->isInput() || cheap_.count(v->definition()) || v->definition()->inputs().empty();
+    });
+    (ir::isReduction(op->kind()) && of_inputs ? first : rest).push_back(op);
+  }
+  if (first.empty()) return {};
+  first.insert(first.end(), rest.begin(), rest.end());
+  return first == order ? std::vector<const ir::Op*>{} : first;
+}
+
+// After the greedy plan of `order`: the reductions-first plan, taken where it makes fewer
+// kernels (or as many moving fewer bytes); either way `loom segment` says what the other was.
+void Segmenter::tryReductionsFirst(const std::vector<const ir::Op*>& order) {
+  const std::vector<const ir::Op*> first = reductionsFirst(order);
+  if (first.empty()) return;
+  std::vector<Segment> in_order = std::move(plan_.segments);
+  const auto in_order_known = known_;
+  const uint64_t in_order_bytes = planBytes(in_order);
+  const bool ok = greedy(first, false);
+  const uint64_t bytes = planBytes(plan_.segments);
+  const bool fewer = ok && plan_.segments.size() < in_order.size();
+  if (fewer || (ok && plan_.segments.size() == in_order.size() && bytes < in_order_bytes)) {
+    plan_.alternatives.push_back(fmt::format("in order: {} kernels moving {} (this plan has fewer {})", in_order.size(),
+                                             megabytes(in_order_bytes), fewer ? "kernels" : "bytes"));
+    return;
+  }
+  plan_.alternatives.push_back(
+      ok ? fmt::format("reductions of the inputs first: {} kernels moving {} (not fewer kernels or bytes)",
+                       plan_.segments.size(), megabytes(bytes))
+         : std::string("reductions of the inputs first: no plan (an op no scheduler takes alone)"));
+  plan_.segments = std::move(in_order);
+  known_ = in_order_known;
+}
+
+// A whole fusion whose scheduler says two kernels of a reduction and a pointwise pass run faster
+// (`why`): a plan of exactly two such kernels, in order (LSTM cell backward: the gate gradients,
+// then their column sums) or with the reductions first (channels-last batch norm backward: the
+// channel sums, then dx), where one of them gives it.
+bool Segmenter::twoPassInstead(const std::vector<const ir::Op*>& order, const std::string& why) {
+  findCheap();
+  const std::vector<const ir::Op*> rest = withoutCheap(order);
+  for (const auto& candidate : {rest, reductionsFirst(rest)}) {
+    if (candidate.empty()) continue;
+    two_pass_ = true;
+    const bool ok = greedy(candidate, false);
+    two_pass_ = false;
+    if (ok && plan_.segments.size() == 2 &&
+        std::none_of(plan_.segments.begin(), plan_.segments.end(), [](const Segment& g) { return g.scheduler == "normalization"; })) {
+      plan_.alternatives.push_back("one kernel: " + why);
+      return true;
+    }
+  }
+  cheap_.clear();
+  plan_.segments.clear();
+  known_ = known_inputs_;
+  return false;
+}
+
+SegmentPlan Segmenter::run() {
+  f_.verify();  // at least one output, and the rest a plan needs
+  for (const auto& o : f_.outputs())
+    LOOM_USER_CHECK(!o.value->isInput(), "output `{}` is input `{}` itself; loom computes outputs, "
+                    "it does not copy inputs", o.name, o.value->name());
+  findLive();
+  for (size_t i = 0; i < inputs_.size(); ++i) known_[f_.inputs()[i]] = inputs_[i];
+  known_inputs_ = known_;
+  for (const auto& o : f_.outputs()) defines_output_.insert(o.value->definition());
+  std::vector<const ir::Op*> all;
+  for (const ir::Op* op : f_.ops()) {
+    if (!live_.count(op)) {
+      if (!op->inputs().empty()) plan_.unused.push_back(op);
+      continue;
+    }
+    if (!op->inputs().empty() || defines_output_.count(op)) all.push_back(op);  // constants travel with their users
+  }
+  std::optional<Accepted> acc;
+  std::vector<std::string> why;
+  Candidate whole = tryOps(all, {}, &why, &acc);
+  if (acc && !(acc->two_pass_faster.empty() ? false : twoPassInstead(all, acc->two_pass_faster))) {
+    close(std::move(whole), *acc, {});
+    return withBytes();
+  }
+  if (!plan_.segments.empty()) return withBytes();  // the two-pass plan
+  plan_.whole_rejections = why;
+  findCheap();
+  all = withoutCheap(all);
+  greedy(all, true);
+  tryReductionsFirst(all);
   return withBytes();
 }
 
-namespace {
-
-std::string megabytes(uint64_t b) { return fmt::format("{:.2f} MB", static_cast<double>(b) / 1e6); }
-
 }  // namespace
+
+SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
+                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+  return Segmenter(f, sizes, inputs, opts).run();
+}
 
 uint64_t Segment::bytesRead() const { return descBytes(input_descs); }
 uint64_t Segment::bytesWritten() const { return descBytes(output_descs); }
 
-uint64_t SegmentPlan::bytes() const {
-  uint64_t b = 0;
-  for (const auto& g : segments) b += g.bytesRead() + g.bytesWritten();
-  return b;
-}
+uint64_t SegmentPlan::bytes() const { return planBytes(segments); }
 
 std::string SegmentPlan::str(const ir::Fusion& f) const {
   std::string s = fmt::format("fusion {}: {} kernel{}, moving {}", f.name(), segments.size(),
@@ -225,6 +358,10 @@ std::string SegmentPlan::str(const ir::Fusion& f) const {
   if (!whole_rejections.empty()) {
     s += "not one kernel, because:\n";
     for (const auto& r : whole_rejections) s += "  - " + r + "\n";
+  }
+  if (!alternatives.empty()) {
+    s += "other plans:\n";
+    for (const auto& r : alternatives) s += "  - " + r + "\n";
   }
   if (!unused.empty()) {
     std::vector<std::string> ops;

@@ -30,6 +30,7 @@ struct Segment {
 struct SegmentPlan {
   std::vector<Segment> segments;
   std::vector<std::string> whole_rejections;  // why the whole fusion is not one kernel
+  std::vector<std::string> alternatives;      // other plans tried, and why this one was taken
   std::vector<const ir::Op*> unused;          // ops no output needs: in no segment, never run
   // Bytes the fusion's inputs and outputs take: what one kernel would move (each input read
   // once, each output written once). Each segment moves its own inputs and outputs
@@ -45,6 +46,7 @@ struct SegmentPlan {
 struct Accepted {
   std::string scheduler, params;
   std::vector<TensorDesc> outputs;
+  std::string two_pass_faster;  // schedule::Planned::two_pass_faster
 };
 std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
                                      const std::vector<TensorDesc>& inputs,
