@@ -44,6 +44,7 @@ TEST_CASE("a kernel the scheduler says is slower than two: its reductions', then
   CHECK(p.segments[1].scheduler == "pointwise");
   CHECK(p.segments[0].sub.outputs.size() == 4);  // two means for dx, dw and db
   CHECK(has(p.str(*f), "other plans:\n  - one kernel: vectors of rows over the grid holding 2 loads"));
+  CHECK(has(p.json(*f), "\"other_plans\": [\"one kernel: vectors of rows"));
   CompileOptions one{{90, 132}};
   one.tuning.no_two_pass = true;
   auto q = segment::segmentFusion(*f, sizes, descsFor(*f, sizes, loom::test::channelsLastImages(*f)), one);

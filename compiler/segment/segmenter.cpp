@@ -413,9 +413,9 @@ std::string SegmentPlan::json(const ir::Fusion& f) const {
   std::vector<std::string> unused_ops;
   for (const ir::Op* op : unused) unused_ops.push_back(jsonStr(opLabel(op)));
   return fmt::format("{{\"fusion\": {}, \"kernels\": {}, \"bytes\": {}, \"one_kernel_bytes\": {}, "
-                     "\"rejections\": {}, \"unused\": [{}], \"segments\": [{}]}}\n",
+                     "\"rejections\": {}, \"other_plans\": {}, \"unused\": [{}], \"segments\": [{}]}}\n",
                      jsonStr(f.name()), segments.size(), bytes(), one_kernel_bytes, strs(whole_rejections),
-                     fmt::join(unused_ops, ", "), fmt::join(segs, ", "));
+                     strs(alternatives), fmt::join(unused_ops, ", "), fmt::join(segs, ", "));
 }
 
 std::string SegmentPlan::dot(const ir::Fusion& f) const {
