@@ -104,6 +104,20 @@ int finishLaunch(NormKernel& k, const CompileOptions& opts) {
   return grid_per_sm;
 }
 
+// Vectors of rows over the grid holding several loads, their sets meeting at grid barriers with
+// the memory idle between: a kernel of the reductions and a pointwise one measured faster where
+// each set takes every SM (one group: channels-last batch norm backward of long channels,
+// 1.6-2.8x) or three loads or more are held (LSTM and GRU cell backward, 1.2-3.3x); not where
+// groups of blocks take turns on two held loads (batch norm backward of short channels, 0.52-0.85x).
+// bench/results/2026-11-26-h200-two-pass.md. Empty: one kernel.
+std::string twoPassFaster(NormTier tier, const NormKernel& k, size_t held, const CompileOptions& opts) {
+  const bool grid = tier == NormTier::RowVectorsGrid || tier == NormTier::RowGridCutShort;
+  if (!grid || held < 2 || opts.tuning.no_two_pass || (held < 3 && k.grid_groups > 1)) return {};
+  return fmt::format("vectors of rows over the grid holding {} loads, {}, their sets meeting at grid barriers: "
+                     "two kernels of a reduction and a pointwise pass measured faster", held,
+                     k.grid_groups == 1 ? "each set over every SM" : fmt::format("{} groups of blocks", k.grid_groups));
+}
+
 // A kernel with column reductions (norm_columns.h): the row in registers, a persistent
 // cooperative grid; nullopt with why where that does not fit (the segmenter then splits).
 std::optional<NormKernel> placeWithColumns(NormKernel k, const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
@@ -161,18 +175,10 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     if (placed && opts.tuning.symbolic) makeNormSymbolic(f, sizes, inputs, *placed);
     return placed;
   }
-  // Vectors of rows over the grid holding two loads or more (channels-last batch norm backward,
-  // LSTM cell backward): their sets meet at grid barriers with the memory idle. A kernel of the
-  // reductions, then a pointwise one, measured faster (bench/results/2026-11-26-h200-two-pass.md).
-  if (row_tier.place && row_held.size() >= 2 && !opts.tuning.no_two_pass &&
-      (row_tier.tier == NormTier::RowVectorsGrid || row_tier.tier == NormTier::RowGridCutShort))
-    k.two_pass_faster = fmt::format("vectors of rows over the grid holding {} loads, their sets meeting at grid barriers: "
-                                    "two kernels of a reduction and a pointwise pass measured faster (H200: "
-                                    "batch_norm_backward channels-last 1.6x, lstm_cell_backward 1.3-2.6x)",
-                                    row_held.size());
   if (row_tier.place) {
     applyRowTier(k, row_tier, reductions, inputs, opts);
     c.tier = row_tier.tier;
+    k.two_pass_faster = twoPassFaster(row_tier.tier, k, row_held.size(), opts);
   } else {
     placeRows(k, f, inputs, opts, reductions, c);
   }
