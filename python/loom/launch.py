@@ -2,27 +2,54 @@
 device of each input) the loom_tensor structs are built once, and the output specs asked once;
 a repeated call only writes the data pointers, allocates the outputs and launches."""
 
+import ctypes
+import sys
+
 from . import tensors
-from ._lib import check, lib
+from ._lib import Tensor, check, lib
+
+_TORCH_TENSOR = None
+
+
+def _torch_tensor():
+    """torch.Tensor once torch is imported (loom never imports it for a caller), else None."""
+    global _TORCH_TENSOR
+    if _TORCH_TENSOR is None:
+        mod = sys.modules.get("torch")
+        _TORCH_TENSOR = getattr(mod, "Tensor", None) if mod is not None else None
+    return _TORCH_TENSOR
 
 
 def torch_key(inputs):
     """The signature of torch inputs, or None where one is not a torch tensor."""
+    cls = _TORCH_TENSOR or _torch_tensor()
+    if cls is None:
+        return None
     key = []
     for t in inputs:
-        if not tensors.is_torch(t):
+        if not isinstance(t, cls):
             return None
         key.append((t.dtype, t.shape, t.stride(), t.get_device()))
     return tuple(key)
 
 
+def _data_slots(views):
+    """A c_void_p over each struct's data field: written in place per call (no struct objects)."""
+    off = Tensor.data.offset
+    return [ctypes.c_void_p.from_buffer(views.array, i * ctypes.sizeof(Tensor) + off) for i in range(views.count)]
+
+
+_RAW_STREAM = None
+
+
 def current_stream(t):
     """torch's current stream on t's device, as a CUstream handle."""
-    import torch
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton uses: no Stream object
-    if raw is not None:
-        return raw(t.get_device())
-    return torch.cuda.current_stream(t.device).cuda_stream
+    global _RAW_STREAM
+    if _RAW_STREAM is None:
+        import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton uses: no Stream object
+        _RAW_STREAM = raw or (lambda device: torch.cuda.current_stream(device).cuda_stream)
+    return _RAW_STREAM(t.get_device())
 
 
 class LaunchPlan:
@@ -41,17 +68,22 @@ class LaunchPlan:
         # allocate() gives, and any other the checked path took once.
         out_key = tuple((dt, torch.Size(shape), strides, inputs[0].get_device()) for _, shape, strides, dt in self.specs)
         self.out_views = {out_key: self.outs}
+        self.in_slots = _data_slots(self.ins)
+        self.out_slots = {id(self.outs): _data_slots(self.outs)}
+        self.empty = torch.empty_strided
 
     def allocate(self, inputs):
-        import torch
-        return tuple(inputs[a] if a >= 0 else torch.empty_strided(shape, strides, dtype=dt, device=self.device)
+        empty, dev = self.empty, self.device
+        return tuple(inputs[a] if a >= 0 else empty(shape, strides, dtype=dt, device=dev)
                      for a, shape, strides, dt in self.specs)
 
     def launch(self, inputs, out, stream, views=None):
         views = views or self.outs
-        ins, outs = self.ins.array, views.array
-        for i, t in enumerate(inputs):
-            ins[i].data = t.data_ptr() or None
-        for i, t in enumerate(out):
-            outs[i].data = t.data_ptr() or None
-        check(lib.loom_runner_run(self.runner, ins, self.ins.count, outs, views.count, stream))
+        slots = self.out_slots.get(id(views))
+        if slots is None:
+            slots = self.out_slots[id(views)] = _data_slots(views)
+        for s, t in zip(self.in_slots, inputs):
+            s.value = t.data_ptr() or None
+        for s, t in zip(slots, out):
+            s.value = t.data_ptr() or None
+        check(lib.loom_runner_run(self.runner, self.ins.array, self.ins.count, views.array, views.count, stream))
