@@ -82,6 +82,26 @@ TEST_CASE("long rows keep their column partials in shared memory, each thread it
   CHECK_FALSE(planOf(*f, sizes, &why, CompileOptions{DeviceInfo{86, 84}}).has_value());
 }
 
+TEST_CASE("column kernels keep static and dynamic shared memory within a block's, or split", "[schedule][norm][columns]") {
+  // Found in review: 3 or 4 column reductions beside long rows, few rows (the combine's static
+  // slots grow with the block): one kernel only where ptxas and the launch take its memory.
+  for (int ncols : {2, 3, 4, 6})
+    for (auto sizes : {Bindings{{"N", 32}, {"D", 16384}}, Bindings{{"N", 4096}, {"D", 12296}}, Bindings{{"N", 64}, {"D", 4096}}}) {
+      FusionBuilder fb("cols");
+      auto x = fb.input("x", DType::F16, {"N", "D"});
+      auto xc = toCompute(x);
+      fb.output("y", cast(xc - mean(xc, {1}, true), DType::F16));
+      for (int j = 0; j < ncols; ++j) fb.output("s" + std::to_string(j), sum(xc * static_cast<double>(j + 1), {0}));
+      auto f = fb.finish();
+      INFO(ncols << " column reductions, N=" << sizes["N"] << " D=" << sizes["D"]);
+      auto plan = compilePlan(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});
+      for (const auto& pk : plan.kernels) {
+        CHECK(pk.kernel.shared_bytes <= 227 * 1024);
+        LOOM_CHECK_PTXAS(pk.kernel.ptx, 90);
+      }
+    }
+}
+
 TEST_CASE("column reductions: the kernel IR and PTX", "[schedule][norm][columns]") {
   auto f = findExample("layer_norm_backward")->build(DType::BF16);
   const Bindings sizes{{"N", 8192}, {"D", 4096}};

@@ -45,6 +45,9 @@ std::string columnStoresProblem(const NormKernel& k) {
 
 namespace {
 
+// Static shared memory a column kernel may take beside its reductions' scratch (48 KiB a block).
+constexpr int64_t kColumnStaticSmem = 40 * 1024;
+
 // Threads a row, the chunks each holds and blocks an SM, with the partials in registers beside
 // the row, or (`in_smem`) in shared memory beside a streamed row (each pass reads it again, from
 // L2 where it fits); `fits` false where they do not fit.
@@ -77,16 +80,28 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
   // streamed row holds neither (its passes' loads in flight and their math: about 96).
   const int regs = in_smem ? 96 * lim.value_regs : (s.held + s.partials) * lim.value_regs + 32;
   int per_sm = std::min({2048 / s.block, 65536 / (s.block * ((regs + 7) / 8 * 8)), 32});
+  if (opts.tuning.min_blocks && *opts.tuning.min_blocks > 0) per_sm = *opts.tuning.min_blocks;
+  // Static shared memory beside: the combine's slots (at most a block's threads' worth of `vec`
+  // lanes of every column reduction) and, with several rows a block, the rows' partials.
+  int64_t acc_bytes = 0, widest = 4;
+  for (const ENode* r : cols) {
+    acc_bytes += dtypeBytes(computeDType(r->dtype));
+    widest = std::max<int64_t>(widest, dtypeBytes(computeDType(r->dtype)));
+  }
+  const int64_t rows_per_block = s.block / T;
+  const int64_t static_bytes = int64_t{s.block} * k.vec * acc_bytes +
+                               (rows_per_block > 1 ? rows_per_block * row_chunks * k.vec * widest : 0);
+  bool smem_ok = static_bytes <= kColumnStaticSmem;
   if (in_smem) {
     // One row a block; a thread's slots: its chunks of every column reduction.
-    for (const ENode* r : cols) s.smem += int64_t{s.chunks} * T * k.vec * dtypeBytes(computeDType(r->dtype));
-    per_sm = s.block == T && s.smem <= blockSmemLimit(opts.device)
-                 ? std::min<int64_t>(per_sm, smemBlocksPerSm(opts.device, s.smem)) : 0;
+    s.smem = int64_t{s.chunks} * T * k.vec * acc_bytes;
+    smem_ok = smem_ok && s.block == T && s.smem + static_bytes <= blockSmemLimit(opts.device) &&
+              smemBlocksPerSm(opts.device, s.smem + static_bytes) >= 1;
+    if (smem_ok) per_sm = static_cast<int>(std::min<int64_t>(per_sm, smemBlocksPerSm(opts.device, s.smem + static_bytes)));
   }
-  if (opts.tuning.min_blocks && *opts.tuning.min_blocks > 0) per_sm = *opts.tuning.min_blocks;
   s.per_sm = per_sm;
   s.fits = s.block <= lim.max_block && int64_t{T} * s.chunks >= row_chunks && s.chunks <= kMaxChunks &&
-           regs <= 255 && per_sm >= 1;
+           regs <= 255 && per_sm >= 1 && smem_ok;
   return s;
 }
 

@@ -3,26 +3,14 @@ device of each input) the loom_tensor structs are built once, and the output spe
 a repeated call only writes the data pointers, allocates the outputs and launches."""
 
 import ctypes
-import sys
 
 from . import tensors
 from ._lib import Tensor, check, lib
 
-_TORCH_TENSOR = None
-
-
-def _torch_tensor():
-    """torch.Tensor once torch is imported (loom never imports it for a caller), else None."""
-    global _TORCH_TENSOR
-    if _TORCH_TENSOR is None:
-        mod = sys.modules.get("torch")
-        _TORCH_TENSOR = getattr(mod, "Tensor", None) if mod is not None else None
-    return _TORCH_TENSOR
-
-
 def torch_key(inputs):
-    """The signature of torch inputs, or None where one is not a torch tensor."""
-    cls = _TORCH_TENSOR or _torch_tensor()
+    """The signature of torch inputs, or None where one is not a torch tensor (tensors.is_torch's
+    test: the same tensors take this path and device_entry's checks)."""
+    cls = tensors.torch_tensor_type()
     if cls is None:
         return None
     key = []

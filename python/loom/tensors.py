@@ -2,6 +2,7 @@
 (torch tensors, or anything with __cuda_array_interface__) for runs, all as loom_tensor views
 with no copies on the GPU side."""
 import ctypes
+import sys
 
 from ._lib import Tensor
 from .errors import ArgumentError
@@ -76,8 +77,21 @@ def host_result(np, t):
     return np.frombuffer(buf, dtype=dt).reshape(shape).copy()
 
 
+_TORCH_TENSOR = None
+
+
+def torch_tensor_type():
+    """torch.Tensor once torch is imported (loom never imports it for a caller), else None."""
+    global _TORCH_TENSOR
+    if _TORCH_TENSOR is None:
+        mod = sys.modules.get("torch")
+        _TORCH_TENSOR = getattr(mod, "Tensor", None) if mod is not None else None
+    return _TORCH_TENSOR
+
+
 def is_torch(t):
-    return type(t).__module__.startswith("torch") and hasattr(t, "data_ptr")
+    cls = _TORCH_TENSOR or torch_tensor_type()
+    return cls is not None and isinstance(t, cls)
 
 
 def device_entry(t, where):
