@@ -148,3 +148,37 @@ TEST_CASE("a pointwise grid takes one chunk per thread; its index is wide enough
   compileFusion(*f, sizes, descsFor(*f, sizes), opts, &text);
   CHECK(text[DumpStage::Schedule].find("256 threads x 4 chunks per trip, grid 1056 (grid-stride)") != std::string::npos);
 }
+
+namespace {
+// A per-group scale over an image: y = x * s[n, g], computed in the grouped shape
+// [N, G, C/G, H, W] and written as [N, C, H, W] (group norm backward's dx in PyTorch's form).
+std::unique_ptr<ir::Fusion> groupScale(DType t) {
+  FusionBuilder fb("group_scale");
+  auto x = fb.input("x", t, {"N", "C", "H", "W"});
+  auto s = fb.input("s", DType::F32, {Dim("N"), Dim(32)});
+  auto xg = reshape(toCompute(x), {x.size(0), Extent(32), x.size(1) / Extent(32), x.size(2), x.size(3)});
+  auto sg = broadcast(s, {false, false, true, true, true});
+  fb.output("y", reshape(cast(xg * sg, t), {x.size(0), x.size(1), x.size(2), x.size(3)}));
+  return fb.finish();
+}
+}  // namespace
+
+TEST_CASE("an output reshaped from a grouped computation is written through its reshape", "[ptx][pointwise]") {
+  // Reading the per-group scale through the reshape would merge G and C/G, unevenly spaced
+  // (strides 1 and 0): the kernel iterates over the grouped shape and stores through the reshape.
+  auto f = groupScale(DType::F16);
+  const Bindings sizes{{"N", 3}, {"C", 96}, {"H", 7}, {"W", 9}};
+  for (bool nhwc : {false, true}) {
+    INFO((nhwc ? "channels-last" : "NCHW"));
+    std::map<std::string, std::vector<int>> lay;
+    if (nhwc) lay["x"] = {0, 2, 3, 1};
+    StageText st;
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes, lay), CompileOptions{{90, 132}}, &st);
+    CHECK(st[DumpStage::Schedule].find("pointwise:") == 0);
+    REQUIRE(k.outputs.size() == 1);
+    CHECK(k.outputs[0].shape == std::vector<int64_t>{3, 96, 7, 9});
+    // The output follows x's memory order.
+    CHECK(k.outputs[0].strides == (nhwc ? std::vector<int64_t>{6048, 1, 864, 96} : std::vector<int64_t>{6048, 63, 9, 1}));
+    requirePtxas(k.ptx, 90);
+  }
+}

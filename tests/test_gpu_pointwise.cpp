@@ -256,3 +256,23 @@ TEST_CASE("concat outputs: gate matrices, unequal pieces, either dim", "[gpu][co
       test::checkOnGpu(*f, s);
   }
 }
+
+TEST_CASE("an output reshaped from a grouped computation, on the GPU", "[gpu][pointwise]") {
+  if (!test::haveGpu()) return;
+  // y = x * s[n, g] over [N, 32, C/32, H, W], written as [N, C, H, W] through the reshape
+  // (test_codegen_pointwise.cpp): every float dtype, both layouts, odd sizes.
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    FusionBuilder fb("group_scale");
+    auto x = fb.input("x", t, {"N", "C", "H", "W"});
+    auto s = fb.input("s", DType::F32, {Dim("N"), Dim(32)});
+    auto xg = reshape(toCompute(x), {x.size(0), Extent(32), x.size(1) / Extent(32), x.size(2), x.size(3)});
+    fb.output("y", reshape(cast(xg * broadcast(s, {false, false, true, true, true}), t),
+                           {x.size(0), x.size(1), x.size(2), x.size(3)}));
+    auto f = fb.finish();
+    for (auto sizes : {Bindings{{"N", 3}, {"C", 96}, {"H", 7}, {"W", 9}}, Bindings{{"N", 2}, {"C", 64}, {"H", 33}, {"W", 1}}}) {
+      INFO(dtypeName(t));
+      test::checkOnGpu(*f, sizes);
+      test::checkOnGpu(*f, sizes, {{"x", {0, 2, 3, 1}}});
+    }
+  }
+}

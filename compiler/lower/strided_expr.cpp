@@ -51,6 +51,14 @@ Leaf reshapeLeaf(const Leaf& l, const std::vector<int64_t>& in_shape,
 
 }  // namespace
 
+std::vector<int64_t> reshapeStrides(const std::vector<int64_t>& strides, const std::vector<int64_t>& in_shape,
+                                    const std::vector<int64_t>& out_shape, const ir::Op* op) {
+  std::vector<Extent> ie, oe;
+  for (auto s : in_shape) ie.push_back(Extent(s));
+  for (auto s : out_shape) oe.push_back(Extent(s));
+  return reshapeLeaf(Leaf{-1, 0, strides}, in_shape, out_shape, ir::reshapeGroups(ie, oe), op).strides;
+}
+
 EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn) {
   std::map<const ENode*, EPtr> memo;
   std::function<EPtr(const EPtr&)> go = [&](const EPtr& n) -> EPtr {

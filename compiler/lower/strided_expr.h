@@ -68,6 +68,12 @@ class StridedExprBuilder {
   std::map<const ir::Value*, std::vector<int64_t>> shapes_;
 };
 
+// The strides of a view `in_shape` -> `out_shape` (a split or merge per reshape group) of memory
+// with `strides` over `in_shape`; throws NotPointwise (naming `what`) where a merged run is not
+// evenly spaced.
+std::vector<int64_t> reshapeStrides(const std::vector<int64_t>& strides, const std::vector<int64_t>& in_shape,
+                                    const std::vector<int64_t>& out_shape, const ir::Op* op);
+
 // Applies `fn` to every leaf (sharing unchanged subtrees).
 EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn);
 // Merges structurally equal nodes (the same load, constant or op on the same operands), so

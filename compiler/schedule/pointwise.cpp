@@ -91,9 +91,58 @@ void placeOutputs(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
   }
 }
 
+// Each output's value under its reshapes (and the casts between them): one shape for all, or
+// none (no output is a reshape, or their values differ in shape).
+std::vector<const ir::Value*> reshapedCores(const ir::Fusion& f) {
+  std::vector<const ir::Value*> cores;
+  bool any = false;
+  for (const auto& o : f.outputs()) {
+    const ir::Value* v = o.value;
+    while (!v->isInput() && v->definition()->family() == ir::OpFamily::Reshape) {
+      v = v->definition()->input(0);
+      any = true;
+    }
+    cores.push_back(v);
+  }
+  for (const ir::Value* c : cores)
+    if (c->rank() != cores[0]->rank() || c->isInput()) return {};
+  return any ? cores : std::vector<const ir::Value*>{};
+}
+
+// Outputs written through their reshapes: allocated dense in the iteration order over the
+// cores' shape, merged back into each output's own shape (or the aliased input, split into the
+// cores' shape); `out_strides` over the cores' shape. Empty, or why not.
+std::string placeReshapedOutputs(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+                                 const std::vector<std::vector<int64_t>>& shapes, const std::vector<int64_t>& core,
+                                 PointwiseKernel& k, std::vector<std::vector<int64_t>>& out_strides) {
+  for (size_t i = 0; i < f.outputs().size(); ++i) {
+    const auto& o = f.outputs()[i];
+    const ir::Op* op = o.value->isInput() ? nullptr : o.value->definition();
+    int alias = -1;
+    for (size_t j = 0; j < f.inputs().size(); ++j)
+      if (f.inputs()[j] == o.alias) alias = static_cast<int>(j);
+    k.output_alias.push_back(alias);
+    try {
+      if (alias >= 0) {
+        const TensorDesc& d = inputs[static_cast<size_t>(alias)];
+        out_strides.push_back(lower::reshapeStrides(d.strides, shapes[i], core, op));
+        k.outputs.push_back(d);
+      } else {
+        const std::vector<int64_t> dense = stridesForOrder(core, k.order);
+        k.outputs.push_back(TensorDesc{o.value->dtype(), shapes[i], lower::reshapeStrides(dense, core, shapes[i], op), 16});
+        out_strides.push_back(dense);
+      }
+    } catch (const lower::NotPointwise& np) {
+      return "writing output `" + o.name + "` through its reshape: " + np.reason;
+    }
+  }
+  return "";
+}
+
 // Collapses neighbouring axes that every access walks as one run and drops size-1 axes: the
 // kernel's iteration shape, and how logical strides map onto it.
-AxisPlan collapseAxes(const std::vector<EPtr>& roots, const std::vector<int64_t>& shape, PointwiseKernel& k) {
+AxisPlan collapseAxes(const std::vector<EPtr>& roots, const std::vector<int64_t>& shape,
+                      const std::vector<std::vector<int64_t>>& out_strides, PointwiseKernel& k) {
   const int rank = static_cast<int>(shape.size());
   const std::vector<int>& order = k.order;
   std::vector<int64_t> ordered_shape;
@@ -102,7 +151,7 @@ AxisPlan collapseAxes(const std::vector<EPtr>& roots, const std::vector<int64_t>
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
     if (n.kind == lower::ENode::Kind::Load) all_strides.push_back(n.leaf.strides);
   });
-  for (const auto& d : k.outputs) all_strides.push_back(d.strides);
+  for (const auto& s : out_strides) all_strides.push_back(s);
   AxisPlan plan{order, {}};
   for (int p = 0; p < rank; ++p) {
     if (ordered_shape[static_cast<size_t>(p)] == 1) continue;
@@ -162,7 +211,7 @@ int vectorWidth(const std::vector<EPtr>& roots, const PointwiseKernel& k, const 
 // Every load and store over the collapsed axes, with its access; whether the kernel needs
 // 64-bit indices for the offsets it reaches.
 void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const std::vector<StoreRoot>& stores,
-                   const AxisPlan& plan, PointwiseKernel& k) {
+                   const AxisPlan& plan, const std::vector<std::vector<int64_t>>& out_strides, PointwiseKernel& k) {
   std::vector<EPtr> roots;
   for (const auto& r : stores) roots.push_back(r.value);
   const int vec = k.vec;
@@ -194,8 +243,8 @@ void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, c
     const size_t i = static_cast<size_t>(stores[j].output);
     PointwiseKernel::Store s;
     s.output = static_cast<int>(i);
-    s.strides = remap(k.outputs[i].strides);
-    if (stores[j].dim >= 0) s.offset = stores[j].at * k.outputs[i].strides[static_cast<size_t>(stores[j].dim)];
+    s.strides = remap(out_strides[i]);
+    if (stores[j].dim >= 0) s.offset = stores[j].at * out_strides[i][static_cast<size_t>(stores[j].dim)];
     s.dtype = f.outputs()[i].value->dtype();
     s.value = remapped[j];
     s.access = accessFor(s.dtype, s.offset, s.strides, k.outputs[i].align_bytes);
@@ -260,6 +309,10 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   std::vector<std::vector<int64_t>> out_shapes;
   std::vector<StoreRoot> stores;
   std::string first;
+  // Outputs that are reshapes of values of one shape (group norm backward's dx, computed over
+  // [N, G, C/G, H, W] and written as [N, C, H, W]): the kernel iterates over that shape and
+  // stores through the reshape, where reading through it would merge unevenly spaced runs.
+  std::vector<const ir::Value*> cores;
   try {
     for (size_t i = 0; i < outs.size(); ++i) {
       const ir::Value* v = outs[i].value;
@@ -301,16 +354,36 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
       }
     }
   } catch (const lower::NotPointwise& np) {
-    return reject(np.reason);
+    cores = reshapedCores(f);
+    if (cores.empty()) return reject(np.reason);
+    try {
+      stores.clear();
+      out_shapes.clear();
+      for (size_t i = 0; i < outs.size(); ++i) {
+        out_shapes.push_back(eb.shapeOf(outs[i].value));
+        stores.push_back({static_cast<int>(i), eb.exprOf(cores[i]), -1, 0});
+      }
+      shape = eb.shapeOf(cores[0]);
+      for (const ir::Value* c : cores)
+        if (eb.shapeOf(c) != shape) return reject(np.reason);
+    } catch (const lower::NotPointwise& np2) {
+      return reject(np2.reason);
+    }
   }
   std::vector<EPtr> roots;
   for (const auto& r : stores) roots.push_back(r.value);
   k.order = iterationOrder(roots, shape);
-  placeOutputs(f, inputs, out_shapes, k);
-  const AxisPlan plan = collapseAxes(roots, shape, k);
+  std::vector<std::vector<int64_t>> out_strides;
+  if (cores.empty()) {
+    placeOutputs(f, inputs, out_shapes, k);
+    for (const auto& d : k.outputs) out_strides.push_back(d.strides);
+  } else if (std::string why = placeReshapedOutputs(f, inputs, out_shapes, shape, k, out_strides); !why.empty()) {
+    return reject(why);
+  }
+  const AxisPlan plan = collapseAxes(roots, shape, out_strides, k);
   bool narrowed = false;
   k.vec = vectorWidth(roots, k, opts.tuning, &narrowed);
-  placeAccesses(f, inputs, stores, plan, k);
+  placeAccesses(f, inputs, stores, plan, out_strides, k);
   placeGrid(k, narrowed, opts);
   if (opts.tuning.symbolic) makeSymbolic(f, sizes, inputs, k, opts);
   return k;
