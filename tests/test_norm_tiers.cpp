@@ -113,3 +113,26 @@ TEST_CASE("a load constant along a reduced axis is read from cache, not held in 
     if (k->tier == NormTier::Grid) CHECK(held == std::set<int>{0, 1});  // dy and x
   }
 }
+
+TEST_CASE("rows split over a cluster holding two loads in runs take up to 16 chunks a thread", "[norm]") {
+  // Batch norm backward over NCHW: x and dy held, each channel's row in runs of H*W; blocks of
+  // 128 threads with 13 chunks each, not 256 with 7 (bench/results/2026-11-26-h200-cluster-chunks.md).
+  auto bn = findExample("batch_norm_backward")->build(DType::F32);
+  const Bindings bs{{"N", 64}, {"C", 256}, {"H", 28}, {"W", 28}};
+  StageText st;
+  compileFusion(*bn, bs, test::descsFor(*bn, bs), CompileOptions{{90, 132}}, &st);
+  CHECK(test::has(st[DumpStage::Schedule], "(128 per block), 13 chunks of 4 each"));
+  CHECK(test::has(st[DumpStage::Schedule], "tier cluster"));
+  // One held load (batch norm forward), or rows one dense run (group norm's): 8 at most.
+  auto gn = findExample("group_norm")->build(DType::F16);
+  const Bindings gs{{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}};
+  StageText gst;
+  compileFusion(*gn, gs, test::descsFor(*gn, gs), CompileOptions{{90, 132}}, &gst);
+  CHECK(test::has(gst[DumpStage::Schedule], "8 chunks of 8 each"));
+  // The knob sets it.
+  CompileOptions o{{90, 132}};
+  o.tuning.cluster_chunks = 8;
+  StageText kst;
+  compileFusion(*bn, bs, test::descsFor(*bn, bs), o, &kst);
+  CHECK(test::has(kst[DumpStage::Schedule], "(256 per block), 7 chunks of 4 each"));
+}

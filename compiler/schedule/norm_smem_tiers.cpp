@@ -123,6 +123,15 @@ Decision<std::optional<SmemPlacement>> chooseThreadFill(const OnChip& c, bool re
 
 namespace {
 
+// Whether a held load's row lies in runs apart in memory (its reduced axes not one dense run).
+bool rowsInRuns(const NormKernel& k) {
+  const size_t nout = k.outer_shape.size();
+  for (const auto& l : k.smem_leaves)
+    for (size_t i = 0; i + 1 < k.red_shape.size(); ++i)
+      if (l.strides[nout + i] != l.strides[nout + i + 1] * k.red_shape[i + 1]) return true;
+  return false;
+}
+
 // `rows_together` neighbouring rows a block, each split over a cluster (at most 8 blocks) only
 // where one block cannot hold it: one block of a whole row measured faster than two of half of
 // it. Once split, blocks of 64 KiB: three per SM keep the SM busy while one waits at a cluster
@@ -140,7 +149,12 @@ std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
     if (tune.cluster && cs > 1) cs = std::clamp(nextPow2(*tune.cluster), 1, 8);
   }
   const int64_t block_chunks = (c.row_chunks + cs - 1) / cs;
-  int t = std::max(32, std::min(c.max_block / rows_together, nextPow2((block_chunks + kMaxChunks - 1) / kMaxChunks)));
+  // Rows split over a cluster that hold two loads or more and are runs apart in memory (batch
+  // norm backward over NCHW: x and dy, runs of H*W): up to 16 chunks a thread, in blocks half as
+  // large. bench/results/2026-11-26-h200-cluster-chunks.md
+  int64_t most_chunks = cs > 1 && c.k.smem_leaves.size() >= 2 && rowsInRuns(c.k) ? 2 * kMaxChunks : kMaxChunks;
+  if (cs > 1 && tune.cluster_chunks) most_chunks = *tune.cluster_chunks;
+  int t = std::max(32, std::min(c.max_block / rows_together, nextPow2((block_chunks + most_chunks - 1) / most_chunks)));
   if (tune.threads_per_row) t = std::max(32, *tune.threads_per_row / 32 * 32);
   if (rows_together > 1 && t % c.q != 0) return std::nullopt;
   std::optional<SmemPlacement> p = c.place(rows_together, t, cs);
