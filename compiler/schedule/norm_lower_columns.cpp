@@ -113,10 +113,10 @@ void NormLowering::columnRows(const ExprP& blk) {
   for (const ENode* r : columns_)
     for (int64_t q = 0; q < Q; ++q) init.push_back(identityOf(r, k_.vec));
   // Partials in shared memory: each thread's slots start at the identity; the loop carries none.
+  auto ownChunk = [&](int64_t q) { return b_.add(t_in_row_, c(q * k_.threads_per_row)); };  // the thread's q-th
   if (k_.col_smem)
     for (size_t j = 0; j < columns_.size(); ++j)
-      for (int64_t q = 0; q < Q; ++q)
-        storeSmemPartial(j, b_.add(t_in_row_, c(q * k_.threads_per_row)), init[j * static_cast<size_t>(Q) + static_cast<size_t>(q)]);
+      for (int64_t q = 0; q < Q; ++q) storeSmemPartial(j, ownChunk(q), init[j * static_cast<size_t>(Q) + static_cast<size_t>(q)]);
   std::vector<ExprP> parts = b_.repeat("i", trips, k_.col_smem ? std::vector<ExprP>{} : init,
                                        [&](const ExprP& i, const std::vector<ExprP>& carried) {
     chunks_.clear();
@@ -139,7 +139,7 @@ void NormLowering::columnRows(const ExprP& blk) {
   if (k_.col_smem) {
     parts.clear();
     for (size_t j = 0; j < columns_.size(); ++j)
-      for (int64_t q = 0; q < Q; ++q) parts.push_back(loadSmemPartial(j, b_.add(t_in_row_, c(q * k_.threads_per_row))));
+      for (int64_t q = 0; q < Q; ++q) parts.push_back(loadSmemPartial(j, ownChunk(q)));
   }
   publishColumns(blk, parts);
   b_.emit(kir::barrier(kir::Barrier::Block));

@@ -76,14 +76,19 @@ struct StoreRoot {
 
 // Outputs (of their own shapes: a concat's is its pieces' joined): allocated contiguous in
 // iteration order, or written into their aliased input.
+// The input an output is written into, or -1.
+int aliasIndex(const ir::Fusion& f, const ir::Output& o) {
+  for (size_t i = 0; i < f.inputs().size(); ++i)
+    if (f.inputs()[i] == o.alias) return static_cast<int>(i);
+  return -1;
+}
+
 void placeOutputs(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                   const std::vector<std::vector<int64_t>>& shapes, PointwiseKernel& k) {
   for (size_t i = 0; i < f.outputs().size(); ++i) {
     const auto& o = f.outputs()[i];
     const std::vector<int64_t>& shape = shapes[i];
-    int alias = -1;
-    for (size_t i = 0; i < f.inputs().size(); ++i)
-      if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
+    const int alias = aliasIndex(f, o);
     k.output_alias.push_back(alias);
     TensorDesc d{o.value->dtype(), shape, stridesForOrder(shape, k.order), 16};
     if (alias >= 0) d = inputs[static_cast<size_t>(alias)];
@@ -91,8 +96,8 @@ void placeOutputs(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
   }
 }
 
-// Each output's value under its reshapes (and the casts between them): one shape for all, or
-// none (no output is a reshape, or their values differ in shape).
+// Each output's value under its reshapes; none where no output is a reshape or one's value is an
+// input (the caller checks that the values have one shape).
 std::vector<const ir::Value*> reshapedCores(const ir::Fusion& f) {
   std::vector<const ir::Value*> cores;
   bool any = false;
@@ -105,7 +110,7 @@ std::vector<const ir::Value*> reshapedCores(const ir::Fusion& f) {
     cores.push_back(v);
   }
   for (const ir::Value* c : cores)
-    if (c->rank() != cores[0]->rank() || c->isInput()) return {};
+    if (c->isInput()) return {};
   return any ? cores : std::vector<const ir::Value*>{};
 }
 
@@ -118,9 +123,7 @@ std::string placeReshapedOutputs(const ir::Fusion& f, const std::vector<TensorDe
   for (size_t i = 0; i < f.outputs().size(); ++i) {
     const auto& o = f.outputs()[i];
     const ir::Op* op = o.value->isInput() ? nullptr : o.value->definition();
-    int alias = -1;
-    for (size_t j = 0; j < f.inputs().size(); ++j)
-      if (f.inputs()[j] == o.alias) alias = static_cast<int>(j);
+    const int alias = aliasIndex(f, o);
     k.output_alias.push_back(alias);
     try {
       if (alias >= 0) {

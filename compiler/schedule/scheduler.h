@@ -40,8 +40,8 @@ struct Planned {
   std::string first_pass;
   // The sizes the kernel takes at run time, with their values here (kir::Kernel::sizes).
   std::vector<std::pair<std::string, int64_t>> size_args;
-  // Non-empty: why a kernel of the fusion's reductions, then a pointwise kernel reading them,
-  // run faster than this one; the segmenter takes that plan where it finds exactly it.
+  // Non-empty: why two kernels, a reduction and a pointwise pass (in either order), run faster
+  // than this one; the segmenter takes such a plan where it finds exactly one.
   std::string two_pass_faster;
 };
 

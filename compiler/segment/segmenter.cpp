@@ -73,6 +73,7 @@ class Segmenter {
   Candidate tryOps(const std::vector<const ir::Op*>& ops, const std::set<const ir::Op*>& pending,
                    std::vector<std::string>* why, std::optional<Accepted>* acc);
   void close(Candidate c, const Accepted& acc, std::vector<std::string> rejections);
+  bool ofInputs(const ir::Op* op) const;
   void findCheap();
   std::vector<const ir::Op*> withoutCheap(std::vector<const ir::Op*> order) const;
   bool greedy(const std::vector<const ir::Op*>& order, bool must);
@@ -180,14 +181,18 @@ std::vector<const ir::Op*> Segmenter::withoutCheap(std::vector<const ir::Op*> or
   return order;
 }
 
+// Whether `op` reads only the fusion's inputs, constants and cheap ops (computed again).
+bool Segmenter::ofInputs(const ir::Op* op) const {
+  return std::all_of(op->inputs().begin(), op->inputs().end(), [&](const ir::Value* v) {
+    return v->isInput() || cheap_.count(v->definition()) || v->definition()->inputs().empty();
+  });
+}
+
 void Segmenter::findCheap() {
   for (const ir::Op* op : f_.ops()) {
     // A concat is written once, by its own segment: readers take it from memory.
     if (!live_.count(op) || ir::isReduction(op->kind()) || op->family() == ir::OpFamily::Concat) continue;
-    if (std::all_of(op->inputs().begin(), op->inputs().end(), [&](const ir::Value* v) {
-          return v->isInput() || cheap_.count(v->definition()) || v->definition()->inputs().empty();
-        }))
-      cheap_.insert(op);
+    if (ofInputs(op)) cheap_.insert(op);
   }
 }
 
@@ -245,12 +250,7 @@ bool Segmenter::greedy(const std::vector<const ir::Op*>& all, bool must) {
 // kernel of its own (batch norm backward's dx, pointwise); empty where that changes nothing.
 std::vector<const ir::Op*> Segmenter::reductionsFirst(const std::vector<const ir::Op*>& order) const {
   std::vector<const ir::Op*> first, rest;
-  for (const ir::Op* op : order) {
-    const bool of_inputs = std::all_of(op->inputs().begin(), op->inputs().end(), [&](const ir::Value* v) {
-      return v->isInput() || cheap_.count(v->definition()) || v->definition()->inputs().empty();
-    });
-    (ir::isReduction(op->kind()) && of_inputs ? first : rest).push_back(op);
-  }
+  for (const ir::Op* op : order) (ir::isReduction(op->kind()) && ofInputs(op) ? first : rest).push_back(op);
   if (first.empty()) return {};
   first.insert(first.end(), rest.begin(), rest.end());
   return first == order ? std::vector<const ir::Op*>{} : first;
@@ -324,11 +324,11 @@ SegmentPlan Segmenter::run() {
   std::optional<Accepted> acc;
   std::vector<std::string> why;
   Candidate whole = tryOps(all, {}, &why, &acc);
-  if (acc && !(acc->two_pass_faster.empty() ? false : twoPassInstead(all, acc->two_pass_faster))) {
+  if (acc && !acc->two_pass_faster.empty() && twoPassInstead(all, acc->two_pass_faster)) return withBytes();
+  if (acc) {
     close(std::move(whole), *acc, {});
     return withBytes();
   }
-  if (!plan_.segments.empty()) return withBytes();  // the two-pass plan
   plan_.whole_rejections = why;
   findCheap();
   all = withoutCheap(all);

@@ -7,6 +7,7 @@ import ctypes
 from . import tensors
 from ._lib import Tensor, check, lib
 
+
 def torch_key(inputs):
     """The signature of torch inputs, or None where one is not a torch tensor (tensors.is_torch's
     test: the same tensors take this path and device_entry's checks)."""
