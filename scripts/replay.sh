@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Kernel replay: compiles the fixed corpus (tests/replay/corpus.txt and bench/workloads.txt) for
-# every target below and compares each kernel's PTX with the reviewed baseline
-# tests/replay/<target>.txt, listing every kernel that changed. CI runs the same comparison as
+# Kernel replay: compiles the fixed corpus (tests/replay/corpus.txt, bench/workloads.txt and
+# bench/workloads_backward.txt) for every target below and compares each kernel's PTX with the
+# reviewed baseline tests/replay/<target>.txt, listing every kernel that changed. CI runs the same comparison as
 # the ctests replay_<target>. A refactor shows "0 kernels changed"; a change of generated code
 # runs this with --update and commits the baselines' diff with it.
 #   bash scripts/replay.sh [--update] [--save DIR]   (DIR/<target>/NAME.kI.ptx: the PTX itself)
@@ -21,7 +21,7 @@ status=0
 while read -r target; do
   extra=()
   [ -n "$save" ] && extra=(--save "$save/${target/\//-}")
-  "$loom" replay tests/replay/corpus.txt bench/workloads.txt --target "$target" \
+  "$loom" replay tests/replay/corpus.txt bench/workloads.txt bench/workloads_backward.txt --target "$target" \
     --baseline "tests/replay/${target/\//-}.txt" "${update[@]}" "${extra[@]}" || status=1
 done < tests/replay/targets.txt
 exit $status
