@@ -44,7 +44,44 @@ std::unique_ptr<ir::Fusion> channelSums(DType t) {
   return fb.finish();
 }
 
+// Outputs of every element beside the reductions that read them (schedule/reduction.h's element
+// stores): a bias gradient and the activation gradient it sums (columns, the outer layout), and
+// a scaled copy beside row sums (the inner layout).
+std::unique_ptr<ir::Fusion> biasGrad(DType t) {
+  FusionBuilder fb("bias_grad");
+  auto x = fb.input("x", t, {"M", "D"});
+  auto dy = fb.input("dy", t, {"M", "D"});
+  auto g = toCompute(dy) * sigmoid(toCompute(x));
+  fb.output("dx", cast(g, t));
+  fb.output("db", cast(sum(g, {0}), t));
+  fb.output("gmax", amax(g, {0}));
+  return fb.finish();
+}
+
+std::unique_ptr<ir::Fusion> scaleAndSum(DType t) {
+  FusionBuilder fb("scale_and_sum");
+  auto x = fb.input("x", t, {"N", "D"});
+  fb.output("y", cast(toCompute(x) * 2.0, t));
+  fb.output("s", sum(toCompute(x), {1}));
+  return fb.finish();
+}
+
 }  // namespace
+
+TEST_CASE("element outputs stored as the reductions read them", "[gpu][reduction]") {
+  if (!test::haveGpu()) return;
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    for (auto s : {Bindings{{"M", 256}, {"D", 4096}}, Bindings{{"M", 65544}, {"D", 3}}, Bindings{{"M", 1531}, {"D", 77}},
+                   Bindings{{"M", 1}, {"D", 4096}}, Bindings{{"M", 8192}, {"D", 1024}}}) {
+      INFO("bias_grad " << dtypeName(t) << " M=" << s.at("M") << " D=" << s.at("D"));
+      test::checkOnGpu(*biasGrad(t), s);
+    }
+    for (auto s : {Bindings{{"N", 4}, {"D", 1 << 20}}, Bindings{{"N", 3}, {"D", 100003}}, Bindings{{"N", 1}, {"D", 65536}}}) {
+      INFO("scale_and_sum " << dtypeName(t) << " N=" << s.at("N") << " D=" << s.at("D"));
+      test::checkOnGpu(*scaleAndSum(t), s);
+    }
+  }
+}
 
 TEST_CASE("reductions to one value run split over the grid", "[gpu][reduction]") {
   if (!test::haveGpu()) return;

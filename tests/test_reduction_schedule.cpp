@@ -8,6 +8,7 @@
 #include "tests/compile_test_util.h"
 
 #include "compiler/compile.h"
+#include "compiler/schedule/reduction.h"
 #include "compiler/schedule/scheduler.h"
 
 using namespace loom;
@@ -171,4 +172,86 @@ TEST_CASE("reduction scheduler: column partials fit a block's 48 KiB of static s
       CHECK(k.block >= static_cast<unsigned>(rows));
       LOOM_CHECK_PTXAS(k.ptx, 90);
     }
+}
+
+namespace {
+
+// A bias gradient beside the activation gradient it sums (dgelu-style: dy * sigmoid(x) in f32,
+// stored in the input dtype, its column sums over M).
+std::unique_ptr<ir::Fusion> biasGrad(DType t) {
+  FusionBuilder fb("bias_grad");
+  auto x = fb.input("x", t, {"M", "D"});
+  auto dy = fb.input("dy", t, {"M", "D"});
+  auto g = toCompute(dy) * sigmoid(toCompute(x));
+  fb.output("dx", cast(g, t));
+  fb.output("db", cast(sum(g, {0}), t));
+  return fb.finish();
+}
+
+}  // namespace
+
+TEST_CASE("reduction scheduler: outputs of every element written as they are read, beside the sums",
+          "[schedule][reduction]") {
+  std::vector<std::string> why;
+  auto f = biasGrad(DType::F16);
+  auto p = planOf(*f, {{"M", 256}, {"D", 4096}}, &why);
+  REQUIRE(p.has_value());
+  CHECK(p->scheduler == "reduction");
+  CHECK(has(p->reason, "outer layout"));
+  CHECK(has(p->reason, "vectors of 8"));
+  CHECK(has(p->reason, "1 stores of elements written as they are read"));
+  // dx allocated as the inputs are laid out (rows of D), stored as 16-byte vectors.
+  CHECK(p->outputs[0].strides == std::vector<int64_t>{4096, 1});
+  std::string kir = p->detail;
+  INFO(kir);
+  CHECK(std::regex_search(kir, std::regex(R"(store\.f16 dx\[.*\(vector\))")));
+  // The inner layout (rows of one long reduction): the elements stored along the row.
+  FusionBuilder fi("scale_and_sum");
+  auto x = fi.input("x", DType::F32, {"N", "D"});
+  fi.output("y", x * 2.0);
+  fi.output("s", sum(x, {1}));
+  auto g = fi.finish();
+  auto q = planOf(*g, {{"N", 4}, {"D", 1 << 20}}, &why);
+  REQUIRE(q.has_value());
+  CHECK(q->scheduler == "reduction");
+  CHECK(has(q->reason, "inner layout"));
+  CHECK(has(q->reason, "1 stores of elements"));
+}
+
+TEST_CASE("reduction scheduler: element outputs it leaves to the normalization scheduler, and why", "[schedule][reduction]") {
+  const Bindings sizes{{"M", 256}, {"D", 4096}};
+  // Written over an input: another element's thread may still read it.
+  {
+    FusionBuilder fb("in_place");
+    auto x = fb.input("x", DType::F32, {"M", "D"});
+    fb.output("y", x * 2.0, x);
+    fb.output("s", sum(x, {0}));
+    auto f = fb.finish();
+    std::string why;
+    CHECK_FALSE(schedule::scheduleReduction(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &why));
+    CHECK(has(why, "output 1 varies along the reduced atoms {M} and is written over an input"));
+  }
+  // Not along every axis: the same element from every column's thread.
+  {
+    FusionBuilder fb("row_values");
+    auto x = fb.input("x", DType::F32, {"M", "D"});
+    auto v = fb.input("v", DType::F32, {"M"});
+    fb.output("w", v * 3.0);
+    fb.output("s", sum(x * unsqueeze(v, 1), {0}));
+    auto f = fb.finish();
+    std::string why;
+    CHECK_FALSE(schedule::scheduleReduction(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &why));
+    INFO(why);
+    CHECK(has(why, "its elements would be written by several threads"));
+  }
+  // Reading a reduction (x minus its column mean): a second pass.
+  {
+    FusionBuilder fb("centered");
+    auto x = fb.input("x", DType::F32, {"M", "D"});
+    fb.output("c", x - mean(x, {0}, true));
+    auto f = fb.finish();
+    std::string why;
+    CHECK_FALSE(schedule::scheduleReduction(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &why));
+    CHECK(has(why, "and reads a reduction: rows are read again"));
+  }
 }

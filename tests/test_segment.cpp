@@ -10,6 +10,7 @@
 
 #include "compiler/segment/segmenter.h"
 #include "frontend/internal_api.h"
+#include "frontend/parser.h"
 
 using namespace loom;
 using loom::test::descsFor;
@@ -49,15 +50,31 @@ TEST_CASE("a kernel the scheduler says is slower than two: its reductions', then
   one.tuning.no_two_pass = true;
   auto q = segment::segmentFusion(*f, sizes, descsFor(*f, sizes, loom::test::channelsLastImages(*f)), one);
   CHECK(q.segments.size() == 1);
-  // LSTM cell backward at B = 256: the gate gradients pointwise, then their column sums.
-  auto l = findExample("lstm_cell_backward")->build(DType::F16);
-  const Bindings ls{{"B", 256}, {"H", 1024}};
-  auto lp = plan(*l, ls);
-  REQUIRE(lp.segments.size() == 2);
-  CHECK(lp.segments[0].scheduler == "pointwise");
-  CHECK(lp.segments[1].scheduler == "reduction");
   // NCHW batch norm backward stays one kernel.
   CHECK(plan(*f, sizes).segments.size() == 1);
+}
+
+TEST_CASE("recurrent cells' backward: one kernel, the gate gradients stored as the bias sums read them", "[segment]") {
+  for (const char* name : {"lstm_cell_backward", "gru_cell_backward"}) {
+    auto l = findExample(name)->build(DType::F16);
+    for (auto sizes : {Bindings{{"B", 256}, {"H", 1024}}, Bindings{{"B", 4096}, {"H", 1024}}, Bindings{{"B", 7}, {"H", 129}}}) {
+      INFO(name << " B=" << sizes["B"] << " H=" << sizes["H"]);
+      auto lp = plan(*l, sizes);
+      REQUIRE(lp.segments.size() == 1);
+      CHECK(lp.segments[0].scheduler == "reduction");
+      CHECK(has(lp.str(*l), "stores of elements written as they are read"));
+      // The gate gradients come out as [B, k*H] matrices of rows (the inputs' order), not transposed.
+      const auto& d = lp.segments[0].output_descs[0];
+      CHECK(d.strides.back() == 1);
+    }
+  }
+}
+
+TEST_CASE("layer norm of a slice of a wider matrix: its output is laid out as rows, stored in vectors", "[segment]") {
+  auto f = parseFusionFile(std::string(LOOM_SOURCE_DIR) + "/examples/fusions/layer_norm_of_slice.loom");
+  auto p = plan(*f, {{"N", 4096}, {"D", 1024}});
+  REQUIRE(p.segments.size() == 1);
+  CHECK(p.segments[0].output_descs[0].strides == std::vector<int64_t>{1024, 1});
 }
 
 TEST_CASE("reductions of the inputs first where that makes fewer kernels; loom segment says which plan lost", "[segment]") {

@@ -71,9 +71,13 @@ std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::Doma
 namespace {
 
 // Atom order: the memory order of the largest input (the one the kernel streams), the atoms it
-// lacks outermost.
+// lacks outermost. Where the input is read through slices (an LSTM cell's gate matrix, a layer
+// norm of a [N, D] piece of a [N, 3D] matrix), the atoms its reads move along are not its own
+// axes' atoms: then the order is that of a read's strides (the largest stride outermost), the
+// atoms it does not move along outermost. (Else a row's atom would be put outermost, and its
+// outputs allocated transposed.)
 std::vector<int> atomOrder(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
-                           const analysis::DomainAnalysis& da) {
+                           const analysis::DomainAnalysis& da, const std::vector<EPtr>& roots) {
   int dominant = -1;
   int64_t best = -1;
   for (size_t i = 0; i < f.inputs().size(); ++i) {
@@ -86,8 +90,26 @@ std::vector<int> atomOrder(const ir::Fusion& f, const Bindings& sizes, const std
   }
   std::vector<int> order = da.memoryOrder(f.inputs()[static_cast<size_t>(dominant)],
                                           inputs[static_cast<size_t>(dominant)].strides, sizes);
-  for (int a = static_cast<int>(da.atoms().size()) - 1; a >= 0; --a)
-    if (std::find(order.begin(), order.end(), a) == order.end()) order.insert(order.begin(), a);
+  const Leaf* read = nullptr;
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    if (!read && n.kind == ENode::Kind::Load && n.leaf.input == dominant) read = &n.leaf;
+  });
+  const int atoms = static_cast<int>(da.atoms().size());
+  auto ownAtom = [&](int a) { return std::find(order.begin(), order.end(), a) != order.end(); };
+  bool through_slices = false;
+  for (int a = 0; read && a < atoms; ++a)
+    through_slices = through_slices || (read->strides[static_cast<size_t>(a)] != 0 && !ownAtom(a));
+  if (through_slices) {
+    std::vector<int> still, moved;
+    for (int a = 0; a < atoms; ++a) (read->strides[static_cast<size_t>(a)] == 0 ? still : moved).push_back(a);
+    std::stable_sort(moved.begin(), moved.end(), [&](int a, int b) {
+      return std::abs(read->strides[static_cast<size_t>(a)]) > std::abs(read->strides[static_cast<size_t>(b)]);
+    });
+    still.insert(still.end(), moved.begin(), moved.end());
+    return still;
+  }
+  for (int a = atoms - 1; a >= 0; --a)
+    if (!ownAtom(a)) order.insert(order.begin(), a);
   return order;
 }
 
@@ -227,7 +249,7 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
   std::vector<int64_t> ext;
   for (int a = 0; a < static_cast<int>(da.atoms().size()); ++a) ext.push_back(eb.atomExtent(a));
   const std::set<int> red_set(red->begin(), red->end());
-  const std::vector<int> order = atomOrder(f, sizes, inputs, da);
+  const std::vector<int> order = atomOrder(f, sizes, inputs, da, ax.roots);
   std::vector<int> outer_order, red_order;
   for (int a : order) (red_set.count(a) ? red_order : outer_order).push_back(a);
   k.num_inputs = static_cast<int>(f.inputs().size());

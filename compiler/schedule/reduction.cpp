@@ -19,15 +19,34 @@ namespace {
 // Threads an SM keeps busy with the loads of a streamed reduction.
 constexpr int kThreadsPerSm = 2048;
 
-// Why the fusion is not one pass of reductions whose outputs are values of the row; empty
-// where it is. Sets `main` to the reduced load of the largest input.
+// Whether stored value `root` (of output `out`, strides `s` over the kernel's axes) may be
+// written as its elements are read (an element store): a pointwise function of the inputs (no
+// reduction under it), not written over an input, and each element one element of the kernel's
+// iteration (no stride 0 along an axis of more than one element: threads would write it twice).
+std::string notElementStore(const NormAxes& ax, const lower::EPtr& root, int out, const std::vector<int64_t>& s) {
+  bool reduced = false;
+  lower::visitPostOrder({root}, [&](const ENode& n) { reduced = reduced || n.kind == ENode::Kind::Reduce; });
+  const std::string which = fmt::format("output {} varies along the reduced atoms {}", out + 1, ax.k.red_atoms);
+  if (reduced) return which + " and reads a reduction: rows are read again to write it, the normalization scheduler's";
+  if (ax.k.output_alias[static_cast<size_t>(out)] >= 0)
+    return which + " and is written over an input that other elements may still read";
+  std::vector<int64_t> shape = ax.k.outer_shape;
+  shape.insert(shape.end(), ax.k.red_shape.begin(), ax.k.red_shape.end());
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] == 0 && shape[d] > 1)
+      return which + " but not along every axis: its elements would be written by several threads";
+  return "";
+}
+
+// Why the fusion is not one pass of reductions whose outputs are values of the row or elements
+// of the pass (notElementStore); empty where it is. Sets `main` to the reduced load of the
+// largest input.
 std::string notReductionOnly(const NormAxes& ax, const std::vector<TensorDesc>& inputs, Leaf* main) {
   const size_t nout = ax.k.outer_shape.size();
   for (size_t i = 0; i < ax.store_atom_strides.size(); ++i) {
     const auto s = ax.axisStrides(ax.store_atom_strides[i]);
-    if (std::any_of(s.begin() + static_cast<long>(nout), s.end(), [](int64_t x) { return x != 0; }))
-      return fmt::format("output {} varies along the reduced atoms {}: rows are read again to write it, the "
-                         "normalization scheduler's", ax.root_output[i] + 1, ax.k.red_atoms);
+    if (std::all_of(s.begin() + static_cast<long>(nout), s.end(), [](int64_t x) { return x == 0; })) continue;
+    if (std::string why = notElementStore(ax, ax.roots[i], ax.root_output[i], s); !why.empty()) return why;
   }
   std::string why;
   int reductions = 0;
@@ -70,6 +89,16 @@ int outerVectorWidth(const NormAxes& ax, const std::vector<TensorDesc>& inputs) 
     max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
     loads.push_back({l, d});
   });
+  // Element stores (notElementStore) take the same vectors.
+  for (size_t i = 0; i < ax.store_atom_strides.size(); ++i) {
+    Leaf l{-1, ax.root_offset[i], ax.axisStrides(ax.store_atom_strides[i])};
+    if (l.strides[nout - 1] == 0 ||
+        std::all_of(l.strides.begin() + static_cast<long>(nout), l.strides.end(), [](int64_t x) { return x == 0; }))
+      continue;
+    const TensorDesc& d = k.outputs[static_cast<size_t>(ax.root_output[i])];
+    max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
+    loads.push_back({l, d});
+  }
   int vec = std::min(8, 16 / max_bytes);
   auto ok = [&](int v) {
     if (k.outer_shape.back() % v != 0) return false;
@@ -177,11 +206,17 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   }
   mapAccesses(*ax, f, {}, inputs);
   k.smem_leaves.clear();
-  if (outer)  // lanes across neighbouring rows: each load's access along the innermost row axis
+  if (outer) {  // lanes across neighbouring rows: each load's and store's access along the innermost row axis
     for (auto& [leaf, access] : k.load_access) {
       const TensorDesc& d = inputs[static_cast<size_t>(leaf.input)];
       access = chooseAccess(d.dtype, leaf.offset, rowsLast(leaf.strides, nout), d.align_bytes, k.vec);
     }
+    for (auto& st : k.stores) {
+      st.access = chooseAccess(st.dtype, st.offset, rowsLast(st.strides, nout),
+                               k.outputs[static_cast<size_t>(st.output)].align_bytes, k.vec);
+      if (st.access == Access::Splat) st.access = Access::Gather;
+    }
+  }
   r.k = std::move(k);
   int reductions = 0;
   int64_t partial_bytes = 0;
@@ -201,6 +236,9 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
     r.counter_bytes = (4 * counters + 127) / 128 * 128;
     r.workspace_bytes = r.counter_bytes + int64_t{reductions} * r.split * r.k.rows() * 8;
   }
+  const int64_t element_stores = std::count_if(r.k.stores.begin(), r.k.stores.end(), [](const auto& st) { return !st.row_only; });
+  const std::string elements =
+      element_stores ? fmt::format("; {} stores of elements written as they are read", element_stores) : "";
   const std::string split_why =
       r.split > 1 ? fmt::format("each {} split over {} blocks whose partials meet in a global workspace, combined in "
                                 "block order by the last block to finish (deterministic)",
@@ -208,15 +246,15 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
                   : "one block each";
   if (outer)
     r.reason = fmt::format("{} rows over {} x {} elements over {}; outer layout: tiles of {} neighbouring "
-                           "rows ({} threads across them, vectors of {}, {} threads down the reduction), {} tiles, {}; "
+                           "rows ({} threads across them, vectors of {}, {} threads down the reduction), {} tiles, {}{}; "
                            "grid {} of {} threads",
                            r.k.rows(), r.k.outer_atoms, r.k.rowElems(), r.k.red_atoms, r.rowsPerBlock(), r.bx,
-                           r.k.vec, r.by, r.tiles, split_why, r.grid, r.block);
+                           r.k.vec, r.by, r.tiles, split_why, elements, r.grid, r.block);
   else
     r.reason = fmt::format("{} rows over {} x {} elements over {}; inner layout: {} threads a row, vectors "
-                           "of {}{}, {}; grid {}",
+                           "of {}{}, {}{}; grid {}",
                            r.k.rows(), r.k.outer_atoms, r.k.rowElems(), r.k.red_atoms, r.block, r.k.vec,
-                           vec_why.empty() ? "" : " (" + vec_why + ")", split_why, r.grid);
+                           vec_why.empty() ? "" : " (" + vec_why + ")", split_why, elements, r.grid);
   return r;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // The reduction scheduler: fusions whose every output is a value of the row (a sum, a mean, a
-// maximum, or a pointwise function of those), reductions read in one pass. Nothing is held on
+// maximum, or a pointwise function of those) or a pointwise function of the inputs over the
+// whole iteration (an element store, written as its elements are read: an LSTM cell's gate
+// gradients beside their bias gradient), reductions read in one pass. Nothing is held on
 // chip: each thread streams its share of the elements and folds them into registers, the
 // block combines its threads, and where too few rows would leave the GPU idle each row is split
 // over `split` blocks whose partials go to a global workspace. The last block of a row to

@@ -100,7 +100,7 @@ class ReductionLowering {
   // Every reduction's fold of `values(unit)` (one value of `lanes` lanes each) over the units
   // first + (m * U + u) * step, U = `unroll`, in that order: the U units of a trip are loaded
   // before any is folded, and units from `count` on fold nothing (read at unit 0).
-  using UnitValues = std::function<std::vector<ExprP>(const ExprP& unit)>;
+  using UnitValues = std::function<std::vector<ExprP>(const ExprP& unit, const ExprP& valid)>;
   std::vector<ExprP> foldUnits(const ExprP& first, int64_t step, int64_t count, int lanes, int unroll,
                                const UnitValues& values) {
     const int U = unroll;
@@ -113,7 +113,7 @@ class ReductionLowering {
       for (int u = 0; u < U; ++u) {
         ExprP j = b_.add(first, b_.mul(b_.add(b_.mul(m, c(U)), c(u)), c(step)));
         ExprP valid = b_.bind(kir::index(kir::IndexOp::Ult, j, c(count)));
-        std::vector<ExprP> v = values(b_.select(valid, j, c(0)));
+        std::vector<ExprP> v = values(b_.select(valid, j, c(0)), valid);
         for (size_t i = 0; i < reductions_.size(); ++i)
           parts[static_cast<size_t>(u)].push_back(b_.select(valid, v[i], identity(reductions_[i], lanes)));
       }
@@ -129,8 +129,9 @@ class ReductionLowering {
   // lanes of a unit are folded into one value (inner layout), else kept lane by lane.
   std::vector<ExprP> accumulate(const ExprP& first, int64_t step, int64_t units, int lanes, bool fold_lanes,
                                 const std::function<Point(const ExprP&)>& at) {
-    return foldUnits(first, step, units, fold_lanes ? 1 : lanes, r_.unroll, [&](const ExprP& j) {
+    return foldUnits(first, step, units, fold_lanes ? 1 : lanes, r_.unroll, [&](const ExprP& j, const ExprP& valid) {
       Point p = at(j);
+      storeElements(p, place_ok_ ? b_.op(kir::IndexOp::And, valid, place_ok_) : valid);
       std::vector<ExprP> v;
       for (const ENode* r : reductions_) {
         ExprP x = operand(r, p);
@@ -141,6 +142,23 @@ class ReductionLowering {
       }
       return v;
     });
+  }
+
+  // The element stores (schedule/reduction.h) at `p`, where `ok`: each output's value there,
+  // lanes along the layout's vector axis.
+  void storeElements(Point& p, const ExprP& ok) {
+    const size_t lane_axis = r_.layout == ReductionKernel::Layout::Outer ? k_.outer_shape.size() - 1
+                                                                          : k_.outer_shape.size() + k_.red_shape.size() - 1;
+    for (const auto& st : k_.stores) {
+      if (st.row_only) continue;
+      ExprP v = eval(*st.value, p);
+      if (v->type.lanes != p.lanes) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(st.dtype, p.lanes), {v}));
+      const kir::Access a = p.lanes == 1 ? kir::Access::Gather : st.access;
+      ExprP off = b_.bind(kir::stridedOffset(st.offset, st.strides, p.idx), "off");
+      b_.ifThen(ok, "estore", [&] {
+        b_.emit(kir::store(k_.num_inputs + st.output, off, v, a, st.strides[lane_axis]));
+      });
+    }
   }
 
   // Reduction i's partial of block `p` for row (or column) `row` in the workspace.
@@ -185,6 +203,7 @@ class ReductionLowering {
     p.idx = b_.unravel(row, k_.outer_shape, 1);
     for (size_t d = 0; d < k_.red_shape.size(); ++d) p.idx.push_back(c(0));
     for (const auto& st : k_.stores) {
+      if (!st.row_only) continue;  // an element store, written in the pass
       ExprP v = eval(*st.value, p);
       b_.emit(kir::store(k_.num_inputs + st.output, kir::stridedOffset(st.offset, st.strides, p.idx), v,
                          kir::Access::Gather, 1));
@@ -204,6 +223,7 @@ class ReductionLowering {
   kir::Builder b_;
   kir::Cache cache_ = kir::Cache::Default;
   ExprP tid_, ws_;
+  ExprP place_ok_;  // outer layout: the thread's rows are the tensor's (past them: clamped to row 0)
   std::vector<const ENode*> reductions_;
   std::map<const ENode*, ExprP> totals_;
 };
@@ -246,7 +266,7 @@ void ReductionLowering::inner(const ExprP& block) {
   });
   lastBlock(row, [&] {
     // Partials t, t + T, ... of the row, in that order.
-    auto sums = foldUnits(t, T, S, 1, 1, [&](const ExprP& p) {
+    auto sums = foldUnits(t, T, S, 1, 1, [&](const ExprP& p, const ExprP&) {
       std::vector<ExprP> v;
       for (size_t i = 0; i < reductions_.size(); ++i)
         v.push_back(b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(acc(reductions_[i]), 1),
@@ -314,7 +334,8 @@ void ReductionLowering::outer(const ExprP& block) {
   ExprP tile = S > 1 ? b_.bindAs("tile", kir::index(kir::IndexOp::Div, block, c(S))) : block;
   ExprP s = S > 1 ? b_.bindAs("rank", kir::index(kir::IndexOp::Rem, block, c(S))) : c(0);
   ExprP col0 = b_.add(b_.mul(tile, c(W)), b_.mul(b_.convert(tx, Type::idx()), c(V)));
-  ExprP col = b_.select(b_.bind(kir::index(kir::IndexOp::Ult, col0, c(C))), col0, c(0));
+  place_ok_ = b_.bind(kir::index(kir::IndexOp::Ult, col0, c(C)));
+  ExprP col = b_.select(place_ok_, col0, c(0));
   std::vector<ExprP> outer_idx = b_.unravel(col, k_.outer_shape, 1);
   ExprP first = b_.add(b_.mul(s, c(r_.by)), b_.convert(ty, Type::idx()));
   auto parts = accumulate(first, int64_t{r_.by} * S, k_.rowElems(), V, false, [&](const ExprP& j) {
@@ -340,7 +361,7 @@ void ReductionLowering::outer(const ExprP& block) {
   });
   lastBlock(tile, [&] {
     // Partials ty, ty + by, ... of the thread's rows, `unroll` of them loaded before any is added.
-    auto sums = foldUnits(b_.convert(ty, Type::idx()), r_.by, S, V, r_.unroll, [&](const ExprP& p) {
+    auto sums = foldUnits(b_.convert(ty, Type::idx()), r_.by, S, V, r_.unroll, [&](const ExprP& p, const ExprP&) {
       std::vector<ExprP> v;
       for (size_t i = 0; i < reductions_.size(); ++i) {
         std::vector<ExprP> lanes;

@@ -1,0 +1,86 @@
+// [gpu]: every backward built-in end to end against the float64 reference, in f32, f16 and bf16,
+// NCHW and channels-last where it is an image op, at its default sizes and at odd ones (rows of
+// 1, sizes no vector width divides); the recurrent cells' one kernel (gate gradients stored as
+// their bias sums read them) at batch sizes that do and do not split; its bias gradients bitwise
+// the same from run to run.
+#include <catch2/catch.hpp>
+
+#include "frontend/examples_backward.h"
+#include "tests/backward_builtins.h"
+#include "tests/gpu_test_util.h"
+
+using namespace loom;
+
+TEST_CASE("every backward built-in in every float dtype and layout matches the reference", "[gpu][backward]") {
+  if (!test::haveGpu()) return;
+  for (const auto& e : backwardExamples())
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+      auto f = e.build(t);
+      for (bool nhwc : {false, true}) {
+        if (nhwc && test::mainInput(*f)->rank() != 4) continue;
+        INFO(e.name << " " << dtypeName(t) << (nhwc ? " channels-last" : ""));
+        test::checkOnGpu(*f, e.default_sizes, nhwc ? test::channelsLastImages(*f) : std::map<std::string, std::vector<int>>{});
+      }
+    }
+}
+
+TEST_CASE("backward built-ins at odd sizes", "[gpu][backward]") {
+  if (!test::haveGpu()) return;
+  struct Case {
+    const char* name;
+    DType t;
+    Bindings sizes;
+    bool nhwc;
+  };
+  const std::vector<Case> cases = {
+      {"layer_norm_backward", DType::F16, {{"N", 3}, {"D", 1531}}, false},
+      {"layer_norm_backward", DType::BF16, {{"N", 65544}, {"D", 77}}, false},
+      {"rms_norm_backward", DType::F32, {{"N", 1}, {"D", 4099}}, false},
+      {"softmax_backward", DType::F16, {{"N", 7}, {"D", 65544}}, false},
+      {"group_norm_backward", DType::F16, {{"N", 1}, {"C", 96}, {"H", 7}, {"W", 9}}, false},
+      {"group_norm_backward", DType::BF16, {{"N", 3}, {"C", 96}, {"H", 5}, {"W", 11}}, true},
+      {"batch_norm_backward", DType::F16, {{"N", 1}, {"C", 3}, {"H", 5}, {"W", 3}}, true},
+      {"instance_norm_backward", DType::F32, {{"N", 2}, {"C", 5}, {"H", 13}, {"W", 7}}, true},
+      {"layer_norm_2d_backward", DType::F16, {{"N", 3}, {"C", 77}, {"H", 5}, {"W", 6}}, false},
+  };
+  for (const auto& c : cases) {
+    auto f = findExample(c.name)->build(c.t);
+    INFO(c.name << " " << dtypeName(c.t) << (c.nhwc ? " channels-last" : ""));
+    test::checkOnGpu(*f, c.sizes, c.nhwc ? test::channelsLastImages(*f) : std::map<std::string, std::vector<int>>{});
+  }
+  // The recurrent cells' one kernel: few and many rows of the batch (split or not over blocks),
+  // hidden sizes no vector width divides, a batch of one.
+  for (const char* name : {"lstm_cell_backward", "gru_cell_backward"})
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+      for (auto sizes : {Bindings{{"B", 256}, {"H", 1024}}, Bindings{{"B", 4096}, {"H", 1024}}, Bindings{{"B", 7}, {"H", 129}},
+                         Bindings{{"B", 1}, {"H", 1001}}, Bindings{{"B", 300}, {"H", 64}}}) {
+        INFO(name << " " << dtypeName(t) << " B=" << sizes["B"] << " H=" << sizes["H"]);
+        test::checkOnGpu(*findExample(name)->build(t), sizes);
+      }
+}
+
+TEST_CASE("the recurrent cells' bias gradients are bitwise the same from run to run", "[gpu][backward]") {
+  if (!test::haveGpu()) return;
+  for (const char* name : {"lstm_cell_backward", "gru_cell_backward"}) {
+    auto f = findExample(name)->build(DType::F16);
+    const Bindings sizes{{"B", 4096}, {"H", 1024}};
+    INFO(name);
+    std::vector<HostTensor> host;
+    uint64_t seed = 11;
+    for (const ir::Value* v : f->inputs()) host.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, -1, 1));
+    Executor ex(*f);
+    std::vector<DeviceTensor> dev;
+    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+    std::vector<std::vector<char>> first;
+    for (int run = 0; run < 10; ++run) {
+      auto outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
+      ex.runInto(dev, outs, sizes);
+      for (size_t i = 0; i < outs.size(); ++i) {
+        HostTensor h = outs[i].toHost();
+        std::vector<char> bytes(static_cast<const char*>(h.data()), static_cast<const char*>(h.data()) + h.nbytes());
+        if (run == 0) first.push_back(bytes);
+        else CHECK(bytes == first[i]);
+      }
+    }
+  }
+}
