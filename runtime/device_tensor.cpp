@@ -72,6 +72,15 @@ DeviceTensor DeviceTensor::wrap(uintptr_t ptr, DType dtype, std::vector<int64_t>
   return t;
 }
 
+void DeviceTensor::rebind(uintptr_t ptr) {
+  LOOM_ASSERT(!buf_, "rebind of a tensor that owns its memory");
+  LOOM_USER_CHECK(ptr != 0 || spanBytes() == 0, "wrap: null device pointer");
+  LOOM_USER_CHECK(ptr % static_cast<uintptr_t>(dtypeBytes(dtype_)) == 0,
+                  "wrap: pointer 0x{:x} is not aligned to its {}-byte {} elements", ptr, dtypeBytes(dtype_),
+                  dtypeName(dtype_));
+  ptr_ = ptr;
+}
+
 DeviceTensor DeviceTensor::fromHost(const HostTensor& h) {
   DeviceTensor t;
   t.dtype_ = h.dtype();

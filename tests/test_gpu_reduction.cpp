@@ -66,6 +66,28 @@ std::unique_ptr<ir::Fusion> scaleAndSum(DType t) {
   return fb.finish();
 }
 
+// An element output laid out across the reduced axis (o takes b's order, the first input: lanes
+// along D stored 4 apart) beside row sums of a; with `swap` the other input first.
+std::unique_ptr<ir::Fusion> transposedSum(bool swap) {
+  FusionBuilder fb("transposed_sum");
+  auto b = swap ? fb.input("b", DType::F32, {"D", "N"}) : Tensor{};
+  auto a = fb.input("a", DType::F32, {"N", "D"});
+  if (!swap) b = fb.input("b", DType::F32, {"D", "N"});
+  fb.output("o", a + permute(b, {1, 0}));
+  fb.output("s", sum(a, {1}));
+  return fb.finish();
+}
+
+// A value with its own transpose: one atom on both of x's dims (the reduction and normalization
+// schedulers refuse it; a pointwise kernel writes y, a reduction kernel s).
+std::unique_ptr<ir::Fusion> selfTranspose() {
+  FusionBuilder fb("self_transpose");
+  auto x = fb.input("x", DType::F32, {"N", "N"});
+  fb.output("y", x + permute(x, {1, 0}));
+  fb.output("s", sum(x, {0, 1}));
+  return fb.finish();
+}
+
 }  // namespace
 
 TEST_CASE("element outputs stored as the reductions read them", "[gpu][reduction]") {
@@ -80,6 +102,15 @@ TEST_CASE("element outputs stored as the reductions read them", "[gpu][reduction
       INFO("scale_and_sum " << dtypeName(t) << " N=" << s.at("N") << " D=" << s.at("D"));
       test::checkOnGpu(*scaleAndSum(t), s);
     }
+  }
+  for (bool swap : {false, true})
+    for (auto s : {Bindings{{"N", 4}, {"D", 65536}}, Bindings{{"N", 3}, {"D", 65544}}, Bindings{{"N", 5}, {"D", 1001}}}) {
+      INFO("transposed_sum swap=" << swap << " N=" << s.at("N") << " D=" << s.at("D"));
+      test::checkOnGpu(*transposedSum(swap), s);
+    }
+  for (int64_t n : {64, 4096, 77}) {
+    INFO("self_transpose N=" << n);
+    test::checkOnGpu(*selfTranspose(), {{"N", n}});
   }
 }
 

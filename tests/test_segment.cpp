@@ -70,6 +70,21 @@ TEST_CASE("recurrent cells' backward: one kernel, the gate gradients stored as t
   }
 }
 
+TEST_CASE("a value beside its own transpose is no kernel's iteration space: pointwise, then its sum", "[segment]") {
+  FusionBuilder fb("self_transpose");
+  auto x = fb.input("x", DType::F32, {"N", "N"});
+  fb.output("y", x + permute(x, {1, 0}));
+  fb.output("s", sum(x, {0, 1}));
+  auto f = fb.finish();
+  for (int64_t n : {64, 4096}) {
+    auto p = plan(*f, {{"N", n}});
+    INFO(p.str(*f));
+    REQUIRE(p.segments.size() == 2);
+    CHECK(p.segments[0].scheduler == "pointwise");
+    CHECK(has(p.str(*f), "`x` has the same domain (extent N) on dims 0 and 1"));
+  }
+}
+
 TEST_CASE("layer norm of a slice of a wider matrix: its output is laid out as rows, stored in vectors", "[segment]") {
   auto f = parseFusionFile(std::string(LOOM_SOURCE_DIR) + "/examples/fusions/layer_norm_of_slice.loom");
   auto p = plan(*f, {{"N", 4096}, {"D", 1024}});

@@ -208,6 +208,20 @@ DomainAnalysis::DomainAnalysis(const ir::Fusion& f) {
       axis_atoms_[static_cast<size_t>(v->id())].push_back(as);
     }
   }
+  // A value with one atom on two of its axes (x + x^T unites x's dims): strides over atoms
+  // cannot say where its elements are, so no kernel of one iteration space reads it.
+  for (const ir::Value* v : values) {
+    std::map<int, int> axis_of;
+    for (int i = 0; i < v->rank(); ++i)
+      for (int a : axis_atoms_[static_cast<size_t>(v->id())][static_cast<size_t>(i)])
+        if (auto [it, fresh] = axis_of.emplace(a, i); !fresh && it->second != i) {
+          conflicts_.push_back(fmt::format("`{}` has the same domain (extent {}) on dims {} and {} (a value "
+                                           "combined with its own permute): its elements are not one point each "
+                                           "of an iteration space", v->name(), atoms_[static_cast<size_t>(a)].name,
+                                           it->second, i));
+          break;
+        }
+  }
   for (const ir::Op* op : f.ops()) {
     std::set<int> s;
     for (int dm : reduced_domains[static_cast<size_t>(op->id())])

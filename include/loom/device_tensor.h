@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include <loom/export.h>
 #include <loom/extent.h>
 #include <loom/host_tensor.h>
 #include <loom/tensor_desc.h>
@@ -44,6 +45,11 @@ class DeviceTensor {
   size_t spanBytes() const;
   // Fills the tensor's span with a byte pattern (0xff: NaN for floats), to catch unwritten output.
   void poison(uint8_t byte = 0xff);
+#ifdef LOOM_INTERNAL_API
+  // loom's own code: the same wrapped tensor at another caller-owned address (the C ABI's
+  // repeated signature); checked as wrap checks a pointer.
+  LOOM_HIDDEN void rebind(uintptr_t ptr);
+#endif
 
  private:
   std::shared_ptr<runtime::DeviceBuffer> buf_;

@@ -240,6 +240,23 @@ static void test_runner(void) {
   if (!loom_gpu_available()) {
     EXPECT_ERROR(loom_runner_outputs_json(r, in, 2, &s), LOOM_ERROR_NO_GPU, "no GPU found");
     EXPECT_ERROR(loom_runner_run(r, in, 2, NULL, 0, 0), LOOM_ERROR_NO_GPU, "no GPU found");
+    /* The same signature again takes the runner's rebinding path: its pointers are still checked,
+       and a refused call leaves the next one checked in full. */
+    EXPECT_ERROR(loom_runner_run(r, in, 2, NULL, 0, 0), LOOM_ERROR_NO_GPU, "no GPU found");
+    loom_tensor again[2] = {in[0], in[1]};
+    again[1].data = NULL;
+    EXPECT_ERROR(loom_runner_run(r, again, 2, NULL, 0, 0), LOOM_ERROR_INPUT, "input `b`: wrap: null device pointer");
+    again[1].data = (void*)0x2002;
+    EXPECT_ERROR(loom_runner_run(r, again, 2, NULL, 0, 0), LOOM_ERROR_INPUT, "input `b`: wrap: pointer 0x2002 is not aligned");
+    again[1].data = (void*)0x2000;
+    again[1].dtype = 42;
+    EXPECT_ERROR(loom_runner_run(r, again, 2, NULL, 0, 0), LOOM_ERROR_ARGUMENT, "input `b`: dtype 42");
+    EXPECT_ERROR(loom_runner_run(r, in, 2, NULL, 0, 0), LOOM_ERROR_NO_GPU, "no GPU found");
+    again[1].dtype = LOOM_F32;
+    again[1].data = NULL;  /* the first call of a signature names the tensor too */
+    int64_t xs3[2] = {2, 4};
+    again[0].shape = xs3;
+    EXPECT_ERROR(loom_runner_run(r, again, 2, NULL, 0, 0), LOOM_ERROR_INPUT, "input `b`: wrap: null device pointer");
   }
   loom_runner_free(r);
   loom_runner_free(NULL);
