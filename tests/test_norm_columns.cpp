@@ -4,6 +4,8 @@
 // workspace, one grid barrier, a fixed-order combine; ptxas accepts it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "tests/compile_test_util.h"
 
 #include "compiler/compile.h"
@@ -125,6 +127,32 @@ TEST_CASE("column reductions: the kernel IR and PTX", "[schedule][norm][columns]
   LOOM_CHECK_PTXAS(k.ptx, 90, &spills);
   CHECK(spills >= 0);
   CHECK(spills <= 32);
+}
+
+TEST_CASE("column kernels load the next row's x and dy a row ahead where registers allow", "[schedule][norm][columns]") {
+  auto carried = [](const std::string& name, DType t, const Bindings& sizes, std::optional<int> knob) {
+    auto f = findExample(name)->build(t);
+    CompileOptions opts{{90, 132}};
+    opts.tuning.row_prefetch = knob;
+    StageText stages;
+    auto k = compileFusion(*f, sizes, descsFor(*f, sizes), opts, &stages);
+    LOOM_CHECK_PTXAS(k.ptx, 90);
+    const std::string& kir = stages[DumpStage::KIR];
+    const size_t at = kir.find("carrying (");
+    REQUIRE(at != std::string::npos);
+    const std::string line = kir.substr(at, kir.find('\n', at) - at);
+    return static_cast<int>(std::count(line.begin(), line.end(), '='));
+  };
+  // RMS norm backward, bf16, 2 chunks a thread: dw's 2 partials, then x and dy of 2 chunks ahead.
+  const Bindings rms{{"N", 8192}, {"D", 4096}};
+  CHECK(carried("rms_norm_backward", DType::BF16, rms, std::nullopt) == 6);
+  CHECK(carried("rms_norm_backward", DType::BF16, rms, 0) == 2);
+  // Layer norm backward at D = 4096 holds 96 values a thread with them: none ahead (they spill);
+  // f32 rows neither; the knob forces them.
+  const Bindings ln{{"N", 4096}, {"D", 4096}};
+  CHECK(carried("layer_norm_backward", DType::F16, ln, std::nullopt) == 4);
+  CHECK(carried("layer_norm_backward", DType::F16, ln, 1) == 8);
+  CHECK(carried("layer_norm_backward", DType::F32, {{"N", 8192}, {"D", 1024}}, std::nullopt) == 2);
 }
 
 TEST_CASE("column sums, maxima and means beside a layer norm: one kernel, any of them", "[schedule][norm][columns]") {

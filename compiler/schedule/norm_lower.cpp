@@ -206,6 +206,20 @@ void NormLowering::rowsAt(const ExprP& first_row) {
   outer_idx_ = b_.unravel(row, k_.outer_shape, 1);
   if (unrolled_)
     for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
+  if (!preloaded_.empty()) {  // the row data loaded one iteration early (columnRows)
+    LOOM_ASSERT(unrolled_ && preloaded_.size() == chunks_.size() * preload_loads_.size(),
+                "{} values loaded ahead for {} chunks of {} loads", preloaded_.size(), chunks_.size(),
+                preload_loads_.size());
+    std::vector<lower::EPtr> roots;
+    for (const auto& st : k_.stores) roots.push_back(st.value);
+    lower::visitPostOrder(roots, [&](const ENode& n) {
+      if (n.kind != ENode::Kind::Load) return;
+      for (size_t j = 0; j < preload_loads_.size(); ++j)
+        if (preload_loads_[j].first == n.leaf && preload_loads_[j].second == n.dtype)
+          for (size_t q = 0; q < chunks_.size(); ++q) chunks_[q].memo[&n] = preloaded_[q * preload_loads_.size() + j];
+    });
+    preloaded_.clear();
+  }
   if (k_.async_fill) asyncFill();
   for (const ENode* r : reductions_) reduce(*r);
   publishReductions();

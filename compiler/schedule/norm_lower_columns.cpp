@@ -84,8 +84,50 @@ void NormLowering::storeSmemPartial(size_t col, const ExprP& ci, const ExprP& v)
   }
 }
 
+// The loads of a row's data (along the rows and along the row: x and dy, not a per-column
+// weight or a per-row statistic) a column kernel with rows in registers loads one row set ahead,
+// so that the next row's loads are in flight while this row's reductions wait at block barriers.
+// Only for 16-bit rows where a thread holds at most kAheadValues values with them (the row, the
+// next row's loads and the column partials): past that the registers spill. On the H200
+// rms_norm_backward bf16 8192 x 4096 (80 values) gained 12%, layer_norm_backward f16
+// 4096 x 4096 (96) lost 1.5-2.4%, and f32 rows, packed two a register no more, lost up to 11%
+// (bench/results/2026-11-26-h200-row-prefetch.md). LOOM_TUNE_ROW_PREFETCH=0 or 1: never or always.
+std::vector<std::pair<Leaf, DType>> NormLowering::prefetchedLoads() const {
+  constexpr int64_t kAheadValues = 80;
+  std::vector<std::pair<Leaf, DType>> out;
+  if ((tune_.row_prefetch && *tune_.row_prefetch == 0) || !unrolled_ || k_.col_smem) return out;
+  const size_t nout = k_.outer_shape.size();
+  std::vector<lower::EPtr> roots;
+  for (const auto& st : k_.stores) roots.push_back(st.value);
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    if (n.kind != ENode::Kind::Load) return;
+    const auto& s = n.leaf.strides;
+    const bool rows = std::any_of(s.begin(), s.begin() + static_cast<long>(nout), [](int64_t x) { return x != 0; });
+    const bool along = std::any_of(s.begin() + static_cast<long>(nout), s.end(), [](int64_t x) { return x != 0; });
+    const std::pair<Leaf, DType> l{n.leaf, n.dtype};
+    if (rows && along && std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+  });
+  const int64_t held = int64_t{k_.chunks} * k_.vec * (2 * static_cast<int64_t>(out.size()) + static_cast<int64_t>(columns_.size()));
+  const bool narrow = std::all_of(out.begin(), out.end(), [](const auto& l) { return dtypeBytes(l.second) == 2; });
+  if (!tune_.row_prefetch && (held > kAheadValues || !narrow || widestColumnAcc() != DType::F32)) out.clear();
+  return out;
+}
+
+std::vector<ExprP> NormLowering::loadRowSet(const std::vector<std::pair<Leaf, DType>>& loads, const ExprP& first_row) {
+  ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
+  ExprP ok = b_.bind(kir::index(kir::IndexOp::Ult, row, rows()));
+  std::vector<ExprP> outer = b_.unravel(b_.select(ok, row, lastRow()), k_.outer_shape, 1);
+  std::vector<ExprP> vals;
+  for (int q = 0; q < k_.chunks; ++q) {
+    Chunk ch = chunkOf(outer, t_in_row_, c(q));
+    for (const auto& [leaf, t] : loads) vals.push_back(loadGlobal(leaf, t, ch));
+  }
+  return vals;
+}
+
 // Block `blk` takes row sets blk, blk + G, ... (a set past the last: its rows invalid, stored and
-// added nowhere); its threads carry one partial per column reduction and chunk through them.
+// added nowhere); its threads carry one partial per column reduction and chunk through them,
+// and the next row set's data where it is loaded ahead (prefetchedLoads).
 void NormLowering::columnRows(const ExprP& blk) {
   LOOM_ASSERT(unrolled_ != k_.col_smem && k_.split == 1 && !k_.async_fill && !k_.rowTier() && k_.smem_leaves.empty() &&
                   (k_.smem_bytes == 0) != k_.col_smem && (!k_.col_smem || k_.rows_per_block == 1),
@@ -117,11 +159,23 @@ void NormLowering::columnRows(const ExprP& blk) {
   if (k_.col_smem)
     for (size_t j = 0; j < columns_.size(); ++j)
       for (int64_t q = 0; q < Q; ++q) storeSmemPartial(j, ownChunk(q), init[j * static_cast<size_t>(Q) + static_cast<size_t>(q)]);
-  std::vector<ExprP> parts = b_.repeat("i", trips, k_.col_smem ? std::vector<ExprP>{} : init,
-                                       [&](const ExprP& i, const std::vector<ExprP>& carried) {
+  const std::vector<std::pair<Leaf, DType>> ahead = prefetchedLoads();
+  const size_t n_parts = k_.col_smem ? 0 : init.size();
+  if (k_.col_smem) init.clear();
+  if (!ahead.empty()) {
+    std::vector<ExprP> first = loadRowSet(ahead, b_.mul(blk, c(L)));
+    init.insert(init.end(), first.begin(), first.end());
+  }
+  std::vector<ExprP> parts = b_.repeat("i", trips, init, [&](const ExprP& i, const std::vector<ExprP>& carried) {
+    std::vector<ExprP> later;
+    if (!ahead.empty()) {
+      later = loadRowSet(ahead, b_.mul(b_.add(b_.mul(b_.add(i, c(1)), c(G)), blk), c(L)));
+      preload_loads_ = ahead;
+      preloaded_.assign(carried.begin() + static_cast<long>(n_parts), carried.end());
+    }
     chunks_.clear();
     rowsAt(b_.mul(b_.add(b_.mul(i, c(G)), blk), c(L)));  // (streamed: its last pass folds the partials)
-    std::vector<ExprP> next = carried;
+    std::vector<ExprP> next(carried.begin(), carried.begin() + static_cast<long>(n_parts));
     for (size_t j = 0; j < columns_.size() && !k_.col_smem; ++j) {
       const ENode* r = columns_[j];
       for (int64_t q = 0; q < Q; ++q) {
@@ -134,8 +188,10 @@ void NormLowering::columnRows(const ExprP& blk) {
         acc = foldColumn(r, acc, add, k_.vec);
       }
     }
+    next.insert(next.end(), later.begin(), later.end());
     return next;
   }, 1, trips_at_run);
+  parts.resize(n_parts);
   if (k_.col_smem) {
     parts.clear();
     for (size_t j = 0; j < columns_.size(); ++j)
