@@ -1,11 +1,13 @@
 # Sourced by the per-workload scripts: the workloads of bench/workloads.txt (or of the file
 # LOOM_WORKLOADS names, e.g. bench/workloads_backward.txt) as `loom bench` arguments.
 #   for_each_workload REGEX FN   calls FN NAME FUSION ARGS... for each workload whose line
-#                                matches REGEX (ARGS: --dtype, --dim and --layout options)
+#                                matches REGEX (ARGS: --dtype, --dim and --layout options;
+#                                a fusion file's line gives `-` for its dtype)
 for_each_workload() {
   local filter=$1 fn=$2 name fusion dtype dims layouts _ ds d ls l
   grep -v '^#' "${LOOM_WORKLOADS:-bench/workloads.txt}" | grep -E "\S" | grep -E "$filter" | while read -r name fusion dtype dims layouts _; do
-    local args=(--dtype "$dtype")
+    local args=()
+    [ "$dtype" != "-" ] && args+=(--dtype "$dtype")  # a fusion file has its own dtypes
     IFS=, read -ra ds <<<"$dims"
     for d in "${ds[@]}"; do args+=(--dim "$d"); done
     if [ "$layouts" != "-" ]; then

@@ -162,13 +162,18 @@ std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t p
                        "bytes of shared memory, past the 48 KiB a block has", partial_bytes, k.vec, bytes());
   r.block = r.bx * r.by;
   r.tiles = (k.rows() + r.rowsPerBlock() - 1) / r.rowsPerBlock();
-  // Each block's threads down a tile take two trips of `unroll` loads at least, or, where the
-  // tiles leave most of the GPU idle (under a quarter of its threads), one load each: a short
-  // reduction over few tiles (LSTM cell backward's bias gradient, 256 rows) is latency, not bytes.
-  const int64_t per_block = int64_t{r.tiles} * r.block * 4 < int64_t{opts.device.sm_count} * kThreadsPerSm
-                                ? r.by : int64_t{r.by} * 2 * r.unroll;
-  const int64_t most = std::max<int64_t>(1, k.rowElems() / per_block);
-  r.split = std::clamp<int64_t>(int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles, 1, most);
+  // Blocks a tile: as many as fill the GPU (`fill`), but no more than leave each thread down the
+  // tile kOuterTrips trips of `unroll` loads (fewer blocks, each publishing its partial after
+  // more loads); a short reduction (LSTM cell backward's bias gradient, 256 rows over 16 tiles:
+  // latency, not bytes) still takes a quarter of `fill`, down to one load a thread. Measured on
+  // the H200 over splits 4 to 264 (bench/results/2026-11-26-h200-reduction-splits.md): f16
+  // column sums 8192 x 1024 966 GB/s at 66 blocks a tile, 1316 at 16; 16384 x 256 425 at 264,
+  // 797 at 66; channels-last batch norm backward's channel sums 1776 at 132, 1850 at 98.
+  constexpr int64_t kOuterTrips = 4;
+  const int64_t fill = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles;
+  const int64_t deep = k.rowElems() / (int64_t{r.by} * kOuterTrips * r.unroll);
+  const int64_t most = std::max<int64_t>({1, deep, std::min<int64_t>(k.rowElems() / r.by, fill / 4)});
+  r.split = std::clamp<int64_t>(fill, 1, most);
   if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
   r.grid = r.tiles * r.split;
   return "";
