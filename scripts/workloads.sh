@@ -8,11 +8,17 @@ for_each_workload() {
   grep -v '^#' "${LOOM_WORKLOADS:-bench/workloads.txt}" | grep -E "\S" | grep -E "$filter" | while read -r name fusion dtype dims layouts _; do
     local args=()
     [ "$dtype" != "-" ] && args+=(--dtype "$dtype")  # a fusion file has its own dtypes
-    IFS=, read -ra ds <<<"$dims"
-    for d in "${ds[@]}"; do args+=(--dim "$d"); done
-    if [ "$layouts" != "-" ]; then
+    if [ "$dims" != "-" ]; then
+      IFS=, read -ra ds <<<"$dims"
+      for d in "${ds[@]}"; do args+=(--dim "$d"); done
+    fi
+    if [ "$layouts" != "-" ]; then  # IN=L,IN=L; an L of dims keeps its commas (x=1,0)
       IFS=, read -ra ls <<<"$layouts"
-      for l in "${ls[@]}"; do args+=(--layout "$l"); done
+      local each=()
+      for l in "${ls[@]}"; do
+        if [[ $l == *=* || ${#each[@]} -eq 0 ]]; then each+=("$l"); else each[-1]+=",$l"; fi
+      done
+      for l in "${each[@]}"; do args+=(--layout "$l"); done
     fi
     "$fn" "$name" "$fusion" "${args[@]}"
   done

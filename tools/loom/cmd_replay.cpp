@@ -26,7 +26,8 @@ struct Case {
 };
 
 // `name fusion dtype dims layouts [tags]` lines (bench/workloads.txt's format): dtype `-` keeps
-// the built-in's own; dims `K=V,K=V` or `-`; layouts `-` or one `IN=L`.
+// the built-in's own; dims `K=V,K=V` or `-`; layouts `-` or `IN=L,IN=L` (an L of dims keeps
+// its commas: `x=1,0`).
 std::vector<Case> readCorpus(const std::string& path) {
   std::ifstream in(path);
   LOOM_USER_CHECK(static_cast<bool>(in), "cannot read corpus `{}`", path);
@@ -45,7 +46,15 @@ std::vector<Case> readCorpus(const std::string& path) {
       std::istringstream ds(dims);
       for (std::string d; std::getline(ds, d, ',');) c.argv.insert(c.argv.end(), {"--dim", d});
     }
-    if (layouts != "-") c.argv.insert(c.argv.end(), {"--layout", layouts});
+    if (layouts != "-") {
+      std::vector<std::string> each;
+      std::istringstream ls(layouts);
+      for (std::string piece; std::getline(ls, piece, ',');) {
+        if (piece.find('=') != std::string::npos || each.empty()) each.push_back(piece);
+        else each.back() += "," + piece;
+      }
+      for (const auto& l : each) c.argv.insert(c.argv.end(), {"--layout", l});
+    }
     out.push_back(std::move(c));
   }
   return out;
