@@ -1,5 +1,7 @@
 // The C ABI's GPU half (include/loom/loom_c.h): runners over loom::Executor, on the caller's
 // device pointers and CUDA stream.
+#include <mutex>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -21,6 +23,9 @@ struct loom_runner {
   // only rebinds the pointers (no names formatted, no vectors built), then runs as any other.
   std::vector<DeviceTensor> ins, outs;
   std::vector<int64_t> signature;
+  // A runner serves one call at a time (its tensors above, the Executor's entries and stream):
+  // calls from several threads wait their turn instead of racing.
+  std::mutex mu;
 };
 
 namespace {
@@ -51,7 +56,9 @@ void appendTensor(const loom_tensor& t, std::vector<int64_t>& sig) {
 // pointers apart).
 bool repeatsLast(const loom_runner& r, const loom_tensor* inputs, size_t n_inputs, const loom_tensor* outputs,
                  size_t n_outputs) {
-  if (r.signature.empty() || n_inputs != r.ins.size() || n_outputs != r.outs.size()) return false;
+  if (r.signature.empty() || n_inputs != r.ins.size() || n_outputs != r.outs.size() ||
+      n_inputs != r.in_names.size() || n_outputs != r.out_names.size())
+    return false;
   if ((n_inputs && !inputs) || (n_outputs && !outputs)) return false;
   size_t at = 0;
   for (size_t i = 0; i < n_inputs; ++i)
@@ -140,6 +147,7 @@ loom_status loom_runner_outputs_json(loom_runner* r, const loom_tensor* inputs, 
   return guard([&] {
     need(r, "loom_runner_outputs_json", "runner");
     need(out, "loom_runner_outputs_json", "out");
+    std::lock_guard<std::mutex> lock(r->mu);
     const std::vector<DeviceTensor> ins = runnerInputs(*r, inputs, n_inputs);
     needGpu();
     const CompiledPlan& plan = r->exec->planFor(ins, r->sizes);
@@ -159,15 +167,16 @@ loom_status loom_runner_run(loom_runner* r, const loom_tensor* inputs, size_t n_
                             size_t n_outputs, uintptr_t stream) {
   return guard([&] {
     need(r, "loom_runner_run", "runner");
+    std::lock_guard<std::mutex> lock(r->mu);
     try {
       bindCall(*r, inputs, n_inputs, outputs, n_outputs);
+      needGpu();
+      r->exec->setStream(stream);
+      r->exec->runInto(r->ins, r->outs, r->sizes);
     } catch (...) {
-      r->signature.clear();  // a struct refused: the next call checks every one again
+      r->signature.clear();  // a call refused: the next one checks every struct again
       throw;
     }
-    needGpu();
-    r->exec->setStream(stream);
-    r->exec->runInto(r->ins, r->outs, r->sizes);
   });
 }
 

@@ -9,7 +9,7 @@
  *  - Strings loom returns through `char**` are the caller's: free them with loom_string_free.
  *    Strings loom returns as `const char*` are loom's and live as long as the library.
  *  - Handles are freed by their *_free function; freeing NULL is a no-op. A handle may be used
- *    by one thread at a time.
+ *    by one thread at a time; a runner's calls from several threads wait their turn.
  *  - JSON results are UTF-8 objects whose keys are documented beside each function.
  *
  *   loom_fusion* f = NULL;

@@ -223,9 +223,11 @@ class Fusion:
             # Outputs of another layout than this signature allocates: the checked path takes them
             # (and their structs are kept for the next call like them) or says why not.
             outs = tensors.Views([tensors.device_entry(t, f"output `{n}`") for t, n in zip(out, self.outputs)])
-            for i, t in enumerate(inputs):
-                plan.ins.array[i].data = t.data_ptr() or None
-            check(lib.loom_runner_run(plan.runner, plan.ins.array, plan.ins.count, outs.array, outs.count, stream))
+            with plan.lock:
+                for i, t in enumerate(inputs):
+                    plan.ins.array[i].data = t.data_ptr() or None
+                check(lib.loom_runner_run(plan.runner, plan.ins.array, plan.ins.count, outs.array, outs.count,
+                                          stream))
             if okey is not None:
                 plan.out_views[okey] = outs
             return out

@@ -3,6 +3,7 @@ device of each input) the loom_tensor structs are built once, and the output spe
 a repeated call only writes the data pointers, allocates the outputs and launches."""
 
 import ctypes
+import threading
 
 from . import tensors
 from ._lib import Tensor, check, lib
@@ -60,6 +61,7 @@ class LaunchPlan:
         self.in_slots = _data_slots(self.ins)
         self.out_slots = {id(self.outs): _data_slots(self.outs)}
         self.empty = torch.empty_strided
+        self.lock = threading.Lock()
 
     def allocate(self, inputs):
         empty, dev = self.empty, self.device
@@ -68,11 +70,13 @@ class LaunchPlan:
 
     def launch(self, inputs, out, stream, views=None):
         views = views or self.outs
-        slots = self.out_slots.get(id(views))
-        if slots is None:
-            slots = self.out_slots[id(views)] = _data_slots(views)
-        for s, t in zip(self.in_slots, inputs):
-            s.value = t.data_ptr() or None
-        for s, t in zip(slots, out):
-            s.value = t.data_ptr() or None
-        check(lib.loom_runner_run(self.runner, self.ins.array, self.ins.count, views.array, views.count, stream))
+        # The structs are this plan's, shared by every thread that runs it: one call at a time.
+        with self.lock:
+            slots = self.out_slots.get(id(views))
+            if slots is None:
+                slots = self.out_slots[id(views)] = _data_slots(views)
+            for s, t in zip(self.in_slots, inputs):
+                s.value = t.data_ptr() or None
+            for s, t in zip(slots, out):
+                s.value = t.data_ptr() or None
+            check(lib.loom_runner_run(self.runner, self.ins.array, self.ins.count, views.array, views.count, stream))

@@ -140,3 +140,35 @@ def test_repeated_calls_new_pointers_and_out():
         ref = F.layer_norm(x, (256,), w, b, 1e-5)
         close(y, ref, torch.float32)
         close(y2, ref, torch.float32)
+
+
+def test_threads_sharing_one_fusion():
+    """Threads running one fusion (one plan, one set of launch structs) each get their own
+    inputs' results: the plan's calls take turns."""
+    import threading
+    f = loom.Fusion.builtin("layer_norm", "f32")
+    f.run(*[torch.randn(s, device="cuda") for s in ((64, 1000), (1000,), (1000,))])  # compiled once
+    errors = []
+
+    def work(seed):
+        try:
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                for _ in range(50):
+                    x = torch.randn(64, 1000, device="cuda", generator=g)
+                    w = torch.randn(1000, device="cuda", generator=g)
+                    b = torch.randn(1000, device="cuda", generator=g)
+                    (y,) = f.run(x, w, b)
+                    want = F.layer_norm(x, (1000,), w, b, 1e-5)
+                    stream.synchronize()
+                    close(y, want, torch.float32)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]

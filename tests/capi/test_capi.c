@@ -257,6 +257,14 @@ static void test_runner(void) {
     int64_t xs3[2] = {2, 4};
     again[0].shape = xs3;
     EXPECT_ERROR(loom_runner_run(r, again, 2, NULL, 0, 0), LOOM_ERROR_INPUT, "input `b`: wrap: null device pointer");
+    /* More outputs than the fusion has: refused, then the same call again (with one a NULL
+       pointer) is checked in full, not taken as a repeat. */
+    int64_t ys[2] = {2, 3};
+    loom_tensor outs[3] = {{(void*)0x3000, LOOM_F32, 2, ys, NULL}, {(void*)0x4000, LOOM_F32, 1, ys, NULL},
+                           {(void*)0x5000, LOOM_F32, 2, ys, NULL}};
+    EXPECT_ERROR(loom_runner_run(r, in, 2, outs, 3, 0), LOOM_ERROR_NO_GPU, "no GPU found");
+    outs[2].data = NULL;
+    EXPECT_ERROR(loom_runner_run(r, in, 2, outs, 3, 0), LOOM_ERROR_INPUT, "output 2: wrap: null device pointer");
   }
   loom_runner_free(r);
   loom_runner_free(NULL);
