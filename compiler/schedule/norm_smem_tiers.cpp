@@ -70,6 +70,7 @@ OnChip onChipFacts(const NormKernel& k, const std::vector<TensorDesc>& inputs, c
     while (adjacent && c.max_rows_together < 32 && inner_run * bytes * c.max_rows_together < 128 &&
            k.outer_shape.back() % (2 * c.max_rows_together) == 0)
       c.max_rows_together *= 2;
+    if (adjacent) c.run_bytes = inner_run * bytes;
     c.max_rows_adjacent = c.max_rows_together;
     while (adjacent && c.max_rows_adjacent < 32 && k.outer_shape.back() % (2 * c.max_rows_adjacent) == 0)
       c.max_rows_adjacent *= 2;
@@ -226,6 +227,13 @@ Decision<std::optional<GridChoice>> chooseGrid(const OnChip& c, int placed_rows)
       if (r > 1) g = gridAt(c, r, 3);
       for (; groups >= 2 && !g; groups /= 2) g = gridAt(c, r, groups);
     }
+  // Rows of two held loads or more: half as many neighbouring rows (64-byte lines, two sectors)
+  // in two groups rather than whole lines in one. Group norm backward f16 32x128x256x256
+  // channels-last (x and dy held) ran its first kernel at 1925 GB/s so against 1628 on the H200
+  // (bench/results/2026-11-26-h200-gn-backward-groups.md).
+  if (!tune.no_grid_groups && !tune.grid_groups && !g && c.k.smem_leaves.size() >= 2 && c.max_rows_together >= 2 &&
+      c.run_bytes * (c.max_rows_together / 2) >= 64)
+    g = gridAt(c, c.max_rows_together / 2, 2);
   for (int r = c.max_rows_adjacent; r >= 1 && !g; r /= 2) g = gridAt(c, r, 1);
   if (!g) return {};
   const char* holder = c.opts.device.sm >= 90 && !tune.no_cluster ? "block or cluster" : "block";

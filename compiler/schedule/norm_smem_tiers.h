@@ -30,6 +30,7 @@ struct OnChip {
   const CompileOptions& opts;
   int max_block = 1024;
   int64_t row_chunks = 0, row_smem = 0, smem_limit = 0, q = 0;
+  int64_t run_bytes = 0;  // bytes of a row at one outer position (neighbouring rows: 0 where not side by side)
   bool async_ok = false;
   std::string no_async{};
   int max_rows_together = 1, max_rows_adjacent = 1;
