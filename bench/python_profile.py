@@ -5,24 +5,10 @@ import argparse
 import cProfile
 import pstats
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-import loom  # noqa: E402
-import loom.torch  # noqa: E402
-import torch  # noqa: E402
-
-
-def per_call_us(fn, n):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t) / n * 1e6
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from python_overhead import loom, per_call_us, torch  # noqa: E402 (its path set-up: loom.torch imported)
 
 
 def main():

@@ -65,22 +65,6 @@ TEST_CASE("the recurrent cells' bias gradients are bitwise the same from run to 
     auto f = findExample(name)->build(DType::F16);
     const Bindings sizes{{"B", 4096}, {"H", 1024}};
     INFO(name);
-    std::vector<HostTensor> host;
-    uint64_t seed = 11;
-    for (const ir::Value* v : f->inputs()) host.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, -1, 1));
-    Executor ex(*f);
-    std::vector<DeviceTensor> dev;
-    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
-    std::vector<std::vector<char>> first;
-    for (int run = 0; run < 10; ++run) {
-      auto outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
-      ex.runInto(dev, outs, sizes);
-      for (size_t i = 0; i < outs.size(); ++i) {
-        HostTensor h = outs[i].toHost();
-        std::vector<char> bytes(static_cast<const char*>(h.data()), static_cast<const char*>(h.data()) + h.nbytes());
-        if (run == 0) first.push_back(bytes);
-        else CHECK(bytes == first[i]);
-      }
-    }
+    test::checkBitwiseRepeatable(*f, sizes, 11);
   }
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "tests/gpu_test_util.h"
+#include "tests/reduction_fusions.h"
 
 using namespace loom;
 
@@ -45,19 +46,8 @@ std::unique_ptr<ir::Fusion> channelSums(DType t) {
 }
 
 // Outputs of every element beside the reductions that read them (schedule/reduction.h's element
-// stores): a bias gradient and the activation gradient it sums (columns, the outer layout), and
-// a scaled copy beside row sums (the inner layout).
-std::unique_ptr<ir::Fusion> biasGrad(DType t) {
-  FusionBuilder fb("bias_grad");
-  auto x = fb.input("x", t, {"M", "D"});
-  auto dy = fb.input("dy", t, {"M", "D"});
-  auto g = toCompute(dy) * sigmoid(toCompute(x));
-  fb.output("dx", cast(g, t));
-  fb.output("db", cast(sum(g, {0}), t));
-  fb.output("gmax", amax(g, {0}));
-  return fb.finish();
-}
-
+// stores): test::biasGrad (columns, the outer layout), and a scaled copy beside row sums (the
+// inner layout).
 std::unique_ptr<ir::Fusion> scaleAndSum(DType t) {
   FusionBuilder fb("scale_and_sum");
   auto x = fb.input("x", t, {"N", "D"});
@@ -96,7 +86,7 @@ TEST_CASE("element outputs stored as the reductions read them", "[gpu][reduction
     for (auto s : {Bindings{{"M", 256}, {"D", 4096}}, Bindings{{"M", 65544}, {"D", 3}}, Bindings{{"M", 1531}, {"D", 77}},
                    Bindings{{"M", 1}, {"D", 4096}}, Bindings{{"M", 8192}, {"D", 1024}}}) {
       INFO("bias_grad " << dtypeName(t) << " M=" << s.at("M") << " D=" << s.at("D"));
-      test::checkOnGpu(*biasGrad(t), s);
+      test::checkOnGpu(*test::biasGrad(t), s);
     }
     for (auto s : {Bindings{{"N", 4}, {"D", 1 << 20}}, Bindings{{"N", 3}, {"D", 100003}}, Bindings{{"N", 1}, {"D", 65536}}}) {
       INFO("scale_and_sum " << dtypeName(t) << " N=" << s.at("N") << " D=" << s.at("D"));
@@ -174,23 +164,6 @@ TEST_CASE("split reductions are bitwise the same from run to run", "[gpu][reduct
                            : which == 1 ? Bindings{{"M", 65536}, {"D", 1024}}
                            : which == 2 ? Bindings{{"N", 8195}, {"D", 1000}}
                                         : Bindings{{"N", 4096}, {"D", 16384}};
-    INFO(f->name());
-    std::vector<HostTensor> host;
-    uint64_t seed = 7;
-    for (const ir::Value* v : f->inputs()) host.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, -1, 1));
-    Executor ex(*f);
-    std::vector<DeviceTensor> dev;
-    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
-    std::vector<std::vector<char>> first;
-    for (int run = 0; run < 10; ++run) {
-      auto outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
-      ex.runInto(dev, outs, sizes);
-      for (size_t i = 0; i < outs.size(); ++i) {
-        HostTensor h = outs[i].toHost();
-        std::vector<char> bytes(static_cast<const char*>(h.data()), static_cast<const char*>(h.data()) + h.nbytes());
-        if (run == 0) first.push_back(bytes);
-        else CHECK(bytes == first[i]);
-      }
-    }
+    test::checkBitwiseRepeatable(*f, sizes, 7);
   }
 }

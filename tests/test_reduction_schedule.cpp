@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "tests/compile_test_util.h"
+#include "tests/reduction_fusions.h"
 
 #include "compiler/compile.h"
 #include "compiler/schedule/reduction.h"
@@ -174,26 +175,10 @@ TEST_CASE("reduction scheduler: column partials fit a block's 48 KiB of static s
     }
 }
 
-namespace {
-
-// A bias gradient beside the activation gradient it sums (dgelu-style: dy * sigmoid(x) in f32,
-// stored in the input dtype, its column sums over M).
-std::unique_ptr<ir::Fusion> biasGrad(DType t) {
-  FusionBuilder fb("bias_grad");
-  auto x = fb.input("x", t, {"M", "D"});
-  auto dy = fb.input("dy", t, {"M", "D"});
-  auto g = toCompute(dy) * sigmoid(toCompute(x));
-  fb.output("dx", cast(g, t));
-  fb.output("db", cast(sum(g, {0}), t));
-  return fb.finish();
-}
-
-}  // namespace
-
 TEST_CASE("reduction scheduler: outputs of every element written as they are read, beside the sums",
           "[schedule][reduction]") {
   std::vector<std::string> why;
-  auto f = biasGrad(DType::F16);
+  auto f = test::biasGrad(DType::F16);
   auto p = planOf(*f, {{"M", 256}, {"D", 4096}}, &why);
   REQUIRE(p.has_value());
   CHECK(p->scheduler == "reduction");
