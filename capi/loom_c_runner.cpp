@@ -19,8 +19,9 @@ struct loom_runner {
   Bindings sizes;
   std::unique_ptr<Executor> exec;
   std::vector<std::string> in_names, out_names;
-  // The last run's tensors and their signature (lastSignature): a run whose structs repeat it
-  // only rebinds the pointers (no names formatted, no vectors built), then runs as any other.
+  // The last run's tensors and their signature (appendTensor): a run whose structs repeat it
+  // (repeatsLast) only rebinds the pointers (no names formatted, no vectors built), then runs
+  // as any other.
   std::vector<DeviceTensor> ins, outs;
   std::vector<int64_t> signature;
   // A runner serves one call at a time (its tensors above, the Executor's entries and stream):
@@ -30,8 +31,8 @@ struct loom_runner {
 
 namespace {
 
-// Appends `t`'s dtype, ndim, sizes and strides (-1 for NULL: row-major) to `sig`, or, where
-// `sig` already holds them from `at` on, advances `at` past them; false at the first difference.
+// Whether `sig` from `at` on holds `t`'s signature as appendTensor writes it, advancing `at`
+// past it; false at the first difference.
 bool matchTensor(const loom_tensor& t, const std::vector<int64_t>& sig, size_t& at) {
   auto next = [&](int64_t v) { return at < sig.size() && sig[at++] == v; };
   if (!next(t.dtype) || !next(t.ndim) || t.ndim < 0 || t.ndim > 64) return false;
@@ -44,6 +45,7 @@ bool matchTensor(const loom_tensor& t, const std::vector<int64_t>& sig, size_t& 
   return true;
 }
 
+// Appends `t`'s dtype, ndim, sizes, then 1 and its strides (-1 for NULL: row-major) to `sig`.
 void appendTensor(const loom_tensor& t, std::vector<int64_t>& sig) {
   sig.push_back(t.dtype);
   sig.push_back(t.ndim);
@@ -73,21 +75,34 @@ void needGpu() {
   if (!runtime::gpuAvailable(&why)) throw capi::NoGpuError("no GPU found: " + why);
 }
 
+// How errors name tensor `i` of `what` ("input", "output"): by its name where it has one.
+std::string tensorWhere(const char* what, const std::vector<std::string>& names, size_t i) {
+  return i < names.size() ? fmt::format("{} `{}`", what, names[i]) : fmt::format("{} {}", what, i);
+}
+
+// `body`, a user error from it rethrown with `where()` in front.
+template <typename Body, typename Where>
+void naming(Body&& body, Where&& where) {
+  try {
+    body();
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", where(), e.what()));
+  }
+}
+
 // The caller's device memory as loom's tensors (wrapped, never freed by loom).
 std::vector<DeviceTensor> wrapAll(const loom_tensor* ts, size_t n, const char* what,
                                   const std::vector<std::string>& names) {
   if (n > 0) need(ts, "loom_runner", what);
   std::vector<DeviceTensor> out;
   for (size_t i = 0; i < n; ++i) {
-    const std::string where = i < names.size() ? fmt::format("{} `{}`", what, names[i]) : fmt::format("{} {}", what, i);
+    const std::string where = tensorWhere(what, names, i);
     const loom_tensor& t = ts[i];
     const DType dt = capi::dtypeOf(t.dtype, where);
     std::vector<int64_t> shape = capi::shapeOf(t, where), strides = capi::stridesOf(t, where);
-    try {
-      out.push_back(DeviceTensor::wrap(reinterpret_cast<uintptr_t>(t.data), dt, std::move(shape), std::move(strides)));
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", where, e.what()));
-    }
+    naming([&] { out.push_back(DeviceTensor::wrap(reinterpret_cast<uintptr_t>(t.data), dt, std::move(shape),
+                                                  std::move(strides))); },
+           [&] { return where; });
   }
   return out;
 }
@@ -103,15 +118,14 @@ std::vector<DeviceTensor> runnerInputs(const loom_runner& r, const loom_tensor* 
 void bindCall(loom_runner& r, const loom_tensor* inputs, size_t n_inputs, const loom_tensor* outputs,
               size_t n_outputs) {
   if (repeatsLast(r, inputs, n_inputs, outputs, n_outputs)) {
-    auto rebind = [](DeviceTensor& t, const loom_tensor& c, const char* what, const std::string& name) {
-      try {
-        t.rebind(reinterpret_cast<uintptr_t>(c.data));
-      } catch (const Error& e) {
-        throw Error(fmt::format("{} `{}`: {}", what, name, e.what()));
-      }
+    auto rebindAll = [](std::vector<DeviceTensor>& ts, const loom_tensor* cs, const char* what,
+                        const std::vector<std::string>& names) {
+      for (size_t i = 0; i < ts.size(); ++i)
+        naming([&] { ts[i].rebind(reinterpret_cast<uintptr_t>(cs[i].data)); },
+               [&] { return tensorWhere(what, names, i); });
     };
-    for (size_t i = 0; i < n_inputs; ++i) rebind(r.ins[i], inputs[i], "input", r.in_names[i]);
-    for (size_t i = 0; i < n_outputs; ++i) rebind(r.outs[i], outputs[i], "output", r.out_names[i]);
+    rebindAll(r.ins, inputs, "input", r.in_names);
+    rebindAll(r.outs, outputs, "output", r.out_names);
     return;
   }
   r.signature.clear();

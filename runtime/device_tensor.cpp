@@ -58,20 +58,17 @@ DeviceTensor DeviceTensor::allocate(DType dtype, std::vector<int64_t> shape,
 DeviceTensor DeviceTensor::wrap(uintptr_t ptr, DType dtype, std::vector<int64_t> shape,
                                 std::vector<int64_t> strides, size_t bytes) {
   checkStrides(shape, strides);
-  LOOM_USER_CHECK(ptr != 0 || span(dtype, shape, strides) == 0, "wrap: null device pointer");
-  LOOM_USER_CHECK(ptr % static_cast<uintptr_t>(dtypeBytes(dtype)) == 0,
-                  "wrap: pointer 0x{:x} is not aligned to its {}-byte {} elements", ptr,
-                  dtypeBytes(dtype), dtypeName(dtype));
   DeviceTensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.strides_ = std::move(strides);
-  t.ptr_ = ptr;
+  t.rebind(ptr);
   LOOM_USER_CHECK(bytes == 0 || t.spanBytes() <= bytes, "wrap: sizes and strides reach {} bytes "
                   "but the buffer has {}", t.spanBytes(), bytes);
   return t;
 }
 
+// Caller-owned memory at `ptr`: not null where the tensor has elements, aligned to one.
 void DeviceTensor::rebind(uintptr_t ptr) {
   LOOM_ASSERT(!buf_, "rebind of a tensor that owns its memory");
   LOOM_USER_CHECK(ptr != 0 || spanBytes() == 0, "wrap: null device pointer");

@@ -83,9 +83,8 @@ void NormLowering::blocks(const ExprP& blk) {
                 "shared memory: {} bytes x {} buffers, the schedule says {}", off, k_.fill_buffers, k_.smem_bytes);
     buffer_bytes_ = off;
   }
-  std::vector<lower::EPtr> roots;
-  for (const auto& st : k_.stores) roots.push_back(st.value);
-  lower::visitPostOrder(roots, [&](const ENode& n) {
+  for (const auto& st : k_.stores) roots_.push_back(st.value);
+  lower::visitPostOrder(roots_, [&](const ENode& n) {
     if (n.kind == ENode::Kind::Reduce) (n.over_rows ? columns_ : reductions_).push_back(&n);
   });
   if (k_.columns) {
@@ -198,7 +197,7 @@ kir::GridLevel NormLowering::gridLevel() {
   return g;
 }
 
-void NormLowering::rowsAt(const ExprP& first_row) {
+void NormLowering::rowsAt(const ExprP& first_row, const std::vector<ExprP>& ahead) {
   first_row_ = first_row;
   ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
   row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, rows()));
@@ -206,19 +205,15 @@ void NormLowering::rowsAt(const ExprP& first_row) {
   outer_idx_ = b_.unravel(row, k_.outer_shape, 1);
   if (unrolled_)
     for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
-  if (!preloaded_.empty()) {  // the row data loaded one iteration early (columnRows)
-    LOOM_ASSERT(unrolled_ && preloaded_.size() == chunks_.size() * preload_loads_.size(),
-                "{} values loaded ahead for {} chunks of {} loads", preloaded_.size(), chunks_.size(),
-                preload_loads_.size());
-    std::vector<lower::EPtr> roots;
-    for (const auto& st : k_.stores) roots.push_back(st.value);
-    lower::visitPostOrder(roots, [&](const ENode& n) {
+  if (!ahead.empty()) {  // the row data loaded one iteration early (columnRows)
+    LOOM_ASSERT(unrolled_ && ahead.size() == chunks_.size() * ahead_loads_.size(),
+                "{} values loaded ahead for {} chunks of {} loads", ahead.size(), chunks_.size(), ahead_loads_.size());
+    lower::visitPostOrder(roots_, [&](const ENode& n) {
       if (n.kind != ENode::Kind::Load) return;
-      for (size_t j = 0; j < preload_loads_.size(); ++j)
-        if (preload_loads_[j].first == n.leaf && preload_loads_[j].second == n.dtype)
-          for (size_t q = 0; q < chunks_.size(); ++q) chunks_[q].memo[&n] = preloaded_[q * preload_loads_.size() + j];
+      for (size_t j = 0; j < ahead_loads_.size(); ++j)
+        if (ahead_loads_[j].first == n.leaf && ahead_loads_[j].second == n.dtype)
+          for (size_t q = 0; q < chunks_.size(); ++q) chunks_[q].memo[&n] = ahead[q * ahead_loads_.size() + j];
     });
-    preloaded_.clear();
   }
   if (k_.async_fill) asyncFill();
   for (const ENode* r : reductions_) reduce(*r);

@@ -97,15 +97,12 @@ std::vector<std::pair<Leaf, DType>> NormLowering::prefetchedLoads() const {
   std::vector<std::pair<Leaf, DType>> out;
   if ((tune_.row_prefetch && *tune_.row_prefetch == 0) || !unrolled_ || k_.col_smem) return out;
   const size_t nout = k_.outer_shape.size();
-  std::vector<lower::EPtr> roots;
-  for (const auto& st : k_.stores) roots.push_back(st.value);
-  lower::visitPostOrder(roots, [&](const ENode& n) {
+  lower::visitPostOrder(roots_, [&](const ENode& n) {
     if (n.kind != ENode::Kind::Load) return;
     const auto& s = n.leaf.strides;
     const bool rows = std::any_of(s.begin(), s.begin() + static_cast<long>(nout), [](int64_t x) { return x != 0; });
-    const bool along = std::any_of(s.begin() + static_cast<long>(nout), s.end(), [](int64_t x) { return x != 0; });
     const std::pair<Leaf, DType> l{n.leaf, n.dtype};
-    if (rows && along && std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+    if (rows && !rowOnly(s, nout) && std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
   });
   const int64_t held = int64_t{k_.chunks} * k_.vec * (2 * static_cast<int64_t>(out.size()) + static_cast<int64_t>(columns_.size()));
   const bool narrow = std::all_of(out.begin(), out.end(), [](const auto& l) { return dtypeBytes(l.second) == 2; });
@@ -113,14 +110,14 @@ std::vector<std::pair<Leaf, DType>> NormLowering::prefetchedLoads() const {
   return out;
 }
 
-std::vector<ExprP> NormLowering::loadRowSet(const std::vector<std::pair<Leaf, DType>>& loads, const ExprP& first_row) {
+std::vector<ExprP> NormLowering::loadRowSet(const ExprP& first_row) {
   ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
   ExprP ok = b_.bind(kir::index(kir::IndexOp::Ult, row, rows()));
   std::vector<ExprP> outer = b_.unravel(b_.select(ok, row, lastRow()), k_.outer_shape, 1);
   std::vector<ExprP> vals;
   for (int q = 0; q < k_.chunks; ++q) {
     Chunk ch = chunkOf(outer, t_in_row_, c(q));
-    for (const auto& [leaf, t] : loads) vals.push_back(loadGlobal(leaf, t, ch));
+    for (const auto& [leaf, t] : ahead_loads_) vals.push_back(loadGlobal(leaf, t, ch));
   }
   return vals;
 }
@@ -159,22 +156,19 @@ void NormLowering::columnRows(const ExprP& blk) {
   if (k_.col_smem)
     for (size_t j = 0; j < columns_.size(); ++j)
       for (int64_t q = 0; q < Q; ++q) storeSmemPartial(j, ownChunk(q), init[j * static_cast<size_t>(Q) + static_cast<size_t>(q)]);
-  const std::vector<std::pair<Leaf, DType>> ahead = prefetchedLoads();
+  ahead_loads_ = prefetchedLoads();
   const size_t n_parts = k_.col_smem ? 0 : init.size();
   if (k_.col_smem) init.clear();
-  if (!ahead.empty()) {
-    std::vector<ExprP> first = loadRowSet(ahead, b_.mul(blk, c(L)));
+  if (!ahead_loads_.empty()) {
+    std::vector<ExprP> first = loadRowSet(b_.mul(blk, c(L)));
     init.insert(init.end(), first.begin(), first.end());
   }
   std::vector<ExprP> parts = b_.repeat("i", trips, init, [&](const ExprP& i, const std::vector<ExprP>& carried) {
     std::vector<ExprP> later;
-    if (!ahead.empty()) {
-      later = loadRowSet(ahead, b_.mul(b_.add(b_.mul(b_.add(i, c(1)), c(G)), blk), c(L)));
-      preload_loads_ = ahead;
-      preloaded_.assign(carried.begin() + static_cast<long>(n_parts), carried.end());
-    }
+    if (!ahead_loads_.empty()) later = loadRowSet(b_.mul(b_.add(b_.mul(b_.add(i, c(1)), c(G)), blk), c(L)));
     chunks_.clear();
-    rowsAt(b_.mul(b_.add(b_.mul(i, c(G)), blk), c(L)));  // (streamed: its last pass folds the partials)
+    // (Streamed: its last pass folds the partials.)
+    rowsAt(b_.mul(b_.add(b_.mul(i, c(G)), blk), c(L)), {carried.begin() + static_cast<long>(n_parts), carried.end()});
     std::vector<ExprP> next(carried.begin(), carried.begin() + static_cast<long>(n_parts));
     for (size_t j = 0; j < columns_.size() && !k_.col_smem; ++j) {
       const ENode* r = columns_[j];

@@ -57,16 +57,17 @@ class NormLowering {
   void blocks(const ExprP& blk);
   void gridSets(const ExprP& group);
   kir::GridLevel gridLevel();
-  void rowsAt(const ExprP& first_row);
+  void rowsAt(const ExprP& first_row, const std::vector<ExprP>& ahead = {});
 
   // Kernels with column reductions (norm_lower_columns.cpp): the block's row sets, each thread
   // adding its chunks' values of every column reduction; the partials to the workspace; a grid
   // barrier; the combine of a tile of columns and its stores.
   void columnRows(const ExprP& blk);
   // The row data a column kernel's next row set reads (loads along the rows and the row), and
-  // their chunks' values loaded for the row set at `first_row` (chunk-major, then these loads).
+  // their chunks' values loaded for the row set at `first_row` (chunk-major, then these loads),
+  // which rowsAt's `ahead` takes in place of its own loads.
   std::vector<std::pair<Leaf, DType>> prefetchedLoads() const;
-  std::vector<ExprP> loadRowSet(const std::vector<std::pair<Leaf, DType>>& loads, const ExprP& first_row);
+  std::vector<ExprP> loadRowSet(const ExprP& first_row);
   ExprP columnSlot(size_t col, const ExprP& partial, const ExprP& chunk);
   void publishColumns(const ExprP& blk, const std::vector<ExprP>& parts);
   ExprP smemPartialByte(size_t col, const ExprP& ci, int piece);
@@ -171,9 +172,8 @@ class NormLowering {
   std::vector<ExprP> outer_idx_;
   int64_t row_chunks_ = 0;
   std::vector<Chunk> chunks_;
-  // Values of the next rowsAt's chunks loaded ahead (loadRowSet), seeded into their memos.
-  std::vector<std::pair<Leaf, DType>> preload_loads_;
-  std::vector<ExprP> preloaded_;
+  std::vector<std::pair<Leaf, DType>> ahead_loads_;  // prefetchedLoads()
+  std::vector<lower::EPtr> roots_;  // every store's value
   std::vector<const ENode*> reductions_, columns_;
   ExprP ws_;
   std::vector<int64_t> column_offset_;  // each column reduction's partials' first byte

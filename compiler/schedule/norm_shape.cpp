@@ -381,7 +381,7 @@ int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, c
     s.strides = ax.axisStrides(ax.store_atom_strides[j]);
     s.dtype = f.outputs()[i].value->dtype();
     s.value = remapped[j];
-    s.row_only = std::all_of(s.strides.begin() + static_cast<long>(nout), s.strides.end(), [](int64_t x) { return x == 0; });
+    s.row_only = rowOnly(s.strides, nout);
     lower::visitPostOrder({s.value}, [&](const ENode& n) { s.column = s.column || n.over_rows; });
     s.access = chooseAccess(s.dtype, s.offset, s.strides, k.outputs[i].align_bytes, vec);
     if (s.access == Access::Splat) s.access = Access::Gather;

@@ -19,6 +19,12 @@
 
 namespace loom::schedule {
 
+// Whether strides over a kernel's axes (`nout` row axes, then the reduced ones) stay put along
+// every reduced axis: a value of the row (a store written once per row, a per-row statistic).
+inline bool rowOnly(const std::vector<int64_t>& strides, size_t nout) {
+  return std::all_of(strides.begin() + static_cast<long>(nout), strides.end(), [](int64_t x) { return x == 0; });
+}
+
 struct NormKernel {
   std::string name = "loom_norm";
   std::vector<int64_t> outer_shape;  // collapsed iterated axes (rows), outer to inner

@@ -45,7 +45,7 @@ std::string notReductionOnly(const NormAxes& ax, const std::vector<TensorDesc>& 
   const size_t nout = ax.k.outer_shape.size();
   for (size_t i = 0; i < ax.store_atom_strides.size(); ++i) {
     const auto s = ax.axisStrides(ax.store_atom_strides[i]);
-    if (std::all_of(s.begin() + static_cast<long>(nout), s.end(), [](int64_t x) { return x == 0; })) continue;
+    if (rowOnly(s, nout)) continue;
     if (std::string why = notElementStore(ax, ax.roots[i], ax.root_output[i], s); !why.empty()) return why;
   }
   std::string why;
@@ -92,9 +92,7 @@ int outerVectorWidth(const NormAxes& ax, const std::vector<TensorDesc>& inputs) 
   // Element stores (notElementStore) take the same vectors.
   for (size_t i = 0; i < ax.store_atom_strides.size(); ++i) {
     Leaf l{-1, ax.root_offset[i], ax.axisStrides(ax.store_atom_strides[i])};
-    if (l.strides[nout - 1] == 0 ||
-        std::all_of(l.strides.begin() + static_cast<long>(nout), l.strides.end(), [](int64_t x) { return x == 0; }))
-      continue;
+    if (l.strides[nout - 1] == 0 || rowOnly(l.strides, nout)) continue;
     const TensorDesc& d = k.outputs[static_cast<size_t>(ax.root_output[i])];
     max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
     loads.push_back({l, d});
