@@ -40,11 +40,33 @@ struct Executor::Entry {
   Bindings sizes;  // the sizes given beside the inputs (symbols the inputs do not determine)
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
-  std::vector<DeviceTensor> temps;              // allocated once per signature, reused
-  // Per plan kernel: its global scratch (grid-wide reductions), zeroed once when allocated;
-  // every launch leaves its counters at zero.
-  // One per signature, like the temps: an Executor serves one thread at a time (executor.h).
-  std::vector<runtime::DeviceBuffer> workspaces;
+  // What the plan's launches on one stream write besides the outputs: the intermediates between
+  // its kernels, and per kernel its global scratch (grid-wide reductions), zeroed once when
+  // allocated (every launch leaves its counters at zero). One set per stream the plan has run
+  // on: launches on two streams may run at once, and must not share it.
+  struct Scratch {
+    std::uintptr_t stream = 0;
+    std::vector<DeviceTensor> temps;
+    std::vector<runtime::DeviceBuffer> workspaces;
+  };
+  std::vector<std::unique_ptr<Scratch>> scratch;
+
+  // The scratch for launches on `stream`, allocated (workspaces zeroed on that stream) at the
+  // plan's first launch there.
+  Scratch& scratchFor(std::uintptr_t stream) {
+    for (auto& s : scratch)
+      if (s->stream == stream) return *s;
+    auto s = std::make_unique<Scratch>();
+    s->stream = stream;
+    for (const auto& d : plan.temps) s->temps.push_back(DeviceTensor::allocate(d.dtype, d.shape, d.strides));
+    for (const auto& pk : plan.kernels) {
+      s->workspaces.emplace_back(static_cast<std::size_t>(pk.kernel.workspace_bytes));
+      if (pk.kernel.workspace_bytes)
+        runtime::memsetAsync(s->workspaces.back().ptr(), 0, s->workspaces.back().size(), stream);
+    }
+    scratch.push_back(std::move(s));
+    return *scratch.back();
+  }
 };
 
 // The stream kernels go to: the legacy default stream, or (LOOM_STREAM=per-thread) the
@@ -150,12 +172,8 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     }
     entry->loaded.push_back(loaded);
   }
-  for (const auto& d : entry->plan.temps) entry->temps.push_back(DeviceTensor::allocate(d.dtype, d.shape, d.strides));
   for (size_t k = 0; k < entry->plan.kernels.size(); ++k) {
     const CompiledKernel& ck = entry->plan.kernels[k].kernel;
-    entry->workspaces.emplace_back(static_cast<std::size_t>(ck.workspace_bytes));
-    // Zeroed once: each launch leaves its barrier counters at zero again (llvm_norm.cpp).
-    if (ck.workspace_bytes) runtime::memsetAsync(entry->workspaces.back().ptr(), 0, entry->workspaces.back().size(), stream_);
     if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
   }
   dumpIfEnabled(DumpStage::Launch, f_.name(),
@@ -263,6 +281,7 @@ Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
 
 void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
                          const std::vector<DeviceTensor>& outputs) {
+  Entry::Scratch& scratch = e.scratchFor(stream_);
   uintptr_t ptrs[64];
   void* args[64];
   const auto& pk = e.plan.kernels[k];
@@ -273,10 +292,10 @@ void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& in
     const TensorRef& r = pk.args[i];
     const size_t idx = static_cast<size_t>(r.index);
     ptrs[i] = r.kind == TensorRef::Kind::Input ? inputs[idx].ptr()
-              : r.kind == TensorRef::Kind::Output ? outputs[idx].ptr() : e.temps[idx].ptr();
+              : r.kind == TensorRef::Kind::Output ? outputs[idx].ptr() : scratch.temps[idx].ptr();
     args[i] = &ptrs[i];
   }
-  const runtime::DeviceBuffer& ws = e.workspaces[k];
+  const runtime::DeviceBuffer& ws = scratch.workspaces[k];
   size_t n = pk.args.size();
   if (ws.size()) {
     ptrs[n] = ws.ptr();
