@@ -121,8 +121,8 @@ TEST_CASE("column reductions: the kernel IR and PTX", "[schedule][norm][columns]
   CHECK(has(kir, "[gexit]"));
   CHECK(has(k.ptx, "ld.relaxed.gpu.global.v4.f32"));
   CHECK(has(k.ptx, "atom.add.release.gpu.global.u32"));
-  // Two blocks an SM hold 128 registers a thread: the row's 2 chunks of x, dy and w, 2 x 16
-  // partials; ptxas spills a few bytes at most.
+  // Two blocks an SM hold 128 registers a thread: the row's 2 chunks of x, dy and w, and the
+  // next row's x and dy (the partials in shared memory); ptxas spills a few bytes at most.
   int spills = -1;
   LOOM_CHECK_PTXAS(k.ptx, 90, &spills);
   CHECK(spills >= 0);
@@ -153,6 +153,46 @@ TEST_CASE("column kernels load the next row's x and dy a row ahead where registe
   CHECK(carried("layer_norm_backward", DType::F16, ln, std::nullopt) == 4);
   CHECK(carried("layer_norm_backward", DType::F16, ln, 1) == 8);
   CHECK(carried("layer_norm_backward", DType::F32, {{"N", 8192}, {"D", 1024}}, std::nullopt) == 2);
+}
+
+TEST_CASE("column partials in shared memory beside rows in registers, where that lets the next row's loads in",
+          "[schedule][norm][columns]") {
+  const Bindings sizes{{"N", 4096}, {"D", 4096}};
+  auto f = findExample("layer_norm_backward")->build(DType::F16);
+  StageText stages;
+  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &stages);
+  const std::string& kir = stages[DumpStage::KIR];
+  CHECK(has(stages[DumpStage::Schedule], "the row stays in registers"));
+  CHECK(has(stages[DumpStage::Schedule], "in slots of its own in shared memory (32 KiB a block), the row in registers"));
+  CHECK(has(stages[DumpStage::Schedule], "grid of 264 blocks (2 per SM)"));  // as many as with the partials in registers
+  // Each thread's slots: 2 chunks of 8 f32 lanes, of dw and db, for 256 threads.
+  CHECK(k.shared_bytes == 2 * 8 * 4 * 2 * 256);
+  CHECK(has(kir, "= loom_row_smem[byte"));  // the slots read and written in the rows' loop
+  // The loop carries no partials: only the next row's x and dy (2 chunks each).
+  const size_t at = kir.find("carrying (");
+  REQUIRE(at != std::string::npos);
+  const std::string line = kir.substr(at, kir.find('\n', at) - at);
+  CHECK(std::count(line.begin(), line.end(), '=') == 4);
+  // Without the partials' 32 registers, the next row's loads fit: nothing spills.
+  int spills = -1;
+  LOOM_CHECK_PTXAS(k.ptx, 90, &spills);
+  CHECK(spills == 0);
+  auto placed = [&](const char* name, DType t, const Bindings& at, std::optional<int> knob) {
+    auto g = findExample(name)->build(t);
+    CompileOptions opts{{90, 132}};
+    opts.tuning.column_smem = knob;
+    StageText st;
+    compileFusion(*g, at, descsFor(*g, at), opts, &st);
+    return has(st[DumpStage::Schedule], "in slots of its own in shared memory") ? "smem" : "registers";
+  };
+  // Where the loads already go ahead beside the partials (RMS norm: one column reduction), f32
+  // rows (never ahead), and rows a block shares (D = 1024: 128 threads a row): registers.
+  CHECK(placed("rms_norm_backward", DType::BF16, {{"N", 8192}, {"D", 4096}}, std::nullopt) == std::string("registers"));
+  CHECK(placed("layer_norm_backward", DType::F32, sizes, std::nullopt) == std::string("registers"));
+  CHECK(placed("layer_norm_backward", DType::F16, {{"N", 4096}, {"D", 1024}}, 1) == std::string("registers"));
+  // The knob: never, or always where one row fills a block.
+  CHECK(placed("layer_norm_backward", DType::F16, sizes, 0) == std::string("registers"));
+  CHECK(placed("rms_norm_backward", DType::BF16, {{"N", 8192}, {"D", 4096}}, 1) == std::string("smem"));
 }
 
 TEST_CASE("column sums, maxima and means beside a layer norm: one kernel, any of them", "[schedule][norm][columns]") {

@@ -13,11 +13,11 @@ using lower::ENode;
 namespace {
 
 // The column reductions the stores read, in the order the lowering gives them workspace.
+std::vector<lower::EPtr> storeRoots(const NormKernel& k);
+
 std::vector<const ENode*> columnReductions(const NormKernel& k) {
-  std::vector<lower::EPtr> roots;
-  for (const auto& s : k.stores) roots.push_back(s.value);
   std::vector<const ENode*> out;
-  lower::visitPostOrder(roots, [&](const ENode& n) {
+  lower::visitPostOrder(storeRoots(k), [&](const ENode& n) {
     if (n.kind == ENode::Kind::Reduce && n.over_rows) out.push_back(&n);
   });
   return out;
@@ -29,7 +29,36 @@ bool readsRowReduction(const ENode& n) {
   return std::any_of(n.args.begin(), n.args.end(), [](const lower::EPtr& a) { return readsRowReduction(*a); });
 }
 
+std::vector<lower::EPtr> storeRoots(const NormKernel& k) {
+  std::vector<lower::EPtr> roots;
+  for (const auto& s : k.stores) roots.push_back(s.value);
+  return roots;
+}
+
 }  // namespace
+
+std::vector<std::pair<Leaf, DType>> loadsAhead(const NormKernel& k, bool partials_in_registers, const Tuning& tune) {
+  constexpr int64_t kAheadValues = 80;
+  std::vector<std::pair<Leaf, DType>> out;
+  if (tune.row_prefetch && *tune.row_prefetch == 0) return out;
+  const size_t nout = k.outer_shape.size();
+  lower::visitPostOrder(storeRoots(k), [&](const ENode& n) {
+    if (n.kind != ENode::Kind::Load) return;
+    const auto& s = n.leaf.strides;
+    const bool rows = std::any_of(s.begin(), s.begin() + static_cast<long>(nout), [](int64_t x) { return x != 0; });
+    const std::pair<Leaf, DType> l{n.leaf, n.dtype};
+    if (rows && !rowOnly(s, nout) && std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+  });
+  const std::vector<const ENode*> cols = columnReductions(k);
+  const int64_t partials = partials_in_registers ? static_cast<int64_t>(cols.size()) : 0;
+  const int64_t held = int64_t{k.chunks} * k.vec * (2 * static_cast<int64_t>(out.size()) + partials);
+  const bool narrow = std::all_of(out.begin(), out.end(), [](const auto& l) { return dtypeBytes(l.second) == 2; });
+  const bool f32_partials = std::all_of(cols.begin(), cols.end(), [](const ENode* r) {
+    return computeDType(r->dtype) == DType::F32;
+  });
+  if (!tune.row_prefetch && (held > kAheadValues || !narrow || !f32_partials)) out.clear();
+  return out;
+}
 
 std::string columnStoresProblem(const NormKernel& k) {
   const size_t nout = k.outer_shape.size();
@@ -48,20 +77,30 @@ namespace {
 // Static shared memory a column kernel may take beside its reductions' scratch (48 KiB a block).
 constexpr int64_t kColumnStaticSmem = 40 * 1024;
 
-// Threads a row, the chunks each holds and blocks an SM, with the partials in registers beside
-// the row, or (`in_smem`) in shared memory beside a streamed row (each pass reads it again, from
-// L2 where it fits); `fits` false where they do not fit.
+// Where a column kernel keeps the row and each thread's column partials.
+enum class ColumnPlace {
+  Registers,     // both in registers
+  SmemPartials,  // the row in registers, the partials in slots of their own in shared memory
+  Streamed,      // the row streamed (each pass reads it again, from L2 where it fits), the partials in shared memory
+};
+
+// Threads a row, the chunks each holds and blocks an SM for `place`; `fits` false where they do
+// not fit.
 struct ColumnShape {
   int T = 32, chunks = 1, block = 256, per_sm = 0;
   int64_t smem = 0;
   bool fits = false;
   int held = 0, partials = 0;
+  ColumnPlace place = ColumnPlace::Registers;
 };
 
 ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const CompileOptions& opts,
-                         const std::vector<const ENode*>& cols, bool in_smem) {
+                         const std::vector<const ENode*>& cols, ColumnPlace place) {
+  const bool in_smem = place == ColumnPlace::Streamed;
+  const bool smem_partials = place != ColumnPlace::Registers;
   const int64_t row_chunks = k.rowElems() / k.vec;
   ColumnShape s;
+  s.place = place;
   // Each chunk a thread holds carries one partial per column reduction beside the row's
   // values: up to 256 threads a row (a warp at least; several rows a block where the row is
   // short), more where a thread would hold more than 4 chunks. Fewer threads a row meet less
@@ -78,7 +117,9 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
   s.partials = s.chunks * k.vec * static_cast<int>(cols.size());
   // Registers: the held row and the partials (two a value in f64), and 32 for the rest; a
   // streamed row holds neither (its passes' loads in flight and their math: about 96).
-  const int regs = in_smem ? 96 * lim.value_regs : (s.held + s.partials) * lim.value_regs + 32;
+  const int regs = in_smem          ? 96 * lim.value_regs
+                   : smem_partials ? s.held * lim.value_regs + 32
+                                   : (s.held + s.partials) * lim.value_regs + 32;
   int per_sm = std::min({2048 / s.block, 65536 / (s.block * ((regs + 7) / 8 * 8)), 32});
   if (opts.tuning.min_blocks && *opts.tuning.min_blocks > 0) per_sm = *opts.tuning.min_blocks;
   // Static shared memory beside: the combine's slots (at most a block's threads' worth of `vec`
@@ -92,7 +133,7 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
   const int64_t static_bytes = int64_t{s.block} * k.vec * acc_bytes +
                                (rows_per_block > 1 ? rows_per_block * row_chunks * k.vec * widest : 0);
   bool smem_ok = static_bytes <= kColumnStaticSmem;
-  if (in_smem) {
+  if (smem_partials) {
     // One row a block; a thread's slots: its chunks of every column reduction.
     s.smem = int64_t{s.chunks} * T * k.vec * acc_bytes;
     smem_ok = smem_ok && s.block == T && s.smem + static_bytes <= blockSmemLimit(opts.device) &&
@@ -110,10 +151,28 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
 Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const CompileOptions& opts) {
   const std::vector<const ENode*> cols = columnReductions(k);
   const int64_t row_chunks = k.rowElems() / k.vec;
-  ColumnShape s = shapeColumns(k, lim, opts, cols, false);
+  ColumnShape s = shapeColumns(k, lim, opts, cols, ColumnPlace::Registers);
+  // The partials in shared memory beside the row in registers where that lets the next row's
+  // loads in (loadsAhead), as many blocks an SM as before: the registers they free hold those
+  // loads. On the H200 layer_norm_backward f16 4096 x 4096 +5%, 32768 x 4096 +8%; more blocks
+  // an SM instead spilled and lost 10-14% (bench/results/2026-11-26-h200-column-smem.md).
+  // LOOM_TUNE_COLUMN_SMEM=1 or 0: always (blocks an SM as the registers allow) or never.
+  const std::optional<int>& knob = opts.tuning.column_smem;
+  auto aheadWith = [&](const ColumnShape& c, bool in_registers) {
+    NormKernel t = k;
+    t.chunks = c.chunks;
+    return !loadsAhead(t, in_registers, opts.tuning).empty();
+  };
+  const bool beside = knob ? *knob == 1
+                           : s.fits && s.block == s.T && !aheadWith(s, true) && aheadWith(s, false);
+  if (beside) {
+    ColumnShape b = shapeColumns(k, lim, opts, cols, ColumnPlace::SmemPartials);
+    if (!knob) b.per_sm = std::min(b.per_sm, s.per_sm);
+    if (b.fits) s = b;
+  }
   // A row too long for its partials beside it in registers: the partials in shared memory.
   if (!s.fits) {
-    const ColumnShape in_smem = shapeColumns(k, lim, opts, cols, true);
+    const ColumnShape in_smem = shapeColumns(k, lim, opts, cols, ColumnPlace::Streamed);
     if (in_smem.fits) s = in_smem;
   }
   ColumnFit fit;
@@ -128,9 +187,9 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   k.chunks = s.chunks;
   k.block = block;
   k.rows_per_block = block / T;
-  k.col_smem = s.smem > 0;
-  k.registers = !k.col_smem;
-  k.tier = k.col_smem ? NormTier::Streamed : NormTier::Registers;
+  k.col_smem = s.place != ColumnPlace::Registers;
+  k.registers = s.place != ColumnPlace::Streamed;
+  k.tier = k.registers ? NormTier::Registers : NormTier::Streamed;
   k.smem_bytes = static_cast<int>(s.smem);
   const int64_t sets = (k.rows() + k.rows_per_block - 1) / k.rows_per_block;
   k.grid = std::min<int64_t>(sets, int64_t{per_sm} * opts.device.sm_count);
@@ -149,9 +208,13 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   for (const ENode* r : cols) bytes += k.col_partials * k.rowElems() * dtypeBytes(computeDType(r->dtype));
   k.workspace_bytes = bytes;
   if (bytes >= (int64_t{1} << 31)) k.index64 = true;
-  const std::string where = k.col_smem ? fmt::format("in slots of its own in shared memory ({} KiB a block: beside "
-                                                     "the row in registers they do not fit)", kib(s.smem))
-                                       : "in registers";
+  const std::string where =
+      s.place == ColumnPlace::Streamed
+          ? fmt::format("in slots of its own in shared memory ({} KiB a block: beside the row in registers they do "
+                        "not fit)", kib(s.smem))
+      : s.place == ColumnPlace::SmemPartials
+          ? fmt::format("in slots of its own in shared memory ({} KiB a block), the row in registers", kib(s.smem))
+          : "in registers";
   return {fit, fmt::format("{} column reduction{} over {} beside the rows': a cooperative grid of {} blocks ({} per SM) "
                            "walks the {} sets of {} row{}, each thread adding its chunks' values {}; the {} "
                            "blocks' partials{} meet in a global workspace ({} KiB) and, after a grid-wide barrier, are "

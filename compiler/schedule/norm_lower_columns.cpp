@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/schedule/norm_columns.h"
 #include "compiler/schedule/norm_lowering.h"
 #include "ir/error.h"
 
@@ -84,30 +85,10 @@ void NormLowering::storeSmemPartial(size_t col, const ExprP& ci, const ExprP& v)
   }
 }
 
-// The loads of a row's data (along the rows and along the row: x and dy, not a per-column
-// weight or a per-row statistic) a column kernel with rows in registers loads one row set ahead,
-// so that the next row's loads are in flight while this row's reductions wait at block barriers.
-// Only for 16-bit rows where a thread holds at most kAheadValues values with them (the row, the
-// next row's loads and the column partials): past that the registers spill. On the H200
-// rms_norm_backward bf16 8192 x 4096 (80 values) gained 12%, layer_norm_backward f16
-// 4096 x 4096 (96) lost 1.5-2.4%, and f32 rows, packed two a register no more, lost up to 11%
-// (bench/results/2026-11-26-h200-row-prefetch.md). LOOM_TUNE_ROW_PREFETCH=0 or 1: never or always.
+// The row's loads taken one row set ahead (norm_detail::loadsAhead).
 std::vector<std::pair<Leaf, DType>> NormLowering::prefetchedLoads() const {
-  constexpr int64_t kAheadValues = 80;
-  std::vector<std::pair<Leaf, DType>> out;
-  if ((tune_.row_prefetch && *tune_.row_prefetch == 0) || !unrolled_ || k_.col_smem) return out;
-  const size_t nout = k_.outer_shape.size();
-  lower::visitPostOrder(roots_, [&](const ENode& n) {
-    if (n.kind != ENode::Kind::Load) return;
-    const auto& s = n.leaf.strides;
-    const bool rows = std::any_of(s.begin(), s.begin() + static_cast<long>(nout), [](int64_t x) { return x != 0; });
-    const std::pair<Leaf, DType> l{n.leaf, n.dtype};
-    if (rows && !rowOnly(s, nout) && std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
-  });
-  const int64_t held = int64_t{k_.chunks} * k_.vec * (2 * static_cast<int64_t>(out.size()) + static_cast<int64_t>(columns_.size()));
-  const bool narrow = std::all_of(out.begin(), out.end(), [](const auto& l) { return dtypeBytes(l.second) == 2; });
-  if (!tune_.row_prefetch && (held > kAheadValues || !narrow || widestColumnAcc() != DType::F32)) out.clear();
-  return out;
+  if (!unrolled_) return {};
+  return norm_detail::loadsAhead(k_, !k_.col_smem, tune_);
 }
 
 std::vector<ExprP> NormLowering::loadRowSet(const ExprP& first_row) {
@@ -126,9 +107,9 @@ std::vector<ExprP> NormLowering::loadRowSet(const ExprP& first_row) {
 // added nowhere); its threads carry one partial per column reduction and chunk through them,
 // and the next row set's data where it is loaded ahead (prefetchedLoads).
 void NormLowering::columnRows(const ExprP& blk) {
-  LOOM_ASSERT(unrolled_ != k_.col_smem && k_.split == 1 && !k_.async_fill && !k_.rowTier() && k_.smem_leaves.empty() &&
+  LOOM_ASSERT((unrolled_ || k_.col_smem) && k_.split == 1 && !k_.async_fill && !k_.rowTier() && k_.smem_leaves.empty() &&
                   (k_.smem_bytes == 0) != k_.col_smem && (!k_.col_smem || k_.rows_per_block == 1),
-              "column reductions beside rows held other than in registers, or streamed with partials in shared memory");
+              "column reductions beside rows held other than in registers, or streamed, with partials in shared memory");
   const int ws = static_cast<int>(out_.params.size()) - 1;
   ws_ = b_.bindAs("workspace", kir::intrinsic(kir::Intrinsic::ParamAddr, Type::addr(), {kir::intConst(ws)}));
   int64_t bytes = NormKernel::kColumnCounterBytes;
