@@ -3,7 +3,10 @@ beside the stock model, fp16 AMP, from the same initial weights and the same bat
 by step, and train images/s, eager and torch.compile, NCHW and channels-last, in one process.
 
     python3 bench/torch_convnext.py [--steps 20] [--batch 64] [--modes eager,compile]
-                                    [--layouts nchw,nhwc]
+                                    [--layouts nchw,nhwc] [--rounds R]
+
+--rounds R runs the torch/loom pair R times in turn (the host of the GPU machine drifts between
+runs: images/s of one pair are comparable, of separate runs less so).
 """
 import argparse
 import copy
@@ -47,6 +50,7 @@ def main():
     ap.add_argument("--modes", default="eager,compile")
     ap.add_argument("--layouts", default="nchw,nhwc")
     ap.add_argument("--model", default="convnext_base")
+    ap.add_argument("--rounds", type=int, default=1)
     a = ap.parse_args()
     torch.manual_seed(0)
     base = timm.create_model(a.model, pretrained=False).cuda()
@@ -64,7 +68,7 @@ def main():
         xs = [b.contiguous(memory_format=fmt) for b in batches]
         for mode in a.modes.split(","):
             ref = None
-            for norms in ("torch", "loom"):
+            for norms in ("torch", "loom") * a.rounds:
                 model = timm.create_model(a.model, pretrained=False).cuda()
                 model.load_state_dict(state)
                 model = model.to(memory_format=fmt)

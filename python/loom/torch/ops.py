@@ -82,20 +82,32 @@ class _Op:
         return fn
 
     def register_autograd(self, backward, setup_context):
-        torch.library.register_autograd(self.qualname, backward, setup_context=setup_context, lib=_LIB)
+        def setup(ctx, inputs, output):
+            # The statistics' gradients are never read: none are made as zeros for them (two
+            # allocations and fills a call otherwise).
+            ctx.set_materialize_grads(False)
+            ctx.n_inputs = len(inputs)
+            setup_context(ctx, inputs, output)
+
+        def grads_of(ctx, dy, *rest):
+            if dy is None:  # the output unused: no gradient flows back
+                return (None,) * ctx.n_inputs
+            return backward(ctx, dy, *rest)
+
+        torch.library.register_autograd(self.qualname, grads_of, setup_context=setup, lib=_LIB)
         impl = self.impl
 
         class Fn(torch.autograd.Function):
             @staticmethod
             def forward(ctx, *args):
                 out = impl(*args)
-                setup_context(ctx, args, out)
+                setup(ctx, args, out)
                 ctx.mark_non_differentiable(*out[1:])
                 return out
 
             @staticmethod
             def backward(ctx, *grads):
-                return backward(ctx, *grads)
+                return grads_of(ctx, *grads)
 
         self._eager = Fn.apply
 
