@@ -52,7 +52,7 @@ void checkCu(int result, const char* call);
   X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)                            \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate) X(cuStreamDestroy_v2)              \
-  X(cuStreamSynchronize)                                                                     \
+  X(cuStreamSynchronize) X(cuStreamGetId)                                                   \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)          \
   X(cuEventDestroy_v2)
 

@@ -320,6 +320,12 @@ Stream& Stream::operator=(Stream&& o) noexcept {
   return *this;
 }
 
+std::uint64_t streamId(StreamHandle stream) {
+  unsigned long long id = 0;
+  LOOM_CU(cuStreamGetId, toCu<CUstream>(stream), &id);
+  return id;
+}
+
 void Stream::synchronize() const { LOOM_CU(cuStreamSynchronize, toCu<CUstream>(handle_)); }
 
 // ---- Event ----

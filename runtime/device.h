@@ -145,6 +145,11 @@ void checkResidentAtOnce(const Kernel& kernel, const LaunchConfig& config);
 // Sets `bytes` bytes at device address `ptr` to `byte`, in order on `stream`.
 void memsetAsync(std::uintptr_t ptr, std::uint8_t byte, std::size_t bytes, StreamHandle stream = 0);
 
+// Which stream `stream` is, for keeping per-stream state: the driver's id of it (unique in the
+// context, so a handle reused after cuStreamDestroy, and the per-thread default stream of each
+// thread, are told apart).
+std::uint64_t streamId(StreamHandle stream);
+
 // Launches asynchronously on `stream`. `args` points at each kernel parameter's value, in
 // order (as cuLaunchKernel wants). Dynamic shared memory above 48 KiB is opted into here.
 // Clusters and cooperative launches go through cuLaunchKernelEx (the grid must be a multiple

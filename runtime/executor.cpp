@@ -43,21 +43,23 @@ struct Executor::Entry {
   // What the plan's launches on one stream write besides the outputs: the intermediates between
   // its kernels, and per kernel its global scratch (grid-wide reductions), zeroed once when
   // allocated (every launch leaves its counters at zero). One set per stream the plan has run
-  // on: launches on two streams may run at once, and must not share it.
+  // on (by the driver's stream id): launches on two streams may run at once, and must not share
+  // it. Kept while the Executor lives.
   struct Scratch {
-    std::uintptr_t stream = 0;
+    std::uint64_t stream_id = 0;
     std::vector<DeviceTensor> temps;
     std::vector<runtime::DeviceBuffer> workspaces;
   };
   std::vector<std::unique_ptr<Scratch>> scratch;
 
   // The scratch for launches on `stream`, allocated (workspaces zeroed on that stream) at the
-  // plan's first launch there.
+  // plan's first use there.
   Scratch& scratchFor(std::uintptr_t stream) {
+    const std::uint64_t id = runtime::streamId(stream);
     for (auto& s : scratch)
-      if (s->stream == stream) return *s;
+      if (s->stream_id == id) return *s;
     auto s = std::make_unique<Scratch>();
-    s->stream = stream;
+    s->stream_id = id;
     for (const auto& d : plan.temps) s->temps.push_back(DeviceTensor::allocate(d.dtype, d.shape, d.strides));
     for (const auto& pk : plan.kernels) {
       s->workspaces.emplace_back(static_cast<std::size_t>(pk.kernel.workspace_bytes));
@@ -176,6 +178,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     const CompiledKernel& ck = entry->plan.kernels[k].kernel;
     if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
   }
+  entry->scratchFor(stream_);  // (the stream it is prepared on: no allocation at its first launch)
   dumpIfEnabled(DumpStage::Launch, f_.name(),
                 fmt::format("{} kernel(s) prepared in {:.1f} ms\n", entry->plan.kernels.size(), msSince(t0)));
   // Kernels of a plan compile in parallel: their LLVM->PTX times may add up past the wall time.

@@ -3,9 +3,10 @@
 // strides, alignment) compiles (or finds the kernel in the memory or disk cache); later calls
 // only launch.
 //
-// One Executor serves one host thread at a time: its plans, intermediates and grid-reduction
-// workspaces are its own and reused by every launch, in stream order. Threads that launch at
-// once (LOOM_STREAM=per-thread) each need their own Executor.
+// One Executor serves one host thread at a time (its plans and its stream are not guarded).
+// Each plan keeps its intermediates and grid-reduction workspaces per stream it runs on, reused
+// by every launch there in stream order, so launches on several streams may run at once; they
+// are held while the Executor lives.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -69,7 +70,8 @@ class Executor {
   void launch(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
   // Launches only kernel `k` of the plan for these inputs (planFor(inputs).kernels[k]), as
   // launch() does, in the same stream: for timing one kernel of a plan. It reads the
-  // intermediates an earlier kernel wrote, so run the whole plan first (runInto or launch).
+  // intermediates an earlier kernel wrote, so run the whole plan first (runInto or launch) on
+  // the same stream.
   void launchKernel(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
                     size_t k);
 
