@@ -190,6 +190,23 @@ TEST_CASE("column partials in shared memory beside rows in registers, where that
   CHECK(placed("rms_norm_backward", DType::BF16, {{"N", 8192}, {"D", 4096}}, std::nullopt) == std::string("registers"));
   CHECK(placed("layer_norm_backward", DType::F32, sizes, std::nullopt) == std::string("registers"));
   CHECK(placed("layer_norm_backward", DType::F16, {{"N", 4096}, {"D", 1024}}, 1) == std::string("registers"));
+  // Where the loads ahead fit beside neither (4 chunks a thread at D = 8192): 512 threads a row,
+  // 2 chunks each, the partials in shared memory; f32 rows (never ahead) keep theirs in registers.
+  auto threads = [&](DType t, std::optional<int> knob) {
+    auto g = findExample("layer_norm_backward")->build(t);
+    const Bindings wide{{"N", 4096}, {"D", 8192}};
+    CompileOptions opts{{90, 132}};
+    opts.tuning.column_smem = knob;
+    StageText st;
+    auto kw = compileFusion(*g, wide, descsFor(*g, wide), opts, &st);
+    LOOM_CHECK_PTXAS(kw.ptx, 90);
+    return std::string(has(st[DumpStage::Schedule], "512 threads per row, 2 chunks") ? "512" : "other") +
+           (has(st[DumpStage::Schedule], "in slots of its own in shared memory") ? " smem" : " registers");
+  };
+  CHECK(threads(DType::F16, std::nullopt) == "512 smem");
+  CHECK(threads(DType::BF16, std::nullopt) == "512 smem");
+  CHECK(threads(DType::F16, 0) == "other registers");
+  CHECK(threads(DType::F32, std::nullopt) == "other registers");
   // The knob: never, or always where one row fills a block.
   CHECK(placed("layer_norm_backward", DType::F16, sizes, 0) == std::string("registers"));
   CHECK(placed("rms_norm_backward", DType::BF16, {{"N", 8192}, {"D", 4096}}, 1) == std::string("smem"));

@@ -53,10 +53,10 @@ std::vector<std::pair<Leaf, DType>> loadsAhead(const NormKernel& k, bool partial
   const int64_t partials = partials_in_registers ? static_cast<int64_t>(cols.size()) : 0;
   const int64_t held = int64_t{k.chunks} * k.vec * (2 * static_cast<int64_t>(out.size()) + partials);
   const bool narrow = std::all_of(out.begin(), out.end(), [](const auto& l) { return dtypeBytes(l.second) == 2; });
-  const bool f32_partials = std::all_of(cols.begin(), cols.end(), [](const ENode* r) {
-    return computeDType(r->dtype) == DType::F32;
+  const bool narrow_partials = std::all_of(cols.begin(), cols.end(), [](const ENode* r) {
+    return dtypeBytes(computeDType(r->dtype)) <= 4;
   });
-  if (!tune.row_prefetch && (held > kAheadValues || !narrow || !f32_partials)) out.clear();
+  if (!tune.row_prefetch && (held > kAheadValues || !narrow || !narrow_partials)) out.clear();
   return out;
 }
 
@@ -95,7 +95,7 @@ struct ColumnShape {
 };
 
 ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const CompileOptions& opts,
-                         const std::vector<const ENode*>& cols, ColumnPlace place) {
+                         const std::vector<const ENode*>& cols, ColumnPlace place, int threads = 0) {
   const bool in_smem = place == ColumnPlace::Streamed;
   const bool smem_partials = place != ColumnPlace::Registers;
   const int64_t row_chunks = k.rowElems() / k.vec;
@@ -109,6 +109,7 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
   // A streamed row holds nothing between passes: 512 threads, up to kMaxChunks chunks each.
   int T = in_smem ? std::min(512, lim.max_block) : std::clamp(nextPow2(row_chunks), 32, std::min(256, lim.max_block));
   while ((row_chunks + T - 1) / T > (in_smem ? kMaxChunks : 4) && T < lim.max_block) T *= 2;
+  if (threads) T = threads;
   if (opts.tuning.threads_per_row) T = *opts.tuning.threads_per_row;
   s.T = T;
   s.chunks = static_cast<int>((row_chunks + T - 1) / T);
@@ -165,10 +166,21 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   };
   const bool beside = knob ? *knob == 1
                            : s.fits && s.block == s.T && !aheadWith(s, true) && aheadWith(s, false);
+  // (By default only where the slots leave the SM as many threads: with 100 KiB of shared
+  // memory an SM, sm_86's, they would halve its blocks.)
+  auto threadsPerSm = [](const ColumnShape& c) { return c.per_sm * c.block; };
   if (beside) {
     ColumnShape b = shapeColumns(k, lim, opts, cols, ColumnPlace::SmemPartials);
     if (!knob) b.per_sm = std::min(b.per_sm, s.per_sm);
-    if (b.fits) s = b;
+    if (b.fits && (knob || b.per_sm == s.per_sm)) s = b;
+  } else if (!knob && !opts.tuning.threads_per_row && s.fits && s.block == s.T && !aheadWith(s, false) &&
+             2 * s.T <= std::min(512, lim.max_block)) {
+    // Nor without the partials (4 chunks a thread): twice the threads a row, half the chunks
+    // each, which the loads ahead then fit (layer_norm_backward f16 4096 x 8192: 2359 -> 2609
+    // GB/s on the H200, one block of 512 an SM; at 2 chunks a thread, 4096 x 4096, the same
+    // lost 11%).
+    const ColumnShape b = shapeColumns(k, lim, opts, cols, ColumnPlace::SmemPartials, 2 * s.T);
+    if (b.fits && aheadWith(b, false) && threadsPerSm(b) >= threadsPerSm(s)) s = b;
   }
   // A row too long for its partials beside it in registers: the partials in shared memory.
   if (!s.fits) {
