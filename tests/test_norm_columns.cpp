@@ -212,6 +212,25 @@ TEST_CASE("column partials in shared memory beside rows in registers, where that
   CHECK(placed("rms_norm_backward", DType::BF16, {{"N", 8192}, {"D", 4096}}, 1) == std::string("smem"));
 }
 
+TEST_CASE("column kernels take fewer blocks an SM where that shortens the rows' tail", "[schedule][norm][columns]") {
+  auto grid = [](const Bindings& sizes, bool symbolic) {
+    auto f = findExample("layer_norm_backward")->build(DType::F16);
+    CompileOptions opts{{90, 132}};
+    opts.tuning.symbolic = symbolic;
+    StageText st;
+    compileFusion(*f, sizes, descsFor(*f, sizes), opts, &st);
+    const std::string& s = st[DumpStage::Schedule];
+    const size_t at = s.find("cooperative grid of ");
+    return at == std::string::npos ? std::string() : s.substr(at + 20, s.find(')', at) - at - 19);
+  };
+  // 2048 sets of 2 rows: 6 trips of 396 blocks (3 an SM) against 8 of 264, 11% less.
+  CHECK(grid({{"N", 4096}, {"D", 1024}}, false) == "264 blocks (2 per SM)");
+  // 16384 sets: 42 trips of 396 against 63 of 264, a tie: the blocks the registers allow.
+  CHECK(grid({{"N", 32768}, {"D", 1024}}, false) == "396 blocks (3 per SM)");
+  // A kernel serving many row counts keeps them too.
+  CHECK(grid({{"N", 4096}, {"D", 1024}}, true) == "396 blocks (3 per SM)");
+}
+
 TEST_CASE("column sums, maxima and means beside a layer norm: one kernel, any of them", "[schedule][norm][columns]") {
   FusionBuilder fb("ln_cols");
   auto x = fb.input("x", DType::F16, {"N", "D"});

@@ -147,6 +147,27 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
   return s;
 }
 
+// Blocks an SM, fewer than the registers allow where that shortens the tail: each block walks
+// ceil(sets / grid) row sets, and the blocks of an SM share its bandwidth, so the rows take
+// about ceil(sets / (per_sm SMs)) x per_sm set-times. Fewer blocks are taken only where that
+// is at least 10% less (more blocks hide more latency): layer_norm_backward f16 4096 x 1024
+// (2048 sets: 6 trips of 3 blocks an SM against 8 of 2) ran 13.9% faster at 2 on the H200,
+// 32768 x 1024 (a tie) 8% slower (bench/results/2026-11-26-h200-column-smem.md). Not for a
+// kernel that serves many row counts (symbolic sizes), nor under LOOM_TUNE_MIN_BLOCKS.
+int fewerBlocksForTail(const NormKernel& k, const ColumnShape& s, const CompileOptions& opts) {
+  if (opts.tuning.symbolic || opts.tuning.min_blocks) return s.per_sm;
+  const int64_t sets = (k.rows() + s.block / s.T - 1) / (s.block / s.T);
+  auto cost = [&](int p) {
+    const int64_t grid = std::min<int64_t>(sets, int64_t{p} * opts.device.sm_count);
+    return (sets + grid - 1) / grid * p;
+  };
+  int best = s.per_sm;
+  // (Where the sets do not fill p blocks an SM, p would change the registers, not the tail.)
+  for (int p = s.per_sm - 1; p >= 1 && sets > int64_t{p} * opts.device.sm_count; --p)
+    if (cost(p) * 10 <= cost(best) * 9) best = p;
+  return best;
+}
+
 }  // namespace
 
 Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const CompileOptions& opts) {
@@ -192,7 +213,7 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
     return {fit, fmt::format("the row and its column partials ({} values a thread, {} chunks of {}) do not fit the "
                              "registers of blocks of {} threads, nor the partials shared memory",
                              s.held + s.partials, s.chunks, k.vec, s.block)};
-  const int T = s.T, block = s.block, per_sm = s.per_sm;
+  const int T = s.T, block = s.block, per_sm = fewerBlocksForTail(k, s, opts);
   fit.fits = true;
   fit.per_sm = per_sm;
   k.threads_per_row = T;
