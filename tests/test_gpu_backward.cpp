@@ -36,9 +36,11 @@ TEST_CASE("backward built-ins at odd sizes", "[gpu][backward]") {
   const std::vector<Case> cases = {
       {"layer_norm_backward", DType::F16, {{"N", 3}, {"D", 1531}}, false},
       {"layer_norm_backward", DType::BF16, {{"N", 65544}, {"D", 77}}, false},
-      // Column partials in shared memory beside rows in registers: 256 and 512 threads a row.
-      {"layer_norm_backward", DType::F16, {{"N", 37}, {"D", 4100}}, false},
+      // Column partials in shared memory beside rows in registers, 256 threads a row (5 x 3000)
+      // and 512 (300 x 6000); rows of 3 chunks at 512 threads, partials in registers.
+      {"layer_norm_backward", DType::F16, {{"N", 5}, {"D", 3000}}, false},
       {"layer_norm_backward", DType::BF16, {{"N", 300}, {"D", 6000}}, false},
+      {"layer_norm_backward", DType::F16, {{"N", 37}, {"D", 4100}}, false},
       {"rms_norm_backward", DType::F16, {{"N", 5}, {"D", 8200}}, false},
       {"rms_norm_backward", DType::F32, {{"N", 1}, {"D", 4099}}, false},
       {"softmax_backward", DType::F16, {{"N", 7}, {"D", 65544}}, false},

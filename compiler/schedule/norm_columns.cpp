@@ -147,25 +147,25 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
   return s;
 }
 
-// Blocks an SM, fewer than the registers allow where that shortens the tail: each block walks
-// ceil(sets / grid) row sets, and the blocks of an SM share its bandwidth, so the rows take
-// about ceil(sets / (per_sm SMs)) x per_sm set-times. Fewer blocks are taken only where that
-// is at least 10% less (more blocks hide more latency): layer_norm_backward f16 4096 x 1024
-// (2048 sets: 6 trips of 3 blocks an SM against 8 of 2) ran 13.9% faster at 2 on the H200,
-// 32768 x 1024 (a tie) 8% slower (bench/results/2026-11-26-h200-column-smem.md). Not for a
-// kernel that serves many row counts (symbolic sizes), nor under LOOM_TUNE_MIN_BLOCKS.
+// Blocks an SM, one fewer than the registers allow where that shortens the tail: each block
+// walks ceil(sets / grid) row sets, and the blocks of an SM share its bandwidth, so the rows
+// take about ceil(sets / (per_sm SMs)) x per_sm set-times. One block fewer is taken where that
+// is at least 10% less and leaves two an SM or more: layer_norm_backward f16 4096 x 1024 (2048
+// sets: 6 trips of 3 blocks an SM against 8 of 2) ran 13.9% faster at 2 on the H200, while at
+// equal trips fewer blocks lost (32768 x 1024: 8% at 2; rms_norm_backward 32768 x 1024: 12% at
+// 2 of 4), so the model is not trusted further down (bench/results/2026-11-26-h200-column-smem.md).
+// Not for a kernel that serves many row counts (symbolic sizes), nor under LOOM_TUNE_MIN_BLOCKS.
 int fewerBlocksForTail(const NormKernel& k, const ColumnShape& s, const CompileOptions& opts) {
-  if (opts.tuning.symbolic || opts.tuning.min_blocks) return s.per_sm;
+  const int p = s.per_sm - 1;
+  if (opts.tuning.symbolic || (opts.tuning.min_blocks && *opts.tuning.min_blocks > 0) || p < 2) return s.per_sm;
   const int64_t sets = (k.rows() + s.block / s.T - 1) / (s.block / s.T);
-  auto cost = [&](int p) {
-    const int64_t grid = std::min<int64_t>(sets, int64_t{p} * opts.device.sm_count);
-    return (sets + grid - 1) / grid * p;
-  };
-  int best = s.per_sm;
   // (Where the sets do not fill p blocks an SM, p would change the registers, not the tail.)
-  for (int p = s.per_sm - 1; p >= 1 && sets > int64_t{p} * opts.device.sm_count; --p)
-    if (cost(p) * 10 <= cost(best) * 9) best = p;
-  return best;
+  if (sets <= int64_t{p} * opts.device.sm_count) return s.per_sm;
+  auto cost = [&](int q) {
+    const int64_t grid = int64_t{q} * opts.device.sm_count;
+    return (sets + grid - 1) / grid * q;
+  };
+  return cost(p) * 10 <= cost(s.per_sm) * 9 ? p : s.per_sm;
 }
 
 }  // namespace
@@ -248,11 +248,13 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
       : s.place == ColumnPlace::SmemPartials
           ? fmt::format("in slots of its own in shared memory ({} KiB a block), the row in registers", kib(s.smem))
           : "in registers";
-  return {fit, fmt::format("{} column reduction{} over {} beside the rows': a cooperative grid of {} blocks ({} per SM) "
+  const std::string fewer =
+      per_sm < s.per_sm ? std::string(", one fewer than the registers allow: the sets' last trip fuller") : "";
+  return {fit, fmt::format("{} column reduction{} over {} beside the rows': a cooperative grid of {} blocks ({} per SM{}) "
                            "walks the {} sets of {} row{}, each thread adding its chunks' values {}; the {} "
                            "blocks' partials{} meet in a global workspace ({} KiB) and, after a grid-wide barrier, are "
                            "combined in a fixed order ({} tiles of {} chunks of columns, {} threads down the partials)",
-                           cols.size(), cols.size() == 1 ? "" : "s", k.outer_atoms, k.grid, per_sm, sets,
+                           cols.size(), cols.size() == 1 ? "" : "s", k.outer_atoms, k.grid, per_sm, fewer, sets,
                            k.rows_per_block, k.rows_per_block == 1 ? "" : "s", where, k.col_partials,
                            k.rows_per_block == 1 ? "" : " (its rows' added in shared memory first)", kib(bytes),
                            k.col_tiles, k.col_bx, k.col_by)};
