@@ -52,6 +52,13 @@ struct Executor::Entry {
   };
   std::vector<std::unique_ptr<Scratch>> scratch;
 
+  // Whether the plan's launches write anything besides the outputs (most do not: their launches
+  // ask nothing of the stream).
+  bool usesScratch() const {
+    return !plan.temps.empty() || std::any_of(plan.kernels.begin(), plan.kernels.end(),
+                                              [](const auto& pk) { return pk.kernel.workspace_bytes > 0; });
+  }
+
   // The scratch for launches on `stream`, allocated (workspaces zeroed on that stream) at the
   // plan's first use there.
   Scratch& scratchFor(std::uintptr_t stream) {
@@ -178,7 +185,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     const CompiledKernel& ck = entry->plan.kernels[k].kernel;
     if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
   }
-  entry->scratchFor(stream_);  // (the stream it is prepared on: no allocation at its first launch)
+  if (entry->usesScratch()) entry->scratchFor(stream_);  // (the stream it is prepared on: none made at its first launch)
   dumpIfEnabled(DumpStage::Launch, f_.name(),
                 fmt::format("{} kernel(s) prepared in {:.1f} ms\n", entry->plan.kernels.size(), msSince(t0)));
   // Kernels of a plan compile in parallel: their LLVM->PTX times may add up past the wall time.
@@ -284,7 +291,7 @@ Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
 
 void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
                          const std::vector<DeviceTensor>& outputs) {
-  Entry::Scratch& scratch = e.scratchFor(stream_);
+  Entry::Scratch* scratch = e.usesScratch() ? &e.scratchFor(stream_) : nullptr;
   uintptr_t ptrs[64];
   void* args[64];
   const auto& pk = e.plan.kernels[k];
@@ -295,13 +302,12 @@ void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& in
     const TensorRef& r = pk.args[i];
     const size_t idx = static_cast<size_t>(r.index);
     ptrs[i] = r.kind == TensorRef::Kind::Input ? inputs[idx].ptr()
-              : r.kind == TensorRef::Kind::Output ? outputs[idx].ptr() : scratch.temps[idx].ptr();
+              : r.kind == TensorRef::Kind::Output ? outputs[idx].ptr() : scratch->temps[idx].ptr();
     args[i] = &ptrs[i];
   }
-  const runtime::DeviceBuffer& ws = scratch.workspaces[k];
   size_t n = pk.args.size();
-  if (ws.size()) {
-    ptrs[n] = ws.ptr();
+  if (pk.kernel.workspace_bytes) {
+    ptrs[n] = scratch->workspaces[k].ptr();
     args[n] = &ptrs[n];
     ++n;
   }

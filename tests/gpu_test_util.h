@@ -66,24 +66,37 @@ inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
   checkOnGpuWith(f, sizes, randomHostInputs(f, sizes, layouts, seed, lo, hi));
 }
 
+// Random inputs of `f` on the GPU (seeded from `seed`, dense).
+inline std::vector<DeviceTensor> randomDeviceInputs(const ir::Fusion& f, const Bindings& sizes, uint64_t seed) {
+  std::vector<DeviceTensor> dev;
+  for (const auto& h : randomHostInputs(f, sizes, {}, seed)) dev.push_back(DeviceTensor::fromHost(h));
+  return dev;
+}
+
+// Each output's bytes, copied to the host.
+inline std::vector<std::vector<char>> outputBytes(const std::vector<DeviceTensor>& outs) {
+  std::vector<std::vector<char>> all;
+  for (const auto& o : outs) {
+    HostTensor h = o.toHost();
+    all.emplace_back(static_cast<const char*>(h.data()), static_cast<const char*>(h.data()) + h.nbytes());
+  }
+  return all;
+}
+
 // Random inputs (seeded from `seed`), then 10 runs into fresh poisoned outputs: every output's
 // bytes the same each time (reductions split over blocks combine in a fixed order).
 inline void checkBitwiseRepeatable(const ir::Fusion& f, const Bindings& sizes, uint64_t seed) {
-  std::vector<HostTensor> host;
-  for (const ir::Value* v : f.inputs()) host.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, -1, 1));
   Executor ex(f);
-  std::vector<DeviceTensor> dev;
-  for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+  const std::vector<DeviceTensor> dev = randomDeviceInputs(f, sizes, seed);
   std::vector<std::vector<char>> first;
   for (int run = 0; run < 10; ++run) {
     auto outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
     ex.runInto(dev, outs, sizes);
+    const auto bytes = outputBytes(outs);
     for (size_t i = 0; i < outs.size(); ++i) {
-      HostTensor h = outs[i].toHost();
-      std::vector<char> bytes(static_cast<const char*>(h.data()), static_cast<const char*>(h.data()) + h.nbytes());
       INFO(f.name() << " output " << f.outputs()[i].name << " run " << run);
-      if (run == 0) first.push_back(bytes);
-      else CHECK(bytes == first[i]);
+      if (run == 0) first.push_back(bytes[i]);
+      else CHECK(bytes[i] == first[i]);
     }
   }
 }

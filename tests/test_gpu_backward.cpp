@@ -94,27 +94,15 @@ TEST_CASE("one plan run on two streams at once keeps each stream's scratch apart
     auto f = findExample(c.name)->build(DType::F16);
     INFO(c.name);
     Executor ex(*f);
-    std::vector<std::vector<DeviceTensor>> ins(2);
-    for (int s = 0; s < 2; ++s) {
-      uint64_t seed = 100 + 50 * static_cast<uint64_t>(s);
-      for (const ir::Value* v : f->inputs())
-        ins[s].push_back(DeviceTensor::fromHost(HostTensor::random(v->dtype(), evalShape(v, c.sizes), seed++, -1, 1)));
-    }
+    const std::vector<std::vector<DeviceTensor>> ins = {test::randomDeviceInputs(*f, c.sizes, 100),
+                                                         test::randomDeviceInputs(*f, c.sizes, 150)};
     REQUIRE(ex.planFor(ins[0], c.sizes).kernels.size() >= 1);
-    auto bytesOf = [](const std::vector<DeviceTensor>& outs) {
-      std::vector<std::vector<char>> all;
-      for (const auto& o : outs) {
-        HostTensor h = o.toHost();
-        all.emplace_back(static_cast<const char*>(h.data()), static_cast<const char*>(h.data()) + h.nbytes());
-      }
-      return all;
-    };
     std::vector<std::vector<std::vector<char>>> alone;
     for (int s = 0; s < 2; ++s) {
       auto outs = ex.allocateOutputs(ins[s], c.sizes, /*poison=*/true);
       ex.runInto(ins[s], outs, c.sizes);
       runtime::Device::get().synchronize();
-      alone.push_back(bytesOf(outs));
+      alone.push_back(test::outputBytes(outs));
     }
     // Outputs made (and poisoned, on the legacy stream) first: then only launches go to the two
     // streams, which do not wait for each other.
@@ -132,7 +120,7 @@ TEST_CASE("one plan run on two streams at once keeps each stream's scratch apart
     for (int s = 0; s < 2; ++s)
       for (size_t round = 0; round < outs[s].size(); ++round) {
         INFO("stream " << s << " round " << round);
-        CHECK(bytesOf(outs[s][round]) == alone[s]);
+        CHECK(test::outputBytes(outs[s][round]) == alone[s]);
       }
   }
 }

@@ -12,9 +12,13 @@ using lower::ENode;
 
 namespace {
 
-// The column reductions the stores read, in the order the lowering gives them workspace.
-std::vector<lower::EPtr> storeRoots(const NormKernel& k);
+std::vector<lower::EPtr> storeRoots(const NormKernel& k) {
+  std::vector<lower::EPtr> roots;
+  for (const auto& s : k.stores) roots.push_back(s.value);
+  return roots;
+}
 
+// The column reductions the stores read, in the order the lowering gives them workspace.
 std::vector<const ENode*> columnReductions(const NormKernel& k) {
   std::vector<const ENode*> out;
   lower::visitPostOrder(storeRoots(k), [&](const ENode& n) {
@@ -29,15 +33,10 @@ bool readsRowReduction(const ENode& n) {
   return std::any_of(n.args.begin(), n.args.end(), [](const lower::EPtr& a) { return readsRowReduction(*a); });
 }
 
-std::vector<lower::EPtr> storeRoots(const NormKernel& k) {
-  std::vector<lower::EPtr> roots;
-  for (const auto& s : k.stores) roots.push_back(s.value);
-  return roots;
-}
-
 }  // namespace
 
-std::vector<std::pair<Leaf, DType>> loadsAhead(const NormKernel& k, bool partials_in_registers, const Tuning& tune) {
+std::vector<std::pair<Leaf, DType>> loadsAhead(const NormKernel& k, int chunks, bool partials_in_registers,
+                                               const Tuning& tune) {
   constexpr int64_t kAheadValues = 80;
   std::vector<std::pair<Leaf, DType>> out;
   if (tune.row_prefetch && *tune.row_prefetch == 0) return out;
@@ -51,7 +50,7 @@ std::vector<std::pair<Leaf, DType>> loadsAhead(const NormKernel& k, bool partial
   });
   const std::vector<const ENode*> cols = columnReductions(k);
   const int64_t partials = partials_in_registers ? static_cast<int64_t>(cols.size()) : 0;
-  const int64_t held = int64_t{k.chunks} * k.vec * (2 * static_cast<int64_t>(out.size()) + partials);
+  const int64_t held = int64_t{chunks} * k.vec * (2 * static_cast<int64_t>(out.size()) + partials);
   const bool narrow = std::all_of(out.begin(), out.end(), [](const auto& l) { return dtypeBytes(l.second) == 2; });
   const bool narrow_partials = std::all_of(cols.begin(), cols.end(), [](const ENode* r) {
     return dtypeBytes(computeDType(r->dtype)) <= 4;
@@ -181,9 +180,7 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   // LOOM_TUNE_COLUMN_SMEM=1 or 0: always (blocks an SM as the registers allow) or never.
   const std::optional<int>& knob = opts.tuning.column_smem;
   auto aheadWith = [&](const ColumnShape& c, bool in_registers) {
-    NormKernel t = k;
-    t.chunks = c.chunks;
-    return !loadsAhead(t, in_registers, opts.tuning).empty();
+    return !loadsAhead(k, c.chunks, in_registers, opts.tuning).empty();
   };
   const bool beside = knob ? *knob == 1
                            : s.fits && s.block == s.T && !aheadWith(s, true) && aheadWith(s, false);

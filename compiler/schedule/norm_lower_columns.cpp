@@ -88,7 +88,7 @@ void NormLowering::storeSmemPartial(size_t col, const ExprP& ci, const ExprP& v)
 // The row's loads taken one row set ahead (norm_detail::loadsAhead).
 std::vector<std::pair<Leaf, DType>> NormLowering::prefetchedLoads() const {
   if (!unrolled_) return {};
-  return norm_detail::loadsAhead(k_, !k_.col_smem, tune_);
+  return norm_detail::loadsAhead(k_, k_.chunks, !k_.col_smem, tune_);
 }
 
 std::vector<ExprP> NormLowering::loadRowSet(const ExprP& first_row) {
