@@ -42,6 +42,11 @@ TEST_CASE("backward built-ins at odd sizes", "[gpu][backward]") {
       {"layer_norm_backward", DType::BF16, {{"N", 300}, {"D", 6000}}, false},
       {"layer_norm_backward", DType::F16, {{"N", 37}, {"D", 4100}}, false},
       {"rms_norm_backward", DType::F16, {{"N", 5}, {"D", 8200}}, false},
+      // Streamed rows, two blocks of 256 an SM (rows no block count divides, rows of chunks the
+      // threads do not divide), and one of 512 (too few rows a block for two).
+      {"rms_norm_backward", DType::BF16, {{"N", 1601}, {"D", 16376}}, false},
+      {"rms_norm_backward", DType::F16, {{"N", 2000}, {"D", 12296}}, false},
+      {"rms_norm_backward", DType::BF16, {{"N", 301}, {"D", 16376}}, false},
       {"rms_norm_backward", DType::F32, {{"N", 1}, {"D", 4099}}, false},
       {"softmax_backward", DType::F16, {{"N", 7}, {"D", 65544}}, false},
       {"group_norm_backward", DType::F16, {{"N", 1}, {"C", 96}, {"H", 7}, {"W", 9}}, false},

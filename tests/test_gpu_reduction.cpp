@@ -153,17 +153,19 @@ TEST_CASE("norm backward of long rows: dw and db from partials in shared memory"
 
 TEST_CASE("split reductions are bitwise the same from run to run", "[gpu][reduction]") {
   if (!test::haveGpu()) return;
-  // The third and fourth: layer norm backward's dw and db, column reductions of its one kernel
-  // (the partials in registers, then in shared memory).
-  for (int which = 0; which < 4; ++which) {
+  // The third to fifth: layer and RMS norm backward's dw (and db), column reductions of their one
+  // kernel (the partials in registers, then in shared memory, then two blocks an SM of them).
+  for (int which = 0; which < 5; ++which) {
     auto f = which == 0   ? fullReduce(DType::F32, "sum")
              : which == 1 ? colSums(DType::F16)
              : which == 2 ? findExample("layer_norm_backward")->build(DType::F32)
-                          : findExample("layer_norm_backward")->build(DType::F16);
+             : which == 3 ? findExample("layer_norm_backward")->build(DType::F16)
+                          : findExample("rms_norm_backward")->build(DType::BF16);
     const Bindings sizes = which == 0   ? Bindings{{"N", int64_t{1} << 24}}
                            : which == 1 ? Bindings{{"M", 65536}, {"D", 1024}}
                            : which == 2 ? Bindings{{"N", 8195}, {"D", 1000}}
-                                        : Bindings{{"N", 4096}, {"D", 16384}};
+                           : which == 3 ? Bindings{{"N", 4096}, {"D", 16384}}
+                                        : Bindings{{"N", 2048}, {"D", 16384}};
     test::checkBitwiseRepeatable(*f, sizes, 7);
   }
 }

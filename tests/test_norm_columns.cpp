@@ -54,7 +54,8 @@ TEST_CASE("layer and RMS norm backward: dx, dw and db in one cooperative kernel"
 TEST_CASE("long rows keep their column partials in shared memory, each thread its own slots", "[schedule][norm][columns]") {
   // D = 16384: the row (4 chunks of 8 a thread, 512 threads) and its 64 partials do not fit
   // registers together: the row is streamed (each pass reads it again, from L2), the partials
-  // take slots in shared memory (128 KiB a block for dw and db), one block an SM.
+  // take slots in shared memory (128 KiB a block for dw and db), one block an SM (RMS norm's dw
+  // alone, 64 KiB, over 4096 rows: two an SM, below).
   for (const char* name : {"layer_norm_backward", "rms_norm_backward"}) {
     for (DType t : {DType::F16, DType::BF16, DType::F32}) {
       for (auto sizes : {Bindings{{"N", 4096}, {"D", 16384}}, Bindings{{"N", 77}, {"D", 12296}}}) {
@@ -66,7 +67,7 @@ TEST_CASE("long rows keep their column partials in shared memory, each thread it
         CHECK(p->launch.cooperative);
         CHECK(has(p->reason, "in slots of its own in shared memory"));
         CHECK(p->launch.shared_bytes >= 32 * 1024);
-        CHECK(p->launch.grid <= 132);
+        CHECK(p->launch.grid <= (has(p->reason, "two blocks an SM") ? 264 : 132));
       }
     }
   }
@@ -82,6 +83,46 @@ TEST_CASE("long rows keep their column partials in shared memory, each thread it
   // Where shared memory is smaller (sm_86: 99 KiB a block) the partials do not fit: two kernels.
   std::vector<std::string> why;
   CHECK_FALSE(planOf(*f, sizes, &why, CompileOptions{DeviceInfo{86, 84}}).has_value());
+}
+
+TEST_CASE("a streamed row with one column reduction: two blocks an SM of half the threads", "[schedule][norm][columns]") {
+  auto plan = [](const char* name, DType t, const Bindings& sizes, const CompileOptions& opts) {
+    auto f = findExample(name)->build(t);
+    std::vector<std::string> why;
+    auto p = planOf(*f, sizes, &why, opts);
+    REQUIRE(p.has_value());
+    return *p;
+  };
+  const CompileOptions h100{DeviceInfo{90, 132}};
+  // RMS norm's dw: 64 KiB of partials a block, so two blocks of 256 fit an SM, each thread 8
+  // chunks (unrolled by 4) and 128 registers.
+  for (DType t : {DType::F16, DType::BF16}) {
+    const auto p = plan("rms_norm_backward", t, {{"N", 2048}, {"D", 16384}}, h100);
+    CHECK(p.launch.block == 256);
+    CHECK(p.launch.grid == 264);
+    CHECK(has(p.reason, "half the threads a row, two blocks an SM, chunk loops unrolled by 4"));
+    CHECK(has(p.reason, "threads per row: 256, two blocks an SM"));
+  }
+  auto f = findExample("rms_norm_backward")->build(DType::BF16);
+  const Bindings sizes{{"N", 2048}, {"D", 16384}};
+  StageText st;
+  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), h100, &st);
+  CHECK(has(st[DumpStage::KIR], "unroll 4"));
+  LOOM_CHECK_PTXAS(k.ptx, 90);
+  // Fewer than 6 rows a block at two an SM: one block of 512, whose partials cost half.
+  CHECK(plan("rms_norm_backward", DType::BF16, {{"N", 1024}, {"D", 16384}}, h100).launch.block == 512);
+  // Layer norm's dw and db (128 KiB a block) let one block of 256 in: 512 threads, as before.
+  const auto ln = plan("layer_norm_backward", DType::F16, {{"N", 4096}, {"D", 16384}}, h100);
+  CHECK(ln.launch.block == 512);
+  CHECK(ln.launch.grid == 132);
+  CHECK_FALSE(has(ln.reason, "two blocks an SM"));
+  // A row of 8 chunks at 512 threads would take 16 at 256, more than a thread streams.
+  const auto wide = plan("rms_norm_backward", DType::BF16, {{"N", 2048}, {"D", 32768}}, h100);
+  CHECK(wide.launch.block == 512);
+  // The threads a row set by hand: as set.
+  CompileOptions knob = h100;
+  knob.tuning.threads_per_row = 512;
+  CHECK(plan("rms_norm_backward", DType::BF16, {{"N", 2048}, {"D", 16384}}, knob).launch.block == 512);
 }
 
 TEST_CASE("column kernels keep static and dynamic shared memory within a block's, or split", "[schedule][norm][columns]") {

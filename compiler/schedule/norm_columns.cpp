@@ -201,9 +201,28 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
     if (b.fits && aheadWith(b, false) && threadsPerSm(b) >= threadsPerSm(s)) s = b;
   }
   // A row too long for its partials beside it in registers: the partials in shared memory.
+  bool two_streamed = false;
   if (!s.fits) {
     const ColumnShape in_smem = shapeColumns(k, lim, opts, cols, ColumnPlace::Streamed);
     if (in_smem.fits) s = in_smem;
+    // Two blocks an SM of half the threads, where their partials' shared memory lets two in:
+    // while one waits at a row's barrier the other's loads stream (their chunk loops unrolled
+    // by 4, as many loads in flight a thread as before; fully unrolled, 8 chunks, it spilled and
+    // ran at a third). Twice the blocks write and combine twice the partials, which each block
+    // repays only over enough rows: rms_norm_backward D = 16384 on the H200, GB/s, one block
+    // of 512 against two of 256 an SM: bf16 2048 rows 2067 -> 2275, f16 2048 2224 -> 2280,
+    // 4096 2959 -> 2985, 16384 3327 -> 3437, f16 8192 3292 -> 3241, but 1024 rows (4 a block)
+    // 2045 -> 1948 and 512 1508 -> 1389: taken where each block walks 6 rows or more. Layer
+    // norm's two reductions (128 KiB) let one block of 256 in, and stay as they were; so does a
+    // kernel serving many row counts.
+    if (in_smem.fits && !opts.tuning.threads_per_row && !opts.tuning.symbolic && in_smem.T >= 512) {
+      const ColumnShape half = shapeColumns(k, lim, opts, cols, ColumnPlace::Streamed, in_smem.T / 2);
+      const int64_t blocks = int64_t{half.per_sm} * opts.device.sm_count;
+      if (half.fits && half.per_sm >= 2 * in_smem.per_sm && k.rows() >= 6 * blocks) {
+        s = half;
+        two_streamed = true;
+      }
+    }
   }
   ColumnFit fit;
   if (!s.fits)
@@ -221,6 +240,7 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   k.registers = s.place != ColumnPlace::Streamed;
   k.tier = k.registers ? NormTier::Registers : NormTier::Streamed;
   k.smem_bytes = static_cast<int>(s.smem);
+  if (two_streamed) k.chunk_unroll = std::min(4, s.chunks);
   const int64_t sets = (k.rows() + k.rows_per_block - 1) / k.rows_per_block;
   k.grid = std::min<int64_t>(sets, int64_t{per_sm} * opts.device.sm_count);
   k.min_blocks_per_sm = per_sm;
@@ -241,7 +261,8 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   const std::string where =
       s.place == ColumnPlace::Streamed
           ? fmt::format("in slots of its own in shared memory ({} KiB a block: beside the row in registers they do "
-                        "not fit)", kib(s.smem))
+                        "not fit{})", kib(s.smem),
+                        two_streamed ? "; half the threads a row, two blocks an SM, chunk loops unrolled by 4" : "")
       : s.place == ColumnPlace::SmemPartials
           ? fmt::format("in slots of its own in shared memory ({} KiB a block), the row in registers", kib(s.smem))
           : "in registers";

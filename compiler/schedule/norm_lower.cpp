@@ -66,7 +66,7 @@ void NormLowering::blocks(const ExprP& blk) {
     if (streamed >= 2 && k_.chunks <= 8) chunk_unroll_ = k_.chunks;
   }
   // A streamed row beside column partials in shared memory: every chunk's loads of a pass in flight.
-  if (k_.col_smem) chunk_unroll_ = k_.chunks;
+  if (k_.col_smem) chunk_unroll_ = k_.chunk_unroll > 0 ? k_.chunk_unroll : k_.chunks;
   if (tune_.chunk_unroll) chunk_unroll_ = *tune_.chunk_unroll;
   if (k_.smem_bytes > 0) {
     out_.buffers.push_back({"loom_row_smem", "loom_row_smem", kir::Place::SmemDyn, DType::F32, k_.smem_bytes, 16});

@@ -142,7 +142,8 @@ std::optional<NormKernel> placeWithColumns(NormKernel k, const ir::Fusion& f, co
   c.tier = k.tier;
   c.held = k.chunks * k.vec * std::max<int>(1, static_cast<int>(k.smem_leaves.size()));
   c.budget = 65536 / (k.block * fit.value.per_sm);
-  c.note(!k.registers  ? "threads per row: 512, or more where a thread would take more than 8 chunks"
+  c.note(!k.registers  ? (k.chunk_unroll > 0 ? "threads per row: 256, two blocks an SM (below)"
+                                             : "threads per row: 512, or more where a thread would take more than 8 chunks")
          : k.col_smem ? "threads per row: as many as keep a thread's chunks in registers, its column partials in "
                         "shared memory"
                       : "threads per row: as many as keep a thread's chunks and their column partials in registers");

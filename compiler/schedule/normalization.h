@@ -102,6 +102,7 @@ struct NormKernel {
   // Rows too long for their partials beside them in registers (one row a block): each thread
   // keeps its partials in slots of its own in shared memory (`smem_bytes`), no barrier between.
   bool col_smem = false;
+  int chunk_unroll = 0;  // the chunk loops' unroll count (0: the lowering's choice)
   int64_t col_partials = 0, col_tiles = 0;
   int col_bx = 1, col_by = 1;
   static constexpr int64_t kColumnCounterBytes = 128;  // the grid barrier's and exits' counters
