@@ -10,6 +10,7 @@
 #include "runtime/bind_sizes.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
+#include "runtime/dynamic_sizes.h"
 #include "runtime/cubin_worker.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/module_image.h"
@@ -38,6 +39,7 @@ std::map<std::string, std::shared_ptr<Loaded>>& memoryCache() {
 struct Executor::Entry {
   std::vector<TensorDesc> inputs;
   Bindings sizes;  // the sizes given beside the inputs (symbols the inputs do not determine)
+  Bindings bound;  // every size, bound
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
   // What the plan's launches on one stream write besides the outputs: the intermediates between
@@ -122,16 +124,29 @@ static bool sameInputs(const std::vector<TensorDesc>& descs, const std::vector<D
   return true;
 }
 
+static void countKernels(const CompiledPlan& plan, CompileStats& st) {
+  st.kernels = static_cast<int>(plan.kernels.size());
+  st.runtime_size_kernels = static_cast<int>(std::count_if(
+      plan.kernels.begin(), plan.kernels.end(), [](const PlannedKernel& pk) { return !pk.kernel.size_args.empty(); }));
+}
+
 Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
   for (auto& e : entries_)
     if (e->sizes == sizes && sameInputs(e->inputs, inputs)) {
       stats_ = CompileStats{CompileStats::Source::MemoryCache};
+      countKernels(e->plan, stats_);
       return *e;
     }
   const std::vector<TensorDesc> descs = descsOf(inputs);
   auto t0 = std::chrono::steady_clock::now();
   Bindings bound = bindSizes(f_, inputs, sizes);
-  const CompileOptions opts{currentDevice(), tuning_};
+  CompileOptions opts{currentDevice(), tuning_};
+  // A second value of a size that leads the inputs (runtime/dynamic_sizes.h): kernels that take
+  // it at run time, which every later value of their class finds compiled.
+  if (!opts.tuning.symbolic && !opts.tuning.no_auto_symbolic)
+    opts.tuning.symbolic = std::any_of(entries_.begin(), entries_.end(), [&](const auto& e) {
+      return runtime::secondValueOfLeadingSize(f_, e->bound, bound);
+    });
   CompileStats st;
   st.source = CompileStats::Source::MemoryCache;
   // Each kernel: the process-wide memory cache, then the disk cache, then a compile.
@@ -150,8 +165,10 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   auto entry = std::make_unique<Entry>();
   entry->inputs = descs;
   entry->sizes = sizes;
+  entry->bound = bound;
   const auto p0 = std::chrono::steady_clock::now();
   entry->plan = compilePlan(f_, bound, descs, opts, nullptr, lookup);
+  countKernels(entry->plan, st);
   st.plan_ms = msSince(p0) - st.disk_ms;
   for (const auto& pk : entry->plan.kernels) {
     std::shared_ptr<Loaded> loaded;

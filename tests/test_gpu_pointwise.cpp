@@ -276,3 +276,51 @@ TEST_CASE("an output reshaped from a grouped computation, on the GPU", "[gpu][po
     }
   }
 }
+
+TEST_CASE("by default a fusion's first sizes compile exactly, a second batch size once for every later one",
+          "[gpu][symbolic]") {
+  if (!test::haveGpu()) return;
+  auto f = findExample("layer_norm")->buildDefault();
+  struct Call {
+    int64_t n, d;
+    bool compiles, runtime_sized;
+  };
+  for (bool automatic : {true, false}) {
+    Tuning t;
+    t.no_auto_symbolic = !automatic;
+    Executor ex(*f, t);
+    // N = 1531 first: exact. 61: a second row count, a kernel taking N at run time; 97 and 4093
+    // find it. D = 333: another row length, exact (then D = 333 at another N: its own class).
+    const std::vector<Call> calls = automatic ? std::vector<Call>{{1531, 1000, true, false},
+                                                                  {61, 1000, true, true},
+                                                                  {97, 1000, false, true},
+                                                                  {4093, 1000, false, true},
+                                                                  {4093, 333, true, false},
+                                                                  {1531, 1000, false, false}}
+                                              : std::vector<Call>{{1531, 1000, true, false},
+                                                                  {61, 1000, true, false},
+                                                                  {97, 1000, true, false}};
+    for (const Call& c : calls) {
+      const Bindings sizes{{"N", c.n}, {"D", c.d}};
+      INFO((automatic ? "automatic" : "LOOM_NO_AUTO_SYMBOLIC") << ": N=" << c.n << " D=" << c.d);
+      std::vector<HostTensor> host;
+      uint64_t seed = static_cast<uint64_t>(c.n + c.d);
+      for (const ir::Value* x : f->inputs()) host.push_back(HostTensor::random(x->dtype(), evalShape(x, sizes), seed++));
+      std::vector<DeviceTensor> dev;
+      for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+      std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
+      const CompileStats cs = ex.lastCompile();
+      // (A kernel another test compiled may come from the disk cache: not a memory hit either.)
+      CHECK((cs.source != CompileStats::Source::MemoryCache) == c.compiles);
+      CHECK((cs.runtime_size_kernels > 0) == c.runtime_sized);
+      ex.runInto(dev, outs, sizes);
+      std::vector<HostTensor> got;
+      for (const auto& o : outs) got.push_back(o.toHost());
+      const auto cmp = compareOutputs(*f, host, sizes, got, evaluateReference(*f, host, sizes));
+      for (const auto& c2 : cmp) {
+        INFO(c2.str());
+        CHECK(c2.ok);
+      }
+    }
+  }
+}

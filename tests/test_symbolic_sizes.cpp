@@ -14,6 +14,7 @@
 #include "compiler/kir/printer.h"
 #include "compiler/kir/verifier.h"
 #include "frontend/internal_api.h"
+#include "runtime/dynamic_sizes.h"
 #include "runtime/kernel_cache.h"
 #include "tests/compile_test_util.h"
 
@@ -356,4 +357,31 @@ TEST_CASE("symbolic sizes: a symbolic kernel with its size bound is the speciali
     CHECK(a->key == b->key);  // one class
     CHECK(kernelPtx(*f, c.sizes, symbolicOptions(), true, c.other) == kernelPtx(*f, other, CompileOptions{{90, 132}}, false));
   }
+}
+
+TEST_CASE("by default a second value of a leading size, and only that, compiles kernels taking it at run time",
+          "[symbolic]") {
+  using runtime::secondValueOfLeadingSize;
+  auto ln = findExample("layer_norm")->buildDefault();  // x[N, D], w[D], b[D]
+  // N leads x: a new batch of rows.
+  CHECK(secondValueOfLeadingSize(*ln, {{"N", 4096}, {"D", 1024}}, {{"N", 4093}, {"D", 1024}}));
+  // D leads w but not x; the same sizes; both changed: exact kernels.
+  CHECK_FALSE(secondValueOfLeadingSize(*ln, {{"N", 4096}, {"D", 1024}}, {{"N", 4096}, {"D", 768}}));
+  CHECK_FALSE(secondValueOfLeadingSize(*ln, {{"N", 4096}, {"D", 1024}}, {{"N", 4096}, {"D", 1024}}));
+  CHECK_FALSE(secondValueOfLeadingSize(*ln, {{"N", 4096}, {"D", 1024}}, {{"N", 8}, {"D", 768}}));
+  // Group norm's N leads x; its C is inside C/32 of the reshape: never.
+  auto gn = findExample("group_norm")->buildDefault();
+  const Bindings g{{"N", 8}, {"C", 64}, {"H", 9}, {"W", 7}};
+  Bindings g2 = g;
+  g2["N"] = 3;
+  CHECK(secondValueOfLeadingSize(*gn, g, g2));
+  g2 = g;
+  g2["C"] = 128;
+  CHECK_FALSE(secondValueOfLeadingSize(*gn, g, g2));
+  g2 = g;
+  g2["H"] = 10;  // H is the third dim of x
+  CHECK_FALSE(secondValueOfLeadingSize(*gn, g, g2));
+  // A backward pass: N leads dy, x, mean and rstd (w names D only).
+  auto lnb = findExample("layer_norm_backward")->buildDefault();
+  CHECK(secondValueOfLeadingSize(*lnb, {{"N", 4096}, {"D", 1024}}, {{"N", 17}, {"D", 1024}}));
 }

@@ -35,6 +35,9 @@ struct CompileStats {
   double disk_ms = 0;      // reading and checking disk-cache entries
   double plan_ms = 0;      // segmenting, scheduling and lowering to the keys (the rest of the plan)
   double total_ms = 0;     // the whole first-call overhead (the rest: buffers, residency checks)
+  // Kernels of the plan that take a size at run time (LOOM_TUNE_SYMBOLIC, or by default from a
+  // second value of a leading size on: runtime/dynamic_sizes.h), of `kernels`.
+  int runtime_size_kernels = 0, kernels = 0;
 };
 
 class Executor {

@@ -78,6 +78,7 @@ int runBenchSizes(const Args& a, const std::string& spec) {
   std::vector<double> first_ms;
   double llvm = 0, load = 0;
   std::set<std::string> kernels;
+  int runtime_sized = 0;
   std::cout << fmt::format("fusion {} on {}: {} = {}..{} step {}, every first call in one process\n",
                            l.fusion->name(), dev.describe(), range.symbol, range.first, range.last, range.step);
   for (int64_t v = range.first; v <= range.last; v += range.step) {
@@ -100,15 +101,21 @@ int runBenchSizes(const Args& a, const std::string& spec) {
     const char* src = cs.source == CompileStats::Source::Compiled    ? "compiled"
                       : cs.source == CompileStats::Source::DiskCache ? "disk cache"
                                                                      : "memory";
-    std::cout << fmt::format("  {}={:<10} {:<10} first call {:8.2f} ms (LLVM->PTX {:.1f}, load {:.1f})\n",
-                             range.symbol, v, src, ms, cs.llvm_ptx_ms, cs.load_ms);
+    runtime_sized += cs.runtime_size_kernels > 0;
+    std::cout << fmt::format("  {}={:<10} {:<10} first call {:8.2f} ms (LLVM->PTX {:.1f}, load {:.1f}){}\n",
+                             range.symbol, v, src, ms, cs.llvm_ptx_ms, cs.load_ms,
+                             cs.runtime_size_kernels
+                                 ? fmt::format("; {} of {} kernels take sizes at run time", cs.runtime_size_kernels,
+                                               cs.kernels)
+                                 : "");
   }
   const auto n = first_ms.size();
   std::cout << fmt::format(
-      "{} sizes: {} compiled, {} from loom's disk cache, {} already in memory; {} distinct kernels\n"
+      "{} sizes: {} compiled, {} from loom's disk cache, {} already in memory; {} distinct kernels; {} sizes ran "
+      "kernels taking sizes at run time\n"
       "first call: median {:.2f} ms, min {:.2f}, max {:.2f}; in all LLVM->PTX {:.0f} ms, module loads {:.0f} ms\n",
       n, by_source[CompileStats::Source::Compiled], by_source[CompileStats::Source::DiskCache],
-      by_source[CompileStats::Source::MemoryCache], kernels.size(), median(first_ms),
+      by_source[CompileStats::Source::MemoryCache], kernels.size(), runtime_sized, median(first_ms),
       *std::min_element(first_ms.begin(), first_ms.end()), *std::max_element(first_ms.begin(), first_ms.end()),
       llvm, load);
   return 0;
