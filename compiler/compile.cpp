@@ -27,7 +27,8 @@ bool wanted(StageText* stages, DumpStage s) { return stages || dumpEnabled(s); }
 // says why a size stays known where LOOM_TUNE_SYMBOLIC asked for it at run time).
 std::string sizesLine(const schedule::Planned& p, const CompileOptions& opts) {
   if (!opts.tuning.symbolic)
-    return "  sizes: every one compiled in (LOOM_TUNE_SYMBOLIC=1 takes the outermost at run time where the scheduler allows)\n";
+    return "  sizes: every one compiled in (an Executor takes the outermost at run time where the scheduler allows "
+           "from a second value of it on, or from the first under LOOM_TUNE_SYMBOLIC=1)\n";
   if (p.size_args.empty()) return "  sizes: every one compiled in (the reason above says why)\n";
   std::vector<std::string> names;
   for (const auto& [name, value] : p.size_args) names.push_back(name);
@@ -52,8 +53,11 @@ std::string keyTail(const CompileOptions& opts) {
   std::string key = fmt::format("sm_{} sms {}\n", opts.device.sm, opts.device.sm_count);
   // The compiler that wrote it: kernels from another build of loom are never reused.
   key += fmt::format("loom build {}\n", LOOM_BUILD_ID);
-  // The tuning knobs set change the code: part of the key.
-  for (const std::string& s : tuningSettings(opts.tuning)) key += fmt::format("tuning {}\n", s);
+  // The tuning knobs set change the code: part of the key (but LOOM_NO_AUTO_SYMBOLIC, which
+  // only decides which calls compile with LOOM_TUNE_SYMBOLIC).
+  Tuning t = opts.tuning;
+  t.no_auto_symbolic = false;
+  for (const std::string& s : tuningSettings(t)) key += fmt::format("tuning {}\n", s);
   return key;
 }
 }  // namespace

@@ -70,6 +70,12 @@ struct SymbolicClass {
 std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& sizes,
                                            const std::vector<TensorDesc>& inputs, const CompileOptions& opts);
 
+// Planning only (segments, schedules, kernel IR; no LLVM): per kernel of the plan for these
+// sizes with `opts` (LOOM_TUNE_SYMBOLIC set), its symbolicClass key, or "" where that kernel
+// would know every size. Two sizes share a kernel where their keys at its index are equal.
+std::vector<std::string> symbolicClassKeys(const ir::Fusion& f, const Bindings& sizes,
+                                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts);
+
 }  // namespace loom
 
 namespace loom {

@@ -9,6 +9,17 @@
 
 namespace loom {
 
+std::vector<std::string> symbolicClassKeys(const ir::Fusion& f, const Bindings& sizes,
+                                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+  LOOM_ASSERT(opts.tuning.symbolic, "symbolicClassKeys without LOOM_TUNE_SYMBOLIC");
+  std::vector<std::string> keys;
+  for (const auto& seg : segment::segmentFusion(f, sizes, inputs, opts).segments) {
+    auto c = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts);
+    keys.push_back(c ? c->key : std::string());
+  }
+  return keys;
+}
+
 CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                          StageText* stages,

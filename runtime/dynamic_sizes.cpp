@@ -15,12 +15,21 @@ bool secondValueOfLeadingSize(const ir::Fusion& f, const Bindings& earlier, cons
     differs = &name;
   }
   if (!differs || !schedule::symbolOnlyWhole(f, *differs)) return false;
+  // Its first dim and no other, in every tensor naming it (x[N, N] is no batch of rows).
+  auto leads = [&](const ir::Value* v) {
+    const auto shape = v->shape();
+    for (size_t d = 0; d < shape.size(); ++d)
+      if ((shape[d] == Extent::symbol(*differs)) != (d == 0)) return false;
+    return true;
+  };
   bool named = false;
   for (const ir::Value* v : f.inputs()) {
     if (!schedule::names(v, *differs)) continue;
-    if (!(v->shape().front() == Extent::symbol(*differs))) return false;
+    if (!leads(v)) return false;
     named = true;
   }
+  for (const auto& o : f.outputs())
+    if (schedule::names(o.value, *differs) && !leads(o.value)) return false;
   return named;
 }
 

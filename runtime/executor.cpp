@@ -40,6 +40,9 @@ struct Executor::Entry {
   std::vector<TensorDesc> inputs;
   Bindings sizes;  // the sizes given beside the inputs (symbols the inputs do not determine)
   Bindings bound;  // every size, bound
+  bool runtime_sized = false;  // compiled with LOOM_TUNE_SYMBOLIC (by the knob, or automatically)
+  // Its kernels' symbolicClassKeys, once asked (runtimeSizes).
+  std::optional<std::vector<std::string>> classes;
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
   // What the plan's launches on one stream write besides the outputs: the intermediates between
@@ -124,6 +127,27 @@ static bool sameInputs(const std::vector<TensorDesc>& descs, const std::vector<D
   return true;
 }
 
+// Whether a new signature compiles kernels taking a size at run time: under LOOM_TUNE_SYMBOLIC
+// always; by default (runtime/dynamic_sizes.h) where the latest earlier signature whose sizes
+// differ from these only in one leading size did, or would share a kernel class with these.
+bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs) {
+  if (tuning_.symbolic) return true;
+  if (tuning_.no_auto_symbolic) return false;
+  Entry* e = nullptr;
+  for (auto it = entries_.rbegin(); it != entries_.rend() && !e; ++it)
+    if (runtime::secondValueOfLeadingSize(f_, (*it)->bound, bound)) e = it->get();
+  if (!e) return false;
+  if (e->runtime_sized) return true;
+  CompileOptions sym{currentDevice(), tuning_};
+  sym.tuning.symbolic = true;
+  if (!e->classes) e->classes = symbolicClassKeys(f_, e->bound, e->inputs, sym);
+  const std::vector<std::string> now = symbolicClassKeys(f_, bound, descs, sym);
+  if (now.size() != e->classes->size()) return false;
+  for (size_t k = 0; k < now.size(); ++k)
+    if (!now[k].empty() && now[k] == (*e->classes)[k]) return true;
+  return false;
+}
+
 static void countKernels(const CompiledPlan& plan, CompileStats& st) {
   st.kernels = static_cast<int>(plan.kernels.size());
   st.runtime_size_kernels = static_cast<int>(std::count_if(
@@ -141,12 +165,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   auto t0 = std::chrono::steady_clock::now();
   Bindings bound = bindSizes(f_, inputs, sizes);
   CompileOptions opts{currentDevice(), tuning_};
-  // A second value of a size that leads the inputs (runtime/dynamic_sizes.h): kernels that take
-  // it at run time, which every later value of their class finds compiled.
-  if (!opts.tuning.symbolic && !opts.tuning.no_auto_symbolic)
-    opts.tuning.symbolic = std::any_of(entries_.begin(), entries_.end(), [&](const auto& e) {
-      return runtime::secondValueOfLeadingSize(f_, e->bound, bound);
-    });
+  opts.tuning.symbolic = runtimeSizes(bound, descs);
   CompileStats st;
   st.source = CompileStats::Source::MemoryCache;
   // Each kernel: the process-wide memory cache, then the disk cache, then a compile.
@@ -166,6 +185,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   entry->inputs = descs;
   entry->sizes = sizes;
   entry->bound = bound;
+  entry->runtime_sized = opts.tuning.symbolic;
   const auto p0 = std::chrono::steady_clock::now();
   entry->plan = compilePlan(f_, bound, descs, opts, nullptr, lookup);
   countKernels(entry->plan, st);

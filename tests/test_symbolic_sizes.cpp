@@ -206,7 +206,7 @@ TEST_CASE("symbolic sizes: the kernel IR, the PTX and the schedule say which siz
   CHECK_FALSE(test::has(k0.ptx, "_param_3"));
   CHECK(k0.size_args.empty());
   CHECK_FALSE(test::has(plain[DumpStage::Schedule], "symbolic"));
-  CHECK(test::has(plain[DumpStage::Schedule], "sizes: every one compiled in (LOOM_TUNE_SYMBOLIC=1 takes"));
+  CHECK(test::has(plain[DumpStage::Schedule], "sizes: every one compiled in (an Executor takes the outermost at run time"));
   // Found by fuzz_fusions: an output permuted to [H, C, W] has C inside H's stride, so the
   // kernel keeps every size (its strides would change with C).
   auto perm = parseFusion(
@@ -384,4 +384,26 @@ TEST_CASE("by default a second value of a leading size, and only that, compiles 
   // A backward pass: N leads dy, x, mean and rstd (w names D only).
   auto lnb = findExample("layer_norm_backward")->buildDefault();
   CHECK(secondValueOfLeadingSize(*lnb, {{"N", 4096}, {"D", 1024}}, {{"N", 17}, {"D", 1024}}));
+  // N both leading and inner (a square matrix), or inside N*C: no batch of rows.
+  auto square = parseFusion("fusion sq {\n  in x: f32[N, N]\n  y: f32[N, N] = exp(x)\n  out y = y\n}\n");
+  CHECK_FALSE(secondValueOfLeadingSize(*square, {{"N", 64}}, {{"N", 65}}));
+  auto flat = parseFusion("fusion fl {\n  in x: f32[N, C]\n  y: f32[N*C] = reshape(x, shape=[N*C])\n  out y = y\n}\n");
+  CHECK_FALSE(secondValueOfLeadingSize(*flat, {{"N", 64}, {"C", 3}}, {{"N", 65}, {"C", 3}}));
+}
+
+TEST_CASE("two row counts share a kernel class where the kernel does not size its grid by them", "[symbolic]") {
+  auto keys = [](const char* name, const Bindings& sizes) {
+    auto f = findExample(name)->buildDefault();
+    return symbolicClassKeys(*f, sizes, test::descsFor(*f, sizes), symbolicOptions());
+  };
+  // A block a row: one class for every row count.
+  const auto a = keys("layer_norm", {{"N", 1531}, {"D", 1000}});
+  REQUIRE(a.size() == 1);
+  CHECK(!a[0].empty());
+  CHECK(a == keys("layer_norm", {{"N", 61}, {"D", 1000}}));
+  CHECK(a != keys("layer_norm", {{"N", 61}, {"D", 1024}}));
+  // Column kernels: a grid of one block a row set below the GPU's fill, whole above it.
+  CHECK(keys("layer_norm_backward", {{"N", 61}, {"D", 1024}}) != keys("layer_norm_backward", {{"N", 97}, {"D", 1024}}));
+  CHECK(keys("layer_norm_backward", {{"N", 4093}, {"D", 1024}}) ==
+        keys("layer_norm_backward", {{"N", 8192}, {"D", 1024}}));
 }

@@ -262,7 +262,9 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
       s.place == ColumnPlace::Streamed
           ? fmt::format("in slots of its own in shared memory ({} KiB a block: beside the row in registers they do "
                         "not fit{})", kib(s.smem),
-                        two_streamed ? "; half the threads a row, two blocks an SM, chunk loops unrolled by 4" : "")
+                        two_streamed ? fmt::format("; half the threads a row, two blocks an SM, chunk loops unrolled by {}",
+                                                   k.chunk_unroll)
+                                     : "")
       : s.place == ColumnPlace::SmemPartials
           ? fmt::format("in slots of its own in shared memory ({} KiB a block), the row in registers", kib(s.smem))
           : "in registers";

@@ -3,6 +3,15 @@
 // strides, alignment) compiles (or finds the kernel in the memory or disk cache); later calls
 // only launch.
 //
+// Sizes: a fusion's first sizes compile exactly. A later signature whose sizes differ from an
+// earlier one's only in one size leading every tensor that names it (a batch, the rows), where
+// the two would share a kernel class, compiles kernels that take that size at run time, which
+// every later value of their class finds compiled (LOOM_NO_AUTO_SYMBOLIC: every size exactly;
+// LOOM_TUNE_SYMBOLIC: at run time from the first call). Such a kernel may launch another grid
+// than the exact one (column kernels keep the blocks an SM their registers allow), so a size's
+// column sums can differ in their last bits with the sizes an Executor saw before it; each
+// signature's own results stay bitwise the same from run to run.
+//
 // One Executor serves one host thread at a time (its plans and its stream are not guarded).
 // Each plan keeps its intermediates and grid-reduction workspaces per stream it runs on, reused
 // by every launch there in stream order, so launches on several streams may run at once; they
@@ -94,6 +103,7 @@ class Executor {
  private:
   struct Entry;
   LOOM_HIDDEN Entry& prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes);
+  LOOM_HIDDEN bool runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs);
   LOOM_HIDDEN Entry& entryFor(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
   LOOM_HIDDEN void launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
                              const std::vector<DeviceTensor>& outputs);
