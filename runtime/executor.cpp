@@ -36,6 +36,23 @@ std::map<std::string, std::shared_ptr<Loaded>>& memoryCache() {
 }
 }  // namespace
 
+// Kernels' global scratch (grid-wide reductions' partials and counters) by kernel key and stream:
+// the signatures one kernel serves (a class of sizes taking a size at run time) share one on
+// each stream, in stream order as one signature's launches do; each launch leaves its counters
+// at zero.
+struct Executor::Workspaces {
+  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<runtime::DeviceBuffer>> by_kernel;
+
+  std::shared_ptr<runtime::DeviceBuffer> get(const PlannedKernel& pk, std::uint64_t stream_id, std::uintptr_t stream) {
+    auto& w = by_kernel[{pk.key, stream_id}];
+    if (!w) {
+      w = std::make_shared<runtime::DeviceBuffer>(static_cast<std::size_t>(pk.kernel.workspace_bytes));
+      runtime::memsetAsync(w->ptr(), 0, w->size(), stream);
+    }
+    return w;
+  }
+};
+
 struct Executor::Entry {
   std::vector<TensorDesc> inputs;
   Bindings sizes;  // the sizes given beside the inputs (symbols the inputs do not determine)
@@ -46,14 +63,13 @@ struct Executor::Entry {
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
   // What the plan's launches on one stream write besides the outputs: the intermediates between
-  // its kernels, and per kernel its global scratch (grid-wide reductions), zeroed once when
-  // allocated (every launch leaves its counters at zero). One set per stream the plan has run
-  // on (by the driver's stream id): launches on two streams may run at once, and must not share
-  // it. Kept while the Executor lives.
+  // its kernels, and per kernel its global scratch (Workspaces). One set per stream the plan has
+  // run on (by the driver's stream id): launches on two streams may run at once, and must not
+  // share it. Kept while the Executor lives.
   struct Scratch {
     std::uint64_t stream_id = 0;
     std::vector<DeviceTensor> temps;
-    std::vector<runtime::DeviceBuffer> workspaces;
+    std::vector<std::shared_ptr<runtime::DeviceBuffer>> workspaces;  // null: the kernel has none
   };
   std::vector<std::unique_ptr<Scratch>> scratch;
 
@@ -66,18 +82,15 @@ struct Executor::Entry {
 
   // The scratch for launches on `stream`, allocated (workspaces zeroed on that stream) at the
   // plan's first use there.
-  Scratch& scratchFor(std::uintptr_t stream) {
+  Scratch& scratchFor(std::uintptr_t stream, Workspaces& pool) {
     const std::uint64_t id = runtime::streamId(stream);
     for (auto& s : scratch)
       if (s->stream_id == id) return *s;
     auto s = std::make_unique<Scratch>();
     s->stream_id = id;
     for (const auto& d : plan.temps) s->temps.push_back(DeviceTensor::allocate(d.dtype, d.shape, d.strides));
-    for (const auto& pk : plan.kernels) {
-      s->workspaces.emplace_back(static_cast<std::size_t>(pk.kernel.workspace_bytes));
-      if (pk.kernel.workspace_bytes)
-        runtime::memsetAsync(s->workspaces.back().ptr(), 0, s->workspaces.back().size(), stream);
-    }
+    for (const auto& pk : plan.kernels)
+      s->workspaces.push_back(pk.kernel.workspace_bytes ? pool.get(pk, id, stream) : nullptr);
     scratch.push_back(std::move(s));
     return *scratch.back();
   }
@@ -109,7 +122,7 @@ DeviceInfo currentDevice() {
 }
 
 Executor::Executor(const ir::Fusion& fusion, Tuning tuning)
-    : f_(fusion), tuning_(std::move(tuning)), stream_(launchStream()) {
+    : f_(fusion), tuning_(std::move(tuning)), stream_(launchStream()), workspaces_(std::make_unique<Workspaces>()) {
   fusion.verify();
 }
 Executor::~Executor() = default;
@@ -222,7 +235,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     const CompiledKernel& ck = entry->plan.kernels[k].kernel;
     if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
   }
-  if (entry->usesScratch()) entry->scratchFor(stream_);  // (the stream it is prepared on: none made at its first launch)
+  if (entry->usesScratch()) entry->scratchFor(stream_, *workspaces_);  // (the stream it is prepared on: none made at its first launch)
   dumpIfEnabled(DumpStage::Launch, f_.name(),
                 fmt::format("{} kernel(s) prepared in {:.1f} ms\n", entry->plan.kernels.size(), msSince(t0)));
   // Kernels of a plan compile in parallel: their LLVM->PTX times may add up past the wall time.
@@ -328,7 +341,7 @@ Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
 
 void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
                          const std::vector<DeviceTensor>& outputs) {
-  Entry::Scratch* scratch = e.usesScratch() ? &e.scratchFor(stream_) : nullptr;
+  Entry::Scratch* scratch = e.usesScratch() ? &e.scratchFor(stream_, *workspaces_) : nullptr;
   uintptr_t ptrs[64];
   void* args[64];
   const auto& pk = e.plan.kernels[k];
@@ -344,7 +357,7 @@ void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& in
   }
   size_t n = pk.args.size();
   if (pk.kernel.workspace_bytes) {
-    ptrs[n] = scratch->workspaces[k].ptr();
+    ptrs[n] = scratch->workspaces[k]->ptr();
     args[n] = &ptrs[n];
     ++n;
   }

@@ -13,9 +13,10 @@
 // signature's own results stay bitwise the same from run to run.
 //
 // One Executor serves one host thread at a time (its plans and its stream are not guarded).
-// Each plan keeps its intermediates and grid-reduction workspaces per stream it runs on, reused
-// by every launch there in stream order, so launches on several streams may run at once; they
-// are held while the Executor lives.
+// Each plan keeps its intermediates per stream it runs on, and each kernel its grid-reduction
+// workspace per stream (one for every signature the kernel serves), reused by every launch there
+// in stream order, so launches on several streams may run at once; they are held while the
+// Executor lives.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -109,9 +110,11 @@ class Executor {
                              const std::vector<DeviceTensor>& outputs);
   const ir::Fusion& f_;
   const Tuning tuning_;
+  struct Workspaces;
   std::vector<std::unique_ptr<Entry>> entries_;
   CompileStats stats_;
   std::uintptr_t stream_;
+  std::unique_ptr<Workspaces> workspaces_;  // kernels' global scratch, shared by the signatures of a kernel
 };
 
 
