@@ -369,7 +369,7 @@ TEST_CASE("by default a second value of a leading size, and only that, compiles 
   CHECK_FALSE(secondValueOfLeadingSize(*ln, {{"N", 4096}, {"D", 1024}}, {{"N", 4096}, {"D", 768}}));
   CHECK_FALSE(secondValueOfLeadingSize(*ln, {{"N", 4096}, {"D", 1024}}, {{"N", 4096}, {"D", 1024}}));
   CHECK_FALSE(secondValueOfLeadingSize(*ln, {{"N", 4096}, {"D", 1024}}, {{"N", 8}, {"D", 768}}));
-  // Group norm's N leads x; its C is inside C/32 of the reshape: never.
+  // Group norm's N leads x; C and H are inner dims of x (and C also inside C/32 of its reshape).
   auto gn = findExample("group_norm")->buildDefault();
   const Bindings g{{"N", 8}, {"C", 64}, {"H", 9}, {"W", 7}};
   Bindings g2 = g;
