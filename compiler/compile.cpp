@@ -1,5 +1,7 @@
 #include "compiler/compile.h"
 
+#include <set>
+
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
@@ -62,10 +64,17 @@ std::string keyTail(const CompileOptions& opts) {
 }
 }  // namespace
 
-std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const Bindings& sizes,
                        const CompileOptions& opts) {
   std::string key = ir::printFusion(f);
   for (const auto& d : inputs) key += d.str() + "\n";
+  const std::vector<std::string> from_inputs = f.symbols();
+  std::set<std::string> named(from_inputs.begin(), from_inputs.end());
+  for (const ir::Value* v : f.values())
+    for (const Extent& e : v->shape())
+      for (const auto& s : e.symbols()) named.insert(s);
+  for (const auto& s : named)
+    if (auto it = sizes.find(s); it != sizes.end()) key += fmt::format("size {}={}\n", s, it->second);
   return key + keyTail(opts);
 }
 

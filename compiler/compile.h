@@ -51,9 +51,11 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
                              const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                              StageText* stages = nullptr);
 
-// A stable text key of everything that changes the generated code: the fusion, its inputs,
-// the target, the compiler build, and every tuning knob set (in include/loom/tuning.def order).
-std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
+// A stable text key of everything that changes the generated code: the fusion, its inputs, the
+// value of every size it names (a size the inputs do not determine, such as N and D of a
+// reshape of x[N*D], too), the target, the compiler build, and every tuning knob set (in
+// include/loom/tuning.def order).
+std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const Bindings& sizes,
                        const CompileOptions& opts);
 
 // A kernel that takes some sizes at run time (LOOM_TUNE_SYMBOLIC), as these sizes need it: its

@@ -51,7 +51,7 @@ CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
   for (size_t s = 0; s < n; ++s) {
     const auto& seg = sp.segments[s];
     classes[s] = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts);
-    keys[s] = classes[s] ? classes[s]->key : compileKey(*seg.sub.fusion, seg.input_descs, opts);
+    keys[s] = classes[s] ? classes[s]->key : compileKey(*seg.sub.fusion, seg.input_descs, sizes, opts);
     if (lookup) kernels[s] = lookup(keys[s]);
   }
   std::vector<size_t> misses;

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "compiler/compile.h"
@@ -161,10 +163,40 @@ TEST_CASE("the disk cache stores atomically and drops a corrupt file", "[cache]"
 TEST_CASE("the cache key names the compiler build, so a rebuilt loom never reuses old kernels", "[cache]") {
   auto f = findExample("add")->buildDefault();
   const std::vector<TensorDesc> in = loom::test::descsFor(*f, findExample("add")->default_sizes);
-  const std::string key = compileKey(*f, in, CompileOptions{{90, 132}});
+  const std::string key = compileKey(*f, in, {}, CompileOptions{{90, 132}});
   const auto at = key.find("loom build ");
   REQUIRE(at != std::string::npos);
   const std::string id = key.substr(at + 11, key.find('\n', at) - at - 11);
   CHECK(id.size() == 16);
   CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
+}
+
+TEST_CASE("the cache key holds the sizes the inputs do not determine", "[cache]") {
+  // x is [N*D]: 16 elements are 2 rows of 8 or 4 rows of 4, two kernels with other outputs.
+  auto f = parseFusion(
+      "fusion rows {\n  in x: f32[N*D]\n  y: f32[N, D] = reshape(x, shape=[N, D])\n"
+      "  s: f32[N] = sum(y, dims=[1], keepdim=false)\n  out s = s\n}\n");
+  const Bindings a{{"N", 2}, {"D", 8}}, b{{"N", 4}, {"D", 4}};
+  const std::vector<TensorDesc> in = loom::test::descsFor(*f, a);
+  REQUIRE(in == loom::test::descsFor(*f, b));
+  const CompileOptions opts{{90, 132}};
+  CHECK(compileKey(*f, in, a, opts) != compileKey(*f, in, b, opts));
+  CHECK(compileKey(*f, in, a, opts).find("size D=8\nsize N=2\n") != std::string::npos);
+  // Through one memory cache, as the Executor's: the second sizes compile their own kernel.
+  std::map<std::string, CompiledKernel> cache;
+  int compiled = 0;
+  auto plan = [&](const Bindings& sizes) {
+    CompiledPlan p = compilePlan(*f, sizes, in, opts, nullptr, [&](const std::string& key) -> std::optional<CompiledKernel> {
+      auto it = cache.find(key);
+      if (it == cache.end()) return std::nullopt;
+      return it->second;
+    });
+    for (const auto& pk : p.kernels) compiled += cache.emplace(pk.key, pk.kernel).second;
+    return p;
+  };
+  CHECK(plan(a).outputs[0].shape == std::vector<int64_t>{2});
+  CHECK(plan(b).outputs[0].shape == std::vector<int64_t>{4});
+  CHECK(compiled == 2);
+  CHECK(plan(a).outputs[0].shape == std::vector<int64_t>{2});
+  CHECK(compiled == 2);
 }

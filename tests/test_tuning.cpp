@@ -31,7 +31,7 @@ std::string validValue(const TuningKnob& k) { return k.on ? "1" : std::to_string
 std::string keyOf(const Tuning& t) {
   auto f = findExample("add")->buildDefault();
   const std::vector<TensorDesc> in = loom::test::descsFor(*f, findExample("add")->default_sizes);
-  return compileKey(*f, in, CompileOptions{{90, 132}, t});
+  return compileKey(*f, in, {}, CompileOptions{{90, 132}, t});
 }
 
 }  // namespace
@@ -158,8 +158,8 @@ TEST_CASE("options differing in one knob or the device give different keys", "[t
   CHECK(keyOf(a) != keyOf(b));
   auto f = findExample("add")->buildDefault();
   const std::vector<TensorDesc> in = loom::test::descsFor(*f, findExample("add")->default_sizes);
-  CHECK(compileKey(*f, in, CompileOptions{{90, 132}}) != compileKey(*f, in, CompileOptions{{90, 66}}));
-  CHECK(compileKey(*f, in, CompileOptions{{90, 132}}) != compileKey(*f, in, CompileOptions{{80, 132}}));
+  CHECK(compileKey(*f, in, {}, CompileOptions{{90, 132}}) != compileKey(*f, in, {}, CompileOptions{{90, 66}}));
+  CHECK(compileKey(*f, in, {}, CompileOptions{{90, 132}}) != compileKey(*f, in, {}, CompileOptions{{80, 132}}));
 }
 
 TEST_CASE("the compiler follows its options, not the environment", "[tuning]") {
