@@ -14,9 +14,10 @@ namespace loom::runtime {
 // Whether `now` differs from `earlier` (complete bindings of the same fusion) in exactly one
 // symbol, that symbol is only ever a whole dim (never inside N*C), some input names it, and
 // every tensor naming it has it as its first dim and no other. The Executor then compiles
-// kernels taking it at run time only where the two calls' kernels would share their class
-// (compile.h, symbolicClassKeys): a row count that sizes the grid of a persistent kernel does
-// not, below the GPU's fill.
+// kernels taking it at run time where the two calls' kernels would share their class
+// (compile.h, symbolicClassKeys; a row count that sizes the grid of a persistent kernel below
+// the GPU's fill shares it only with counts of as many row sets), or where the earlier call
+// already took it at run time.
 bool secondValueOfLeadingSize(const ir::Fusion& f, const Bindings& earlier, const Bindings& now);
 
 }  // namespace loom::runtime

@@ -58,7 +58,7 @@ struct Executor::Entry {
   Bindings sizes;  // the sizes given beside the inputs (symbols the inputs do not determine)
   Bindings bound;  // every size, bound
   bool runtime_sized = false;  // compiled with LOOM_TUNE_SYMBOLIC (by the knob, or automatically)
-  // Its kernels' symbolicClassKeys, once asked (runtimeSizes).
+  // An exact signature's symbolicClassKeys, once asked (runtimeSizes).
   std::optional<std::vector<std::string>> classes;
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
@@ -141,23 +141,37 @@ static bool sameInputs(const std::vector<TensorDesc>& descs, const std::vector<D
 }
 
 // Whether a new signature compiles kernels taking a size at run time: under LOOM_TUNE_SYMBOLIC
-// always; by default (runtime/dynamic_sizes.h) where the latest earlier signature whose sizes
-// differ from these only in one leading size did, or would share a kernel class with these.
+// always; by default (runtime/dynamic_sizes.h) where an earlier signature whose sizes differ
+// from these only in one leading size did (its kernels' classes are then found or compiled as
+// they come: no planning on this path, which every further size takes), or where such an
+// earlier exact signature would share a kernel class with these (both planned, each once).
 bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs) {
   if (tuning_.symbolic) return true;
   if (tuning_.no_auto_symbolic) return false;
-  Entry* e = nullptr;
-  for (auto it = entries_.rbegin(); it != entries_.rend() && !e; ++it)
-    if (runtime::secondValueOfLeadingSize(f_, (*it)->bound, bound)) e = it->get();
-  if (!e) return false;
-  if (e->runtime_sized) return true;
+  std::vector<Entry*> earlier;
+  for (auto& e : entries_)
+    if (runtime::secondValueOfLeadingSize(f_, e->bound, bound)) {
+      if (e->runtime_sized) return true;
+      earlier.push_back(e.get());
+    }
+  if (earlier.empty()) return false;
   CompileOptions sym{currentDevice(), tuning_};
   sym.tuning.symbolic = true;
-  if (!e->classes) e->classes = symbolicClassKeys(f_, e->bound, e->inputs, sym);
-  const std::vector<std::string> now = symbolicClassKeys(f_, bound, descs, sym);
-  if (now.size() != e->classes->size()) return false;
-  for (size_t k = 0; k < now.size(); ++k)
-    if (!now[k].empty() && now[k] == (*e->classes)[k]) return true;
+  // A segment or schedule the planning refuses shares nothing (the exact compile then says why).
+  auto classes = [&](const Bindings& b, const std::vector<TensorDesc>& d) {
+    try {
+      return symbolicClassKeys(f_, b, d, sym);
+    } catch (const Error&) {
+      return std::vector<std::string>();
+    }
+  };
+  const std::vector<std::string> now = classes(bound, descs);
+  for (Entry* e : earlier) {
+    if (!e->classes) e->classes = classes(e->bound, e->inputs);
+    if (now.size() != e->classes->size()) continue;
+    for (size_t k = 0; k < now.size(); ++k)
+      if (!now[k].empty() && now[k] == (*e->classes)[k]) return true;
+  }
   return false;
 }
 

@@ -325,3 +325,37 @@ TEST_CASE("by default a fusion's first sizes compile exactly, a second batch siz
     }
   }
 }
+
+TEST_CASE("a second row count takes it at run time only where the two would share a kernel class",
+          "[gpu][symbolic]") {
+  if (!test::haveGpu()) return;
+  // layer_norm_backward D = 1024: the column kernel's grid is its row sets below the GPU's fill
+  // (61 rows), all of the GPU above it (4093, 8192).
+  auto f = findExample("layer_norm_backward")->buildDefault();
+  Executor ex(*f);
+  struct Call {
+    int64_t n;
+    bool runtime_sized;
+  };
+  // 4093 exact; 61 shares no class with it: exact; 8192 shares 4093's (not 61's): at run time;
+  // 97: an earlier call took N at run time, so this one does too (a class of its own).
+  for (const Call& c : {Call{4093, false}, Call{61, false}, Call{8192, true}, Call{97, true}}) {
+    const Bindings sizes{{"N", c.n}, {"D", 1024}};
+    INFO("N=" << c.n);
+    std::vector<HostTensor> host;
+    uint64_t seed = static_cast<uint64_t>(c.n);
+    for (const ir::Value* x : f->inputs()) host.push_back(HostTensor::random(x->dtype(), evalShape(x, sizes), seed++));
+    std::vector<DeviceTensor> dev;
+    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+    std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
+    CHECK((ex.lastCompile().runtime_size_kernels > 0) == c.runtime_sized);
+    ex.runInto(dev, outs, sizes);
+    std::vector<HostTensor> got;
+    for (const auto& o : outs) got.push_back(o.toHost());
+    const auto cmp = compareOutputs(*f, host, sizes, got, evaluateReference(*f, host, sizes));
+    for (const auto& r : cmp) {
+      INFO(r.str());
+      CHECK(r.ok);
+    }
+  }
+}

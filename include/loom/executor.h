@@ -5,8 +5,9 @@
 //
 // Sizes: a fusion's first sizes compile exactly. A later signature whose sizes differ from an
 // earlier one's only in one size leading every tensor that names it (a batch, the rows), where
-// the two would share a kernel class, compiles kernels that take that size at run time, which
-// every later value of their class finds compiled (LOOM_NO_AUTO_SYMBOLIC: every size exactly;
+// the two would share a kernel class (or where such an earlier signature already took the size
+// at run time), compiles kernels that take that size at run time, which every later value of
+// their class finds compiled (LOOM_NO_AUTO_SYMBOLIC: every size exactly;
 // LOOM_TUNE_SYMBOLIC: at run time from the first call). Such a kernel may launch another grid
 // than the exact one (column kernels keep the blocks an SM their registers allow), so a size's
 // column sums can differ in their last bits with the sizes an Executor saw before it; each
