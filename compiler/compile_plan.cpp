@@ -48,10 +48,16 @@ CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
   std::vector<std::optional<SymbolicClass>> classes(n);
   std::vector<std::string> keys(n);
   std::vector<std::optional<CompiledKernel>> kernels(n);
+  // A segment whose kernel would know every size anyway compiles as without LOOM_TUNE_SYMBOLIC:
+  // the same kernel and key as an exact compile's (the schedulers' rules that a kernel serving
+  // many sizes forgoes, such as the column kernels' tail rule, apply to it).
+  CompileOptions exact = opts;
+  exact.tuning.symbolic = false;
+  auto optsOf = [&](size_t s) -> const CompileOptions& { return classes[s] ? opts : exact; };
   for (size_t s = 0; s < n; ++s) {
     const auto& seg = sp.segments[s];
     classes[s] = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts);
-    keys[s] = classes[s] ? classes[s]->key : compileKey(*seg.sub.fusion, seg.input_descs, sizes, opts);
+    keys[s] = classes[s] ? classes[s]->key : compileKey(*seg.sub.fusion, seg.input_descs, sizes, exact);
     if (lookup) kernels[s] = lookup(keys[s]);
   }
   std::vector<size_t> misses;
@@ -61,7 +67,7 @@ CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
   for (DumpStage d : allDumpStages()) dumping = dumping || dumpEnabled(d);
   auto compileOne = [&](size_t s) {
     const auto& seg = sp.segments[s];
-    return compileFusion(*seg.sub.fusion, sizes, seg.input_descs, opts, stages);
+    return compileFusion(*seg.sub.fusion, sizes, seg.input_descs, optsOf(s), stages);
   };
   if (misses.size() > 1 && !dumping && std::thread::hardware_concurrency() > 1) {
     std::vector<std::future<CompiledKernel>> running;

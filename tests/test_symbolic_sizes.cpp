@@ -407,3 +407,19 @@ TEST_CASE("two row counts share a kernel class where the kernel does not size it
   CHECK(keys("layer_norm_backward", {{"N", 4093}, {"D", 1024}}) ==
         keys("layer_norm_backward", {{"N", 8192}, {"D", 1024}}));
 }
+
+TEST_CASE("a plan's kernels that know every size anyway compile as exact ones, with the same keys", "[symbolic]") {
+  // group_norm_backward: dx over rows (n, g) takes N at run time; dw and db sum over N, H and W.
+  auto f = findExample("group_norm_backward")->buildDefault();
+  const Bindings sizes{{"N", 8}, {"C", 64}, {"H", 9}, {"W", 7}};
+  const auto in = test::descsFor(*f, sizes);
+  const CompiledPlan sym = compilePlan(*f, sizes, in, symbolicOptions());
+  const CompiledPlan exact = compilePlan(*f, sizes, in, CompileOptions{{90, 132}});
+  REQUIRE(sym.kernels.size() == 2);
+  REQUIRE(exact.kernels.size() == 2);
+  CHECK_FALSE(sym.kernels[0].kernel.size_args.empty());
+  CHECK(sym.kernels[0].key != exact.kernels[0].key);
+  CHECK(sym.kernels[1].kernel.size_args.empty());
+  CHECK(sym.kernels[1].key == exact.kernels[1].key);
+  CHECK(sym.kernels[1].kernel.ptx == exact.kernels[1].kernel.ptx);
+}
