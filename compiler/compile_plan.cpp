@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "compiler/compile.h"
+#include "compiler/schedule/scheduler.h"
 #include "compiler/segment/segmenter.h"
 #include "ir/error.h"
 
@@ -67,7 +68,19 @@ CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
   for (DumpStage d : allDumpStages()) dumping = dumping || dumpEnabled(d);
   auto compileOne = [&](size_t s) {
     const auto& seg = sp.segments[s];
-    return compileFusion(*seg.sub.fusion, sizes, seg.input_descs, optsOf(s), stages);
+    CompiledKernel k = compileFusion(*seg.sub.fusion, sizes, seg.input_descs, optsOf(s), stages);
+    if (dumping && opts.tuning.symbolic && !classes[s]) {
+      // The schedule dump says why the knob's kernel would have taken no size at run time.
+      std::vector<std::string> why;
+      auto p = schedule::planSegment(*seg.sub.fusion, sizes, seg.input_descs, opts, "loom_" + seg.sub.fusion->name(), &why);
+      const size_t at = p ? p->summary.find("every size known (") : std::string::npos;
+      const std::string reason = at == std::string::npos ? std::string("its scheduler takes no size at run time")
+                                                          : p->summary.substr(at, p->summary.find(')', at) + 1 - at);
+      const std::string text = fmt::format("  sizes under LOOM_TUNE_SYMBOLIC: {}; compiled as an exact kernel\n", reason);
+      dumpIfEnabled(DumpStage::Schedule, seg.sub.fusion->name(), text);
+      if (stages) (*stages)[DumpStage::Schedule] += text;
+    }
+    return k;
   };
   if (misses.size() > 1 && !dumping && std::thread::hardware_concurrency() > 1) {
     std::vector<std::future<CompiledKernel>> running;

@@ -144,7 +144,8 @@ static bool sameInputs(const std::vector<TensorDesc>& descs, const std::vector<D
 // always; by default (runtime/dynamic_sizes.h) where an earlier signature whose sizes differ
 // from these only in one leading size did (its kernels' classes are then found or compiled as
 // they come: no planning on this path, which every further size takes), or where such an
-// earlier exact signature would share a kernel class with these (both planned, each once).
+// earlier exact signature would share a kernel class with these (both planned; an earlier
+// signature's classes are kept, this one's are planned again where a later one asks).
 bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs) {
   if (tuning_.symbolic) return true;
   if (tuning_.no_auto_symbolic) return false;

@@ -422,4 +422,9 @@ TEST_CASE("a plan's kernels that know every size anyway compile as exact ones, w
   CHECK(sym.kernels[1].kernel.size_args.empty());
   CHECK(sym.kernels[1].key == exact.kernels[1].key);
   CHECK(sym.kernels[1].kernel.ptx == exact.kernels[1].kernel.ptx);
+  // The schedule dump still says why the knob's kernel would have taken no size at run time.
+  StageText st;
+  compilePlan(*f, sizes, in, symbolicOptions(), &st);
+  CHECK(test::has(st[DumpStage::Schedule], "sizes under LOOM_TUNE_SYMBOLIC: every size known ("));
+  CHECK(test::has(st[DumpStage::Schedule], "; compiled as an exact kernel"));
 }
