@@ -36,17 +36,18 @@ std::map<std::string, std::shared_ptr<Loaded>>& memoryCache() {
 }
 }  // namespace
 
-// Kernels' global scratch (grid-wide reductions' partials and counters) by kernel key and stream:
-// the signatures one kernel serves (a class of sizes taking a size at run time) share one on
-// each stream, in stream order as one signature's launches do; each launch leaves its counters
-// at zero.
+// Kernels' global scratch (grid-wide reductions' partials and counters) by loaded kernel (one
+// per cache key) and stream: the signatures one kernel serves (a class of sizes taking a size at
+// run time) share one on each stream, in stream order as one signature's launches do; each
+// launch leaves its counters at zero.
 struct Executor::Workspaces {
-  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<runtime::DeviceBuffer>> by_kernel;
+  std::map<std::pair<const Loaded*, std::uint64_t>, std::shared_ptr<runtime::DeviceBuffer>> by_kernel;
 
-  std::shared_ptr<runtime::DeviceBuffer> get(const PlannedKernel& pk, std::uint64_t stream_id, std::uintptr_t stream) {
-    auto& w = by_kernel[{pk.key, stream_id}];
+  std::shared_ptr<runtime::DeviceBuffer> get(const Loaded* kernel, std::uint64_t bytes, std::uint64_t stream_id,
+                                             std::uintptr_t stream) {
+    auto& w = by_kernel[{kernel, stream_id}];
     if (!w) {
-      w = std::make_shared<runtime::DeviceBuffer>(static_cast<std::size_t>(pk.kernel.workspace_bytes));
+      w = std::make_shared<runtime::DeviceBuffer>(static_cast<std::size_t>(bytes));
       runtime::memsetAsync(w->ptr(), 0, w->size(), stream);
     }
     return w;
@@ -89,8 +90,10 @@ struct Executor::Entry {
     auto s = std::make_unique<Scratch>();
     s->stream_id = id;
     for (const auto& d : plan.temps) s->temps.push_back(DeviceTensor::allocate(d.dtype, d.shape, d.strides));
-    for (const auto& pk : plan.kernels)
-      s->workspaces.push_back(pk.kernel.workspace_bytes ? pool.get(pk, id, stream) : nullptr);
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      const std::uint64_t bytes = plan.kernels[k].kernel.workspace_bytes;
+      s->workspaces.push_back(bytes ? pool.get(loaded[k].get(), bytes, id, stream) : nullptr);
+    }
     scratch.push_back(std::move(s));
     return *scratch.back();
   }
