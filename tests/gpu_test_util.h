@@ -37,25 +37,35 @@ inline std::vector<HostTensor> randomHostInputs(const ir::Fusion& f, const Bindi
   return host;
 }
 
+// One run of `ex` on fresh device copies of `host` (in-place outputs update them) into poisoned
+// outputs, every output checked against `ref` (by default the float64 reference of `host`).
+// Returns the compile stats of this signature's lookup: whether it compiled, and what.
+inline CompileStats runAndCheck(Executor& ex, const ir::Fusion& f, const Bindings& sizes,
+                                const std::vector<HostTensor>& host, const std::vector<HostTensor>* ref = nullptr) {
+  std::vector<DeviceTensor> dev;
+  for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+  std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
+  const CompileStats stats = ex.lastCompile();  // (runInto finds the signature in memory)
+  ex.runInto(dev, outs, sizes);
+  std::vector<HostTensor> got;
+  for (const auto& o : outs) got.push_back(o.toHost());
+  const auto cs = compareOutputs(f, host, sizes, got, ref ? *ref : evaluateReference(f, host, sizes));
+  for (size_t i = 0; i < cs.size(); ++i) {
+    INFO(f.name() << " output " << f.outputs()[i].name << ": " << cs[i].str());
+    CHECK(cs[i].ok);
+  }
+  return stats;
+}
+
 // The given inputs, poisoned outputs, two runs, every output checked.
 inline void checkOnGpuWith(const ir::Fusion& f, const Bindings& sizes, const std::vector<HostTensor>& host) {
   Executor ex(f);
   auto ref = evaluateReference(f, host, sizes);
-  // Twice, on fresh copies of the inputs (in-place outputs update them) into fresh poisoned
-  // outputs: the second launch reuses the first's kernel and workspace, whose grid barrier
-  // counters the first must have left at zero.
+  // Twice, on fresh copies of the inputs into fresh poisoned outputs: the second launch reuses
+  // the first's kernel and workspace, whose grid barrier counters the first must have left at zero.
   for (int launch = 1; launch <= 2; ++launch) {
-    std::vector<DeviceTensor> dev;
-    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
-    std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
-    ex.runInto(dev, outs, sizes);
-    std::vector<HostTensor> got;
-    for (const auto& o : outs) got.push_back(o.toHost());
-    const auto cs = compareOutputs(f, host, sizes, got, ref);
-    for (size_t i = 0; i < cs.size(); ++i) {
-      INFO(f.name() << " output " << f.outputs()[i].name << " (launch " << launch << "): " << cs[i].str());
-      CHECK(cs[i].ok);
-    }
+    INFO("launch " << launch);
+    runAndCheck(ex, f, sizes, host, &ref);
   }
 }
 

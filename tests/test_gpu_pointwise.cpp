@@ -122,22 +122,9 @@ TEST_CASE("symbolic sizes: one kernel runs every batch size of its class", "[gpu
       Bindings sizes = e->default_sizes;
       for (const auto& [k, x] : c.others) sizes[k] = x;
       sizes[sym] = v;
-      std::vector<HostTensor> host;
-      uint64_t seed = static_cast<uint64_t>(v);
-      for (const ir::Value* x : f->inputs()) host.push_back(HostTensor::random(x->dtype(), evalShape(x, sizes), seed++));
-      std::vector<DeviceTensor> dev;
-      for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
-      std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
-      compiled += ex.lastCompile().source == CompileStats::Source::Compiled;
-      ex.runInto(dev, outs, sizes);
-      std::vector<HostTensor> got;
-      for (const auto& o : outs) got.push_back(o.toHost());
-      const auto ref = evaluateReference(*f, host, sizes);
-      const auto cs = compareOutputs(*f, host, sizes, got, ref);
-      for (size_t i = 0; i < cs.size(); ++i) {
-        INFO(name << " " << sym << "=" << v << " output " << i << ": " << cs[i].str());
-        CHECK(cs[i].ok);
-      }
+      INFO(name << " " << sym << "=" << v);
+      const auto host = test::randomHostInputs(*f, sizes, {}, static_cast<uint64_t>(v));
+      compiled += test::runAndCheck(ex, *f, sizes, host).source == CompileStats::Source::Compiled;
     }
     // Classes by block size and vector width, never one a size.
     INFO(name);
@@ -304,24 +291,11 @@ TEST_CASE("by default a fusion's first sizes compile exactly, a second batch siz
     for (const Call& c : calls) {
       const Bindings sizes{{"N", c.n}, {"D", c.d}};
       INFO((automatic ? "automatic" : "LOOM_NO_AUTO_SYMBOLIC") << ": N=" << c.n << " D=" << c.d);
-      std::vector<HostTensor> host;
-      uint64_t seed = static_cast<uint64_t>(c.n + c.d);
-      for (const ir::Value* x : f->inputs()) host.push_back(HostTensor::random(x->dtype(), evalShape(x, sizes), seed++));
-      std::vector<DeviceTensor> dev;
-      for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
-      std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
-      const CompileStats cs = ex.lastCompile();
+      const auto host = test::randomHostInputs(*f, sizes, {}, static_cast<uint64_t>(c.n + c.d));
+      const CompileStats cs = test::runAndCheck(ex, *f, sizes, host);
       // (A kernel another test compiled may come from the disk cache: not a memory hit either.)
       CHECK((cs.source != CompileStats::Source::MemoryCache) == c.compiles);
       CHECK((cs.runtime_size_kernels > 0) == c.runtime_sized);
-      ex.runInto(dev, outs, sizes);
-      std::vector<HostTensor> got;
-      for (const auto& o : outs) got.push_back(o.toHost());
-      const auto cmp = compareOutputs(*f, host, sizes, got, evaluateReference(*f, host, sizes));
-      for (const auto& c2 : cmp) {
-        INFO(c2.str());
-        CHECK(c2.ok);
-      }
     }
   }
 }
@@ -342,20 +316,7 @@ TEST_CASE("a second row count takes it at run time only where the two would shar
   for (const Call& c : {Call{4093, false}, Call{61, false}, Call{8192, true}, Call{97, true}}) {
     const Bindings sizes{{"N", c.n}, {"D", 1024}};
     INFO("N=" << c.n);
-    std::vector<HostTensor> host;
-    uint64_t seed = static_cast<uint64_t>(c.n);
-    for (const ir::Value* x : f->inputs()) host.push_back(HostTensor::random(x->dtype(), evalShape(x, sizes), seed++));
-    std::vector<DeviceTensor> dev;
-    for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
-    std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
-    CHECK((ex.lastCompile().runtime_size_kernels > 0) == c.runtime_sized);
-    ex.runInto(dev, outs, sizes);
-    std::vector<HostTensor> got;
-    for (const auto& o : outs) got.push_back(o.toHost());
-    const auto cmp = compareOutputs(*f, host, sizes, got, evaluateReference(*f, host, sizes));
-    for (const auto& r : cmp) {
-      INFO(r.str());
-      CHECK(r.ok);
-    }
+    const auto host = test::randomHostInputs(*f, sizes, {}, static_cast<uint64_t>(c.n));
+    CHECK((test::runAndCheck(ex, *f, sizes, host).runtime_size_kernels > 0) == c.runtime_sized);
   }
 }
