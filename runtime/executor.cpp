@@ -14,6 +14,7 @@
 #include "runtime/cubin_worker.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/module_image.h"
+#include "runtime/signature_lru.h"
 
 namespace loom {
 
@@ -55,12 +56,13 @@ struct Executor::Workspaces {
 };
 
 struct Executor::Entry {
+  std::uint64_t hash = 0;  // signatureHash of the inputs
   std::vector<TensorDesc> inputs;
   Bindings sizes;  // the sizes given beside the inputs (symbols the inputs do not determine)
   Bindings bound;  // every size, bound
   bool runtime_sized = false;  // compiled with LOOM_TUNE_SYMBOLIC (by the knob, or automatically)
-  // An exact signature's symbolicClassKeys, once asked (runtimeSizes).
-  std::optional<std::vector<std::string>> classes;
+  // An exact signature's symbolicClassKeys as digests (fnv1a), once asked (runtimeSizes).
+  std::optional<std::vector<std::uint64_t>> classes;
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
   // What the plan's launches on one stream write besides the outputs: the intermediates between
@@ -99,6 +101,27 @@ struct Executor::Entry {
   }
 };
 
+struct Executor::Entries : runtime::SignatureLru<Entry> {
+  explicit Entries(size_t capacity = kMaxSignatures) : SignatureLru(capacity) {}
+};
+
+namespace {
+// A hash of an input signature: each input's dtype, sizes, strides and alignment.
+std::uint64_t signatureHash(const std::vector<DeviceTensor>& in) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(in.size());
+  for (const DeviceTensor& t : in) {
+    mix(static_cast<std::uint64_t>(t.dtype()));
+    mix(static_cast<std::uint64_t>(alignmentOf(t.ptr())));
+    mix(t.shape().size());
+    for (int64_t v : t.shape()) mix(static_cast<std::uint64_t>(v));
+    for (int64_t v : t.strides()) mix(static_cast<std::uint64_t>(v));
+  }
+  return h;
+}
+}  // namespace
+
 // The stream kernels go to: the legacy default stream, or (LOOM_STREAM=per-thread) the
 // per-thread default stream, which skips the legacy stream's implicit synchronization.
 static runtime::StreamHandle launchStream() {
@@ -125,7 +148,8 @@ DeviceInfo currentDevice() {
 }
 
 Executor::Executor(const ir::Fusion& fusion, Tuning tuning)
-    : f_(fusion), tuning_(std::move(tuning)), stream_(launchStream()), workspaces_(std::make_unique<Workspaces>()) {
+    : f_(fusion), tuning_(std::move(tuning)), entries_(std::make_unique<Entries>()), stream_(launchStream()),
+      workspaces_(std::make_unique<Workspaces>()) {
   fusion.verify();
 }
 Executor::~Executor() = default;
@@ -153,28 +177,33 @@ bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>
   if (tuning_.symbolic) return true;
   if (tuning_.no_auto_symbolic) return false;
   std::vector<Entry*> earlier;
-  for (auto& e : entries_)
-    if (runtime::secondValueOfLeadingSize(f_, e->bound, bound)) {
-      if (e->runtime_sized) return true;
-      earlier.push_back(e.get());
-    }
+  bool runtime_sized = false;
+  entries_->forEach([&](Entry& e) {
+    if (!runtime::secondValueOfLeadingSize(f_, e.bound, bound)) return;
+    runtime_sized = runtime_sized || e.runtime_sized;
+    earlier.push_back(&e);
+  });
+  if (runtime_sized) return true;
   if (earlier.empty()) return false;
   CompileOptions sym{currentDevice(), tuning_};
   sym.tuning.symbolic = true;
   // A segment or schedule the planning refuses shares nothing (the exact compile then says why).
+  // (As digests: a 64-bit collision would at worst compile kernels taking the size at run time.)
   auto classes = [&](const Bindings& b, const std::vector<TensorDesc>& d) {
+    std::vector<std::uint64_t> out;
     try {
-      return symbolicClassKeys(f_, b, d, sym);
+      for (const std::string& key : symbolicClassKeys(f_, b, d, sym)) out.push_back(key.empty() ? 0 : runtime::fnv1a(key));
     } catch (const Error&) {
-      return std::vector<std::string>();
+      out.clear();
     }
+    return out;
   };
-  const std::vector<std::string> now = classes(bound, descs);
+  const std::vector<std::uint64_t> now = classes(bound, descs);
   for (Entry* e : earlier) {
     if (!e->classes) e->classes = classes(e->bound, e->inputs);
     if (now.size() != e->classes->size()) continue;
     for (size_t k = 0; k < now.size(); ++k)
-      if (!now[k].empty() && now[k] == (*e->classes)[k]) return true;
+      if (now[k] != 0 && now[k] == (*e->classes)[k]) return true;
   }
   return false;
 }
@@ -186,12 +215,12 @@ static void countKernels(const CompiledPlan& plan, CompileStats& st) {
 }
 
 Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
-  for (auto& e : entries_)
-    if (e->sizes == sizes && sameInputs(e->inputs, inputs)) {
-      stats_ = CompileStats{CompileStats::Source::MemoryCache};
-      countKernels(e->plan, stats_);
-      return *e;
-    }
+  const std::uint64_t hash = signatureHash(inputs);
+  if (Entry* e = entries_->find(hash, [&](const Entry& c) { return c.sizes == sizes && sameInputs(c.inputs, inputs); })) {
+    stats_ = CompileStats{CompileStats::Source::MemoryCache};
+    countKernels(e->plan, stats_);
+    return *e;
+  }
   const std::vector<TensorDesc> descs = descsOf(inputs);
   auto t0 = std::chrono::steady_clock::now();
   Bindings bound = bindSizes(f_, inputs, sizes);
@@ -213,6 +242,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     return k;
   };
   auto entry = std::make_unique<Entry>();
+  entry->hash = hash;
   entry->inputs = descs;
   entry->sizes = sizes;
   entry->bound = bound;
@@ -254,14 +284,32 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
   }
   if (entry->usesScratch()) entry->scratchFor(stream_, *workspaces_);  // (the stream it is prepared on: none made at its first launch)
+  // The loaded kernels hold the code; the plan keeps its keys' digests (a symbolic kernel's key
+  // is its printed kernel IR, tens of KiB).
+  for (auto& pk : entry->plan.kernels) {
+    pk.key = fmt::format("{:016x}", runtime::fnv1a(pk.key));
+    std::string().swap(pk.kernel.ptx);
+    std::string().swap(pk.kernel.cubin);
+  }
   dumpIfEnabled(DumpStage::Launch, f_.name(),
                 fmt::format("{} kernel(s) prepared in {:.1f} ms\n", entry->plan.kernels.size(), msSince(t0)));
   // Kernels of a plan compile in parallel: their LLVM->PTX times may add up past the wall time.
   st.plan_ms = std::max(0.0, st.plan_ms);
   st.total_ms = msSince(t0);
   stats_ = st;
-  entries_.push_back(std::move(entry));
-  return *entries_.back();
+  Entry& added = *entry;
+  if (std::unique_ptr<Entry> dropped = entries_->insert(hash, std::move(entry))) {
+    // Its intermediates may still be read or written by launches queued on any stream.
+    if (!dropped->scratch.empty()) runtime::Device::get().synchronize();
+  }
+  return added;
+}
+
+size_t Executor::signatures() const { return entries_->size(); }
+
+void Executor::limitSignatures(size_t n) {
+  LOOM_ASSERT(entries_->size() == 0 && n >= 1, "limitSignatures({}) after {} signatures", n, entries_->size());
+  entries_ = std::make_unique<Entries>(n);
 }
 
 std::vector<TensorDesc> Executor::outputSpecs(const std::vector<DeviceTensor>& inputs,
@@ -339,18 +387,14 @@ void Executor::runInto(const std::vector<DeviceTensor>& inputs, std::vector<Devi
                     "output `{}` is written in place into input `{}`: pass that input's tensor",
                     f_.outputs()[i].name, f_.inputs()[static_cast<size_t>(alias)]->name());
   }
-  launch(inputs, outputs);
+  // The entry of these sizes (launch() finds one by the inputs alone, whichever sizes it has).
+  launchAll(e, inputs, outputs);
 }
 
 // The hot path: the entry compiled for exactly these inputs, found without building descs.
 Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
                                     const std::vector<DeviceTensor>& outputs) {
-  Entry* e = nullptr;
-  for (auto& cand : entries_)
-    if (sameInputs(cand->inputs, inputs)) {
-      e = cand.get();
-      break;
-    }
+  Entry* e = entries_->find(signatureHash(inputs), [&](const Entry& c) { return sameInputs(c.inputs, inputs); });
   if (!e) e = &prepare(inputs, {});
   LOOM_USER_CHECK(outputs.size() == e->plan.outputs.size(), "fusion `{}` has {} outputs, {} given",
                   f_.name(), e->plan.outputs.size(), outputs.size());
@@ -384,10 +428,14 @@ void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& in
   runtime::launch(e.loaded[k]->kernel, launchConfig(pk.kernel), args, stream_);
 }
 
+void Executor::launchAll(Entry& e, const std::vector<DeviceTensor>& inputs,
+                         const std::vector<DeviceTensor>& outputs) {
+  for (size_t k = 0; k < e.plan.kernels.size(); ++k) launchOne(e, k, inputs, outputs);
+}
+
 void Executor::launch(const std::vector<DeviceTensor>& inputs,
                       const std::vector<DeviceTensor>& outputs) {
-  Entry& e = entryFor(inputs, outputs);
-  for (size_t k = 0; k < e.plan.kernels.size(); ++k) launchOne(e, k, inputs, outputs);
+  launchAll(entryFor(inputs, outputs), inputs, outputs);
 }
 
 void Executor::launchKernel(const std::vector<DeviceTensor>& inputs,

@@ -16,8 +16,13 @@
 // One Executor serves one host thread at a time (its plans and its stream are not guarded).
 // Each plan keeps its intermediates per stream it runs on, and each kernel its grid-reduction
 // workspace per stream (one for every signature the kernel serves), reused by every launch there
-// in stream order, so launches on several streams may run at once; they are held while the
-// Executor lives.
+// in stream order, so launches on several streams may run at once.
+//
+// Signatures: an Executor keeps the plans of its 64 most recently used input signatures (found
+// by a hash of the signature; a repeated one first). A 65th drops the least recently used one
+// with its intermediates (after the GPU finishes what it has queued); that signature, when it
+// comes back, is planned again and finds its kernels loaded. Kernels stay loaded, and their
+// workspaces held, while the Executor lives.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -98,9 +103,16 @@ class Executor {
   // each kernel's launch shape. Compiles if needed.
   std::string describePlan(const std::vector<DeviceTensor>& inputs, const Bindings& sizes = {});
 #ifdef LOOM_INTERNAL_API
-  // loom's own code: the plan itself (segments, PTX, launch shapes, output specs).
+  // loom's own code: the plan itself (segments, launch shapes, output specs; each kernel's key
+  // as the 16 hex digits of its digest, its PTX and cubin dropped: the loaded kernel holds them).
+  // Valid until the next call that may plan another signature.
   LOOM_HIDDEN const CompiledPlan& planFor(const std::vector<DeviceTensor>& inputs, const Bindings& sizes = {});
+  // How many signatures' plans it holds now (at most kMaxSignatures, or the limit below).
+  LOOM_HIDDEN size_t signatures() const;
+  // Holds at most `n` (>= 1) signatures' plans instead: before its first signature (tests).
+  LOOM_HIDDEN void limitSignatures(size_t n);
 #endif
+  static constexpr size_t kMaxSignatures = 64;
 
  private:
   struct Entry;
@@ -109,10 +121,13 @@ class Executor {
   LOOM_HIDDEN Entry& entryFor(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
   LOOM_HIDDEN void launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
                              const std::vector<DeviceTensor>& outputs);
+  LOOM_HIDDEN void launchAll(Entry& e, const std::vector<DeviceTensor>& inputs,
+                             const std::vector<DeviceTensor>& outputs);
   const ir::Fusion& f_;
   const Tuning tuning_;
   struct Workspaces;
-  std::vector<std::unique_ptr<Entry>> entries_;
+  struct Entries;
+  std::unique_ptr<Entries> entries_;  // the signatures' plans, least recently used dropped first
   CompileStats stats_;
   std::uintptr_t stream_;
   std::unique_ptr<Workspaces> workspaces_;  // kernels' global scratch, shared by the signatures of a kernel
