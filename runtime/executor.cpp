@@ -299,8 +299,10 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   stats_ = st;
   Entry& added = *entry;
   if (std::unique_ptr<Entry> dropped = entries_->insert(hash, std::move(entry))) {
-    // Its intermediates may still be read or written by launches queued on any stream.
-    if (!dropped->scratch.empty()) runtime::Device::get().synchronize();
+    // Its intermediates may still be read or written by launches queued on any stream (its
+    // workspaces are the kernels', kept).
+    if (std::any_of(dropped->scratch.begin(), dropped->scratch.end(), [](const auto& s) { return !s->temps.empty(); }))
+      runtime::Device::get().synchronize();
   }
   return added;
 }
@@ -357,7 +359,7 @@ std::vector<DeviceTensor> Executor::allocateOutputs(const std::vector<DeviceTens
 std::vector<DeviceTensor> Executor::run(const std::vector<DeviceTensor>& inputs,
                                         const Bindings& sizes) {
   std::vector<DeviceTensor> outs = allocateOutputs(inputs, sizes);
-  launch(inputs, outs);
+  launchAll(prepare(inputs, sizes), inputs, outs);  // (these sizes' plan: launch() goes by the inputs alone)
   runtime::Device::get().synchronize();
   return outs;
 }

@@ -16,18 +16,47 @@ TEST_CASE("an Executor drops its least recently used signatures, and plans them 
       "  y: f32[N, D] = div(x, s)\n  z: f32[N] = sum(y, dims=[1])\n  out z = z\n}\n");
   Executor ex(*f);
   ex.limitSignatures(3);
-  // 300 and 100 come back after being dropped; each call is checked against the reference.
+  // 100, 200 and 300 come back after being dropped (planned again: some first-call time), 300
+  // once while still held; each call is checked against the reference.
+  struct Call {
+    int64_t n;
+    bool planned;
+  };
   int step = 0;
-  for (int64_t n : {100, 200, 300, 400, 100, 500, 300, 200, 100}) {
-    const Bindings sizes{{"N", n}, {"D", 67}};
-    INFO("call " << step << ": N=" << n);
+  for (const Call& c : {Call{100, true}, Call{200, true}, Call{300, true}, Call{400, true}, Call{300, false},
+                        Call{100, true}, Call{500, true}, Call{200, true}, Call{100, false}}) {
+    const Bindings sizes{{"N", c.n}, {"D", 67}};
+    INFO("call " << step << ": N=" << c.n);
     // Positive inputs: column sums far from zero.
-    const auto host = test::randomHostInputs(*f, sizes, {}, static_cast<uint64_t>(n + step++), 0.5, 1.5);
-    test::runAndCheck(ex, *f, sizes, host);
+    const auto host = test::randomHostInputs(*f, sizes, {}, static_cast<uint64_t>(c.n + step++), 0.5, 1.5);
+    const CompileStats cs = test::runAndCheck(ex, *f, sizes, host);
+    CHECK((cs.total_ms > 0) == c.planned);
     REQUIRE(ex.planFor(std::vector<DeviceTensor>{DeviceTensor::fromHost(host[0])}, sizes).temps.size() == 1);
     CHECK(ex.signatures() <= 3);
   }
   CHECK(ex.signatures() == 3);
+}
+
+TEST_CASE("a dropped signature's intermediates outlive the launches queued on them", "[gpu][executor]") {
+  if (!test::haveGpu()) return;
+  auto f = parseFusion(
+      "fusion colrow {\n  in x: f32[N, D]\n  s: f32[1b, D] = sum(x, dims=[0], keepdim=true)\n"
+      "  y: f32[N, D] = div(x, s)\n  z: f32[N] = sum(y, dims=[1])\n  out z = z\n}\n");
+  Executor ex(*f);
+  ex.limitSignatures(1);
+  const Bindings big{{"N", 65536}, {"D", 1000}}, small{{"N", 3}, {"D", 5}};
+  const auto host = test::randomHostInputs(*f, big, {}, 7, 0.5, 1.5);
+  std::vector<DeviceTensor> in{DeviceTensor::fromHost(host[0])};
+  std::vector<DeviceTensor> out = ex.allocateOutputs(in, big, /*poison=*/true);
+  // Twenty launches queued on the big plan's intermediates, then another signature drops it
+  // (its first call runs in the same stream); no wait in between.
+  for (int i = 0; i < 20; ++i) ex.launch(in, out);
+  const auto small_host = test::randomHostInputs(*f, small, {}, 8, 0.5, 1.5);
+  test::runAndCheck(ex, *f, small, small_host);
+  CHECK(ex.signatures() == 1);
+  const auto cs = compareOutputs(*f, host, big, {out[0].toHost()}, evaluateReference(*f, host, big));
+  INFO(cs[0].str());
+  CHECK(cs[0].ok);
 }
 
 TEST_CASE("runInto runs the plan of the sizes it is given where two signatures share their inputs",

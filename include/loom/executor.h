@@ -21,8 +21,10 @@
 // Signatures: an Executor keeps the plans of its 64 most recently used input signatures (found
 // by a hash of the signature; a repeated one first). A 65th drops the least recently used one
 // with its intermediates (after the GPU finishes what it has queued); that signature, when it
-// comes back, is planned again and finds its kernels loaded. Kernels stay loaded, and their
-// workspaces held, while the Executor lives.
+// comes back, is planned again and finds its kernels loaded (whether it takes a size at run time
+// is decided again from the signatures then held, so its column sums may differ in their last
+// bits from its first plan's). Kernels stay loaded, and their workspaces held, while the
+// Executor lives.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -85,12 +87,15 @@ class Executor {
   // The outputs a run with these inputs produces (dtype, sizes, strides), compiling if needed.
   std::vector<TensorDesc> outputSpecs(const std::vector<DeviceTensor>& inputs,
                                       const Bindings& sizes = {});
-  // Launches asynchronously, no checks beyond the signature lookup: the hot path.
+  // Launches asynchronously, no checks beyond the signature lookup: the hot path. It finds the
+  // plan by the inputs alone: where signatures share their inputs (sizes given beside them),
+  // the most recently used one of them (runInto names its sizes).
   void launch(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
   // Launches only kernel `k` of the plan for these inputs (planFor(inputs).kernels[k]), as
   // launch() does, in the same stream: for timing one kernel of a plan. It reads the
   // intermediates an earlier kernel wrote, so run the whole plan first (runInto or launch) on
-  // the same stream.
+  // the same stream, with no other signature planned in between (a dropped plan comes back with
+  // fresh intermediates).
   void launchKernel(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
                     size_t k);
 
