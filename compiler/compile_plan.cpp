@@ -21,11 +21,13 @@ std::vector<std::string> symbolicClassKeys(const ir::Fusion& f, const Bindings& 
   return keys;
 }
 
-CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
+CompiledPlan compilePlan(const ir::Fusion& given, const Bindings& sizes,
                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                          StageText* stages,
                          const std::function<std::optional<CompiledKernel>(const std::string&)>& lookup) {
-  segment::SegmentPlan sp = segment::segmentFusion(f, sizes, inputs, opts);  // verifies f first
+  segment::SegmentPlan sp = segment::segmentFusion(given, sizes, inputs, opts);  // verifies it first
+  // The segments' fusion: the given one, or its rewrite (same inputs and outputs, in order).
+  const ir::Fusion& f = sp.fusion(given);
   CompiledPlan plan;
   plan.segments = sp.str(f);
   dumpIfEnabled(DumpStage::Segments, f.name(), plan.segments);

@@ -9,6 +9,9 @@
 #include <fmt/format.h>
 
 #include "compiler/segment/segmenter.h"
+#include "compiler/segment/split_reductions.h"
+#include "reference/compare.h"
+#include "runtime/bind_sizes.h"
 #include "frontend/internal_api.h"
 #include "frontend/parser.h"
 
@@ -93,11 +96,13 @@ TEST_CASE("layer norm of a slice of a wider matrix: its output is laid out as ro
 }
 
 TEST_CASE("reductions of the inputs first where that makes fewer kernels; loom segment says which plan lost", "[segment]") {
-  // Group norm backward: in order, the group statistics with dx, then dw and db (2 kernels);
-  // reductions first would take 4. The plan says so.
+  // Group norm backward, its sums as written (LOOM_NO_SPLIT_REDUCTIONS): in order, the group
+  // statistics with dx, then dw and db (2 kernels); reductions first would take 4. The plan says so.
   auto f = findExample("group_norm_backward")->build(DType::F16);
   const Bindings sizes{{"N", 32}, {"C", 128}, {"H", 64}, {"W", 64}};
-  auto p = plan(*f, sizes);
+  CompileOptions opts{{90, 132}};
+  opts.tuning.no_split_reductions = true;
+  auto p = segment::segmentFusion(*f, sizes, descsFor(*f, sizes), opts);
   CHECK(p.segments.size() == 2);
   CHECK(has(p.str(*f), "reductions of the inputs first: 4 kernels moving"));
   CHECK(has(p.str(*f), "(not fewer kernels or bytes)"));
@@ -290,4 +295,55 @@ TEST_CASE("ops no output needs are in no kernel, and the plan says so", "[segmen
   CHECK(text.find("not computed, as no output needs them: slice") != std::string::npos);
   CHECK_THAT(p.segments[0].params, Catch::StartsWith("64 rows over {N} x 256 elements over {D}"));
   CHECK(p.json(*f).find("\"unused\": [") != std::string::npos);
+}
+
+TEST_CASE("sums split in two steps where the rows' kernel takes the first: less moved, said why", "[segment]") {
+  auto gn = findExample("group_norm_backward")->build(DType::F16);
+  // Group norm backward, C/G = 4 channels a group, rows of 256 x 256: dw and db summed over H and
+  // W of each channel beside the rows (sub-row reductions: x and dy read once), then over N.
+  const Bindings big{{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}};
+  auto p = plan(*gn, big);
+  REQUIRE(p.segments.size() == 3);
+  REQUIRE(p.rewritten);
+  CHECK(p.segments[0].scheduler == "normalization");
+  CHECK(p.segments[0].sub.outputs.size() == 3);  // dx, and the sums of each (n, c)
+  CHECK(has(p.segments[0].params, "sub-row reductions"));
+  CHECK(p.bytes() < p.one_kernel_bytes + (uint64_t{1} << 20));
+  CHECK(has(p.str(*gn), "as written: 2 kernels moving 2684.37 MB (this plan"));
+  // The plan's dot graph is the rewritten fusion's.
+  CHECK(has(p.dot(*gn), "(kernel 3)"));
+  // Small images: the split plan moves less, but not a kernel's worth less: as written.
+  auto small = plan(*gn, {{"N", 8}, {"C", 64}, {"H", 32}, {"W", 32}});
+  CHECK(small.segments.size() == 2);
+  CHECK_FALSE(small.rewritten);
+  CHECK(has(small.str(*gn), "in two steps (that part first): 3 kernels moving"));
+  // Channels-last: a chunk's lanes lie along the channels each sum keeps: as written.
+  auto nhwc = plan(*gn, big, {{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}});
+  CHECK(nhwc.segments.size() == 2);
+  // Instance norm backward: the first step is the rows' own sum (per image and channel).
+  auto in = findExample("instance_norm_backward")->build(DType::F16);
+  auto ip = plan(*in, {{"N", 32}, {"C", 64}, {"H", 128}, {"W", 128}});
+  REQUIRE(ip.segments.size() == 3);
+  CHECK(ip.bytes() < ip.one_kernel_bytes + (uint64_t{1} << 20));
+  // Layer norm backward's dw and db reduce none of the rows' atoms: nothing to split.
+  auto ln = findExample("layer_norm_backward")->build(DType::F16);
+  CHECK(segment::splitReductions(*ln) == nullptr);
+}
+
+TEST_CASE("a sum split in two steps computes the same values", "[segment]") {
+  auto f = findExample("group_norm_backward")->build(DType::F32);
+  auto g = segment::splitReductions(*f);
+  REQUIRE(g);
+  CHECK(g->outputs().size() == f->outputs().size());
+  const Bindings sizes{{"N", 3}, {"C", 64}, {"H", 5}, {"W", 7}};
+  std::vector<HostTensor> in;
+  uint64_t seed = 3;
+  for (const ir::Value* v : f->inputs()) in.push_back(HostTensor::random(v->dtype(), evalShape(v, sizes), seed++, -1, 1));
+  const auto a = evaluateReference(*f, in, sizes), b = evaluateReference(*g, in, sizes);
+  REQUIRE(a.size() == b.size());
+  const auto cs = compareOutputs(*f, in, sizes, b, a);
+  for (size_t i = 0; i < cs.size(); ++i) {
+    INFO("output " << i << ": " << cs[i].str());
+    CHECK(cs[i].ok);
+  }
 }

@@ -393,14 +393,24 @@ StmtP bufStore(std::string buffer, ExprP index, ExprP value) {
 }
 
 StmtP combine(std::string result, ExprP value, const CombineSpec& spec) {
-  LOOM_ASSERT(value && !value->type.index && value->type.lanes == 1, "kernel IR: combine `{}` of one value "
-              "a thread", result);
+  return combineAll({std::move(result)}, {std::move(value)}, spec);
+}
+
+StmtP combineAll(std::vector<std::string> results, std::vector<ExprP> values, const CombineSpec& spec) {
+  LOOM_ASSERT(!values.empty() && results.size() == values.size(), "kernel IR: combine of {} values into {} results",
+              values.size(), results.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    LOOM_ASSERT(values[i] && !values[i]->type.index && values[i]->type.lanes == 1 && values[i]->type == values[0]->type,
+                "kernel IR: combine `{}` of one value a thread, of one type", results[i]);
   LOOM_ASSERT(spec.threads >= 1 && (spec.threads & (spec.threads - 1)) == 0 && spec.rows >= 1,
-              "kernel IR: combine `{}` over {} threads a row", result, spec.threads);
+              "kernel IR: combine `{}` over {} threads a row", results[0], spec.threads);
   LOOM_ASSERT(spec.threads <= 32 || spec.threads % 32 == 0, "kernel IR: combine over rows of whole warps");
+  LOOM_ASSERT(values.size() == 1 || spec.grid.region < 0, "kernel IR: combine of several values at the grid level");
   Stmt s = blank(Stmt::Kind::Combine);
-  s.name = std::move(result);
-  s.value = std::move(value);
+  s.name = results[0];
+  s.value = values[0];
+  s.results = std::move(results);
+  s.yields = std::move(values);
   s.combine = spec.op;
   s.domain = spec.domain;
   s.threads = spec.threads;

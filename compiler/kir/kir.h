@@ -264,6 +264,9 @@ struct CombineSpec {
   bool threads_merged = false;  // Welford: every thread of the row holds its block's statistics already
 };
 StmtP combine(std::string result, ExprP value, const CombineSpec& spec);
+// Several values combined at once, each as combine() would (one barrier for all of them at each
+// level): `results[i]` the total of `values[i]`. Not at the grid level.
+StmtP combineAll(std::vector<std::string> results, std::vector<ExprP> values, const CombineSpec& spec);
 StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const CombineSpec& spec);
 StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, ExprP>> carried, Body body,
              std::vector<ExprP> yields, std::vector<std::string> results, int unroll, ExprP trips = nullptr);

@@ -50,57 +50,77 @@ class Lowering {
   }
 
  private:
+  // Each value: a butterfly within each warp; rows of several warps, each warp's totals through
+  // shared memory (one barrier for every value); then across the cluster and the grid.
   void expand(const Stmt& s, Builder& b) {
     const DType acc = s.value->type.dtype;
     const ir::OpKind op = combineOp(s.combine);
     const int T = s.threads;
-    ExprP v = s.value;
-    for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) {
-      ExprP other = b.bind(intrinsic(Intrinsic::ShflXor, v->type, {v, i32Const(off)}));
-      v = b.math(op, acc, {v, other});
-    }
+    const int n = static_cast<int>(s.yields.size());
+    std::vector<ExprP> v = s.yields;
+    for (int off = std::min(T, 32) / 2; off >= 1; off /= 2)
+      for (auto& x : v) {
+        ExprP other = b.bind(intrinsic(Intrinsic::ShflXor, x->type, {x, i32Const(off)}));
+        x = b.math(op, acc, {x, other});
+      }
     if (T > 32) {
       const int wpr = T / 32;
       const std::string buf = bufferName(k_, "red_smem");
-      k_.buffers.push_back({buf, "red_smem", Place::Smem, acc, int64_t{wpr} * s.rows, 8});
+      k_.buffers.push_back({buf, "red_smem", Place::Smem, acc, int64_t{wpr} * s.rows * n, 8});
       ExprP warp = b.udiv(b.convert(var(s.thread_in_row, Type::idx()), Type::i32()), i32Const(32));
-      ExprP base = b.mul(var(s.row_in_block, Type::i32()), i32Const(wpr));
+      ExprP base = b.mul(var(s.row_in_block, Type::i32()), i32Const(wpr * n));
       ExprP lane0 = b.op(IndexOp::Eq, var(s.lane, Type::i32()), i32Const(0));
-      b.ifThen(lane0, "publish", [&] { b.emit(bufStore(buf, b.add(base, warp), v)); });
+      // Value i of warp w at base + i * wpr + w.
+      b.ifThen(lane0, "publish", [&] {
+        for (int i = 0; i < n; ++i) b.emit(bufStore(buf, b.add(b.add(base, i32Const(i * wpr)), warp), v[static_cast<size_t>(i)]));
+      });
       b.emit(barrier(Barrier::Block));
-      ExprP total = b.bind(bufLoad(buf, acc, b.add(base, i32Const(0))));
-      for (int w = 1; w < wpr; ++w) {
-        ExprP x = b.bind(bufLoad(buf, acc, b.add(base, i32Const(w))));
-        total = b.math(op, acc, {total, x});
+      for (int i = 0; i < n; ++i) {
+        ExprP total = b.bind(bufLoad(buf, acc, b.add(base, i32Const(i * wpr))));
+        for (int w = 1; w < wpr; ++w) {
+          ExprP x = b.bind(bufLoad(buf, acc, b.add(base, i32Const(i * wpr + w))));
+          total = b.math(op, acc, {total, x});
+        }
+        v[static_cast<size_t>(i)] = total;
       }
       b.emit(barrier(Barrier::Block));
-      v = total;
     }
     if (s.cluster > 1) v = acrossCluster(s, b, v);
-    if (s.grid.region >= 0) v = acrossGrid(s, b, v);
-    b.bindAs(s.name, v);
+    if (s.grid.region >= 0) v[0] = acrossGrid(s, b, v[0]);
+    for (int i = 0; i < n; ++i) b.bindAs(s.results[static_cast<size_t>(i)], v[static_cast<size_t>(i)]);
   }
 
-  // Every block of the row's cluster holds its total: the row's first thread publishes it in
+  // Every block of the row's cluster holds its totals: the row's first thread publishes them in
   // its shared memory, and after the cluster's barrier every thread combines all blocks'
   // totals in rank order (so every block gets the same bits).
-  ExprP acrossCluster(const Stmt& s, Builder& b, ExprP v) {
-    const DType acc = v->type.dtype;
+  std::vector<ExprP> acrossCluster(const Stmt& s, Builder& b, const std::vector<ExprP>& v) {
+    const DType acc = v[0]->type.dtype;
+    const int n = static_cast<int>(v.size());
     const std::string buf = bufferName(k_, "cluster_red");
-    k_.buffers.push_back({buf, "cluster_red", Place::Smem, acc, s.rows, 8});
-    ExprP at = b.bind(bufAddr(buf, var(s.row_in_block, Type::i32())));
-    b.ifThen(b.op(IndexOp::Eq, var(s.thread_in_row, Type::idx()), intConst(0)), "cpublish",
-             [&] { b.emit(bufStore(buf, at, v)); });
+    k_.buffers.push_back({buf, "cluster_red", Place::Smem, acc, int64_t{s.rows} * n, 8});
+    // Value i of the block's row r at r * n + i.
+    auto at = [&](int i) {
+      return b.bind(bufAddr(buf, b.add(b.mul(var(s.row_in_block, Type::i32()), i32Const(n)), i32Const(i))));
+    };
+    std::vector<ExprP> slots;
+    for (int i = 0; i < n; ++i) slots.push_back(at(i));
+    b.ifThen(b.op(IndexOp::Eq, var(s.thread_in_row, Type::idx()), intConst(0)), "cpublish", [&] {
+      for (int i = 0; i < n; ++i) b.emit(bufStore(buf, slots[static_cast<size_t>(i)], v[static_cast<size_t>(i)]));
+    });
     b.emit(barrier(Barrier::ClusterArrive));
     b.emit(barrier(Barrier::ClusterWait));
-    ExprP generic = b.bind(intrinsic(Intrinsic::ToGeneric, Type::addr(), {at}));
-    ExprP total;
-    for (int r = 0; r < s.cluster; ++r) {
-      ExprP remote = b.bind(intrinsic(Intrinsic::Mapa, Type::addr(), {generic, i32Const(r)}));
-      ExprP x = b.bind(bufLoad(buf, acc, remote));
-      total = total ? b.math(combineOp(s.combine), acc, {total, x}) : x;
+    std::vector<ExprP> totals;
+    for (int i = 0; i < n; ++i) {
+      ExprP generic = b.bind(intrinsic(Intrinsic::ToGeneric, Type::addr(), {slots[static_cast<size_t>(i)]}));
+      ExprP total;
+      for (int r = 0; r < s.cluster; ++r) {
+        ExprP remote = b.bind(intrinsic(Intrinsic::Mapa, Type::addr(), {generic, i32Const(r)}));
+        ExprP x = b.bind(bufLoad(buf, acc, remote));
+        total = total ? b.math(combineOp(s.combine), acc, {total, x}) : x;
+      }
+      totals.push_back(total);
     }
-    return total;
+    return totals;
   }
 
   Stats shuffled(Builder& b, const Stats& st, int off) {

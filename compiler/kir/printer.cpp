@@ -62,9 +62,11 @@ void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
       std::string how = s.threads == 1 ? "one thread a row" : s.threads <= 32 ? "a butterfly over the warp's lanes"
                         : fmt::format("a butterfly over each warp's lanes, then its {} warps through shared memory", s.threads / 32);
       if (s.cluster > 1) how += fmt::format(", then the {} blocks of the cluster through distributed shared memory", s.cluster);
+      std::vector<std::string> v;
+      for (const auto& e : s.yields) v.push_back(printExpr(k, *e));
       out += fmt::format("{}let {}: {} = combine.{}({}) over {}: {} threads a row ({} a block), {}\n", pad,
-                         s.name, s.value->type.str(), combineName(s.combine), printExpr(k, *s.value), s.domain,
-                         s.threads, s.rows, how);
+                         s.results.size() == 1 ? s.name : fmt::format("({})", fmt::join(s.results, ", ")),
+                         s.value->type.str(), combineName(s.combine), fmt::join(v, ", "), s.domain, s.threads, s.rows, how);
       break;
     }
     case Stmt::Kind::Repeat: {

@@ -36,7 +36,7 @@ ExprP rename(const ExprP& e, const Renames& r) {
 namespace {
 void collect(const Body& body, std::set<std::string>& out) {
   for (const auto& s : body) {
-    if (s->kind == Stmt::Kind::Let || s->kind == Stmt::Kind::Combine) out.insert(s->name);
+    if (s->kind == Stmt::Kind::Let) out.insert(s->name);
     if (s->kind == Stmt::Kind::If) collect(s->body, out);
     if (s->kind == Stmt::Kind::Spread) {
       out.insert(s->name);
@@ -47,7 +47,7 @@ void collect(const Body& body, std::set<std::string>& out) {
       for (const auto& [n, e] : s->carried) out.insert(n);
       collect(s->body, out);
     }
-    if (s->kind == Stmt::Kind::Repeat || s->kind == Stmt::Kind::Welford)
+    if (s->kind == Stmt::Kind::Repeat || s->kind == Stmt::Kind::Welford || s->kind == Stmt::Kind::Combine)
       for (const auto& n : s->results) out.insert(n);
     if (s->kind == Stmt::Kind::Loop) {
       out.insert(s->name);
@@ -119,10 +119,15 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
                      {Combine::Sum, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane), 1,
                       renameGrid(s.grid, r), s.threads_merged});
     }
-    case Stmt::Kind::Combine:
-      return combine(nm(s.name), rename(s.value, r),
-                     {s.combine, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane), s.cluster,
-                      renameGrid(s.grid, r)});
+    case Stmt::Kind::Combine: {
+      std::vector<ExprP> values;
+      for (const auto& e : s.yields) values.push_back(rename(e, r));
+      std::vector<std::string> results;
+      for (const auto& n : s.results) results.push_back(nm(n));
+      return combineAll(std::move(results), std::move(values),
+                        {s.combine, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane),
+                         s.cluster, renameGrid(s.grid, r)});
+    }
   }
   return nullptr;
 }

@@ -446,10 +446,13 @@ class Verifier {
         for (const auto& y : s.yields) expr(*y);
         for (const auto& r : s.results) bind(r, s.yields[0]->type, {});
         break;
-      case Stmt::Kind::Combine:
+      case Stmt::Kind::Combine: {
         checkThreadNames(s, "combine");
-        bind(s.name, s.value->type, expr(*s.value));
+        std::vector<Range> in;
+        for (const auto& y : s.yields) in.push_back(expr(*y));
+        for (size_t i = 0; i < s.results.size(); ++i) bind(s.results[i], s.yields[i]->type, in[i]);
         break;
+      }
       case Stmt::Kind::Let:
         bind(s.name, s.value->type, expr(*s.value));
         defs_[s.name] = s.value.get();

@@ -1,5 +1,7 @@
 #include "compiler/lower/atom_expr.h"
 
+#include <algorithm>
+
 #include "ir/error.h"
 
 namespace loom::lower {
@@ -97,7 +99,14 @@ EPtr AtomExprBuilder::build(const ir::Value* v) {
       n.args.push_back(operand(0));
       n.out_index = v == op->output(0) ? 0 : 1;
       n.correction = a.correction;
-      n.over_rows = !row_atoms_.empty() && da_.reducedAtoms(op) != row_atoms_;
+      const std::vector<int> red = da_.reducedAtoms(op);
+      if (!row_atoms_.empty() && red != row_atoms_) {
+        const bool part = std::all_of(red.begin(), red.end(), [&](int a) {
+          return std::find(row_atoms_.begin(), row_atoms_.end(), a) != row_atoms_.end();
+        });
+        if (part) n.sub_atoms = red;
+        n.over_rows = !part;
+      }
       return node(std::move(n));
     }
     case ir::OpFamily::Concat:

@@ -18,8 +18,9 @@ class AtomExprBuilder {
   // Throws NotPointwise (with a reason) for what this lowering cannot express.
   EPtr exprOf(const ir::Value* v);
   int64_t atomExtent(int atom) const { return extents_[static_cast<size_t>(atom)]; }
-  // The atoms the kernel's rows reduce: a reduction over any other atoms becomes a column
-  // reduction (ENode::over_rows). Set before the first exprOf.
+  // The atoms the kernel's rows reduce: a reduction over a strict part of them becomes a sub-row
+  // reduction (ENode::sub_atoms), one over any other atoms a column reduction (ENode::over_rows).
+  // Set before the first exprOf.
   void setRowAtoms(std::vector<int> atoms) { row_atoms_ = std::move(atoms); }
 
  private:

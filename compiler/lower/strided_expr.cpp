@@ -91,7 +91,7 @@ void visitPostOrder(const std::vector<EPtr>& roots, const std::function<void(con
 }
 
 std::vector<EPtr> hashCons(const std::vector<EPtr>& roots) {
-  using Key = std::tuple<int, int, int, std::vector<const ENode*>, Leaf, double, int, double, bool>;
+  using Key = std::tuple<int, int, int, std::vector<const ENode*>, Leaf, double, int, double, bool, std::vector<int>>;
   std::map<Key, EPtr> table;
   std::map<const ENode*, EPtr> done;
   std::function<EPtr(const EPtr&)> go = [&](const EPtr& n) -> EPtr {
@@ -104,7 +104,7 @@ std::vector<EPtr> hashCons(const std::vector<EPtr>& roots) {
       args.push_back(a.get());
     }
     Key k{static_cast<int>(c.kind), static_cast<int>(c.dtype), static_cast<int>(c.op), args,
-          c.leaf, c.value, c.out_index, c.correction, c.over_rows};
+          c.leaf, c.value, c.out_index, c.correction, c.over_rows, c.sub_atoms};
     auto t = table.find(k);
     EPtr out = t != table.end() ? t->second : (table[k] = node(std::move(c)));
     done[n.get()] = out;

@@ -43,6 +43,11 @@ struct ENode {
   // Reduce: over the kernel's rows (a column reduction: layer norm backward's dw and db beside
   // its row reductions) instead of its reduced atoms.
   bool over_rows = false;
+  // Reduce: over these atoms only, a strict part of the kernel's reduced atoms (a sub-row
+  // reduction: group norm backward's per-channel sums within a row of a group); its values,
+  // one per combination of the reduced atoms it keeps, are stored and read by nothing else.
+  // Empty: over the kernel's reduced atoms (or its rows).
+  std::vector<int> sub_atoms{};
   double correction = 0;            // Reduce of VarMean
 };
 

@@ -216,7 +216,7 @@ void NormLowering::rowsAt(const ExprP& first_row, const std::vector<ExprP>& ahea
     });
   }
   if (k_.async_fill) asyncFill();
-  for (const ENode* r : reductions_) reduce(*r);
+  reduceAll();
   publishReductions();
   // No block of a cluster may leave while another still reads its shared memory: arrive
   // after the last reduction, wait before returning (the stores run in between). Relaxed
@@ -429,10 +429,38 @@ void NormLowering::storeChunk(const NormKernel::Store& s, const ExprP& value, co
   b_.ifThen(pred, "store", [&] { b_.emit(kir::store(k_.num_inputs + s.output, off, value, a, stride)); });
 }
 
+// A store of sub-row values: each of them by the row's first thread, at the row's coordinates
+// and the value's along the axes its reduction keeps (0 along the others).
+void NormLowering::storeSubRows(const NormKernel::Store& s) {
+  const ENode* r = nullptr;
+  lower::visitPostOrder({s.value}, [&](const ENode& n) {
+    if (!n.sub_atoms.empty()) r = &n;
+  });
+  LOOM_ASSERT(r && sub_values_.count(r), "a sub-row store without its reduction");
+  const std::vector<size_t> kept = k_.keptAxes(r->sub_atoms);
+  const size_t nout = k_.outer_shape.size();
+  const std::vector<ExprP>& vals = sub_values_.at(r);
+  ExprP first = b_.op(kir::IndexOp::And, row_valid_, b_.op(kir::IndexOp::Eq, vt_, c(0)));
+  for (size_t k = 0; k < vals.size(); ++k) {
+    Chunk at = rowChunk();
+    int64_t rest = static_cast<int64_t>(k);
+    for (size_t j = kept.size(); j-- > 0;) {
+      at.idx[nout + kept[j]] = c(rest % k_.red_shape[kept[j]]);
+      rest /= k_.red_shape[kept[j]];
+    }
+    reduced_[r] = vals[k];
+    ExprP one = b_.bind(kir::intrinsic(kir::Intrinsic::First, Type::data(s.dtype, 1), {eval(*s.value, at)}));
+    storeChunk(s, one, at, first);
+  }
+  reduced_.erase(r);
+}
+
 void NormLowering::storeAll() {
   Chunk row = rowChunk();
+  for (const auto& s : k_.stores)
+    if (s.sub_row) storeSubRows(s);
   for (const auto& s : k_.stores) {
-    if (!s.row_only || s.column) continue;
+    if (!s.row_only || s.column || s.sub_row) continue;
     // One thread of the row writes: an in-place update (batch norm's running statistics)
     // must not be read by one thread after another has written it.
     ExprP one = b_.bind(kir::intrinsic(kir::Intrinsic::First, Type::data(s.dtype, 1), {eval(*s.value, row)}));
@@ -453,7 +481,7 @@ void NormLowering::storeAll() {
       Chunk ch = unit(m);
       ch.memo = first.memo;
       for (const auto& s : k_.stores) {
-        if (s.row_only || s.column) continue;
+        if (s.row_only || s.column || s.sub_row) continue;
         ExprP v = eval(*s.value, ch);
         const int lanes = lanesOf(ch);
         if (v->type.lanes != lanes) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, lanes), {v}));
@@ -465,7 +493,7 @@ void NormLowering::storeAll() {
   }
   forEachChunk({}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
     for (const auto& s : k_.stores) {
-      if (s.row_only || s.column) continue;
+      if (s.row_only || s.column || s.sub_row) continue;
       ExprP v = eval(*s.value, ch);
       if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, k_.vec), {v}));
       storeChunk(s, v, ch, b_.op(kir::IndexOp::And, row_valid_, ch.valid));

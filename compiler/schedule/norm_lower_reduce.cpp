@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -85,13 +86,212 @@ ExprP NormLowering::rowReduce(kir::Combine cb, DType acc, const std::function<Ex
     ExprP part = b_.select(ch.valid, local, kir::combineIdentity(cb, acc));
     return std::vector<ExprP>{b_.math(kir::combineOp(cb), acc, {carried[0], part})};
   })[0];
+  return combineRow(cb, partial);
+}
+
+ExprP NormLowering::combineRow(kir::Combine cb, const ExprP& partial) {
   const std::string name = fmt::format("row_{}{}", kir::combineName(cb), next_combine_++);
   b_.emit(kir::combine(name, partial, {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",
                                        "row_in_block", "lane", k_.cluster, gridLevel()}));
-  return kir::var(name, Type::data(acc, 1));
+  return kir::var(name, partial->type);
+}
+
+int64_t NormLowering::chunksPerSubRow(const std::vector<const ENode*>& batch) const {
+  // Every sub-row reduction of the batch keeps the same axes, in whole runs of the chunks.
+  std::optional<std::vector<size_t>> kept;
+  for (const ENode* r : batch) {
+    if (r->sub_atoms.empty()) continue;
+    const auto mine = k_.keptAxes(r->sub_atoms);
+    if (kept && *kept != mine) return 0;
+    kept = mine;
+  }
+  return kept ? k_.chunksPerPosition(*kept) : 0;
+}
+
+std::vector<ExprP> NormLowering::forEachChunkIn(int64_t first, int64_t count, std::vector<ExprP> carried,
+                                                const StepFn& step) {
+  if (unrolled_) {
+    for (int64_t i = first; i < first + count; ++i) carried = step(chunks_[static_cast<size_t>(i)], carried);
+    return carried;
+  }
+  const int unroll = count % chunk_unroll_ == 0 ? chunk_unroll_ : 1;
+  return b_.repeat("k", count, carried, [&](const ExprP& k, const std::vector<ExprP>& in) {
+    Chunk ch = chunkAt(b_.add(k, c(first)));
+    return step(ch, in);
+  }, unroll);
+}
+
+bool NormLowering::batchable(const ENode& r) const {
+  if (k_.grid_sync || k_.columns || k_.rowTier() || tune_.no_batched_reductions) return false;
+  return r.op == ir::OpKind::Sum || r.op == ir::OpKind::Mean;  // (sub-row ones too; max and min: alone)
+}
+
+bool NormLowering::ready(const ENode& r) const {
+  bool ok = true;
+  lower::visitPostOrder({r.args[0]}, [&](const ENode& n) {
+    if (n.kind == ENode::Kind::Reduce) ok = ok && (reduced_.count(&n) || sub_values_.count(&n));
+  });
+  return ok;
+}
+
+void NormLowering::reduceAll() {
+  std::vector<const ENode*> batch;
+  auto flush = [&] {
+    if (batch.size() == 1) reduce(*batch[0]);
+    else if (!batch.empty()) reduceBatch(batch);
+    batch.clear();
+  };
+  for (const ENode* r : reductions_) {
+    if (reduced_.count(r) || sub_values_.count(r)) continue;
+    if (!batchable(*r)) {
+      flush();
+      reduce(*r);
+      continue;
+    }
+    if (!ready(*r) || (!batch.empty() && computeDType(batch[0]->dtype) != computeDType(r->dtype))) flush();
+    batch.push_back(r);
+  }
+  flush();
+}
+
+// Independent sums, means and sub-row reductions in one pass over the thread's chunks, their
+// totals in one combine: means summed around the row's first element (as shiftedMean), each
+// sub-row reduction's values per position it keeps (as subRowReduce).
+void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
+  const DType acc = computeDType(batch[0]->dtype);
+  for (const ENode* r : batch) LOOM_ASSERT(computeDType(r->dtype) == acc, "a batch of reductions in several dtypes");
+  const ExprP id = kir::combineIdentity(kir::Combine::Sum, acc);
+  const size_t nout = k_.outer_shape.size();
+  struct Part {
+    const ENode* r;
+    std::vector<size_t> kept;
+    int64_t K = 1, n = 1;
+    ExprP x0;  // a mean's shift
+    size_t first = 0;  // its first accumulator
+  };
+  std::vector<Part> parts;
+  size_t total = 0;
+  for (const ENode* r : batch) {
+    // (A row reduction keeps no axis.)
+    Part p{r, r->sub_atoms.empty() ? std::vector<size_t>() : k_.keptAxes(r->sub_atoms)};
+    for (size_t i = 0; i < k_.red_shape.size(); ++i)
+      (std::find(p.kept.begin(), p.kept.end(), i) != p.kept.end() ? p.K : p.n) *= k_.red_shape[i];
+    if (r->op == ir::OpKind::Mean && r->sub_atoms.empty()) p.x0 = rowShift(*r->args[0], acc);
+    p.first = total;
+    total += static_cast<size_t>(p.K);
+    parts.push_back(p);
+  }
+  auto fold = [&](const Part& p, Chunk& ch) {
+    ExprP vals = values(*p.r->args[0], acc, ch);
+    if (p.x0) vals = b_.bind(kir::math(ir::OpKind::Sub, acc, {vals, p.x0}, k_.vec));
+    ExprP local = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSum, Type::data(acc, 1), {vals, id}));
+    return b_.select(ch.valid, local, id);
+  };
+  std::vector<ExprP> partials;
+  if (const int64_t per = chunksPerSubRow(batch); per > 0) {
+    // Each run of `per` chunks of the thread lies in one position the sub-row reductions keep
+    // (the k-th run in the k-th): a pass per run, no selects.
+    std::vector<ExprP> rows(total, id);
+    const int64_t K = static_cast<int64_t>(k_.chunks) / per;
+    for (int64_t k = 0; k < K; ++k) {
+      std::vector<ExprP> carried;
+      for (const Part& p : parts) carried.push_back(p.K == 1 ? rows[p.first] : id);
+      carried = forEachChunkIn(k * per, per, carried, [&](Chunk& ch, const std::vector<ExprP>& in) {
+        std::vector<ExprP> next;
+        for (size_t j = 0; j < parts.size(); ++j) next.push_back(b_.math(ir::OpKind::Add, acc, {in[j], fold(parts[j], ch)}));
+        return next;
+      });
+      for (size_t j = 0; j < parts.size(); ++j)
+        rows[parts[j].first + (parts[j].K == 1 ? 0 : static_cast<size_t>(k))] = carried[j];
+    }
+    filled_.insert(pass_loaded_.begin(), pass_loaded_.end());
+    pass_loaded_.clear();
+    partials = rows;
+  } else {
+    partials = forEachChunk(std::vector<ExprP>(total, id), [&](Chunk& ch, const std::vector<ExprP>& carried) {
+      std::vector<ExprP> next = carried;
+      for (const Part& p : parts) {
+        ExprP part = fold(p, ch);
+        ExprP at = c(0);
+        if (p.K > 1)
+          for (size_t i : p.kept) at = b_.add(b_.mul(at, c(k_.red_shape[i])), ch.idx[nout + i]);
+        for (int64_t k = 0; k < p.K; ++k) {
+          ExprP mine = p.K == 1 ? part : b_.select(b_.op(kir::IndexOp::Eq, at, c(k)), part, id);
+          ExprP& slot = next[p.first + static_cast<size_t>(k)];
+          slot = b_.math(ir::OpKind::Add, acc, {slot, mine});
+        }
+      }
+      return next;
+    });
+  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < total; ++i) names.push_back(fmt::format("row_sum{}", next_combine_++));
+  b_.emit(kir::combineAll(names, partials, {kir::Combine::Sum, k_.red_atoms, k_.threads_per_row, k_.rows_per_block,
+                                            "t_in_row", "row_in_block", "lane", k_.cluster, gridLevel()}));
+  for (const Part& p : parts) {
+    std::vector<ExprP> vals;
+    for (int64_t k = 0; k < p.K; ++k) {
+      ExprP v = kir::var(names[p.first + static_cast<size_t>(k)], Type::data(acc, 1));
+      if (p.r->op == ir::OpKind::Mean) {
+        ExprP q = b_.math(ir::OpKind::Div, acc, {v, kir::dataConst(acc, static_cast<double>(p.n), 1)});
+        v = p.x0 ? b_.bindAs(fmt::format("mean{}", next_mean_++), kir::math(ir::OpKind::Add, acc, {p.x0, q})) : q;
+      }
+      vals.push_back(p.r->dtype == acc ? v : b_.bind(kir::math(ir::OpKind::Cast, p.r->dtype, {v})));
+    }
+    if (p.r->sub_atoms.empty()) reduced_[p.r] = vals[0];
+    else sub_values_[p.r] = std::move(vals);
+  }
+}
+
+// A sub-row reduction: per combination of its kept axes (k = their coordinates, row-major), the
+// thread folds each chunk's lanes into accumulator k of that chunk's coordinates; each
+// accumulator is then combined across the row as the row's own reductions are.
+void NormLowering::subRowReduce(const ENode& r) {
+  const ENode& x = *r.args[0];
+  const DType acc = computeDType(r.dtype);
+  const std::vector<size_t> kept = k_.keptAxes(r.sub_atoms);
+  const size_t nout = k_.outer_shape.size();
+  LOOM_ASSERT(kept.empty() || kept.back() + 1 < k_.red_shape.size() || k_.vec == 1,
+              "a sub-row reduction keeping the innermost reduced axis of vectors of {}", k_.vec);
+  int64_t K = 1, n = 1;
+  for (size_t i = 0; i < k_.red_shape.size(); ++i)
+    (std::find(kept.begin(), kept.end(), i) != kept.end() ? K : n) *= k_.red_shape[i];
+  kir::Combine cb = kir::Combine::Sum;
+  if (r.op == ir::OpKind::ReduceMax) cb = kir::Combine::Max;
+  else if (r.op == ir::OpKind::ReduceMin) cb = kir::Combine::Min;
+  else LOOM_ASSERT(r.op == ir::OpKind::Sum || r.op == ir::OpKind::Mean, "sub-row reduction `{}`", ir::opName(r.op));
+  const ExprP id = kir::combineIdentity(cb, acc);
+  const kir::Intrinsic fold = kir::foldOf(cb);
+  auto partials = forEachChunk(std::vector<ExprP>(static_cast<size_t>(K), id), [&](Chunk& ch, const std::vector<ExprP>& carried) {
+    ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {values(x, acc, ch), id}));
+    ExprP part = b_.select(ch.valid, local, id);
+    ExprP at = c(0);  // the chunk's coordinates along the kept axes, row-major
+    for (size_t i : kept) at = b_.add(b_.mul(at, c(k_.red_shape[i])), ch.idx[nout + i]);
+    std::vector<ExprP> next;
+    for (int64_t k = 0; k < K; ++k) {
+      ExprP mine = K == 1 ? part : b_.select(b_.op(kir::IndexOp::Eq, at, c(k)), part, id);
+      next.push_back(b_.math(kir::combineOp(cb), acc, {carried[static_cast<size_t>(k)], mine}));
+    }
+    return next;
+  });
+  std::vector<ExprP>& out = sub_values_[&r];
+  for (const ExprP& p : partials) {
+    ExprP v = combineRow(cb, p);
+    if (r.op == ir::OpKind::Mean) v = b_.math(ir::OpKind::Div, acc, {v, kir::dataConst(acc, static_cast<double>(n), 1)});
+    out.push_back(r.dtype == acc ? v : b_.bind(kir::math(ir::OpKind::Cast, r.dtype, {v})));
+  }
 }
 
 ExprP NormLowering::shiftedMean(const ENode& x, DType acc, double n) {
+  const ExprP x0 = rowShift(x, acc);
+  ExprP sum = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
+    return b_.bind(kir::math(ir::OpKind::Sub, acc, {values(x, acc, ch), x0}, k_.vec));
+  });
+  ExprP q = b_.math(ir::OpKind::Div, acc, {sum, kir::dataConst(acc, n, 1)});
+  return b_.bindAs(fmt::format("mean{}", next_mean_++), kir::math(ir::OpKind::Add, acc, {x0, q}));
+}
+
+ExprP NormLowering::rowShift(const ENode& x, DType acc) {
   // A row whole in the block's shared memory behind a barrier has its first element there;
   // with a thread fill, the row's first thread copied it: a shuffle.
   Chunk first = k_.thread_fill ? chunkAt(c(0)) : rowChunk();
@@ -105,12 +305,7 @@ ExprP NormLowering::shiftedMean(const ENode& x, DType acc, double n) {
   }
   // The shift only keeps the sum small; an infinite or NaN first element would turn every
   // x - x0 into NaN where the row's mean is inf: such a row is summed as it is.
-  x0 = b_.select(kir::isFinite(b_, acc, x0), x0, kir::dataConst(acc, 0, 1));
-  ExprP sum = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
-    return b_.bind(kir::math(ir::OpKind::Sub, acc, {values(x, acc, ch), x0}, k_.vec));
-  });
-  ExprP q = b_.math(ir::OpKind::Div, acc, {sum, kir::dataConst(acc, n, 1)});
-  return b_.bindAs(fmt::format("mean{}", next_mean_++), kir::math(ir::OpKind::Add, acc, {x0, q}));
+  return b_.select(kir::isFinite(b_, acc, x0), x0, kir::dataConst(acc, 0, 1));
 }
 
 // The row's (mean, M2) in one reduction: each chunk's exact two-pass statistics over its lanes
@@ -170,6 +365,10 @@ std::pair<ExprP, ExprP> NormLowering::welford(const ENode& x, DType acc) {
 }
 
 void NormLowering::reduce(const ENode& r) {
+  if (!r.sub_atoms.empty()) {
+    if (!sub_values_.count(&r)) subRowReduce(r);
+    return;
+  }
   if (reduced_.count(&r)) return;
   const ENode& x = *r.args[0];
   const DType acc = computeDType(r.dtype);

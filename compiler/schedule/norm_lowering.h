@@ -148,6 +148,26 @@ class NormLowering {
   // The row's total of f(chunk) over every valid lane: each chunk's lanes folded, the chunks
   // accumulated by the thread, then combined across the row's threads.
   ExprP rowReduce(kir::Combine cb, DType acc, const std::function<ExprP(Chunk&)>& f);
+  // A thread's partial combined across its row (every thread of the row gets the total).
+  ExprP combineRow(kir::Combine cb, const ExprP& partial);
+  // Sub-row reductions (NormKernel::sub_rows): their values (one per combination of the axes
+  // they keep, in sub_values_), and their stores, one thread of the row each.
+  void subRowReduce(const ENode& r);
+  // The rows' reductions in launch order, independent sums, means and sub-row reductions
+  // batched: one pass and one combine a batch (LOOM_NO_BATCHED_REDUCTIONS: one each).
+  void reduceAll();
+  bool batchable(const ENode& r) const;
+  bool ready(const ENode& r) const;  // every reduction its operand reads is done
+  void reduceBatch(const std::vector<const ENode*>& batch);
+  // Chunks of the thread in each position its batch's sub-row reductions keep, where they are
+  // whole runs of its chunks in order (0: they are not).
+  int64_t chunksPerSubRow(const std::vector<const ENode*>& batch) const;
+  // forEachChunk over the thread's chunks [first, first + count), the passes' loads not yet
+  // marked as held (the caller does, after its last range).
+  std::vector<ExprP> forEachChunkIn(int64_t first, int64_t count, std::vector<ExprP> carried, const StepFn& step);
+  // A mean's shift: the row's first element of `x` (0 where it is not finite).
+  ExprP rowShift(const ENode& x, DType acc);
+  void storeSubRows(const NormKernel::Store& s);
 
   // The mean of a row summed around its first element, so that 1e4 + U(0,1) keeps its digits.
   ExprP shiftedMean(const ENode& x, DType acc, double n);
@@ -178,6 +198,7 @@ class NormLowering {
   ExprP ws_;
   std::vector<int64_t> column_offset_;  // each column reduction's partials' first byte
   std::map<const ENode*, ExprP> reduced_;
+  std::map<const ENode*, std::vector<ExprP>> sub_values_;
   std::map<std::pair<const ENode*, double>, std::pair<ExprP, ExprP>> stats_;
   int next_combine_ = 0, next_mean_ = 0;
   ExprP group_ws_, parity_, set_;

@@ -22,6 +22,7 @@ namespace {
 // reductions of a kernel whose rows reduce `row`.
 bool columnsOf(const ir::Fusion& f, const analysis::DomainAnalysis& da, const std::vector<int>& row,
                const std::vector<int>& col) {
+  if (col.empty()) return false;  // a reduction over broadcast dims only: no column reduction either
   for (int a : col)
     if (std::find(row.begin(), row.end(), a) != row.end()) return false;
   std::map<const ir::Value*, bool> reads;  // whether a value reads a reduction over `col`
@@ -32,6 +33,30 @@ bool columnsOf(const ir::Fusion& f, const analysis::DomainAnalysis& da, const st
     if (ir::isReduction(op->kind()) && in) return false;
     if (over_col && op->family() != ir::OpFamily::Reduce) return false;  // VarMean: no column statistics
     for (const ir::Value* v : op->outputs()) reads[v] = in || over_col;
+  }
+  return true;
+}
+
+// Whether every reduction over a set of `subs` (each a strict part of `row`) can be a sub-row
+// reduction of a kernel whose rows reduce `row`: a sum, mean, max or min whose value nothing
+// reads but casts of it (stored as they are: no other value of the kernel depends on them).
+bool subRowsOf(const ir::Fusion& f, const analysis::DomainAnalysis& da, const std::vector<int>& row,
+               const std::vector<std::vector<int>>& subs) {
+  for (const auto& s : subs) {
+    // (A reduction over broadcast dims only reduces no atom: not one of the row's.)
+    if (s.empty() || s.size() >= row.size()) return false;
+    for (int a : s)
+      if (std::find(row.begin(), row.end(), a) == row.end()) return false;
+  }
+  std::map<const ir::Value*, bool> sub_valued;
+  for (const ir::Op* op : f.ops()) {
+    bool reads = false;
+    for (const ir::Value* v : op->inputs()) reads = reads || sub_valued[v];
+    const bool over_sub = ir::isReduction(op->kind()) &&
+                          std::find(subs.begin(), subs.end(), da.reducedAtoms(op)) != subs.end();
+    if (reads && !(op->kind() == ir::OpKind::Cast && op->inputs().size() == 1)) return false;
+    if (over_sub && (reads || op->family() != ir::OpFamily::Reduce)) return false;
+    for (const ir::Value* v : op->outputs()) sub_valued[v] = reads || over_sub;
   }
   return true;
 }
@@ -54,7 +79,15 @@ std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::Doma
   if (sets.size() == 2) {
     for (int i = 0; i < 2; ++i)
       if (columnsOf(f, da, sets[static_cast<size_t>(i)].first, sets[static_cast<size_t>(1 - i)].first))
-        return ReducedSets{sets[static_cast<size_t>(i)].first, sets[static_cast<size_t>(1 - i)].first};
+        return ReducedSets{sets[static_cast<size_t>(i)].first, sets[static_cast<size_t>(1 - i)].first, {}};
+  }
+  // One set holding every other: the others' reductions can be sub-row ones (group norm
+  // backward's sums over H and W of each channel of the group beside the group's own).
+  for (size_t i = 0; i < sets.size(); ++i) {
+    std::vector<std::vector<int>> subs;
+    for (size_t j = 0; j < sets.size(); ++j)
+      if (j != i) subs.push_back(sets[j].first);
+    if (subRowsOf(f, da, sets[i].first, subs)) return ReducedSets{sets[i].first, {}, subs};
   }
   const ir::Op* first = sets[0].second;
   const ir::Op* op = sets[1].second;
@@ -63,7 +96,8 @@ std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::Doma
                          first->name(), first->output()->name(), da.atomSetStr(sets[0].first), op->name(),
                          op->output()->name(), da.atomSetStr(sets[1].first),
                          sets.size() == 2 ? ", and neither can be the other's column reductions (a sum, mean, max or "
-                                            "min over the rows that no other reduction reads)"
+                                            "min over the rows that no other reduction reads) or sub-row ones (a "
+                                            "sum, mean, max or min over part of the other's atoms, only stored)"
                                           : fmt::format(" ({} sets of reduced atoms)", sets.size()));
   return std::nullopt;
 }
@@ -237,8 +271,9 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
   NormAxes ax;
   NormKernel& k = ax.k;
   k.columns = !sets->col.empty();
+  k.sub_rows = !sets->sub.empty();
   lower::AtomExprBuilder eb(f, sizes, inputs, da);
-  if (k.columns) eb.setRowAtoms(sets->row);
+  if (k.columns || k.sub_rows) eb.setRowAtoms(sets->row);
   if (std::string w = concatProblem(f, da); !w.empty()) return reject(w);
   try {
     for (const auto& o : f.outputs())
@@ -288,6 +323,15 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
   };
   for (const auto& g : outer_groups) k.outer_shape.push_back(extentOf(g));
   for (const auto& g : red_groups) k.red_shape.push_back(extentOf(g));
+  // A sub-row reduction keeps or reduces each reduced axis whole.
+  for (const auto& s : sets->sub)
+    for (const auto& g : red_groups) {
+      const auto in = std::count_if(g.begin(), g.end(), [&](int a) { return std::find(s.begin(), s.end(), a) != s.end(); });
+      if (in > 0 && in < static_cast<long>(g.size()))
+        return reject(fmt::format("its reductions over {} reduce part of the kernel's reduced axis {}",
+                                  da.atomSetStr(s), da.atomSetStr(g)));
+    }
+  k.red_axis_atoms = red_groups;
   why = unsharedParts(f, sizes, k);
   if (!why.empty()) return reject(why);
   ax.groups = outer_groups;
@@ -382,9 +426,12 @@ int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, c
     s.dtype = f.outputs()[i].value->dtype();
     s.value = remapped[j];
     s.row_only = rowOnly(s.strides, nout);
-    lower::visitPostOrder({s.value}, [&](const ENode& n) { s.column = s.column || n.over_rows; });
+    lower::visitPostOrder({s.value}, [&](const ENode& n) {
+      s.column = s.column || n.over_rows;
+      s.sub_row = s.sub_row || !n.sub_atoms.empty();
+    });
     s.access = chooseAccess(s.dtype, s.offset, s.strides, k.outputs[i].align_bytes, vec);
-    if (s.access == Access::Splat) s.access = Access::Gather;
+    if (s.access == Access::Splat || s.sub_row) s.access = Access::Gather;  // (sub-row values: one at a time)
     track(s.offset, s.strides);
     k.stores.push_back(s);
   }

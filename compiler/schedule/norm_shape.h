@@ -28,11 +28,12 @@ struct NormAxes {
   std::vector<int64_t> axisStrides(const std::vector<int64_t>& atom_strides) const;
 };
 
-// The atoms the rows reduce, and those its column reductions reduce (none: empty), or nullopt
-// with why not: reductions over more than two sets of atoms, or two where neither can be the
-// other's column reductions.
+// The atoms the rows reduce, those its column reductions reduce (none: empty), and the strict
+// parts of the rows' that its sub-row reductions reduce (ENode::sub_atoms), or nullopt with why
+// not: reductions over sets of atoms that are neither one of these.
 struct ReducedSets {
   std::vector<int> row, col;
+  std::vector<std::vector<int>> sub;
 };
 std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::DomainAnalysis& da, std::string* why_not);
 

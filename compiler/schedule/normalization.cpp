@@ -29,6 +29,29 @@ int64_t NormKernel::rowElems() const {
   return std::accumulate(red_shape.begin(), red_shape.end(), int64_t{1}, std::multiplies<>());
 }
 
+std::vector<size_t> NormKernel::keptAxes(const std::vector<int>& sub_atoms) const {
+  std::vector<size_t> kept;
+  for (size_t i = 0; i < red_shape.size(); ++i) {
+    const auto& atoms = red_axis_atoms[i];
+    const bool reduced = std::any_of(atoms.begin(), atoms.end(), [&](int a) {
+      return std::find(sub_atoms.begin(), sub_atoms.end(), a) != sub_atoms.end();
+    });
+    if (!reduced && red_shape[i] > 1) kept.push_back(i);
+  }
+  return kept;
+}
+
+int64_t NormKernel::chunksPerPosition(const std::vector<size_t>& kept) const {
+  if (kept.empty()) return 0;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (kept[i] != i) return 0;
+  int64_t sub = 1;
+  for (size_t i = kept.size(); i < red_shape.size(); ++i) sub *= red_shape[i];
+  const int64_t run = int64_t{threads_per_row} * split * vec;
+  if (rowElems() != int64_t{chunks} * run || sub % run != 0) return 0;
+  return sub / run;
+}
+
 int64_t NormKernel::rowVectorUnits() const {
   return (split > 1 ? int64_t{chunks} * threads_per_row : rowElems()) * (rows_per_block / row_vec);
 }
@@ -118,6 +141,41 @@ std::string twoPassFaster(NormTier tier, const NormKernel& k, size_t held, const
                      k.grid_groups == 1 ? "each set over every SM" : fmt::format("{} groups of blocks", k.grid_groups));
 }
 
+// Why the placed kernel cannot take its sub-row reductions (empty where it can): the tiers whose
+// rows are strided along their reduction, split over the grid, or stored by whole lines of
+// several rows have none; each keeps at most kMaxSubRowValues values per row, and not the
+// innermost reduced axis where a chunk's lanes lie along it.
+constexpr int kMaxSelectBlock = 256;
+
+std::string subRowProblem(const NormKernel& k, const Tuning& tune) {
+  const std::string what = "its sub-row reductions (over part of the row's reduced atoms)";
+  if (tune.no_sub_rows) return what + " share no kernel with the rows' (LOOM_NO_SUB_ROWS)";
+  if (k.rowTier()) return what + " beside rows strided along their reduction have no schedule";
+  if (k.grid_sync) return what + " beside rows split over the whole grid have no schedule";
+  if (k.async_fill && k.rows_per_block > 1 && !k.thread_fill)
+    return what + " beside rows stored by whole lines of several rows have no schedule";
+  std::string why;
+  std::vector<EPtr> roots;
+  for (const auto& st : k.stores) roots.push_back(st.value);
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    if (n.sub_atoms.empty() || !why.empty()) return;
+    const std::vector<size_t> kept = k.keptAxes(n.sub_atoms);
+    int64_t values = 1;
+    for (size_t i : kept) values *= k.red_shape[i];
+    if (values > NormKernel::kMaxSubRowValues)
+      why = fmt::format("{} keep {} values per row, more than {}", what, values, NormKernel::kMaxSubRowValues);
+    else if (!kept.empty() && kept.back() + 1 == k.red_shape.size() && k.vec > 1)
+      why = fmt::format("{} keep the innermost reduced axis, along which a chunk's {} lanes lie: no schedule", what, k.vec);
+    else if (k.chunksPerPosition(kept) == 0 && k.block > kMaxSelectBlock)
+      // Each chunk then adds to its position's sum through selects, every position's sum live:
+      // blocks of more threads leave too few registers (measured: spills, slower than two kernels).
+      why = fmt::format("{} keep positions in which the threads' chunks ({} a thread, {} threads a row, vectors of "
+                        "{}) do not lie in whole runs, in blocks of more than {} threads: no schedule", what, k.chunks,
+                        int64_t{k.threads_per_row} * k.split, k.vec, kMaxSelectBlock);
+  });
+  return why;
+}
+
 // A kernel with column reductions (norm_columns.h): the row in registers, a persistent
 // cooperative grid; nullopt with why where that does not fit (the segmenter then splits).
 std::optional<NormKernel> placeWithColumns(NormKernel k, const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
@@ -186,6 +244,14 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     placeRows(k, f, inputs, opts, reductions, c);
   }
   k.tier = c.tier;
+  if (k.sub_rows) {
+    if (std::string why = subRowProblem(k, opts.tuning); !why.empty()) {
+      if (why_not) *why_not = std::move(why);
+      return std::nullopt;
+    }
+    c.note("sub-row reductions: each thread accumulates its chunks' values per position they keep, each combined "
+           "across the row, one thread storing them");
+  }
   c.grid_per_sm = finishLaunch(k, opts);
   k.reason = explainNormKernel(k, c, inputs);
   if (opts.tuning.symbolic) makeNormSymbolic(f, sizes, inputs, k);

@@ -99,6 +99,21 @@ struct NormKernel {
   // `col_partials` of them; after a grid-wide barrier the blocks combine `col_tiles` tiles of `col_bx`
   // chunks of columns, `col_by` threads down the partials of each, in a fixed order.
   bool columns = false;
+  // Sub-row reductions beside the rows' own (ENode::sub_atoms: group norm backward's sums over H
+  // and W of each channel within a row of a group): each thread accumulates its chunks' values
+  // per combination of the reduced axes they keep, each combined across the row as the row's
+  // own are, and one thread of the row stores them. `red_axis_atoms`: the atoms each reduced
+  // axis collapses, which tell the axes a sub-row reduction keeps.
+  bool sub_rows = false;
+  std::vector<std::vector<int>> red_axis_atoms;
+  // The reduced axes (of more than one element) a reduction over `sub_atoms` keeps.
+  std::vector<size_t> keptAxes(const std::vector<int>& sub_atoms) const;
+  // A thread's chunks in each position that keeps `kept` (leading reduced axes), where its
+  // chunks (chunk j at t + j * T of the row, T the row's threads) cover the row exactly in runs
+  // of T chunks each within one position: its j-th chunk then lies in position j / (this).
+  // 0 where they do not.
+  int64_t chunksPerPosition(const std::vector<size_t>& kept) const;
+  static constexpr int64_t kMaxSubRowValues = 4;  // per sub-row reduction and row
   // Rows too long for their partials beside them in registers (one row a block): each thread
   // keeps its partials in slots of its own in shared memory (`smem_bytes`), no barrier between.
   bool col_smem = false;
@@ -115,6 +130,7 @@ struct NormKernel {
     Access access = Access::Gather;
     bool row_only = false;  // no reduced axis: written once per row
     bool column = false;    // a value of column reductions: written once, after they are combined
+    bool sub_row = false;   // a value of a sub-row reduction: written once per row and kept position
     Access row_access = Access::Gather;  // over `row_vec` neighbouring rows
     lower::EPtr value;
   };

@@ -1,0 +1,86 @@
+// CPU-only: a normalization kernel's batched reductions (one pass and one combine for a row's
+// independent sums and means) and its sub-row reductions, in the kernel IR, through ptxas.
+#include <catch2/catch.hpp>
+
+#include "tests/compile_test_util.h"
+
+#include "compiler/compile.h"
+#include "compiler/segment/segmenter.h"
+#include "frontend/internal_api.h"
+
+using namespace loom;
+using loom::test::descsFor;
+using loom::test::has;
+
+TEST_CASE("a row's independent sums and means share one pass and one combine", "[norm][ptx]") {
+  // Batch norm backward over NCHW: the two means dx reads and the sums dw and db, one pass, one
+  // combine of all four.
+  auto f = findExample("batch_norm_backward")->build(DType::F32);
+  const Bindings sizes{{"N", 64}, {"C", 256}, {"H", 28}, {"W", 28}};
+  for (bool batched : {true, false}) {
+    CompileOptions opts{{90, 132}};
+    opts.tuning.no_batched_reductions = !batched;
+    StageText text;
+    const CompiledKernel k = compileFusion(*f, sizes, descsFor(*f, sizes), opts, &text);
+    const std::string& kir = text[DumpStage::KIR];
+    INFO(kir.substr(0, 6000));
+    CHECK(has(kir, "let (row_sum0, row_sum1, row_sum2, row_sum3): f32 = combine.sum(") == batched);
+    CHECK(has(kir, "let row_sum3: f32 = combine.sum(") == !batched);
+    LOOM_CHECK_PTXAS(k.ptx, 90);
+  }
+}
+
+TEST_CASE("sub-row reductions: each position's sum from whole runs of chunks, stored by one thread", "[norm][ptx]") {
+  // Group norm backward's first kernel once its dw and db are split (C/G = 4 channels a group):
+  // the rows' two means and the 4 + 4 channel sums in one pass per channel's run of chunks,
+  // one combine of all ten, and 8 scalar stores.
+  auto f = findExample("group_norm_backward")->build(DType::F16);
+  const Bindings sizes{{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}};
+  StageText text;
+  const CompiledPlan plan = compilePlan(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &text);
+  REQUIRE(plan.kernels.size() == 3);
+  const std::string& kir = text[DumpStage::KIR];
+  INFO(kir.substr(0, 8000));
+  CHECK(has(kir, "let (row_sum0, row_sum1, row_sum2, row_sum3, row_sum4, row_sum5, row_sum6, row_sum7, row_sum8, row_sum9)"));
+  const size_t end = kir.find("after pass `unroll`");
+  size_t stores = 0;
+  for (size_t at = kir.find("store.gather t2"); at != std::string::npos && at < end; at = kir.find("store.gather t2", at + 1))
+    ++stores;
+  CHECK(stores == 8);
+  for (const auto& pk : plan.kernels) LOOM_CHECK_PTXAS(pk.kernel.ptx, 90);
+}
+
+TEST_CASE("what sub-row reductions and batches leave alone", "[norm][segment]") {
+  const CompileOptions opts{{90, 132}};
+  auto kir = [&](const ir::Fusion& f, const Bindings& sizes) {
+    StageText text;
+    compilePlan(f, sizes, descsFor(f, sizes), opts, &text);
+    return text[DumpStage::KIR];
+  };
+  // Channels-last group norm backward: a chunk's lanes lie along the channels its sums keep.
+  auto gn = findExample("group_norm_backward")->build(DType::F16);
+  const Bindings g{{"N", 256}, {"C", 128}, {"H", 16}, {"W", 16}};
+  const auto nhwc = segment::segmentFusion(*gn, g, descsFor(*gn, g, {{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}}), opts);
+  CHECK(nhwc.segments.size() == 2);
+  CHECK_FALSE(nhwc.rewritten);
+  // A sub-row maximum is combined as a maximum, on its own.
+  auto mx = parseFusion(
+      "fusion mx {\n  in x: f32[N, G, K, H, W]\n  m: f32[N, G, 1b, 1b, 1b] = mean(x, dims=[2, 3, 4], keepdim=true)\n"
+      "  y: f32[N, G, K, H, W] = sub(x, m)\n  a: f32[N, G, K, 1b, 1b] = amax(x, dims=[3, 4], keepdim=true)\n"
+      "  out y = y\n  out a = a\n}\n");
+  const std::string k = kir(*mx, {{"N", 8}, {"G", 32}, {"K", 4}, {"H", 16}, {"W", 16}});
+  CHECK(has(k, "combine.max("));
+  // Sums in two accumulator dtypes: a batch each.
+  auto d = parseFusion(
+      "fusion d {\n  in x: f32[N, D]\n  t0: f32[N, 1b] = mean(x, dims=[1], keepdim=true)\n  t1: f32[N, D] = sub(x, t0)\n"
+      "  t2: f64[N, D] = cast(x, to=f64)\n  t3: f64[N] = sum(t2, dims=[1], keepdim=false)\n  out y = t1\n  out s = t3\n}\n");
+  CHECK(has(kir(*d, {{"N", 1024}, {"D", 1024}}), "combine.sum("));
+  // A sum over broadcast dims only reduces none of the rows' atoms: no sub-row reduction.
+  auto e = parseFusion(
+      "fusion e3 {\n  in x: f32[N, C, H, W]\n  in z: f32[N, C, 1b, 1b]\n  a: f32[N, C, H, W] = add(x, z)\n"
+      "  t0: f32[N, C, 1b, 1b] = mean(a, dims=[2, 3], keepdim=true)\n  t1: f32[N, C, H, W] = sub(a, t0)\n"
+      "  t2: f32[N, C] = sum(z, dims=[2, 3], keepdim=false)\n  t3: f32[N, C, H, 1b] = sum(a, dims=[3], keepdim=true)\n"
+      "  out y = t1\n  out s = t2\n  out h = t3\n}\n");
+  const Bindings es{{"N", 4}, {"C", 8}, {"H", 16}, {"W", 16}};
+  CHECK(segment::segmentFusion(*e, es, descsFor(*e, es), opts).segments.size() > 1);
+}
