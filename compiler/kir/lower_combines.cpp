@@ -75,13 +75,32 @@ class Lowering {
         for (int i = 0; i < n; ++i) b.emit(bufStore(buf, b.add(b.add(base, i32Const(i * wpr)), warp), v[static_cast<size_t>(i)]));
       });
       b.emit(barrier(Barrier::Block));
-      for (int i = 0; i < n; ++i) {
-        ExprP total = b.bind(bufLoad(buf, acc, b.add(base, i32Const(i * wpr))));
-        for (int w = 1; w < wpr; ++w) {
-          ExprP x = b.bind(bufLoad(buf, acc, b.add(base, i32Const(i * wpr + w))));
-          total = b.math(op, acc, {total, x});
+      if (n == 1 || s.cluster == 1) {
+        for (int i = 0; i < n; ++i) {
+          ExprP total = b.bind(bufLoad(buf, acc, b.add(base, i32Const(i * wpr))));
+          for (int w = 1; w < wpr; ++w)
+            total = b.math(op, acc, {total, b.bind(bufLoad(buf, acc, b.add(base, i32Const(i * wpr + w))))});
+          v[static_cast<size_t>(i)] = total;
         }
-        v[static_cast<size_t>(i)] = total;
+      } else {
+        // Several values over a cluster: thread i of the row totals value i over the warps (in
+        // warp order, as above), then every thread reads the totals, so that no thread holds n x
+        // warps values beside the n x cluster it reads next (group norm backward's ten: 128
+        // registers and spills, 92 and none this way; a block barrier more, which costs where the
+        // registers were no problem: bench/results/2026-11-26-h100-split-sums.md).
+        const std::string tbuf = bufferName(k_, "red_totals");
+        k_.buffers.push_back({tbuf, "red_totals", Place::Smem, acc, int64_t{s.rows} * n, 8});
+        ExprP tbase = b.mul(var(s.row_in_block, Type::i32()), i32Const(n));
+        // (me < n where it is used: the remainder only bounds it for the verifier.)
+        ExprP me = b.urem(b.convert(var(s.thread_in_row, Type::idx()), Type::i32()), i32Const(n));
+        b.ifThen(b.op(IndexOp::Ult, var(s.thread_in_row, Type::idx()), intConst(n)), "totals", [&] {
+          ExprP at = b.add(base, b.mul(me, i32Const(wpr)));
+          ExprP total = b.bind(bufLoad(buf, acc, at));
+          for (int w = 1; w < wpr; ++w) total = b.math(op, acc, {total, b.bind(bufLoad(buf, acc, b.add(at, i32Const(w))))});
+          b.emit(bufStore(tbuf, b.add(tbase, me), total));
+        });
+        b.emit(barrier(Barrier::Block));
+        for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = b.bind(bufLoad(tbuf, acc, b.add(tbase, i32Const(i))));
       }
       b.emit(barrier(Barrier::Block));
     }
