@@ -122,7 +122,7 @@ std::vector<ExprP> NormLowering::forEachChunkIn(int64_t first, int64_t count, st
 }
 
 bool NormLowering::batchable(const ENode& r) const {
-  if (k_.grid_sync || k_.columns || k_.rowTier() || tune_.no_batched_reductions) return false;
+  if (k_.grid_sync || k_.rowTier() || tune_.no_batched_reductions) return false;
   return r.op == ir::OpKind::Sum || r.op == ir::OpKind::Mean;  // (sub-row ones too; max and min: alone)
 }
 
