@@ -151,9 +151,12 @@ std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
   }
   const int64_t block_chunks = (c.row_chunks + cs - 1) / cs;
   // Rows split over a cluster that hold two loads or more and are runs apart in memory (batch
-  // norm backward over NCHW: x and dy, runs of H*W): up to 16 chunks a thread, in blocks half as
-  // large. bench/results/2026-11-26-h200-cluster-chunks.md
-  int64_t most_chunks = cs > 1 && c.k.smem_leaves.size() >= 2 && rowsInRuns(c.k) ? 2 * kMaxChunks : kMaxChunks;
+  // norm backward over NCHW: x and dy, runs of H*W), or beside sub-row reductions (group norm
+  // backward's channel sums: fewer warps to total them over): up to 16 chunks a thread, in
+  // blocks half as large. bench/results/2026-11-26-h200-cluster-chunks.md,
+  // 2026-11-26-h100-split-sums.md
+  int64_t most_chunks =
+      cs > 1 && c.k.smem_leaves.size() >= 2 && (rowsInRuns(c.k) || c.k.sub_rows) ? 2 * kMaxChunks : kMaxChunks;
   if (cs > 1 && tune.cluster_chunks) most_chunks = *tune.cluster_chunks;
   int t = std::max(32, std::min(c.max_block / rows_together, nextPow2((block_chunks + most_chunks - 1) / most_chunks)));
   if (tune.threads_per_row) t = std::max(32, *tune.threads_per_row / 32 * 32);
