@@ -56,7 +56,6 @@ struct Executor::Workspaces {
 };
 
 struct Executor::Entry {
-  std::uint64_t hash = 0;  // signatureHash of the inputs
   std::vector<TensorDesc> inputs;
   Bindings sizes;  // the sizes given beside the inputs (symbols the inputs do not determine)
   Bindings bound;  // every size, bound
@@ -101,10 +100,6 @@ struct Executor::Entry {
   }
 };
 
-struct Executor::Entries : runtime::SignatureLru<Entry> {
-  explicit Entries(size_t capacity = kMaxSignatures) : SignatureLru(capacity) {}
-};
-
 namespace {
 // A hash of an input signature: each input's dtype, sizes, strides and alignment.
 std::uint64_t signatureHash(const std::vector<DeviceTensor>& in) {
@@ -121,6 +116,20 @@ std::uint64_t signatureHash(const std::vector<DeviceTensor>& in) {
   return h;
 }
 }  // namespace
+
+struct Executor::Entries : runtime::SignatureLru<Entry> {
+  explicit Entries(size_t capacity = kMaxSignatures) : SignatureLru(capacity) {}
+  // The entry `same` accepts: the most recently used one first (a repeated signature is found
+  // without hashing it), else by the signature's hash, which `hash` (if given) then holds.
+  template <class Same>
+  Entry* lookup(const std::vector<DeviceTensor>& in, const Same& same, std::uint64_t* hash = nullptr) {
+    if (Entry* e = mostRecent(); e && same(*e)) return e;
+    const std::uint64_t h = signatureHash(in);
+    if (hash) *hash = h;
+    return find(h, same);
+  }
+};
+
 
 // The stream kernels go to: the legacy default stream, or (LOOM_STREAM=per-thread) the
 // per-thread default stream, which skips the legacy stream's implicit synchronization.
@@ -215,8 +224,9 @@ static void countKernels(const CompiledPlan& plan, CompileStats& st) {
 }
 
 Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
-  const std::uint64_t hash = signatureHash(inputs);
-  if (Entry* e = entries_->find(hash, [&](const Entry& c) { return c.sizes == sizes && sameInputs(c.inputs, inputs); })) {
+  std::uint64_t hash = 0;
+  if (Entry* e = entries_->lookup(inputs, [&](const Entry& c) { return c.sizes == sizes && sameInputs(c.inputs, inputs); },
+                                  &hash)) {
     stats_ = CompileStats{CompileStats::Source::MemoryCache};
     countKernels(e->plan, stats_);
     return *e;
@@ -242,7 +252,6 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     return k;
   };
   auto entry = std::make_unique<Entry>();
-  entry->hash = hash;
   entry->inputs = descs;
   entry->sizes = sizes;
   entry->bound = bound;
@@ -396,7 +405,7 @@ void Executor::runInto(const std::vector<DeviceTensor>& inputs, std::vector<Devi
 // The hot path: the entry compiled for exactly these inputs, found without building descs.
 Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
                                     const std::vector<DeviceTensor>& outputs) {
-  Entry* e = entries_->find(signatureHash(inputs), [&](const Entry& c) { return sameInputs(c.inputs, inputs); });
+  Entry* e = entries_->lookup(inputs, [&](const Entry& c) { return sameInputs(c.inputs, inputs); });
   if (!e) e = &prepare(inputs, {});
   LOOM_USER_CHECK(outputs.size() == e->plan.outputs.size(), "fusion `{}` has {} outputs, {} given",
                   f_.name(), e->plan.outputs.size(), outputs.size());

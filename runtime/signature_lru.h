@@ -21,8 +21,6 @@ class SignatureLru {
   // The entry under `hash` that `same(entry)` accepts, made the most recent; null if none.
   template <class Same>
   T* find(std::uint64_t hash, const Same& same) {
-    if (!order_.empty() && order_.front().hash == hash && same(*order_.front().item))
-      return order_.front().item.get();  // the repeated signature: no map lookup
     auto [lo, hi] = by_hash_.equal_range(hash);
     for (auto it = lo; it != hi; ++it)
       if (same(*it->second->item)) {

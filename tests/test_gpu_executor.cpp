@@ -7,13 +7,19 @@
 
 using namespace loom;
 
+namespace {
+// Two kernels and an intermediate between them: y = x / (its column sums), then y's row sums.
+std::unique_ptr<ir::Fusion> colrow() {
+  return parseFusion(
+      "fusion colrow {\n  in x: f32[N, D]\n  s: f32[1b, D] = sum(x, dims=[0], keepdim=true)\n"
+      "  y: f32[N, D] = div(x, s)\n  z: f32[N] = sum(y, dims=[1])\n  out z = z\n}\n");
+}
+}  // namespace
+
 TEST_CASE("an Executor drops its least recently used signatures, and plans them again when they come back",
           "[gpu][executor]") {
   if (!test::haveGpu()) return;
-  // Two kernels and an intermediate between them: y = x / (its column sums), then y's row sums.
-  auto f = parseFusion(
-      "fusion colrow {\n  in x: f32[N, D]\n  s: f32[1b, D] = sum(x, dims=[0], keepdim=true)\n"
-      "  y: f32[N, D] = div(x, s)\n  z: f32[N] = sum(y, dims=[1])\n  out z = z\n}\n");
+  auto f = colrow();
   Executor ex(*f);
   ex.limitSignatures(3);
   // 100, 200 and 300 come back after being dropped (planned again: some first-call time), 300
@@ -39,9 +45,7 @@ TEST_CASE("an Executor drops its least recently used signatures, and plans them 
 
 TEST_CASE("a dropped signature's intermediates outlive the launches queued on them", "[gpu][executor]") {
   if (!test::haveGpu()) return;
-  auto f = parseFusion(
-      "fusion colrow {\n  in x: f32[N, D]\n  s: f32[1b, D] = sum(x, dims=[0], keepdim=true)\n"
-      "  y: f32[N, D] = div(x, s)\n  z: f32[N] = sum(y, dims=[1])\n  out z = z\n}\n");
+  auto f = colrow();
   Executor ex(*f);
   ex.limitSignatures(1);
   const Bindings big{{"N", 65536}, {"D", 1000}}, small{{"N", 3}, {"D", 5}};

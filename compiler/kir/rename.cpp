@@ -68,6 +68,17 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
     auto it = r.find(n);
     return it == r.end() ? n : it->second;
   };
+  // Repeat, Welford and Combine: the values they yield and the names they bind.
+  auto yields = [&] {
+    std::vector<ExprP> out;
+    for (const auto& e : s.yields) out.push_back(rename(e, r));
+    return out;
+  };
+  auto results = [&] {
+    std::vector<std::string> out;
+    for (const auto& n : s.results) out.push_back(nm(n));
+    return out;
+  };
   switch (s.kind) {
     case Stmt::Kind::Let: return let(nm(s.name), rename(s.value, r));
     case Stmt::Kind::Loop: {
@@ -89,11 +100,7 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
       for (const auto& x : s.body) b.push_back(renameStmt(*x, r));
       std::vector<std::pair<std::string, ExprP>> carried;
       for (const auto& [n, e] : s.carried) carried.push_back({nm(n), rename(e, r)});
-      std::vector<ExprP> yields;
-      for (const auto& e : s.yields) yields.push_back(rename(e, r));
-      std::vector<std::string> results;
-      for (const auto& n : s.results) results.push_back(nm(n));
-      return repeat(nm(s.name), s.count, std::move(carried), std::move(b), std::move(yields), std::move(results), s.unroll,
+      return repeat(nm(s.name), s.count, std::move(carried), std::move(b), yields(), results(), s.unroll,
                     s.trips ? rename(s.trips, r) : nullptr);
     }
     case Stmt::Kind::AsyncCopy:
@@ -110,24 +117,14 @@ StmtP renameStmt(const Stmt& s, const Renames& r) {
     }
     case Stmt::Kind::BytesStore:
       return bytesStore(s.name, rename(s.offset, r), rename(s.value, r), s.align, s.access == Access::Gather);
-    case Stmt::Kind::Welford: {
-      std::vector<ExprP> stats;
-      for (const auto& e : s.yields) stats.push_back(rename(e, r));
-      std::vector<std::string> results;
-      for (const auto& n : s.results) results.push_back(nm(n));
-      return welford(std::move(results), std::move(stats),
+    case Stmt::Kind::Welford:
+      return welford(results(), yields(),
                      {Combine::Sum, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane), 1,
                       renameGrid(s.grid, r), s.threads_merged});
-    }
-    case Stmt::Kind::Combine: {
-      std::vector<ExprP> values;
-      for (const auto& e : s.yields) values.push_back(rename(e, r));
-      std::vector<std::string> results;
-      for (const auto& n : s.results) results.push_back(nm(n));
-      return combineAll(std::move(results), std::move(values),
+    case Stmt::Kind::Combine:
+      return combineAll(results(), yields(),
                         {s.combine, s.domain, s.threads, s.rows, nm(s.thread_in_row), nm(s.row_in_block), nm(s.lane),
                          s.cluster, renameGrid(s.grid, r)});
-    }
   }
   return nullptr;
 }

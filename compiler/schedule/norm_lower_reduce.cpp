@@ -89,11 +89,21 @@ ExprP NormLowering::rowReduce(kir::Combine cb, DType acc, const std::function<Ex
   return combineRow(cb, partial);
 }
 
+kir::CombineSpec NormLowering::rowSpec(kir::Combine cb) {
+  return {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row", "row_in_block", "lane", k_.cluster,
+          gridLevel()};
+}
+
 ExprP NormLowering::combineRow(kir::Combine cb, const ExprP& partial) {
   const std::string name = fmt::format("row_{}{}", kir::combineName(cb), next_combine_++);
-  b_.emit(kir::combine(name, partial, {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row",
-                                       "row_in_block", "lane", k_.cluster, gridLevel()}));
+  b_.emit(kir::combine(name, partial, rowSpec(cb)));
   return kir::var(name, partial->type);
+}
+
+ExprP NormLowering::keptPosition(const std::vector<size_t>& kept, const Chunk& ch) {
+  ExprP at = c(0);
+  for (size_t i : kept) at = b_.add(b_.mul(at, c(k_.red_shape[i])), ch.idx[k_.outer_shape.size() + i]);
+  return at;
 }
 
 int64_t NormLowering::chunksPerSubRow(const std::vector<const ENode*>& batch) const {
@@ -161,9 +171,8 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
   const DType acc = computeDType(batch[0]->dtype);
   for (const ENode* r : batch) LOOM_ASSERT(computeDType(r->dtype) == acc, "a batch of reductions in several dtypes");
   const ExprP id = kir::combineIdentity(kir::Combine::Sum, acc);
-  const size_t nout = k_.outer_shape.size();
   struct Part {
-    const ENode* r;
+    const ENode* r = nullptr;
     std::vector<size_t> kept;
     int64_t K = 1, n = 1;
     ExprP x0;  // a mean's shift
@@ -173,9 +182,11 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
   size_t total = 0;
   for (const ENode* r : batch) {
     // (A row reduction keeps no axis.)
-    Part p{r, r->sub_atoms.empty() ? std::vector<size_t>() : k_.keptAxes(r->sub_atoms)};
-    for (size_t i = 0; i < k_.red_shape.size(); ++i)
-      (std::find(p.kept.begin(), p.kept.end(), i) != p.kept.end() ? p.K : p.n) *= k_.red_shape[i];
+    Part p;
+    p.r = r;
+    if (!r->sub_atoms.empty()) p.kept = k_.keptAxes(r->sub_atoms);
+    p.K = k_.positions(p.kept);
+    p.n = k_.rowElems() / p.K;
     if (r->op == ir::OpKind::Mean && r->sub_atoms.empty()) p.x0 = rowShift(*r->args[0], acc);
     p.first = total;
     total += static_cast<size_t>(p.K);
@@ -212,9 +223,7 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
       std::vector<ExprP> next = carried;
       for (const Part& p : parts) {
         ExprP part = fold(p, ch);
-        ExprP at = c(0);
-        if (p.K > 1)
-          for (size_t i : p.kept) at = b_.add(b_.mul(at, c(k_.red_shape[i])), ch.idx[nout + i]);
+        const ExprP at = p.K > 1 ? keptPosition(p.kept, ch) : nullptr;
         for (int64_t k = 0; k < p.K; ++k) {
           ExprP mine = p.K == 1 ? part : b_.select(b_.op(kir::IndexOp::Eq, at, c(k)), part, id);
           ExprP& slot = next[p.first + static_cast<size_t>(k)];
@@ -226,8 +235,7 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
   }
   std::vector<std::string> names;
   for (size_t i = 0; i < total; ++i) names.push_back(fmt::format("row_sum{}", next_combine_++));
-  b_.emit(kir::combineAll(names, partials, {kir::Combine::Sum, k_.red_atoms, k_.threads_per_row, k_.rows_per_block,
-                                            "t_in_row", "row_in_block", "lane", k_.cluster, gridLevel()}));
+  b_.emit(kir::combineAll(names, partials, rowSpec(kir::Combine::Sum)));
   for (const Part& p : parts) {
     std::vector<ExprP> vals;
     for (int64_t k = 0; k < p.K; ++k) {
@@ -250,12 +258,9 @@ void NormLowering::subRowReduce(const ENode& r) {
   const ENode& x = *r.args[0];
   const DType acc = computeDType(r.dtype);
   const std::vector<size_t> kept = k_.keptAxes(r.sub_atoms);
-  const size_t nout = k_.outer_shape.size();
   LOOM_ASSERT(kept.empty() || kept.back() + 1 < k_.red_shape.size() || k_.vec == 1,
               "a sub-row reduction keeping the innermost reduced axis of vectors of {}", k_.vec);
-  int64_t K = 1, n = 1;
-  for (size_t i = 0; i < k_.red_shape.size(); ++i)
-    (std::find(kept.begin(), kept.end(), i) != kept.end() ? K : n) *= k_.red_shape[i];
+  const int64_t K = k_.positions(kept), n = k_.rowElems() / K;
   kir::Combine cb = kir::Combine::Sum;
   if (r.op == ir::OpKind::ReduceMax) cb = kir::Combine::Max;
   else if (r.op == ir::OpKind::ReduceMin) cb = kir::Combine::Min;
@@ -265,8 +270,7 @@ void NormLowering::subRowReduce(const ENode& r) {
   auto partials = forEachChunk(std::vector<ExprP>(static_cast<size_t>(K), id), [&](Chunk& ch, const std::vector<ExprP>& carried) {
     ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {values(x, acc, ch), id}));
     ExprP part = b_.select(ch.valid, local, id);
-    ExprP at = c(0);  // the chunk's coordinates along the kept axes, row-major
-    for (size_t i : kept) at = b_.add(b_.mul(at, c(k_.red_shape[i])), ch.idx[nout + i]);
+    const ExprP at = K > 1 ? keptPosition(kept, ch) : nullptr;
     std::vector<ExprP> next;
     for (int64_t k = 0; k < K; ++k) {
       ExprP mine = K == 1 ? part : b_.select(b_.op(kir::IndexOp::Eq, at, c(k)), part, id);

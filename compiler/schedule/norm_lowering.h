@@ -148,8 +148,12 @@ class NormLowering {
   // The row's total of f(chunk) over every valid lane: each chunk's lanes folded, the chunks
   // accumulated by the thread, then combined across the row's threads.
   ExprP rowReduce(kir::Combine cb, DType acc, const std::function<ExprP(Chunk&)>& f);
-  // A thread's partial combined across its row (every thread of the row gets the total).
+  // A thread's partial combined across its row (every thread of the row gets the total), and
+  // how the row's threads combine.
   ExprP combineRow(kir::Combine cb, const ExprP& partial);
+  kir::CombineSpec rowSpec(kir::Combine cb);
+  // The chunk's position along the reduced axes `kept`, row-major.
+  ExprP keptPosition(const std::vector<size_t>& kept, const Chunk& ch);
   // Sub-row reductions (NormKernel::sub_rows): their values (one per combination of the axes
   // they keep, in sub_values_), and their stores, one thread of the row each.
   void subRowReduce(const ENode& r);

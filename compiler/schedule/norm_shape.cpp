@@ -74,7 +74,7 @@ std::optional<ReducedSets> reducedSets(const ir::Fusion& f, const analysis::Doma
     *why_not = "it has no reduction";
     return std::nullopt;
   }
-  if (sets.size() == 1) return ReducedSets{sets[0].first, {}};
+  if (sets.size() == 1) return ReducedSets{sets[0].first, {}, {}};
   // Two sets: the rows reduce the first where the other's reductions can be column ones.
   if (sets.size() == 2) {
     for (int i = 0; i < 2; ++i)

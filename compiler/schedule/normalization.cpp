@@ -41,6 +41,12 @@ std::vector<size_t> NormKernel::keptAxes(const std::vector<int>& sub_atoms) cons
   return kept;
 }
 
+int64_t NormKernel::positions(const std::vector<size_t>& kept) const {
+  int64_t n = 1;
+  for (size_t i : kept) n *= red_shape[i];
+  return n;
+}
+
 int64_t NormKernel::chunksPerPosition(const std::vector<size_t>& kept) const {
   if (kept.empty()) return 0;
   for (size_t i = 0; i < kept.size(); ++i)
@@ -160,8 +166,7 @@ std::string subRowProblem(const NormKernel& k, const Tuning& tune) {
   lower::visitPostOrder(roots, [&](const ENode& n) {
     if (n.sub_atoms.empty() || !why.empty()) return;
     const std::vector<size_t> kept = k.keptAxes(n.sub_atoms);
-    int64_t values = 1;
-    for (size_t i : kept) values *= k.red_shape[i];
+    const int64_t values = k.positions(kept);
     if (values > NormKernel::kMaxSubRowValues)
       why = fmt::format("{} keep {} values per row, more than {}", what, values, NormKernel::kMaxSubRowValues);
     else if (!kept.empty() && kept.back() + 1 == k.red_shape.size() && k.vec > 1)

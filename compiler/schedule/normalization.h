@@ -113,6 +113,8 @@ struct NormKernel {
   // of T chunks each within one position: its j-th chunk then lies in position j / (this).
   // 0 where they do not.
   int64_t chunksPerPosition(const std::vector<size_t>& kept) const;
+  // The positions `kept` spans: the product of their extents (1 for none).
+  int64_t positions(const std::vector<size_t>& kept) const;
   static constexpr int64_t kMaxSubRowValues = 4;  // per sub-row reduction and row
   // Rows too long for their partials beside them in registers (one row a block): each thread
   // keeps its partials in slots of its own in shared memory (`smem_bytes`), no barrier between.
