@@ -9,6 +9,7 @@
 #include "compiler/analysis/domains.h"
 #include "compiler/codegen/kir_to_llvm.h"
 #include "compiler/codegen/ptx_backend.h"
+#include "compiler/kir/fingerprint.h"
 #include "compiler/kir/pipeline.h"
 #include "compiler/kir/printer.h"
 #include "compiler/schedule/normalization.h"
@@ -85,11 +86,14 @@ std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& 
   auto p = schedule::planSegment(f, sizes, inputs, opts, "loom_" + f.name(), &why);
   if (!p || p->size_args.empty()) return std::nullopt;
   SymbolicClass c;
-  // The launch's other parameters travel with the cached kernel: they too must be the class's.
+  // The kernel IR as its fingerprint (every field of every node; printing it took longer than
+  // lowering it). The launch's other parameters travel with the cached kernel: they too must be
+  // the class's.
   const auto& l = p->launch;
-  c.key = "symbolic\n" + ir::printFusion(f) + kir::printKernel(p->lower()) +
-          fmt::format("launch block {} shared {} cluster {} cooperative {} workspace {}\n", l.block, l.shared_bytes,
-                      l.cluster, l.cooperative, l.workspace_bytes) +
+  c.key = "symbolic\n" + ir::printFusion(f) +
+          fmt::format("kernel ir {}\nlaunch block {} shared {} cluster {} cooperative {} workspace {}\n",
+                      kir::fingerprint(p->lower()).hex(), l.block, l.shared_bytes, l.cluster, l.cooperative,
+                      l.workspace_bytes) +
           keyTail(opts);
   c.grid = static_cast<unsigned>(p->launch.grid);
   c.outputs = p->outputs;

@@ -6,6 +6,7 @@
 
 #include "compiler/codegen/kir_to_llvm.h"
 #include "compiler/compile.h"
+#include "compiler/kir/fingerprint.h"
 #include "compiler/kir/pipeline.h"
 #include "compiler/kir/printer.h"
 #include "compiler/kir/unroll.h"
@@ -179,4 +180,29 @@ TEST_CASE("kir: the verifier wants a barrier between a buffer's write and anothe
   k.buffers[0].count = 16;
   k.body = body(true, false);
   CHECK(has(joined(verify(k)), "`s`[tid] may reach slots [0, 31], outside [0, 16)"));
+}
+
+TEST_CASE("kir: a kernel's fingerprint is the same for the same kernel and differs with any field", "[kir]") {
+  using namespace kir;
+  const Fingerprint base = fingerprint(copyKernel(1000, 1000));
+  CHECK(base == fingerprint(copyKernel(1000, 1000)));
+  CHECK(base.hex().size() == 32);
+  CHECK_FALSE(base == fingerprint(copyKernel(1001, 1000)));  // a loop bound
+  CHECK_FALSE(base == fingerprint(copyKernel(1000, 1001)));  // a parameter's extent
+  CHECK_FALSE(base == fingerprint(copyKernel(1000, 1000, 8)));  // the launch
+  // Fields the printer does not show: a combine's grid level, a constant's sign of zero.
+  auto with = [](const StmtP& s) {
+    Kernel k = copyKernel(1000, 1000);
+    k.body.push_back(s);
+    return fingerprint(k);
+  };
+  CombineSpec spec{Combine::Sum, "{D}", 64, 1, "t_in_row", "row_in_block", "lane", 1, {}};
+  const ExprP x = var("x", Type::data(DType::F32, 1));
+  const Fingerprint plain = with(combine("total", x, spec));
+  spec.grid.blocks = 4;
+  CHECK_FALSE(plain == with(combine("total", x, spec)));
+  CHECK_FALSE(with(let("z", dataConst(DType::F32, 0.0, 1))) == with(let("z", dataConst(DType::F32, -0.0, 1))));
+  // Names and kinds: a let of `y` is not a let of `z`, nor a store.
+  CHECK_FALSE(with(let("y", x)) == with(let("z", x)));
+  CHECK_FALSE(with(let("y", x)) == with(store(1, intConst(0), x, Access::Gather, 1)));
 }

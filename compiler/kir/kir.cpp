@@ -161,16 +161,16 @@ std::string Type::str() const {
 }
 
 namespace {
-ExprP make(Expr e) { return std::make_shared<const Expr>(std::move(e)); }
-Expr blank(Expr::Kind k, Type t) {
-  Expr e;
-  e.kind = k;
-  e.type = t;
+// A new node, built in place (a Stmt is large: no copy of it is made).
+std::shared_ptr<Expr> blank(Expr::Kind k, Type t) {
+  auto e = std::make_shared<Expr>();
+  e->kind = k;
+  e->type = t;
   return e;
 }
-Stmt blank(Stmt::Kind k) {
-  Stmt s;
-  s.kind = k;
+std::shared_ptr<Stmt> blank(Stmt::Kind k) {
+  auto s = std::make_shared<Stmt>();
+  s->kind = k;
   return s;
 }
 void checkIndex(const ExprP& e, std::string_view what) {
@@ -180,24 +180,24 @@ void checkIndex(const ExprP& e, std::string_view what) {
 
 ExprP intConst(int64_t v, Type t) {
   LOOM_ASSERT(t.index, "kernel IR: an integer constant of {}", t.str());
-  Expr e = blank(Expr::Kind::Int, t);
-  e.ivalue = v;
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::Int, t);
+  e->ivalue = v;
+  return e;
 }
 ExprP i32Const(int64_t v) { return intConst(v, Type::i32()); }
 ExprP predConst(bool v) { return intConst(v ? 1 : 0, Type::pred()); }
 
 ExprP var(std::string name, Type t) {
   LOOM_ASSERT(!name.empty(), "kernel IR: a variable needs a name");
-  Expr e = blank(Expr::Kind::Var, t);
-  e.name = std::move(name);
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::Var, t);
+  e->name = std::move(name);
+  return e;
 }
 
 ExprP special(Special s) {
-  Expr e = blank(Expr::Kind::Special, Type::i32());
-  e.special = s;
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::Special, Type::i32());
+  e->special = s;
+  return e;
 }
 
 ExprP index(IndexOp op, ExprP a, ExprP b) {
@@ -206,10 +206,10 @@ ExprP index(IndexOp op, ExprP a, ExprP b) {
   LOOM_ASSERT(a->type == b->type, "kernel IR: `{}` of {} and {}", indexOpName(op), a->type.str(), b->type.str());
   const bool logic = op == IndexOp::And || op == IndexOp::Or || op == IndexOp::Xor;
   LOOM_ASSERT(!a->type.isPred() || logic, "kernel IR: `{}` of predicates", indexOpName(op));
-  Expr e = blank(Expr::Kind::Index, isComparison(op) ? Type::pred() : a->type);
-  e.iop = op;
-  e.args = {std::move(a), std::move(b)};
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::Index, isComparison(op) ? Type::pred() : a->type);
+  e->iop = op;
+  e->args = {std::move(a), std::move(b)};
+  return e;
 }
 ExprP add(ExprP a, ExprP b) { return index(IndexOp::Add, std::move(a), std::move(b)); }
 ExprP mul(ExprP a, ExprP b) { return index(IndexOp::Mul, std::move(a), std::move(b)); }
@@ -223,9 +223,9 @@ ExprP stridedOffset(int64_t base, const std::vector<int64_t>& strides, const std
 
 ExprP dataConst(DType t, double v, int lanes) {
   LOOM_ASSERT(lanes >= 1, "kernel IR: a constant of {} lanes", lanes);
-  Expr e = blank(Expr::Kind::Const, Type::data(t, lanes));
-  e.fvalue = v;
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::Const, Type::data(t, lanes));
+  e->fvalue = v;
+  return e;
 }
 
 ExprP math(ir::OpKind op, DType result, std::vector<ExprP> args, int result_lanes) {
@@ -242,25 +242,25 @@ ExprP math(ir::OpKind op, DType result, std::vector<ExprP> args, int result_lane
   }
   LOOM_ASSERT(result_lanes == 0 || lanes == 1 || result_lanes == lanes, "kernel IR: `{}` of {} lanes as {}",
               ir::opName(op), lanes, result_lanes);
-  Expr e = blank(Expr::Kind::Math, Type::data(result, result_lanes ? result_lanes : lanes));
-  e.op = op;
-  e.args = std::move(args);
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::Math, Type::data(result, result_lanes ? result_lanes : lanes));
+  e->op = op;
+  e->args = std::move(args);
+  return e;
 }
 
 ExprP load(int param, DType t, ExprP offset, int lanes, Access a, int64_t inner_stride,
            Cache cache) {
   LOOM_ASSERT(param >= 0 && lanes >= 1, "kernel IR: load of parameter {} x{}", param, lanes);
   checkIndex(offset, "a load's offset");
-  Expr e = blank(Expr::Kind::Load, Type::data(t, lanes));
-  e.param = param;
-  e.args = {std::move(offset)};
-  e.access = a;
-  e.inner_stride = inner_stride;
-  e.cache = cache;
-  e.align = a == Access::Vector ? static_cast<int>(std::min<int64_t>(16, int64_t{lanes} * dtypeBytes(t)))
+  auto e = blank(Expr::Kind::Load, Type::data(t, lanes));
+  e->param = param;
+  e->args = {std::move(offset)};
+  e->access = a;
+  e->inner_stride = inner_stride;
+  e->cache = cache;
+  e->align = a == Access::Vector ? static_cast<int>(std::min<int64_t>(16, int64_t{lanes} * dtypeBytes(t)))
                                 : dtypeBytes(t);
-  return make(std::move(e));
+  return e;
 }
 
 ExprP select(ExprP cond, ExprP a, ExprP b) {
@@ -268,9 +268,9 @@ ExprP select(ExprP cond, ExprP a, ExprP b) {
               "kernel IR: a select needs a predicate");
   LOOM_ASSERT(a && b && a->type == b->type, "kernel IR: a select of {} and {}", a ? a->type.str() : "?",
               b ? b->type.str() : "?");
-  Expr e = blank(Expr::Kind::Select, a->type);
-  e.args = {std::move(cond), std::move(a), std::move(b)};
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::Select, a->type);
+  e->args = {std::move(cond), std::move(a), std::move(b)};
+  return e;
 }
 
 ExprP convert(ExprP x, Type to) {
@@ -278,53 +278,53 @@ ExprP convert(ExprP x, Type to) {
   const bool to_pred = x && x->type == Type::data(DType::Bool, 1) && to.isPred();
   LOOM_ASSERT(x && (to_pred || (x->type.index && !x->type.isPred() && !to.isPred())) && to.lanes == 1,
               "kernel IR: convert {} to {}", x ? x->type.str() : "?", to.str());
-  Expr e = blank(Expr::Kind::Convert, to);
-  e.args = {std::move(x)};
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::Convert, to);
+  e->args = {std::move(x)};
+  return e;
 }
 
 ExprP intrinsic(Intrinsic i, Type result, std::vector<ExprP> args) {
   LOOM_ASSERT(intrinsicOperands(i) < 0 || static_cast<int>(args.size()) == intrinsicOperands(i), "kernel IR: `{}` takes {} operands, "
               "got {}", intrinsicName(i), intrinsicOperands(i), args.size());
   for (const auto& a : args) LOOM_ASSERT(a != nullptr, "kernel IR: `{}` of nothing", intrinsicName(i));
-  Expr e = blank(Expr::Kind::Intrinsic, result);
-  e.intrinsic = i;
-  e.args = std::move(args);
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::Intrinsic, result);
+  e->intrinsic = i;
+  e->args = std::move(args);
+  return e;
 }
 
 ExprP bufLoad(std::string buffer, DType elem, ExprP index) {
   checkIndex(index, "a buffer's element");
-  Expr e = blank(Expr::Kind::BufLoad, Type::data(elem, 1));
-  e.buffer = std::move(buffer);
-  e.args = {std::move(index)};
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::BufLoad, Type::data(elem, 1));
+  e->buffer = std::move(buffer);
+  e->args = {std::move(index)};
+  return e;
 }
 
 ExprP bytesLoad(std::string buffer, DType t, int lanes, ExprP byte, int align) {
   checkIndex(byte, "a byte offset");
-  Expr e = blank(Expr::Kind::BytesLoad, Type::data(t, lanes));
-  e.buffer = std::move(buffer);
-  e.args = {std::move(byte)};
-  e.align = align;
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::BytesLoad, Type::data(t, lanes));
+  e->buffer = std::move(buffer);
+  e->args = {std::move(byte)};
+  e->align = align;
+  return e;
 }
 
 ExprP bufAddr(std::string buffer, ExprP index) {
   checkIndex(index, "a buffer's element");
   LOOM_ASSERT(!index->type.address, "kernel IR: the address of an address");
-  Expr e = blank(Expr::Kind::BufAddr, Type::addr());
-  e.buffer = std::move(buffer);
-  e.args = {std::move(index)};
-  return make(std::move(e));
+  auto e = blank(Expr::Kind::BufAddr, Type::addr());
+  e->buffer = std::move(buffer);
+  e->args = {std::move(index)};
+  return e;
 }
 
 StmtP let(std::string name, ExprP value) {
   LOOM_ASSERT(!name.empty() && value, "kernel IR: `let` needs a name and a value");
-  Stmt s = blank(Stmt::Kind::Let);
-  s.name = std::move(name);
-  s.value = std::move(value);
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::Let);
+  s->name = std::move(name);
+  s->value = std::move(value);
+  return s;
 }
 
 StmtP loop(std::string var, ExprP init, ExprP cond, ExprP step, Mapping m, Body body, int unroll,
@@ -335,61 +335,61 @@ StmtP loop(std::string var, ExprP init, ExprP cond, ExprP step, Mapping m, Body 
   LOOM_ASSERT(cond && cond->kind == Expr::Kind::Index && isComparison(cond->iop),
               "kernel IR: loop `{}` needs a comparison as its condition", var);
   LOOM_ASSERT(unroll >= 1, "kernel IR: loop `{}` unrolled {} times", var, unroll);
-  Stmt s = blank(Stmt::Kind::Loop);
-  s.name = std::move(var);
-  s.init = std::move(init);
-  s.cond = std::move(cond);
-  s.step = std::move(step);
-  s.mapping = m;
-  s.body = std::move(body);
-  s.unroll = unroll;
-  s.exit = std::move(exit);
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::Loop);
+  s->name = std::move(var);
+  s->init = std::move(init);
+  s->cond = std::move(cond);
+  s->step = std::move(step);
+  s->mapping = m;
+  s->body = std::move(body);
+  s->unroll = unroll;
+  s->exit = std::move(exit);
+  return s;
 }
 
 StmtP store(int param, ExprP offset, ExprP value, Access a, int64_t inner_stride) {
   LOOM_ASSERT(param >= 0 && value && !value->type.index, "kernel IR: a store needs a parameter "
               "and data to write");
   checkIndex(offset, "a store's offset");
-  Stmt s = blank(Stmt::Kind::Store);
-  s.param = param;
-  s.offset = std::move(offset);
-  s.value = std::move(value);
+  auto s = blank(Stmt::Kind::Store);
+  s->param = param;
+  s->offset = std::move(offset);
+  s->value = std::move(value);
   LOOM_ASSERT(a != Access::Splat, "kernel IR: a store cannot write every lane to one element");
-  s.access = a;
-  s.inner_stride = inner_stride;
-  const DType t = s.value->type.dtype;
-  const int lanes = s.value->type.lanes;
-  s.align = s.access == Access::Vector && lanes > 1
+  s->access = a;
+  s->inner_stride = inner_stride;
+  const DType t = s->value->type.dtype;
+  const int lanes = s->value->type.lanes;
+  s->align = s->access == Access::Vector && lanes > 1
                 ? static_cast<int>(std::min<int64_t>(16, int64_t{lanes} * dtypeBytes(t)))
                 : dtypeBytes(t);
-  return std::make_shared<const Stmt>(std::move(s));
+  return s;
 }
 
 StmtP ifThen(ExprP cond, std::string label, Body body) {
   LOOM_ASSERT(cond && cond->type.isPred(), "kernel IR: `if {}` needs a predicate", label);
-  Stmt s = blank(Stmt::Kind::If);
-  s.cond = std::move(cond);
-  s.name = std::move(label);
-  s.body = std::move(body);
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::If);
+  s->cond = std::move(cond);
+  s->name = std::move(label);
+  s->body = std::move(body);
+  return s;
 }
 
 StmtP barrier(Barrier b) {
-  Stmt s = blank(Stmt::Kind::Barrier);
-  s.barrier = b;
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::Barrier);
+  s->barrier = b;
+  return s;
 }
 
 StmtP bufStore(std::string buffer, ExprP index, ExprP value) {
   checkIndex(index, "a buffer's element");
   LOOM_ASSERT(value && !value->type.index && value->type.lanes == 1, "kernel IR: a buffer holds one "
               "element a slot");
-  Stmt s = blank(Stmt::Kind::BufStore);
-  s.name = std::move(buffer);
-  s.offset = std::move(index);
-  s.value = std::move(value);
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::BufStore);
+  s->name = std::move(buffer);
+  s->offset = std::move(index);
+  s->value = std::move(value);
+  return s;
 }
 
 StmtP combine(std::string result, ExprP value, const CombineSpec& spec) {
@@ -406,21 +406,21 @@ StmtP combineAll(std::vector<std::string> results, std::vector<ExprP> values, co
               "kernel IR: combine `{}` over {} threads a row", results[0], spec.threads);
   LOOM_ASSERT(spec.threads <= 32 || spec.threads % 32 == 0, "kernel IR: combine over rows of whole warps");
   LOOM_ASSERT(values.size() == 1 || spec.grid.region < 0, "kernel IR: combine of several values at the grid level");
-  Stmt s = blank(Stmt::Kind::Combine);
-  s.name = results[0];
-  s.value = values[0];
-  s.results = std::move(results);
-  s.yields = std::move(values);
-  s.combine = spec.op;
-  s.domain = spec.domain;
-  s.threads = spec.threads;
-  s.rows = spec.rows;
-  s.thread_in_row = spec.thread_in_row;
-  s.row_in_block = spec.row_in_block;
-  s.lane = spec.lane;
-  s.cluster = spec.cluster;
-  s.grid = spec.grid;
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::Combine);
+  s->name = results[0];
+  s->value = values[0];
+  s->results = std::move(results);
+  s->yields = std::move(values);
+  s->combine = spec.op;
+  s->domain = spec.domain;
+  s->threads = spec.threads;
+  s->rows = spec.rows;
+  s->thread_in_row = spec.thread_in_row;
+  s->row_in_block = spec.row_in_block;
+  s->lane = spec.lane;
+  s->cluster = spec.cluster;
+  s->grid = spec.grid;
+  return s;
 }
 
 StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const CombineSpec& spec) {
@@ -428,19 +428,19 @@ StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const 
   for (const auto& x : stats)
     LOOM_ASSERT(x && !x->type.index && x->type == stats[0]->type && x->type.lanes == 1,
                 "kernel IR: Welford statistics of one type and lane");
-  Stmt s = blank(Stmt::Kind::Welford);
-  s.name = results[1];
-  s.results = std::move(results);
-  s.yields = std::move(stats);
-  s.domain = spec.domain;
-  s.threads = spec.threads;
-  s.rows = spec.rows;
-  s.thread_in_row = spec.thread_in_row;
-  s.row_in_block = spec.row_in_block;
-  s.lane = spec.lane;
-  s.grid = spec.grid;
-  s.threads_merged = spec.threads_merged;
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::Welford);
+  s->name = results[1];
+  s->results = std::move(results);
+  s->yields = std::move(stats);
+  s->domain = spec.domain;
+  s->threads = spec.threads;
+  s->rows = spec.rows;
+  s->thread_in_row = spec.thread_in_row;
+  s->row_in_block = spec.row_in_block;
+  s->lane = spec.lane;
+  s->grid = spec.grid;
+  s->threads_merged = spec.threads_merged;
+  return s;
 }
 
 StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, ExprP>> carried, Body body,
@@ -454,53 +454,53 @@ StmtP repeat(std::string var, int64_t count, std::vector<std::pair<std::string, 
   for (size_t i = 0; i < carried.size(); ++i)
     LOOM_ASSERT(carried[i].second && yields[i] && carried[i].second->type == yields[i]->type,
                 "kernel IR: repeat `{}` carries `{}` of another type than it yields", var, carried[i].first);
-  Stmt s = blank(Stmt::Kind::Repeat);
-  s.name = std::move(var);
-  s.count = count;
-  s.trips = std::move(trips);
-  s.carried = std::move(carried);
-  s.body = std::move(body);
-  s.yields = std::move(yields);
-  s.results = std::move(results);
-  s.unroll = std::max(1, unroll);
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::Repeat);
+  s->name = std::move(var);
+  s->count = count;
+  s->trips = std::move(trips);
+  s->carried = std::move(carried);
+  s->body = std::move(body);
+  s->yields = std::move(yields);
+  s->results = std::move(results);
+  s->unroll = std::max(1, unroll);
+  return s;
 }
 
 StmtP bytesStore(std::string buffer, ExprP byte, ExprP value, int align, bool scalar) {
   checkIndex(byte, "a byte offset");
   LOOM_ASSERT(value && !value->type.index, "kernel IR: a store of data to shared memory");
   LOOM_ASSERT(!scalar || value->type.lanes == 1, "kernel IR: a scalar store of {} lanes", value->type.lanes);
-  Stmt s = blank(Stmt::Kind::BytesStore);
-  s.access = scalar ? Access::Gather : Access::Vector;
-  s.name = std::move(buffer);
-  s.offset = std::move(byte);
-  s.value = std::move(value);
-  s.align = align;
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::BytesStore);
+  s->access = scalar ? Access::Gather : Access::Vector;
+  s->name = std::move(buffer);
+  s->offset = std::move(byte);
+  s->value = std::move(value);
+  s->align = align;
+  return s;
 }
 
 StmtP asyncCopy(std::string buffer, ExprP byte, int param, DType t, ExprP src, int bytes) {
   checkIndex(byte, "a byte offset");
   LOOM_ASSERT(src && src->type.index, "kernel IR: a copy's source is an element or an address");
   LOOM_ASSERT(bytes == 4 || bytes == 8 || bytes == 16, "kernel IR: cp.async of {} bytes", bytes);
-  Stmt s = blank(Stmt::Kind::AsyncCopy);
-  s.name = std::move(buffer);
-  s.offset = std::move(byte);
-  s.param = param;
-  s.copy_dtype = t;
-  s.src = std::move(src);
-  s.bytes = bytes;
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::AsyncCopy);
+  s->name = std::move(buffer);
+  s->offset = std::move(byte);
+  s->param = param;
+  s->copy_dtype = t;
+  s->src = std::move(src);
+  s->bytes = bytes;
+  return s;
 }
 
 StmtP spread(std::string var, Mapping m, int64_t extent, Body body) {
   LOOM_ASSERT(m == Mapping::Threads || m == Mapping::Blocks, "kernel IR: `{}` spread over {}", var, mappingName(m));
-  Stmt s = blank(Stmt::Kind::Spread);
-  s.name = std::move(var);
-  s.mapping = m;
-  s.count = extent;
-  s.body = std::move(body);
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::Spread);
+  s->name = std::move(var);
+  s->mapping = m;
+  s->count = extent;
+  s->body = std::move(body);
+  return s;
 }
 
 StmtP uniformIf(ExprP cond, std::string label, Body body) {
@@ -512,41 +512,41 @@ StmtP uniformIf(ExprP cond, std::string label, Body body) {
 StmtP globalStore(ExprP addr, ExprP value, int align) {
   LOOM_ASSERT(addr && addr->type.address && value && !value->type.index, "kernel IR: a global store of data "
               "through an address");
-  Stmt s = blank(Stmt::Kind::GlobalStore);
-  s.offset = std::move(addr);
-  s.value = std::move(value);
-  s.align = align;
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::GlobalStore);
+  s->offset = std::move(addr);
+  s->value = std::move(value);
+  s->align = align;
+  return s;
 }
 
 StmtP gridSync(std::string tid, ExprP counter, ExprP target) {
   LOOM_ASSERT(counter && counter->type.address && target && target->type == Type::i32(),
               "kernel IR: a grid barrier on a counter's address up to an i32 target");
-  Stmt s = blank(Stmt::Kind::GridSync);
-  s.name = std::move(tid);
-  s.offset = std::move(counter);
-  s.src = std::move(target);
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::GridSync);
+  s->name = std::move(tid);
+  s->offset = std::move(counter);
+  s->src = std::move(target);
+  return s;
 }
 
 StmtP relaxedZero(ExprP addr) {
   LOOM_ASSERT(addr && addr->type.address, "kernel IR: a relaxed store through an address");
-  Stmt s = blank(Stmt::Kind::RelaxedZero);
-  s.offset = std::move(addr);
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::RelaxedZero);
+  s->offset = std::move(addr);
+  return s;
 }
 
 StmtP asyncWaitAll() {
-  Stmt s = blank(Stmt::Kind::AsyncWait);
-  s.count = -1;
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::AsyncWait);
+  s->count = -1;
+  return s;
 }
 StmtP asyncWaitGroup(int pending) {
-  Stmt s = blank(Stmt::Kind::AsyncWait);
-  s.count = pending;
-  return std::make_shared<const Stmt>(std::move(s));
+  auto s = blank(Stmt::Kind::AsyncWait);
+  s->count = pending;
+  return s;
 }
-StmtP asyncCommit() { return std::make_shared<const Stmt>(blank(Stmt::Kind::AsyncCommit)); }
+StmtP asyncCommit() { return blank(Stmt::Kind::AsyncCommit); }
 
 namespace {
 // Replays LLVM's naming of module symbols: taken names, and one counter for every clash.

@@ -1,10 +1,22 @@
 #include "compiler/kir/printer.h"
 
+#include <iterator>
+
 #include <fmt/format.h>
 
 namespace loom::kir {
 
+// Everything is appended to one buffer (a kernel's text is also its class key, printed on
+// every new size of a compiled class): no text is built for a part and then copied.
 namespace {
+
+using Out = fmt::memory_buffer;
+
+template <typename... A>
+void put(Out& out, fmt::format_string<A...> f, A&&... a) {
+  fmt::format_to(std::back_inserter(out), f, std::forward<A>(a)...);
+}
+void put(Out& out, std::string_view s) { out.append(s.data(), s.data() + s.size()); }
 
 int precedence(const Expr& e) {
   if (e.kind != Expr::Kind::Index) return 3;
@@ -15,183 +27,320 @@ int precedence(const Expr& e) {
   }
 }
 
-std::string constText(double v) {
-  std::string s = fmt::format("{}", v);
-  return s;
+void putParam(Out& out, const Kernel& k, int p) {
+  if (p >= 0 && p < static_cast<int>(k.params.size())) put(out, k.params[static_cast<size_t>(p)].name);
+  else put(out, "param{}", p);
 }
 
-std::string paramName(const Kernel& k, int p) {
-  return p >= 0 && p < static_cast<int>(k.params.size()) ? k.params[static_cast<size_t>(p)].name
-                                                         : fmt::format("param{}", p);
+void putMemSuffix(Out& out, Access a, int lanes, Cache c) {
+  if (a == Access::Vector) put(out, ".v{}", lanes);
+  else put(out, ".{}", accessName(a));
+  if (a != Access::Vector && lanes > 1) put(out, "x{}", lanes);
+  if (c != Cache::Default) put(out, ".{}", cacheName(c));
 }
 
-std::string memSuffix(Access a, int lanes, Cache c) {
-  std::string s = a == Access::Vector ? fmt::format(".v{}", lanes) : fmt::format(".{}", accessName(a));
-  if (a != Access::Vector && lanes > 1) s += fmt::format("x{}", lanes);
-  if (c != Cache::Default) s += fmt::format(".{}", cacheName(c));
-  return s;
+void putExpr(Out& out, const Kernel& k, const Expr& e);
+
+// `a, b, c`
+void putList(Out& out, const Kernel& k, const std::vector<ExprP>& es) {
+  for (size_t i = 0; i < es.size(); ++i) {
+    if (i) put(out, ", ");
+    putExpr(out, k, *es[i]);
+  }
 }
-
-void printBody(const Kernel& k, const Body& body, int depth, std::string& out);
-
-void printStmt(const Kernel& k, const Stmt& s, int depth, std::string& out) {
-  const std::string pad(static_cast<size_t>(2 * depth), ' ');
-  switch (s.kind) {
-    case Stmt::Kind::Let:
-      out += fmt::format("{}let {}: {} = {}\n", pad, s.name, s.value->type.str(), printExpr(k, *s.value));
-      break;
-    case Stmt::Kind::Loop:
-      out += fmt::format("{}for {} = {}; {}; {} += {}  [{}{}]{}\n", pad, s.name, printExpr(k, *s.init),
-                         printExpr(k, *s.cond), s.name, printExpr(k, *s.step), mappingName(s.mapping),
-                         s.unroll > 1 ? fmt::format(", unroll {}", s.unroll) : "",
-                         s.exit.empty() ? "" : fmt::format("  (after: {})", s.exit));
-      printBody(k, s.body, depth + 1, out);
-      break;
-    case Stmt::Kind::If:
-      out += fmt::format("{}if {}:  [{}{}]\n", pad, printExpr(k, *s.cond), s.name, s.uniform ? ", uniform" : "");
-      printBody(k, s.body, depth + 1, out);
-      break;
-    case Stmt::Kind::Barrier: out += fmt::format("{}barrier.{}\n", pad, barrierName(s.barrier)); break;
-    case Stmt::Kind::BufStore:
-      if (s.offset->type.address)
-        out += fmt::format("{}*{} = {}  ({})\n", pad, printExpr(k, *s.offset), printExpr(k, *s.value), s.name);
-      else
-        out += fmt::format("{}{}[{}] = {}\n", pad, s.name, printExpr(k, *s.offset), printExpr(k, *s.value));
-      break;
-    case Stmt::Kind::Combine: {
-      std::string how = s.threads == 1 ? "one thread a row" : s.threads <= 32 ? "a butterfly over the warp's lanes"
-                        : fmt::format("a butterfly over each warp's lanes, then its {} warps through shared memory", s.threads / 32);
-      if (s.cluster > 1) how += fmt::format(", then the {} blocks of the cluster through distributed shared memory", s.cluster);
-      std::vector<std::string> v;
-      for (const auto& e : s.yields) v.push_back(printExpr(k, *e));
-      out += fmt::format("{}let {}: {} = combine.{}({}) over {}: {} threads a row ({} a block), {}\n", pad,
-                         s.results.size() == 1 ? s.name : fmt::format("({})", fmt::join(s.results, ", ")),
-                         s.value->type.str(), combineName(s.combine), fmt::join(v, ", "), s.domain, s.threads, s.rows, how);
-      break;
-    }
-    case Stmt::Kind::Repeat: {
-      std::vector<std::string> carry, yields;
-      for (const auto& [n, e] : s.carried) carry.push_back(fmt::format("{} = {}", n, printExpr(k, *e)));
-      for (const auto& e : s.yields) yields.push_back(printExpr(k, *e));
-      out += fmt::format("{}for {} in [0, {}){}{}:\n", pad, s.name,
-                         s.trips ? fmt::format("{}) (at most {}", printExpr(k, *s.trips), s.count) : fmt::format("{}", s.count),
-                         carry.empty() ? "" : fmt::format(" carrying ({})", fmt::join(carry, ", ")),
-                         s.unroll > 1 ? fmt::format("  [unroll {}]", s.unroll) : "");
-      printBody(k, s.body, depth + 1, out);
-      if (!yields.empty())
-        out += fmt::format("{}  next ({})\n{}after: ({}) = last ({})\n", pad, fmt::join(yields, ", "), pad,
-                           fmt::join(s.results, ", "), fmt::join(yields, ", "));
-      break;
-    }
-    case Stmt::Kind::AsyncCopy:
-      out += fmt::format("{}cp.async.{} {}[byte {}] <- {}[{}]\n", pad, s.bytes, s.name, printExpr(k, *s.offset),
-                         paramName(k, s.param), printExpr(k, *s.src));
-      break;
-    case Stmt::Kind::Spread:
-      out += fmt::format("{}for {} in [0, {})  [{}: {}]\n", pad, s.name, s.count, mappingName(s.mapping),
-                         s.mapping == Mapping::Threads ? "tid.x" : "ctaid.x");
-      printBody(k, s.body, depth + 1, out);
-      break;
-    case Stmt::Kind::AsyncWait:
-      out += s.count < 0 ? fmt::format("{}cp.async.wait_all\n", pad) : fmt::format("{}cp.async.wait_group {}\n", pad, s.count);
-      break;
-    case Stmt::Kind::AsyncCommit: out += fmt::format("{}cp.async.commit_group\n", pad); break;
-    case Stmt::Kind::GlobalStore:
-      out += fmt::format("{}*{} = {}  (global, align {})\n", pad, printExpr(k, *s.offset), printExpr(k, *s.value), s.align);
-      break;
-    case Stmt::Kind::GridSync:
-      out += fmt::format("{}barrier.grid: counter *{} reaches {} (thread {} 0 of each block arrives and waits)\n", pad,
-                         printExpr(k, *s.offset), printExpr(k, *s.src), s.name);
-      break;
-    case Stmt::Kind::RelaxedZero: out += fmt::format("{}st.relaxed.gpu *{} = 0:u32\n", pad, printExpr(k, *s.offset)); break;
-    case Stmt::Kind::BytesStore:
-      out += fmt::format("{}{}[byte {}] = {}  (align {}{})\n", pad, s.name, printExpr(k, *s.offset),
-                         printExpr(k, *s.value), s.align, s.access == Access::Gather ? ", scalar" : "");
-      break;
-    case Stmt::Kind::Welford: {
-      std::vector<std::string> v;
-      for (const auto& e : s.yields) v.push_back(printExpr(k, *e));
-      out += fmt::format("{}let ({}) = welford({}) over {}: {} threads a row ({} a block), Chan's merge {}\n", pad,
-                         fmt::join(s.results, ", "), fmt::join(v, ", "), s.domain, s.threads, s.rows,
-                         s.threads <= 32 ? "in a butterfly over the warp's lanes"
-                                         : "in a butterfly over each warp's lanes, then the row's first warp over its warps");
-      break;
-    }
-    case Stmt::Kind::Store: {
-      const Type& t = s.value->type;
-      out += fmt::format("{}store{}{} {}[{}] = {}\n", pad, memSuffix(s.access, t.lanes, Cache::Default),
-                         s.access == Access::Gather && t.lanes > 1 ? fmt::format(" (stride {})", s.inner_stride) : "",
-                         paramName(k, s.param), printExpr(k, *s.offset), printExpr(k, *s.value));
-      break;
-    }
+void putNames(Out& out, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) put(out, ", ");
+    put(out, names[i]);
   }
 }
 
-void printBody(const Kernel& k, const Body& body, int depth, std::string& out) {
-  for (const auto& s : body) printStmt(k, *s, depth, out);
+void putExpr(Out& out, const Kernel& k, const Expr& e) {
+  switch (e.kind) {
+    case Expr::Kind::Int:
+      if (e.type.isPred()) put(out, e.ivalue ? "true" : "false");
+      else put(out, "{}", e.ivalue);
+      return;
+    case Expr::Kind::Var: put(out, e.name); return;
+    case Expr::Kind::Special: put(out, specialName(e.special)); return;
+    case Expr::Kind::Index: {
+      auto side = [&](const Expr& a, bool right) {
+        const bool paren = precedence(a) < precedence(e) ||
+                           (right && precedence(a) == precedence(e) && e.iop != IndexOp::Add && e.iop != IndexOp::Mul);
+        if (paren) put(out, "(");
+        putExpr(out, k, a);
+        if (paren) put(out, ")");
+      };
+      side(*e.args[0], false);
+      put(out, " {} ", indexOpName(e.iop));
+      side(*e.args[1], true);
+      return;
+    }
+    case Expr::Kind::Const: put(out, "{}:{}", e.fvalue, dtypeName(e.type.dtype)); return;
+    case Expr::Kind::Math:
+      if (e.op == ir::OpKind::Cast) {
+        put(out, "cast<{}>(", dtypeName(e.type.dtype));
+        putExpr(out, k, *e.args[0]);
+      } else {
+        put(out, "{}(", ir::opName(e.op));
+        putList(out, k, e.args);
+      }
+      put(out, ")");
+      return;
+    case Expr::Kind::Select:
+      putExpr(out, k, *e.args[0]);
+      put(out, " ? ");
+      putExpr(out, k, *e.args[1]);
+      put(out, " : ");
+      putExpr(out, k, *e.args[2]);
+      return;
+    case Expr::Kind::Convert:
+      put(out, "{}<{}>(", e.type.index ? "zext" : "cast", e.type.str());
+      putExpr(out, k, *e.args[0]);
+      put(out, ")");
+      return;
+    case Expr::Kind::Intrinsic:
+      put(out, "{}(", intrinsicName(e.intrinsic));
+      putList(out, k, e.args);
+      put(out, ")");
+      return;
+    case Expr::Kind::BufAddr:
+      put(out, "&{}[", e.buffer);
+      putExpr(out, k, *e.args[0]);
+      put(out, "]");
+      return;
+    case Expr::Kind::BufLoad:
+      if (e.args[0]->type.address) {
+        put(out, "*");
+        putExpr(out, k, *e.args[0]);
+        put(out, "  ({})", e.buffer);
+      } else {
+        put(out, "{}[", e.buffer);
+        putExpr(out, k, *e.args[0]);
+        put(out, "]");
+      }
+      return;
+    case Expr::Kind::BytesLoad:
+      put(out, "{}[byte ", e.buffer);
+      putExpr(out, k, *e.args[0]);
+      put(out, "]  (align {})", e.align);
+      return;
+    case Expr::Kind::Load:
+      put(out, "load");
+      putMemSuffix(out, e.access, e.type.lanes, e.cache);
+      if (e.access == Access::Gather && e.type.lanes > 1) put(out, " (stride {})", e.inner_stride);
+      put(out, " ");
+      putParam(out, k, e.param);
+      put(out, "[");
+      putExpr(out, k, *e.args[0]);
+      put(out, "]");
+      return;
+  }
+  put(out, "?");
+}
+
+void putPad(Out& out, int depth) {
+  for (int i = 0; i < depth; ++i) put(out, "  ");
+}
+
+void putBody(Out& out, const Kernel& k, const Body& body, int depth);
+
+void putCombine(Out& out, const Kernel& k, const Stmt& s) {
+  put(out, "let ");
+  if (s.results.size() == 1) {
+    put(out, s.name);
+  } else {
+    put(out, "(");
+    putNames(out, s.results);
+    put(out, ")");
+  }
+  put(out, ": {} = combine.{}(", s.value->type.str(), combineName(s.combine));
+  putList(out, k, s.yields);
+  put(out, ") over {}: {} threads a row ({} a block), ", s.domain, s.threads, s.rows);
+  if (s.threads == 1) put(out, "one thread a row");
+  else if (s.threads <= 32) put(out, "a butterfly over the warp's lanes");
+  else put(out, "a butterfly over each warp's lanes, then its {} warps through shared memory", s.threads / 32);
+  if (s.cluster > 1) put(out, ", then the {} blocks of the cluster through distributed shared memory", s.cluster);
+  put(out, "\n");
+}
+
+void putRepeat(Out& out, const Kernel& k, const Stmt& s, int depth) {
+  put(out, "for {} in [0, ", s.name);
+  if (s.trips) {
+    putExpr(out, k, *s.trips);
+    put(out, ") (at most {})", s.count);
+  } else {
+    put(out, "{})", s.count);
+  }
+  if (!s.carried.empty()) {
+    put(out, " carrying (");
+    for (size_t i = 0; i < s.carried.size(); ++i) {
+      put(out, "{}{} = ", i ? ", " : "", s.carried[i].first);
+      putExpr(out, k, *s.carried[i].second);
+    }
+    put(out, ")");
+  }
+  if (s.unroll > 1) put(out, "  [unroll {}]", s.unroll);
+  put(out, ":\n");
+  putBody(out, k, s.body, depth + 1);
+  if (s.yields.empty()) return;
+  putPad(out, depth);
+  put(out, "  next (");
+  putList(out, k, s.yields);
+  put(out, ")\n");
+  putPad(out, depth);
+  put(out, "after: (");
+  putNames(out, s.results);
+  put(out, ") = last (");
+  putList(out, k, s.yields);
+  put(out, ")\n");
+}
+
+void putStmt(Out& out, const Kernel& k, const Stmt& s, int depth) {
+  putPad(out, depth);
+  switch (s.kind) {
+    case Stmt::Kind::Let:
+      put(out, "let {}: {} = ", s.name, s.value->type.str());
+      putExpr(out, k, *s.value);
+      put(out, "\n");
+      break;
+    case Stmt::Kind::Loop:
+      put(out, "for {} = ", s.name);
+      putExpr(out, k, *s.init);
+      put(out, "; ");
+      putExpr(out, k, *s.cond);
+      put(out, "; {} += ", s.name);
+      putExpr(out, k, *s.step);
+      put(out, "  [{}", mappingName(s.mapping));
+      if (s.unroll > 1) put(out, ", unroll {}", s.unroll);
+      put(out, "]");
+      if (!s.exit.empty()) put(out, "  (after: {})", s.exit);
+      put(out, "\n");
+      putBody(out, k, s.body, depth + 1);
+      break;
+    case Stmt::Kind::If:
+      put(out, "if ");
+      putExpr(out, k, *s.cond);
+      put(out, ":  [{}{}]\n", s.name, s.uniform ? ", uniform" : "");
+      putBody(out, k, s.body, depth + 1);
+      break;
+    case Stmt::Kind::Barrier: put(out, "barrier.{}\n", barrierName(s.barrier)); break;
+    case Stmt::Kind::BufStore:
+      if (s.offset->type.address) {
+        put(out, "*");
+        putExpr(out, k, *s.offset);
+        put(out, " = ");
+        putExpr(out, k, *s.value);
+        put(out, "  ({})\n", s.name);
+      } else {
+        put(out, "{}[", s.name);
+        putExpr(out, k, *s.offset);
+        put(out, "] = ");
+        putExpr(out, k, *s.value);
+        put(out, "\n");
+      }
+      break;
+    case Stmt::Kind::Combine: putCombine(out, k, s); break;
+    case Stmt::Kind::Repeat: putRepeat(out, k, s, depth); break;
+    case Stmt::Kind::AsyncCopy:
+      put(out, "cp.async.{} {}[byte ", s.bytes, s.name);
+      putExpr(out, k, *s.offset);
+      put(out, "] <- ");
+      putParam(out, k, s.param);
+      put(out, "[");
+      putExpr(out, k, *s.src);
+      put(out, "]\n");
+      break;
+    case Stmt::Kind::Spread:
+      put(out, "for {} in [0, {})  [{}: {}]\n", s.name, s.count, mappingName(s.mapping),
+          s.mapping == Mapping::Threads ? "tid.x" : "ctaid.x");
+      putBody(out, k, s.body, depth + 1);
+      break;
+    case Stmt::Kind::AsyncWait:
+      if (s.count < 0) put(out, "cp.async.wait_all\n");
+      else put(out, "cp.async.wait_group {}\n", s.count);
+      break;
+    case Stmt::Kind::AsyncCommit: put(out, "cp.async.commit_group\n"); break;
+    case Stmt::Kind::GlobalStore:
+      put(out, "*");
+      putExpr(out, k, *s.offset);
+      put(out, " = ");
+      putExpr(out, k, *s.value);
+      put(out, "  (global, align {})\n", s.align);
+      break;
+    case Stmt::Kind::GridSync:
+      put(out, "barrier.grid: counter *");
+      putExpr(out, k, *s.offset);
+      put(out, " reaches ");
+      putExpr(out, k, *s.src);
+      put(out, " (thread {} 0 of each block arrives and waits)\n", s.name);
+      break;
+    case Stmt::Kind::RelaxedZero:
+      put(out, "st.relaxed.gpu *");
+      putExpr(out, k, *s.offset);
+      put(out, " = 0:u32\n");
+      break;
+    case Stmt::Kind::BytesStore:
+      put(out, "{}[byte ", s.name);
+      putExpr(out, k, *s.offset);
+      put(out, "] = ");
+      putExpr(out, k, *s.value);
+      put(out, "  (align {}{})\n", s.align, s.access == Access::Gather ? ", scalar" : "");
+      break;
+    case Stmt::Kind::Welford:
+      put(out, "let (");
+      putNames(out, s.results);
+      put(out, ") = welford(");
+      putList(out, k, s.yields);
+      put(out, ") over {}: {} threads a row ({} a block), Chan's merge {}\n", s.domain, s.threads, s.rows,
+          s.threads <= 32 ? "in a butterfly over the warp's lanes"
+                          : "in a butterfly over each warp's lanes, then the row's first warp over its warps");
+      break;
+    case Stmt::Kind::Store:
+      put(out, "store");
+      putMemSuffix(out, s.access, s.value->type.lanes, Cache::Default);
+      if (s.access == Access::Gather && s.value->type.lanes > 1) put(out, " (stride {})", s.inner_stride);
+      put(out, " ");
+      putParam(out, k, s.param);
+      put(out, "[");
+      putExpr(out, k, *s.offset);
+      put(out, "] = ");
+      putExpr(out, k, *s.value);
+      put(out, "\n");
+      break;
+  }
+}
+
+void putBody(Out& out, const Kernel& k, const Body& body, int depth) {
+  for (const auto& s : body) putStmt(out, k, *s, depth);
 }
 
 }  // namespace
 
 std::string printExpr(const Kernel& k, const Expr& e) {
-  switch (e.kind) {
-    case Expr::Kind::Int:
-      if (e.type.isPred()) return e.ivalue ? "true" : "false";
-      return fmt::format("{}", e.ivalue);
-    case Expr::Kind::Var: return e.name;
-    case Expr::Kind::Special: return std::string(specialName(e.special));
-    case Expr::Kind::Index: {
-      auto side = [&](const Expr& a, bool right) {
-        std::string t = printExpr(k, a);
-        bool paren = precedence(a) < precedence(e) ||
-                     (right && precedence(a) == precedence(e) && e.iop != IndexOp::Add && e.iop != IndexOp::Mul);
-        return paren ? "(" + t + ")" : t;
-      };
-      return fmt::format("{} {} {}", side(*e.args[0], false), indexOpName(e.iop), side(*e.args[1], true));
-    }
-    case Expr::Kind::Const: return fmt::format("{}:{}", constText(e.fvalue), dtypeName(e.type.dtype));
-    case Expr::Kind::Math: {
-      std::vector<std::string> a;
-      for (const auto& x : e.args) a.push_back(printExpr(k, *x));
-      if (e.op == ir::OpKind::Cast) return fmt::format("cast<{}>({})", dtypeName(e.type.dtype), a[0]);
-      return fmt::format("{}({})", ir::opName(e.op), fmt::join(a, ", "));
-    }
-    case Expr::Kind::Select:
-      return fmt::format("{} ? {} : {}", printExpr(k, *e.args[0]), printExpr(k, *e.args[1]), printExpr(k, *e.args[2]));
-    case Expr::Kind::Convert: return fmt::format("{}<{}>({})", e.type.index ? "zext" : "cast", e.type.str(), printExpr(k, *e.args[0]));
-    case Expr::Kind::Intrinsic: {
-      std::vector<std::string> a;
-      for (const auto& x : e.args) a.push_back(printExpr(k, *x));
-      return fmt::format("{}({})", intrinsicName(e.intrinsic), fmt::join(a, ", "));
-    }
-    case Expr::Kind::BufAddr: return fmt::format("&{}[{}]", e.buffer, printExpr(k, *e.args[0]));
-    case Expr::Kind::BufLoad:
-      if (e.args[0]->type.address) return fmt::format("*{}  ({})", printExpr(k, *e.args[0]), e.buffer);
-      return fmt::format("{}[{}]", e.buffer, printExpr(k, *e.args[0]));
-    case Expr::Kind::BytesLoad:
-      return fmt::format("{}[byte {}]  (align {})", e.buffer, printExpr(k, *e.args[0]), e.align);
-    case Expr::Kind::Load:
-      return fmt::format("load{}{} {}[{}]", memSuffix(e.access, e.type.lanes, e.cache),
-                         e.access == Access::Gather && e.type.lanes > 1 ? fmt::format(" (stride {})", e.inner_stride) : "",
-                         paramName(k, e.param), printExpr(k, *e.args[0]));
-  }
-  return "?";
+  Out out;
+  putExpr(out, k, e);
+  return fmt::to_string(out);
 }
 
 std::string printKernel(const Kernel& k) {
-  std::string out = fmt::format("kernel {} ({}; {}-bit indices{})\n", k.name, k.scheduler, k.index_bits,
-                                k.noalias ? "" : "; an output aliases an input");
-  for (const auto& p : k.params)
-    out += p.workspace ? fmt::format("  ws  {}: {} bytes, zeroed once\n", p.name, p.extent)
-                       : fmt::format("  {} {}: {}[{}]\n", p.output ? "out" : "in ", p.name, dtypeName(p.dtype), p.extent);
-  for (const auto& s : k.sizes) out += fmt::format("  {}: 1 to {}, a size parameter\n", s.name, s.max);
-  out += fmt::format("  launch grid {}, block {}{}\n", k.launch.grid, k.launch.block,
-                     k.min_blocks_per_sm ? fmt::format(", at least {} blocks an SM", k.min_blocks_per_sm) : "");
-  for (const auto& b : k.buffers)
-    out += b.place == Place::SmemDyn ? fmt::format("  {} {}: {} bytes\n", placeName(b.place), b.name, b.count)
-                                     : fmt::format("  {} {}: {}[{}]\n", placeName(b.place), b.name, dtypeName(b.elem), b.count);
-  printBody(k, k.body, 1, out);
-  return out;
+  Out out;
+  put(out, "kernel {} ({}; {}-bit indices{})\n", k.name, k.scheduler, k.index_bits,
+      k.noalias ? "" : "; an output aliases an input");
+  for (const auto& p : k.params) {
+    if (p.workspace) put(out, "  ws  {}: {} bytes, zeroed once\n", p.name, p.extent);
+    else put(out, "  {} {}: {}[{}]\n", p.output ? "out" : "in ", p.name, dtypeName(p.dtype), p.extent);
+  }
+  for (const auto& s : k.sizes) put(out, "  {}: 1 to {}, a size parameter\n", s.name, s.max);
+  put(out, "  launch grid {}, block {}", k.launch.grid, k.launch.block);
+  if (k.min_blocks_per_sm) put(out, ", at least {} blocks an SM", k.min_blocks_per_sm);
+  put(out, "\n");
+  for (const auto& b : k.buffers) {
+    if (b.place == Place::SmemDyn) put(out, "  {} {}: {} bytes\n", placeName(b.place), b.name, b.count);
+    else put(out, "  {} {}: {}[{}]\n", placeName(b.place), b.name, dtypeName(b.elem), b.count);
+  }
+  putBody(out, k, k.body, 1);
+  return fmt::to_string(out);
 }
 
 }  // namespace loom::kir
