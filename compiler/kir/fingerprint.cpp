@@ -22,7 +22,10 @@ namespace {
 // tag and its value, so a `let` costs a few words), then hashed at once over four lanes.
 class Hasher {
  public:
-  void word(std::uint64_t w) { words_.push_back(w); }
+  void word(std::uint64_t w) {
+    if (n_ == words_.size()) words_.resize(std::max<size_t>(4096, 2 * n_));
+    words_[n_++] = w;
+  }
   void num(std::int64_t v) { word(static_cast<std::uint64_t>(v)); }
   template <typename E>
     requires std::is_enum_v<E>
@@ -55,9 +58,9 @@ class Hasher {
     std::uint64_t lane[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull,
                              0x082EFA98EC4E6C89ull};
     size_t i = 0;
-    for (; i + 4 <= words_.size(); i += 4)
+    for (; i + 4 <= n_; i += 4)
       for (int l = 0; l < 4; ++l) lane[l] = std::rotl((lane[l] ^ words_[i + l]) * 0x9E3779B97F4A7C15ull, 29);
-    for (int l = 0; i < words_.size(); ++i, ++l) lane[l] = std::rotl((lane[l] ^ words_[i]) * 0x9E3779B97F4A7C15ull, 29);
+    for (int l = 0; i < n_; ++i, ++l) lane[l] = std::rotl((lane[l] ^ words_[i]) * 0x9E3779B97F4A7C15ull, 29);
     auto fin = [](std::uint64_t x) {
       x ^= x >> 33;
       x *= 0xFF51AFD7ED558CCDull;
@@ -65,12 +68,18 @@ class Hasher {
       x *= 0xC4CEB9FE1A85EC53ull;
       return x ^ (x >> 33);
     };
-    const std::uint64_t n = words_.size();
+    const std::uint64_t n = n_;
     return {fin(lane[0] ^ std::rotl(lane[1], 21) ^ n), fin(lane[2] ^ std::rotl(lane[3], 43) ^ (n * 0xC2B2AE3D27D4EB4Full))};
   }
 
  private:
-  std::vector<std::uint64_t> words_;
+  // One buffer a thread, kept between kernels (a kernel is tens of thousands of words).
+  static std::vector<std::uint64_t>& buffer() {
+    thread_local std::vector<std::uint64_t> words;
+    return words;
+  }
+  std::vector<std::uint64_t>& words_ = buffer();
+  size_t n_ = 0;
 };
 
 void type(Hasher& h, const Type& t) {
@@ -89,7 +98,7 @@ void field(Hasher& h, std::uint64_t tag, const ExprP& e) {
 
 void expr(Hasher& h, const ExprP& p) {
   const Expr& e = *p;
-  const Expr d;
+  static const Expr d;
   h.word(0x4558ull << 48 | static_cast<std::uint64_t>(e.kind));
   type(h, e.type);
   h.field(1, e.ivalue, d.ivalue);
@@ -110,7 +119,7 @@ void expr(Hasher& h, const ExprP& p) {
 }
 
 void grid(Hasher& h, const GridLevel& g) {
-  const GridLevel d;
+  static const GridLevel d;
   h.field(30, static_cast<std::int64_t>(g.region), std::int64_t{d.region});
   h.field(31, static_cast<std::int64_t>(g.blocks), std::int64_t{d.blocks});
   h.field(32, static_cast<std::int64_t>(g.barrier), std::int64_t{d.barrier});
