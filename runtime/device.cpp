@@ -220,6 +220,12 @@ void Kernel::setMaxDynamicSharedBytes(int bytes) const {
   }
 }
 
+void Kernel::allowNonPortableCluster() const {
+  if (non_portable_->load(std::memory_order_relaxed)) return;
+  LOOM_CU(cuFuncSetAttribute, toCu<CUfunction>(handle_), CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+  non_portable_->store(true, std::memory_order_relaxed);
+}
+
 int Kernel::maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_bytes) const {
   int n = 0;
   LOOM_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &n, toCu<CUfunction>(handle_),
@@ -256,6 +262,8 @@ void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHand
   LOOM_USER_CHECK(c.cluster_x <= 1 || Device::get().smVersion() >= 90,
                   "launch of {}: thread-block clusters of {} need sm_90 or newer; this GPU is sm_{}",
                   kernel.name(), c.cluster_x, Device::get().smVersion());
+  // Clusters of more than 8 blocks (sm_90 allows 16) are non-portable: the kernel opts in.
+  if (c.cluster_x > 8) kernel.allowNonPortableCluster();
   CUlaunchAttribute attrs[2] = {};
   unsigned n = 0;
   if (c.cluster_x > 1) {

@@ -87,6 +87,8 @@ class Kernel {
   // the driver only when `bytes` is more than this kernel (and its copies) already allow.
   void setMaxDynamicSharedBytes(int bytes) const;
   int maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_bytes) const;
+  // Allows launches in clusters of more than 8 blocks (once per function).
+  void allowNonPortableCluster() const;
 
  private:
   friend class Module;
@@ -98,6 +100,8 @@ class Kernel {
   // The dynamic shared memory the driver was last told to allow, shared by copies (the
   // attribute belongs to the function handle), read and raised by launches on any thread.
   std::shared_ptr<std::atomic<int>> opted_in_ = std::make_shared<std::atomic<int>>(0);
+  // Whether the driver was told to allow clusters of more than 8 blocks (shared as opted_in_).
+  std::shared_ptr<std::atomic<bool>> non_portable_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 // A loaded module; move-only. The driver JIT-compiles PTX when it loads it; a cubin

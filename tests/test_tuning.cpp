@@ -93,12 +93,12 @@ TEST_CASE("a bad tuning value is a user error naming the variable, the value and
   Tuning t;
   CHECK_THROWS_AS(setTuning(t, "LOOM_TUNE_CLUSTER", "abc"), Error);
   CHECK_THROWS_WITH(setTuning(t, "LOOM_TUNE_CLUSTER", "abc"),
-                    "LOOM_TUNE_CLUSTER=abc is not a valid setting: it takes a whole number from 1 to 8 (blocks "
-                    "of a cluster where a row is split (up to a power of two))");
-  for (const char* bad : {"0", "9", "-1", "", "4x", " 4", "4 ", "2.0", "99999999999999"}) {
+                    "LOOM_TUNE_CLUSTER=abc is not a valid setting: it takes a whole number from 1 to 16 (blocks "
+                    "of a cluster where a row is split (up to a power of two; 16 non-portable))");
+  for (const char* bad : {"0", "17", "-1", "", "4x", " 4", "4 ", "2.0", "99999999999999"}) {
     INFO(bad);
     CHECK_THROWS_WITH(setTuning(t, "LOOM_TUNE_CLUSTER", bad),
-                      Contains(std::string("LOOM_TUNE_CLUSTER=") + bad) && Contains("from 1 to 8"));
+                      Contains(std::string("LOOM_TUNE_CLUSTER=") + bad) && Contains("from 1 to 16"));
   }
   CHECK_THROWS_WITH(setTuning(t, "LOOM_TUNE_THREADS_PER_ROW", "2048"), Contains("from 1 to 1024"));
   CHECK_THROWS_WITH(setTuning(t, "LOOM_TUNE_ROWVEC_STATS", "2"), Contains("from 0 to 1"));
@@ -112,12 +112,12 @@ TEST_CASE("a bad tuning value is a user error naming the variable, the value and
   CHECK(t == Tuning{});  // nothing was set by the failures
   // The edges of a range are in it.
   setTuning(t, "LOOM_TUNE_CLUSTER", "1");
-  setTuning(t, "LOOM_TUNE_CLUSTER", "8");
-  CHECK(t.cluster == 8);
+  setTuning(t, "LOOM_TUNE_CLUSTER", "16");
+  CHECK(t.cluster == 16);
   // The same through the environment, read at the boundary.
   loom::test::ScopedEnv bad("LOOM_TUNE_CLUSTER", "abc");
   CHECK_THROWS_AS(tuningFromEnvironment(), Error);
-  CHECK_THROWS_WITH(tuningFromEnvironment(), Contains("LOOM_TUNE_CLUSTER=abc") && Contains("from 1 to 8"));
+  CHECK_THROWS_WITH(tuningFromEnvironment(), Contains("LOOM_TUNE_CLUSTER=abc") && Contains("from 1 to 16"));
 }
 
 TEST_CASE("tuning from a map or the environment round-trips into the cache key", "[tuning]") {

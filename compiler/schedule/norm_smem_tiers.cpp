@@ -133,11 +133,15 @@ bool rowsInRuns(const NormKernel& k) {
   return false;
 }
 
-// `rows_together` neighbouring rows a block, each split over a cluster (at most 8 blocks) only
-// where one block cannot hold it: one block of a whole row measured faster than two of half of
-// it. Once split, blocks of 64 KiB: three per SM keep the SM busy while one waits at a cluster
-// barrier (measured faster than blocks of 128 KiB).
-// Measurements: bench/results/2026-11-25-code-comment-measurements.md#cluster-split
+// `rows_together` neighbouring rows a block, each split over a cluster (at most 8 blocks, the
+// portable size) only where one block cannot hold it: one block of a whole row measured faster
+// than two of half of it. Once split, blocks of 64 KiB: three per SM keep the SM busy while one
+// waits at a cluster barrier (measured faster than blocks of 128 KiB).
+// Measurements: bench/results/2026-11-25-code-comment-measurements.md#cluster-split; clusters of
+// 16 (sm_90's non-portable size, LOOM_TUNE_CLUSTER=16) to keep rows of 1 MiB in blocks of 64 KiB
+// measured faster on the H200 and slower on the H100: bench/results/2026-11-26-cluster16.md
+constexpr int kMaxCluster = 16;
+
 std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
   const Tuning& tune = c.opts.tuning;
   // For tuning sweeps only, like LOOM_TUNE_THREADS_PER_ROW.
@@ -146,8 +150,8 @@ std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
   if (c.opts.device.sm >= 90 && !tune.no_cluster) {
     while (cs < 8 && c.row_smem * rows_together > block_limit * cs) cs *= 2;
     while (cs > 1 && cs < 8 && c.row_smem * rows_together > int64_t{64 * 1024} * cs) cs *= 2;
-    // For tuning sweeps only: LOOM_TUNE_CLUSTER=C blocks (1 to 8) where a row is split.
-    if (tune.cluster && cs > 1) cs = std::clamp(nextPow2(*tune.cluster), 1, 8);
+    // For tuning sweeps only: LOOM_TUNE_CLUSTER=C blocks (1 to 16) where a row is split.
+    if (tune.cluster && cs > 1) cs = std::clamp(nextPow2(*tune.cluster), 1, kMaxCluster);
   }
   const int64_t block_chunks = (c.row_chunks + cs - 1) / cs;
   // Rows split over a cluster that hold two loads or more and are runs apart in memory (batch
