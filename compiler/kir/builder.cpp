@@ -47,6 +47,27 @@ ExprP Builder::op(IndexOp o, ExprP a, ExprP b) {
     const Type t = isComparison(o) ? Type::pred() : a->type;
     return intConst(fold(o, a->ivalue, b->ivalue), t);
   }
+  // Identities (an operand of 0 or 1) give the other operand itself: no node, no name.
+  auto is = [](const ExprP& e, int64_t v) { return e->kind == Expr::Kind::Int && e->ivalue == v; };
+  if (a->type == b->type && !a->type.isPred()) {
+    switch (o) {
+      case IndexOp::Add:
+        if (is(b, 0)) return a;
+        if (is(a, 0)) return b;
+        break;
+      case IndexOp::Sub:
+        if (is(b, 0)) return a;
+        break;
+      case IndexOp::Mul:
+        if (is(b, 1)) return a;
+        if (is(a, 1)) return b;
+        break;
+      case IndexOp::Div:
+        if (is(b, 1)) return a;
+        break;
+      default: break;
+    }
+  }
   return bind(index(o, std::move(a), std::move(b)));
 }
 
