@@ -59,7 +59,7 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
                        const CompileOptions& opts);
 
 // A kernel that takes some sizes at run time (LOOM_TUNE_SYMBOLIC), as these sizes need it: its
-// key is the fusion and its printed kernel IR (which holds no value of those sizes, so every
+// key is the fusion and its kernel IR's fingerprint (which holds no value of those sizes, so every
 // size whose schedule comes out the same shares it), the target, the build and the knobs; the
 // launch grid and the outputs are these sizes' own. nullopt: the segment's kernel knows every
 // size (compileKey is its key).

@@ -293,8 +293,8 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
   }
   if (entry->usesScratch()) entry->scratchFor(stream_, *workspaces_);  // (the stream it is prepared on: none made at its first launch)
-  // The loaded kernels hold the code; the plan keeps its keys' digests (a symbolic kernel's key
-  // is its printed kernel IR, tens of KiB).
+  // The loaded kernels hold the code; the plan keeps its keys' digests (a key holds the printed
+  // fusion, KiBs).
   for (auto& pk : entry->plan.kernels) {
     pk.key = fmt::format("{:016x}", runtime::fnv1a(pk.key));
     std::string().swap(pk.kernel.ptx);

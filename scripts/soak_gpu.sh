@@ -23,7 +23,7 @@ echo "== fuzz_fusions --run: $cases cases, seed $seed, $jobs at once (budget ${S
 python3 scripts/fuzz_fusions.py --loom .device/bin/loom --run --cases "$cases" --jobs "$jobs" --seed "$seed" --batch "${SOAK_BATCH:-25}" \
   --budget-s "${SOAK_BUDGET_S:-540}" > "$out/soak_seed$seed.log" 2>&1
 fuzz_rc=$?
-grep -E "^[0-9]+ ok|^refused|^FAILED" -A1 "$out/soak_seed$seed.log" | head -40
+grep -E "^[0-9]+ ok \(|^refused|^FAILED" -A1 "$out/soak_seed$seed.log" | head -40
 san_rc=0
 if [ "${SANITIZE:-1}" != 0 ]; then
   echo "== compute-sanitizer over every scheduler tier"

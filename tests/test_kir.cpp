@@ -202,6 +202,11 @@ TEST_CASE("kir: a kernel's fingerprint is the same for the same kernel and diffe
   spec.grid.blocks = 4;
   CHECK_FALSE(plain == with(combine("total", x, spec)));
   CHECK_FALSE(with(let("z", dataConst(DType::F32, 0.0, 1))) == with(let("z", dataConst(DType::F32, -0.0, 1))));
+  // A sign bit and a bit of a word four on (a reviewer's collision of an earlier mixing).
+  auto rep = [&](double v, const char* result) {
+    return with(repeat("i", 4, {{"acc", dataConst(DType::F32, 0.0, 1)}}, {}, {dataConst(DType::F32, v, 1)}, {result}, 1));
+  };
+  CHECK_FALSE(rep(0.5, "sum1") == rep(-0.5, "sum!"));
   // Names and kinds: a let of `y` is not a let of `z`, nor a store.
   CHECK_FALSE(with(let("y", x)) == with(let("z", x)));
   CHECK_FALSE(with(let("y", x)) == with(store(1, intConst(0), x, Access::Gather, 1)));

@@ -2,7 +2,7 @@
 // (NormKernel::size_symbol) where the outermost iterated atom is a size symbol that every tensor
 // names as a whole dim, outermost in memory: in every tier (the persistent ones, column kernels
 // and the grid tier, walk their row sets up to it). As for pointwise kernels, the key of such a kernel is its
-// printed kernel IR (compile.cpp symbolicClass): any other use of the size splits the class.
+// kernel IR (its fingerprint: compile.cpp symbolicClass): any other use of the size splits the class.
 #include <algorithm>
 #include <limits>
 

@@ -1,8 +1,8 @@
 // LOOM_TUNE_SYMBOLIC for the pointwise scheduler: the outermost size becomes a kernel parameter
 // (schedule/pointwise.h, PointwiseKernel::size_symbol), so that one kernel serves every value of
 // it whose schedule comes out the same. Which values those are is left to the kernel IR itself:
-// the compile key of such a kernel is its printed kernel IR (compile.cpp, symbolicClass), so a
-// schedule that depends on the size in any way gets a kernel of its own.
+// the compile key of such a kernel is its kernel IR (its fingerprint: compile.cpp, symbolicClass),
+// so a schedule that depends on the size in any way gets a kernel of its own.
 #include <algorithm>
 #include <limits>
 
