@@ -80,10 +80,16 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
 }
 
 std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& sizes,
-                                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+                                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
+                                           const schedule::Planned* planned) {
   if (!opts.tuning.symbolic) return std::nullopt;
-  std::vector<std::string> why;
-  auto p = schedule::planSegment(f, sizes, inputs, opts, "loom_" + f.name(), &why);
+  std::optional<schedule::Planned> own;
+  if (!planned) {
+    std::vector<std::string> why;
+    own = schedule::planSegment(f, sizes, inputs, opts, "loom_" + f.name(), &why);
+    planned = own ? &*own : nullptr;
+  }
+  const schedule::Planned* p = planned;
   if (!p || p->size_args.empty()) return std::nullopt;
   SymbolicClass c;
   // The kernel IR as its fingerprint (every field of every node; printing it took longer than
@@ -115,7 +121,7 @@ CompiledKernel compileFusion(const ir::Fusion& f, const Bindings& sizes,
   auto p = schedule::planSegment(f, sizes, inputs, opts, kernel_name, &why);
   if (!p) fail("fusion `{}` cannot run as one kernel: no scheduler accepts it ({})", f.name(), fmt::join(why, "; "));
   if (wanted(stages, DumpStage::Schedule)) record(stages, DumpStage::Schedule, f.name(), p->summary + sizesLine(*p, opts));
-  if (wanted(stages, DumpStage::Kernel)) record(stages, DumpStage::Kernel, f.name(), p->detail);
+  if (wanted(stages, DumpStage::Kernel)) record(stages, DumpStage::Kernel, f.name(), p->detail());
   m = codegen::translateKernel(kir::runPasses(p->lower(), p->first_pass, kir::standardPasses(), kirDump(stages, f)), ctx);
   out.block = static_cast<unsigned>(p->launch.block);
   out.grid = static_cast<unsigned>(p->launch.grid);

@@ -15,6 +15,10 @@
 
 namespace loom {
 
+namespace schedule {
+struct Planned;
+}
+
 // The sm_XX targets loom emits PTX for, and the one for a device of compute capability
 // major.minor (the highest not above it; loom::Error below sm_80). The compiler's face for
 // these, so that the runtime and the tools need not include compiler/codegen.
@@ -69,8 +73,10 @@ struct SymbolicClass {
   std::vector<TensorDesc> outputs;
   std::vector<int64_t> size_values;
 };
+// `planned`: f's schedule for these sizes and options where the caller has it (the segmenter's).
 std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& sizes,
-                                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts);
+                                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
+                                           const schedule::Planned* planned = nullptr);
 
 // Planning only (segments, schedules, kernel IR; no LLVM): per kernel of the plan for these
 // sizes with `opts` (LOOM_TUNE_SYMBOLIC set), its symbolicClass key, or "" where that kernel

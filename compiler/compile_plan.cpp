@@ -15,7 +15,7 @@ std::vector<std::string> symbolicClassKeys(const ir::Fusion& f, const Bindings& 
   LOOM_ASSERT(opts.tuning.symbolic, "symbolicClassKeys without LOOM_TUNE_SYMBOLIC");
   std::vector<std::string> keys;
   for (const auto& seg : segment::segmentFusion(f, sizes, inputs, opts).segments) {
-    auto c = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts);
+    auto c = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts, seg.planned.get());
     keys.push_back(c ? c->key : std::string());
   }
   return keys;
@@ -59,7 +59,7 @@ CompiledPlan compilePlan(const ir::Fusion& given, const Bindings& sizes,
   auto optsOf = [&](size_t s) -> const CompileOptions& { return classes[s] ? opts : exact; };
   for (size_t s = 0; s < n; ++s) {
     const auto& seg = sp.segments[s];
-    classes[s] = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts);
+    classes[s] = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts, seg.planned.get());
     keys[s] = classes[s] ? classes[s]->key : compileKey(*seg.sub.fusion, seg.input_descs, sizes, exact);
     if (lookup) kernels[s] = lookup(keys[s]);
   }

@@ -187,7 +187,7 @@ TEST_CASE("reduction scheduler: outputs of every element written as they are rea
   CHECK(has(p->reason, "1 stores of elements written as they are read"));
   // dx allocated as the inputs are laid out (rows of D), stored as 16-byte vectors.
   CHECK(p->outputs[0].strides == std::vector<int64_t>{4096, 1});
-  std::string kir = p->detail;
+  std::string kir = p->detail();
   INFO(kir);
   CHECK(std::regex_search(kir, std::regex(R"(store\.f16 dx\[.*\(vector\))")));
   // The inner layout (rows of one long reduction): the elements stored along the row.

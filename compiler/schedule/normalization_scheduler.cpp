@@ -24,7 +24,6 @@ class NormalizationScheduler final : public Scheduler {
     p.scheduler = std::string(name());
     p.reason = k->reason;
     p.summary = fmt::format("normalization: {}\n  vector width {}\n", k->reason, k->vec);
-    p.detail = printNormKernel(f, *k);
     p.launch = {k->grid, k->block, k->smem_bytes, k->cluster, k->grid_sync || k->columns, k->workspace_bytes};
     p.outputs = k->outputs;
     p.output_alias = k->output_alias;
@@ -34,6 +33,7 @@ class NormalizationScheduler final : public Scheduler {
     auto kernel = std::make_shared<const NormKernel>(std::move(*k));
     const Tuning tune = opts.tuning;
     p.lower = [&f, kernel, inputs, tune]() { return lowerNormalization(f, *kernel, inputs, tune); };
+    p.detail = [&f, kernel]() { return printNormKernel(f, *kernel); };
     return p;
   }
 };

@@ -24,7 +24,6 @@ class PointwiseScheduler final : public Scheduler {
     p.scheduler = std::string(name());
     p.reason = k->reason;
     p.summary = fmt::format("pointwise: {}\n  vector width {}, block {}, grid {}\n", k->reason, k->vec, k->block, k->grid);
-    p.detail = printKernel(f, *k);
     p.launch.grid = k->grid;
     p.launch.block = k->block;
     p.outputs = k->outputs;
@@ -33,6 +32,7 @@ class PointwiseScheduler final : public Scheduler {
     if (!k->size_symbol.empty()) p.size_args.push_back({k->size_symbol, k->size_value});
     auto kernel = std::make_shared<const PointwiseKernel>(std::move(*k));
     p.lower = [&f, kernel, inputs]() { return lowerPointwise(f, *kernel, inputs); };
+    p.detail = [&f, kernel]() { return printKernel(f, *kernel); };
     return p;
   }
 };

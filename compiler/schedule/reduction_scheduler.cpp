@@ -24,13 +24,13 @@ class ReductionScheduler final : public Scheduler {
     p.scheduler = std::string(name());
     p.reason = r->reason;
     p.summary = fmt::format("reduction: {}\n  vector width {}\n", r->reason, r->k.vec);
-    p.detail = printNormKernel(f, r->k);
     p.launch = {r->grid, r->block, 0, 1, false, r->workspace_bytes};
     p.outputs = r->k.outputs;
     p.output_alias = r->k.output_alias;
     p.first_pass = "reduction-blocks";
     auto kernel = std::make_shared<const ReductionKernel>(std::move(*r));
     p.lower = [&f, kernel, inputs]() { return lowerReduction(f, *kernel, inputs); };
+    p.detail = [&f, kernel]() { return printNormKernel(f, kernel->k); };
     return p;
   }
 };

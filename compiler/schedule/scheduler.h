@@ -31,7 +31,8 @@ struct Planned {
   std::string scheduler;  // which scheduler made it
   std::string summary;    // its parameters and reasons: `loom dump --stage schedule`, `loom segment`
   std::string reason;     // the one-line reason alone (`loom segment`'s params)
-  std::string detail;     // the scheduler's kernel as it sees it: `loom dump --stage kernel`
+  // The scheduler's kernel as it sees it (`loom dump --stage kernel`), printed only when asked.
+  std::function<std::string()> detail;
   LaunchShape launch;
   std::vector<TensorDesc> outputs;  // what the runtime allocates (or the aliased input's)
   std::vector<int> output_alias;    // input index per output, or -1

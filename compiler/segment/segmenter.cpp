@@ -16,7 +16,8 @@ std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
                                      const CompileOptions& opts, std::vector<std::string>* why_not) {
   auto p = schedule::planSegment(f, sizes, inputs, opts, "loom_" + f.name(), why_not);
   if (!p) return std::nullopt;
-  return Accepted{p->scheduler, p->reason, p->outputs, p->two_pass_faster};
+  auto planned = std::make_shared<const schedule::Planned>(std::move(*p));
+  return Accepted{planned->scheduler, planned->reason, planned->outputs, planned->two_pass_faster, planned};
 }
 
 namespace {
@@ -168,6 +169,7 @@ void Segmenter::close(Candidate c, const Accepted& acc, std::vector<std::string>
   seg.scheduler = acc.scheduler;
   seg.params = acc.params;
   seg.output_descs = acc.outputs;
+  seg.planned = acc.planned;
   seg.rejections = std::move(rejections);
   for (size_t i = 0; i < seg.sub.outputs.size(); ++i) known_[seg.sub.outputs[i]] = seg.output_descs[i];
   plan_.segments.push_back(std::move(seg));

@@ -23,6 +23,8 @@ struct Segment {
   // Ops of `ops` this segment computes again from the fusion's inputs (casts, views, pointwise
   // chains of inputs) rather than read from another kernel.
   std::vector<const ir::Op*> recomputed;
+  // The schedule of `sub` for the plan's sizes and options (its lowering reads `sub.fusion`).
+  std::shared_ptr<const schedule::Planned> planned;
   uint64_t bytesRead() const;
   uint64_t bytesWritten() const;
 };
@@ -52,6 +54,7 @@ struct Accepted {
   std::string scheduler, params;
   std::vector<TensorDesc> outputs;
   std::string two_pass_faster;  // schedule::Planned::two_pass_faster
+  std::shared_ptr<const schedule::Planned> planned;  // the schedule itself
 };
 std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
                                      const std::vector<TensorDesc>& inputs,
