@@ -68,7 +68,22 @@ ExprP Builder::op(IndexOp o, ExprP a, ExprP b) {
       default: break;
     }
   }
-  return bind(index(o, std::move(a), std::move(b)));
+  // The same operation of the same names or constants, bound in a body still open: its name.
+  auto operand = [](const ExprP& e, std::string& key) {
+    if (e->kind == Expr::Kind::Var) key += e->name;
+    else if (e->kind == Expr::Kind::Int) fmt::format_to(std::back_inserter(key), "#{}", e->ivalue);
+    else return false;
+    key += e->type.str();
+    key += '|';
+    return true;
+  };
+  std::string key(1, static_cast<char>('A' + static_cast<int>(o)));
+  if (!operand(a, key) || !operand(b, key)) return bind(index(o, std::move(a), std::move(b)));
+  for (auto it = bound_ops_.rbegin(); it != bound_ops_.rend(); ++it)
+    if (auto found = it->find(key); found != it->end()) return found->second;
+  ExprP v = bind(index(o, std::move(a), std::move(b)));
+  bound_ops_.back().emplace(std::move(key), v);
+  return v;
 }
 
 ExprP Builder::select(ExprP c, ExprP a, ExprP b) {
@@ -99,9 +114,11 @@ ExprP Builder::math(ir::OpKind o, DType result, std::vector<ExprP> args) {
 
 Body Builder::nested(const std::function<void()>& build) {
   stack_.emplace_back();
+  bound_ops_.emplace_back();
   build();
   Body inner = std::move(stack_.back());
   stack_.pop_back();
+  bound_ops_.pop_back();
   return inner;
 }
 
@@ -145,6 +162,7 @@ Body Builder::take() {
   LOOM_ASSERT(stack_.size() == 1, "kernel IR builder: {} bodies still open", stack_.size() - 1);
   Body b = std::move(stack_.back());
   stack_.back().clear();
+  bound_ops_.back().clear();
   return b;
 }
 

@@ -4,6 +4,7 @@
 // where each value is computed), operations on constants fold, and `ifThen` nests a body.
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/kir/kir.h"
@@ -19,7 +20,9 @@ class Builder {
   ExprP bind(ExprP e, const std::string& hint = "");
   ExprP bindAs(const std::string& name, ExprP e);  // bound to exactly `name`
 
-  ExprP op(IndexOp o, ExprP a, ExprP b);  // folds two constants
+  // Folds two constants and identities (x + 0, x * 1, ...); an operation of names and constants
+  // already bound in this body or one around it is that binding (no second name).
+  ExprP op(IndexOp o, ExprP a, ExprP b);
   ExprP add(ExprP a, ExprP b) { return op(IndexOp::Add, std::move(a), std::move(b)); }
   ExprP mul(ExprP a, ExprP b) { return op(IndexOp::Mul, std::move(a), std::move(b)); }
   ExprP udiv(ExprP a, ExprP b) { return op(IndexOp::Div, std::move(a), std::move(b)); }
@@ -51,6 +54,8 @@ class Builder {
 
   std::string prefix_;
   std::vector<Body> stack_;
+  // Per open body: index operations of names and constants bound in it, by operation.
+  std::vector<std::unordered_map<std::string, ExprP>> bound_ops_ = std::vector<std::unordered_map<std::string, ExprP>>(1);
   int next_ = 0;
 };
 
