@@ -135,17 +135,24 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
 }
 
 // Tiles of 32 threads across the rows (a 512-byte line of f16 rows a warp) where there are
-// enough tiles to fill the GPU; fewer threads across (down to 8) where there are not, so that
+// enough tiles to fill the GPU; fewer threads across (down to 8, and for long reductions no
+// fewer than read whole 128-byte lines of the narrowest input) where there are not, so that
 // each tile is split over fewer blocks and its last block has fewer partials to combine.
-// `partial_bytes`: a thread's partials, a value of each reduction's accumulator. The block's
-// columns of threads meet in static shared memory, at most 48 KiB a block, and every row of a
-// tile needs a thread of its own to finish it (by >= vec). Empty, or why it cannot.
-std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t partial_bytes) {
+// (H200: channels-last group norm backward's channel sums over 2M elements, f16 vectors of 4,
+// 0.417 ms with 8 threads across, 0.332 with 16; batch norm backward's over 1568, bf16, half
+// as fast with 16: bench/results/2026-11-26-cluster16.md.)
+constexpr int64_t kLongColumns = 65536;
+// `partial_bytes`: a thread's partials, a value of each reduction's accumulator; `elem_bytes`:
+// the narrowest loaded element. The block's columns of threads meet in static shared memory, at
+// most 48 KiB a block, and every row of a tile needs a thread of its own to finish it
+// (by >= vec). Empty, or why it cannot.
+std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t partial_bytes, int elem_bytes) {
   const NormKernel& k = r.k;
   const int64_t cols = k.rows() / k.vec;  // vectors of neighbouring rows
   const int64_t target = int64_t{opts.device.sm_count} * (kThreadsPerSm / 256);
   r.bx = static_cast<int>(std::min<int64_t>(32, cols));
-  while (r.bx > 8 && (cols + r.bx - 1) / r.bx < target / 2) r.bx /= 2;
+  const int whole_lines = k.rowElems() >= kLongColumns ? std::max(8, 128 / std::max(1, k.vec * elem_bytes)) : 8;
+  while (r.bx > whole_lines && (cols + r.bx - 1) / r.bx < target / 2) r.bx /= 2;
   if (opts.tuning.red_bx) r.bx = static_cast<int>(std::min<int64_t>(*opts.tuning.red_bx, cols));
   const int block = opts.tuning.red_block ? *opts.tuning.red_block : 256;
   r.by = 1;  // a power of two: the block's columns of threads meet 8 rows at a time
@@ -230,7 +237,10 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
     ++reductions;
     partial_bytes += dtypeBytes(computeDType(n.dtype));
   });
-  if (std::string why = outer ? outerShape(r, opts, partial_bytes) : innerShape(r, opts); !why.empty())
+  int elem_bytes = 8;
+  for (const auto& [leaf, access] : r.k.load_access)
+    elem_bytes = std::min(elem_bytes, dtypeBytes(inputs[static_cast<size_t>(leaf.input)].dtype));
+  if (std::string why = outer ? outerShape(r, opts, partial_bytes, elem_bytes) : innerShape(r, opts); !why.empty())
     return reject(why);
   if (r.grid >= (int64_t{1} << 31))
     return reject(fmt::format("{} blocks are past the GPU's launch limit of 2^31 - 1", r.grid));
