@@ -1,7 +1,8 @@
 // `loom bench FUSION --sizes K=A:B[:STEP]`: the first call of every size in one process, as a
 // training loop with variable batch sizes or sequence lengths makes them. Reports how many
 // sizes compiled a kernel, how many found it in loom's disk cache or already in memory, and
-// the time of each first call (compile or load, launch and wait).
+// the time of each first call (compile or load, launch and wait) with its planning (segments,
+// schedules, kernel IR and keys) beside it.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -75,7 +76,7 @@ int runBenchSizes(const Args& a, const std::string& spec) {
   auto& dev = runtime::Device::get();
   Executor ex(*l.fusion);
   std::map<CompileStats::Source, int> by_source;
-  std::vector<double> first_ms;
+  std::vector<double> first_ms, plan_ms;
   double llvm = 0, load = 0;
   std::set<std::string> kernels;
   int runtime_sized = 0;
@@ -97,13 +98,14 @@ int runBenchSizes(const Args& a, const std::string& spec) {
     llvm += cs.llvm_ptx_ms;
     load += cs.load_ms;
     first_ms.push_back(ms);
+    plan_ms.push_back(cs.plan_ms);
     for (const auto& pk : ex.planFor(in, sizes).kernels) kernels.insert(pk.key);
     const char* src = cs.source == CompileStats::Source::Compiled    ? "compiled"
                       : cs.source == CompileStats::Source::DiskCache ? "disk cache"
                                                                      : "memory";
     runtime_sized += cs.runtime_size_kernels > 0;
-    std::cout << fmt::format("  {}={:<10} {:<10} first call {:8.2f} ms (LLVM->PTX {:.1f}, load {:.1f}){}\n",
-                             range.symbol, v, src, ms, cs.llvm_ptx_ms, cs.load_ms,
+    std::cout << fmt::format("  {}={:<10} {:<10} first call {:8.2f} ms (plan {:.2f}, LLVM->PTX {:.1f}, load {:.1f}){}\n",
+                             range.symbol, v, src, ms, cs.plan_ms, cs.llvm_ptx_ms, cs.load_ms,
                              cs.runtime_size_kernels
                                  ? fmt::format("; {} of {} kernels take sizes at run time", cs.runtime_size_kernels,
                                                cs.kernels)
@@ -113,11 +115,12 @@ int runBenchSizes(const Args& a, const std::string& spec) {
   std::cout << fmt::format(
       "{} sizes: {} compiled, {} from loom's disk cache, {} already in memory; {} distinct kernels; {} sizes ran "
       "kernels taking sizes at run time\n"
-      "first call: median {:.2f} ms, min {:.2f}, max {:.2f}; in all LLVM->PTX {:.0f} ms, module loads {:.0f} ms\n",
+      "first call: median {:.2f} ms, min {:.2f}, max {:.2f} (planning: median {:.2f} ms); in all LLVM->PTX {:.0f} ms, "
+      "module loads {:.0f} ms\n",
       n, by_source[CompileStats::Source::Compiled], by_source[CompileStats::Source::DiskCache],
       by_source[CompileStats::Source::MemoryCache], kernels.size(), runtime_sized, median(first_ms),
       *std::min_element(first_ms.begin(), first_ms.end()), *std::max_element(first_ms.begin(), first_ms.end()),
-      llvm, load);
+      median(plan_ms), llvm, load);
   return 0;
 }
 
