@@ -54,7 +54,9 @@ struct Accepted {
   std::string scheduler, params;
   std::vector<TensorDesc> outputs;
   std::string two_pass_faster;  // schedule::Planned::two_pass_faster
-  std::shared_ptr<const schedule::Planned> planned;  // the schedule itself
+  // The schedule itself. Its lowering reads the candidate's sub-fusion: used only while that
+  // candidate (or the Segment it is closed into) lives.
+  std::shared_ptr<const schedule::Planned> planned;
 };
 std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
                                      const std::vector<TensorDesc>& inputs,
