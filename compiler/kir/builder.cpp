@@ -69,12 +69,20 @@ ExprP Builder::op(IndexOp o, ExprP a, ExprP b) {
     }
   }
   // The same operation of the same names or constants, bound in a body still open: its name.
+  // (Key: each operand's name, or '#' and its value's bytes, then its whole type as bytes.)
   auto operand = [](const ExprP& e, std::string& key) {
-    if (e->kind == Expr::Kind::Var) key += e->name;
-    else if (e->kind == Expr::Kind::Int) fmt::format_to(std::back_inserter(key), "#{}", e->ivalue);
-    else return false;
-    key += e->type.str();
-    key += '|';
+    if (e->kind == Expr::Kind::Var) {
+      key += e->name;
+    } else if (e->kind == Expr::Kind::Int) {
+      key += '#';
+      key.append(reinterpret_cast<const char*>(&e->ivalue), sizeof e->ivalue);
+    } else {
+      return false;
+    }
+    const Type& t = e->type;
+    const char type[] = {'|', static_cast<char>(t.index), static_cast<char>(t.dtype), static_cast<char>(t.lanes),
+                         static_cast<char>(t.lanes >> 8), static_cast<char>(t.address), static_cast<char>(t.packed)};
+    key.append(type, sizeof type);
     return true;
   };
   std::string key(1, static_cast<char>('A' + static_cast<int>(o)));
