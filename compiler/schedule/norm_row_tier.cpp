@@ -124,13 +124,16 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
     if (pitch == 0) continue;
     // Pieces of rows whose blocks leave the SMs under 640 threads each on average (few blocks,
     // or one an SM for its shared memory): up to 32 threads a row, in larger blocks (32
-    // against 16 measured faster there, slower at 760 threads an SM).
-    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#place-row-vectors-threads
+    // against 16 measured faster there, slower at 760 threads an SM); rows read in vectors of
+    // several rows too (layer_norm_2d_backward NCHW's dx +13%, column-major softmax and layer
+    // norm +11-14%; one channels-last instance norm -3%).
+    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#place-row-vectors-threads,
+    // bench/results/2026-11-26-cluster16.md
     const double blocks_per_sm = static_cast<double>((rows + R - 1) / R) / dev.sm_count;
     auto threadsPerSm = [&](int t, int64_t b) {
       return std::min(blocks_per_sm, static_cast<double>(smemBlocksPerSm(dev, b))) * R * t;
     };
-    while (row_vec == 1 && !tune_t && T < 32 && R * T * 2 <= 1024 &&
+    while (!tune_t && T < 32 && R * T * 2 <= 1024 &&
            T * 2 <= n && threadsPerSm(T, bytes) < 640) {
       const int64_t wider = (n + 2 * T - 1) / (2 * T);
       const auto [p, b] = rowPitch(R, 2 * T, wider, held, inputs, max_bytes);
