@@ -396,6 +396,19 @@ StmtP combine(std::string result, ExprP value, const CombineSpec& spec) {
   return combineAll({std::move(result)}, {std::move(value)}, spec);
 }
 
+namespace {
+// A combine's or Welford merge's rows: the domain, threads and rows, the thread's place, the grid level.
+void placeRows(Stmt& s, const CombineSpec& spec) {
+  s.domain = spec.domain;
+  s.threads = spec.threads;
+  s.rows = spec.rows;
+  s.thread_in_row = spec.thread_in_row;
+  s.row_in_block = spec.row_in_block;
+  s.lane = spec.lane;
+  s.grid = spec.grid;
+}
+}  // namespace
+
 StmtP combineAll(std::vector<std::string> results, std::vector<ExprP> values, const CombineSpec& spec) {
   LOOM_ASSERT(!values.empty() && results.size() == values.size(), "kernel IR: combine of {} values into {} results",
               values.size(), results.size());
@@ -412,14 +425,8 @@ StmtP combineAll(std::vector<std::string> results, std::vector<ExprP> values, co
   s->results = std::move(results);
   s->yields = std::move(values);
   s->combine = spec.op;
-  s->domain = spec.domain;
-  s->threads = spec.threads;
-  s->rows = spec.rows;
-  s->thread_in_row = spec.thread_in_row;
-  s->row_in_block = spec.row_in_block;
-  s->lane = spec.lane;
+  placeRows(*s, spec);
   s->cluster = spec.cluster;
-  s->grid = spec.grid;
   return s;
 }
 
@@ -432,13 +439,7 @@ StmtP welford(std::vector<std::string> results, std::vector<ExprP> stats, const 
   s->name = results[1];
   s->results = std::move(results);
   s->yields = std::move(stats);
-  s->domain = spec.domain;
-  s->threads = spec.threads;
-  s->rows = spec.rows;
-  s->thread_in_row = spec.thread_in_row;
-  s->row_in_block = spec.row_in_block;
-  s->lane = spec.lane;
-  s->grid = spec.grid;
+  placeRows(*s, spec);
   s->threads_merged = spec.threads_merged;
   return s;
 }
