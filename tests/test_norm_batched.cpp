@@ -1,6 +1,9 @@
 // CPU-only: a normalization kernel's batched reductions (one pass and one combine for a row's
 // independent sums and means) and its sub-row reductions, in the kernel IR, through ptxas.
+#include <regex>
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "tests/compile_test_util.h"
 
@@ -57,12 +60,6 @@ TEST_CASE("what sub-row reductions and batches leave alone", "[norm][segment]") 
     compilePlan(f, sizes, descsFor(f, sizes), opts, &text);
     return text[DumpStage::KIR];
   };
-  // Channels-last group norm backward: a chunk's lanes lie along the channels its sums keep.
-  auto gn = findExample("group_norm_backward")->build(DType::F16);
-  const Bindings g{{"N", 256}, {"C", 128}, {"H", 16}, {"W", 16}};
-  const auto nhwc = segment::segmentFusion(*gn, g, descsFor(*gn, g, {{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}}), opts);
-  CHECK(nhwc.segments.size() == 2);
-  CHECK_FALSE(nhwc.rewritten);
   // A sub-row maximum is combined as a maximum, on its own.
   auto mx = parseFusion(
       "fusion mx {\n  in x: f32[N, G, K, H, W]\n  m: f32[N, G, 1b, 1b, 1b] = mean(x, dims=[2, 3, 4], keepdim=true)\n"
@@ -83,4 +80,35 @@ TEST_CASE("what sub-row reductions and batches leave alone", "[norm][segment]") 
       "  out y = t1\n  out s = t2\n  out h = t3\n}\n");
   const Bindings es{{"N", 4}, {"C", 8}, {"H", 16}, {"W", 16}};
   CHECK(segment::segmentFusion(*e, es, descsFor(*e, es), opts).segments.size() > 1);
+}
+
+TEST_CASE("channels-last sub-row sums: lane k of a chunk in channel k of the group", "[norm][ptx]") {
+  // Group norm backward over NHWC, 4 channels a group read in vectors of 4: each sum adds lane k
+  // of every chunk into channel k's accumulator (no fold, no select), for rows in registers and
+  // for rows split over the grid, whose ten values (two means, 4 + 4 channel sums) meet at one
+  // grid barrier a set.
+  auto gn = findExample("group_norm_backward")->build(DType::F16);
+  const CompileOptions opts{{90, 132}};
+  const std::map<std::string, std::vector<int>> nhwc{{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}};
+  for (const Bindings& sizes : {Bindings{{"N", 256}, {"C", 128}, {"H", 16}, {"W", 16}},
+                                Bindings{{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}}}) {
+    StageText text;
+    const CompiledPlan plan = compilePlan(*gn, sizes, descsFor(*gn, sizes, nhwc), opts, &text);
+    REQUIRE(plan.kernels.size() == 3);
+    const std::string& kir = text[DumpStage::KIR];
+    const size_t end = kir.find("loom_group_norm_backward_s2");
+    const std::string first = kir.substr(0, end);
+    INFO(first.substr(0, 8000));
+    CHECK(has(first, "let (row_sum0, row_sum1, row_sum2, row_sum3, row_sum4, row_sum5, row_sum6, row_sum7, row_sum8, row_sum9)"));
+    for (int lane = 0; lane < 4; ++lane)
+      CHECK(std::regex_search(first, std::regex(fmt::format(R"(: f32 = lane\(t[0-9]+, {}\))", lane))));
+    const bool grid = sizes.at("H") == 256;
+    const size_t lowered = first.rfind("after pass `lower-combines`");
+    REQUIRE(lowered != std::string::npos);
+    size_t barriers = 0;
+    for (size_t at = first.find("barrier.grid:", lowered); at != std::string::npos; at = first.find("barrier.grid:", at + 1))
+      ++barriers;
+    CHECK(barriers == (grid ? 1u : 0u));
+    for (const auto& pk : plan.kernels) LOOM_CHECK_PTXAS(pk.kernel.ptx, 90);
+  }
 }

@@ -317,9 +317,14 @@ TEST_CASE("sums split in two steps where the rows' kernel takes the first: less 
   CHECK(small.segments.size() == 2);
   CHECK_FALSE(small.rewritten);
   CHECK(has(small.str(*gn), "in two steps (that part first): 3 kernels moving"));
-  // Channels-last: a chunk's lanes lie along the channels each sum keeps: as written.
+  // Channels-last: a chunk's lanes are the channels each sum keeps (lane k in channel k of the
+  // group), the rows split over the grid: split too.
   auto nhwc = plan(*gn, big, {{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}});
-  CHECK(nhwc.segments.size() == 2);
+  REQUIRE(nhwc.segments.size() == 3);
+  CHECK(nhwc.rewritten);
+  CHECK(has(nhwc.segments[0].params, "tier grid"));
+  CHECK(has(nhwc.segments[0].params, "sub-row reductions"));
+  CHECK(nhwc.bytes() < nhwc.one_kernel_bytes + (uint64_t{1} << 20));
   // Instance norm backward: the first step is the rows' own sum (per image and channel).
   auto in = findExample("instance_norm_backward")->build(DType::F16);
   auto ip = plan(*in, {{"N", 32}, {"C", 64}, {"H", 128}, {"W", 128}});

@@ -418,7 +418,6 @@ StmtP combineAll(std::vector<std::string> results, std::vector<ExprP> values, co
   LOOM_ASSERT(spec.threads >= 1 && (spec.threads & (spec.threads - 1)) == 0 && spec.rows >= 1,
               "kernel IR: combine `{}` over {} threads a row", results[0], spec.threads);
   LOOM_ASSERT(spec.threads <= 32 || spec.threads % 32 == 0, "kernel IR: combine over rows of whole warps");
-  LOOM_ASSERT(values.size() == 1 || spec.grid.region < 0, "kernel IR: combine of several values at the grid level");
   auto s = blank(Stmt::Kind::Combine);
   s->name = results[0];
   s->value = values[0];

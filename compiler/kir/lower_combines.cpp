@@ -105,7 +105,7 @@ class Lowering {
       b.emit(barrier(Barrier::Block));
     }
     if (s.cluster > 1) v = acrossCluster(s, b, v);
-    if (s.grid.region >= 0) v[0] = acrossGrid(s, b, v[0]);
+    if (s.grid.region >= 0) v = acrossGrid(s, b, v);
     for (int i = 0; i < n; ++i) b.bindAs(s.results[static_cast<size_t>(i)], v[static_cast<size_t>(i)]);
   }
 
@@ -225,13 +225,14 @@ class Lowering {
   }
 
   // --- the grid level ---
-  // The address of slot `field` (of 3, 8 bytes each) of block `rank`'s partial for the block's
-  // row `row` in the group's workspace: past the counters' 128 bytes, per region and set parity,
-  // blocks innermost (a warp reading 32 blocks' partials reads 256 contiguous bytes).
+  // The address of slot `field` of block `rank`'s partial for the block's row in the group's
+  // workspace: past the counters' 128 bytes, per region and set parity (3 slots of 8 bytes a
+  // region; field f in region + f / 3), blocks innermost (a warp reading 32 blocks' partials
+  // reads 256 contiguous bytes).
   ExprP wsSlot(const Stmt& s, Builder& b, const ExprP& rank, int field) {
     const GridLevel& g = s.grid;
-    ExprP plane = b.add(b.mul(b.add(intConst(int64_t{g.region} * 2), var(g.parity, Type::idx())), intConst(3)),
-                        intConst(field));
+    ExprP plane = b.add(b.mul(b.add(intConst(int64_t{g.region + field / 3} * 2), var(g.parity, Type::idx())), intConst(3)),
+                        intConst(field % 3));
     ExprP row = b.convert(var(s.row_in_block, Type::i32()), Type::idx());
     ExprP entry = b.add(b.mul(b.add(b.mul(plane, intConst(s.rows)), row), intConst(g.blocks)), rank);
     ExprP byte = b.add(intConst(128), b.mul(entry, intConst(8)));
@@ -261,26 +262,32 @@ class Lowering {
     }
   }
 
-  // The row's total over every block: each block's leader publishes its total; after the
+  // The row's totals over every block: each block's leader publishes its totals; after one
   // barrier the row's first warp combines every block's in a fixed order, then a butterfly.
-  ExprP acrossGrid(const Stmt& s, Builder& b, const ExprP& v) {
-    const DType acc = v->type.dtype;
+  std::vector<ExprP> acrossGrid(const Stmt& s, Builder& b, const std::vector<ExprP>& v) {
+    const DType acc = v[0]->type.dtype;
     const ExprP id = combineIdentity(s.combine, acc);
-    b.ifThen(b.op(IndexOp::Eq, var(s.thread_in_row, Type::idx()), intConst(0)), "gpublish",
-             [&] { b.emit(globalStore(wsSlot(s, b, var(s.grid.rank, Type::idx()), 0), v, 8)); });
+    const int n = static_cast<int>(v.size());
+    b.ifThen(b.op(IndexOp::Eq, var(s.thread_in_row, Type::idx()), intConst(0)), "gpublish", [&] {
+      for (int i = 0; i < n; ++i) b.emit(globalStore(wsSlot(s, b, var(s.grid.rank, Type::idx()), i), v[static_cast<size_t>(i)], 8));
+    });
     gridBarrier(s, b);
-    return byFirstWarp(s, b, acc, 1, [&] {
-      ExprP total = id;
+    return byFirstWarp(s, b, acc, n, [&] {
+      std::vector<ExprP> totals(static_cast<size_t>(n), id);
       forEachLaneBlock(s, b, [&](const ExprP& r, const ExprP& ok) {
-        ExprP x = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::data(acc, 1), {wsSlot(s, b, r, 0)}));
-        total = b.math(combineOp(s.combine), acc, {total, b.select(ok, x, id)});
+        for (int i = 0; i < n; ++i) {
+          ExprP x = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::data(acc, 1), {wsSlot(s, b, r, i)}));
+          ExprP& t = totals[static_cast<size_t>(i)];
+          t = b.math(combineOp(s.combine), acc, {t, b.select(ok, x, id)});
+        }
       });
-      for (int off = std::min(s.threads, 32) / 2; off >= 1; off /= 2) {
-        ExprP other = b.bind(intrinsic(Intrinsic::ShflXor, total->type, {total, i32Const(off)}));
-        total = b.math(combineOp(s.combine), acc, {total, other});
-      }
-      return std::vector<ExprP>{total};
-    })[0];
+      for (int off = std::min(s.threads, 32) / 2; off >= 1; off /= 2)
+        for (ExprP& t : totals) {
+          ExprP other = b.bind(intrinsic(Intrinsic::ShflXor, t->type, {t, i32Const(off)}));
+          t = b.math(combineOp(s.combine), acc, {t, other});
+        }
+      return totals;
+    });
   }
 
   // Chan's combination of every block's (count, mean, M2). f32 statistics: mean and M2 share

@@ -64,8 +64,8 @@ std::string copiedText(const NormKernel& k, const TierChoice& c) {
   const int held = k.chunks * k.vec * std::max(1, static_cast<int>(k.smem_leaves.size()));
   const std::string spread =
       k.grid_sync ? fmt::format(", {} sets of {} neighbouring row{} each split over {} blocks of a cooperative grid "
-                                "({} per SM) whose partial reductions meet in a global workspace at a grid-wide "
-                                "barrier per reduction{}{}",
+                                "({} per SM) whose partial reductions meet in a global workspace at grid-wide "
+                                "barriers (one a batch of sums and means, one a variance, max or min){}{}",
                                 k.row_sets, k.rows_per_block, k.rows_per_block == 1 ? "" : "s", k.split,
                                 c.grid_per_sm, groupsText(k), prefetchText(k))
       : k.cluster > 1 ? fmt::format(", split over a cluster of {} blocks whose partial reductions meet in distributed "

@@ -105,10 +105,7 @@ void NormLowering::blocks(const ExprP& blk) {
 // the last set's stores may still read shared memory the next fill overwrites.
 void NormLowering::gridSets(const ExprP& group) {
   const int64_t G = k_.grid_groups;
-  // Grid-wide barriers per set: one per reduction, one per distinct variance.
-  std::set<std::pair<const ENode*, double>> stats;
-  for (const ENode* r : reductions_)
-    if (r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second) ++barriers_per_set_;
+  barriers_per_set_ = gridBarriersPerSet();
   const int ws = static_cast<int>(out_.params.size()) - 1;
   ExprP base = b_.bindAs("workspace", kir::intrinsic(kir::Intrinsic::ParamAddr, Type::addr(), {kir::intConst(ws)}));
   group_ws_ = b_.bindAs("group_ws", kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(),
@@ -173,14 +170,15 @@ void NormLowering::exitGrid(const ExprP& counter, int64_t blocks) {
   });
 }
 
-// The grid level of the next reduction (none outside the grid tier): its workspace region, its
-// barrier within the set, and how the row is dealt to the blocks.
-kir::GridLevel NormLowering::gridLevel() {
+// The grid level of the next reduction of `values` values (none outside the grid tier): its
+// workspace regions, its barrier within the set, and how the row is dealt to the blocks.
+kir::GridLevel NormLowering::gridLevel(int values) {
   kir::GridLevel g;
   if (!k_.grid_sync) return g;
-  g.region = next_region_++;
+  g.region = next_region_;
+  next_region_ += (values + 2) / 3;  // three 8-byte slots a region
   const int64_t per = 2 * int64_t{k_.split} * k_.rows_per_block * 24;
-  LOOM_ASSERT((128 + (g.region + 1) * per) * k_.grid_groups <= k_.workspace_bytes,
+  LOOM_ASSERT((128 + next_region_ * per) * k_.grid_groups <= k_.workspace_bytes,
               "grid reduction {} beyond the {}-byte workspace of {} groups", g.region, k_.workspace_bytes, k_.grid_groups);
   g.blocks = k_.split;
   g.barrier = ++barriers_done_;
@@ -372,15 +370,20 @@ ExprP NormLowering::reducedSlot(const ENode* r, const ExprP& rib) {
                   c(reduced_index_.at(r)));
 }
 
+// The row's reductions for the whole-line stores, which take other rows' units: in shared
+// memory. (Sub-row values are stored by the row's own first thread: not published.)
 void NormLowering::publishReductions() {
-  if (!coalescedStores() || reductions_.empty()) return;
-  const int64_t R = static_cast<int64_t>(reductions_.size());
+  std::vector<const ENode*> rows;
+  for (const ENode* r : reductions_)
+    if (r->sub_atoms.empty()) rows.push_back(r);
+  if (!coalescedStores() || rows.empty()) return;
+  const int64_t R = static_cast<int64_t>(rows.size());
   out_.buffers.push_back({kir::bufferName(out_, "reduced_smem"), "reduced_smem", kir::Place::Smem, DType::I64,
                           R * k_.rows_per_block, 8, true});
   reduced_buf_ = out_.buffers.back().name;
-  for (int64_t j = 0; j < R; ++j) reduced_index_[reductions_[static_cast<size_t>(j)]] = j;
+  for (int64_t j = 0; j < R; ++j) reduced_index_[rows[static_cast<size_t>(j)]] = j;
   b_.ifThen(b_.op(kir::IndexOp::Eq, t_in_row_, c(0)), "rpublish", [&] {
-    for (const ENode* r : reductions_) b_.emit(kir::bufStore(reduced_buf_, reducedSlot(r, row_in_block_), reduced_.at(r)));
+    for (const ENode* r : rows) b_.emit(kir::bufStore(reduced_buf_, reducedSlot(r, row_in_block_), reduced_.at(r)));
   });
   b_.emit(kir::barrier(kir::Barrier::Block));
 }
@@ -475,7 +478,7 @@ void NormLowering::storeAll() {
     auto unit = [&](const ExprP& m) { return k_.rowTier() ? rowUnitChunk(m, first_row_) : unitChunk(m, first_row_); };
     Chunk first = unit(c(0));
     for (const auto& s : k_.stores)
-      if (!s.row_only) hoistInvariant(*s.value, first);
+      if (!s.row_only && !s.column && !s.sub_row) hoistInvariant(*s.value, first);
     const int unroll = tune_.store_unroll ? *tune_.store_unroll : (k_.rowTier() && k_.grid_sync) || k_.cluster > 1 ? 1 : 4;
     b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
       Chunk ch = unit(m);

@@ -89,9 +89,9 @@ ExprP NormLowering::rowReduce(kir::Combine cb, DType acc, const std::function<Ex
   return combineRow(cb, partial);
 }
 
-kir::CombineSpec NormLowering::rowSpec(kir::Combine cb) {
+kir::CombineSpec NormLowering::rowSpec(kir::Combine cb, int values) {
   return {cb, k_.red_atoms, k_.threads_per_row, k_.rows_per_block, "t_in_row", "row_in_block", "lane", k_.cluster,
-          gridLevel()};
+          gridLevel(values)};
 }
 
 ExprP NormLowering::combineRow(kir::Combine cb, const ExprP& partial) {
@@ -132,36 +132,57 @@ std::vector<ExprP> NormLowering::forEachChunkIn(int64_t first, int64_t count, st
 }
 
 bool NormLowering::batchable(const ENode& r) const {
-  if (k_.grid_sync || k_.rowTier() || tune_.no_batched_reductions) return false;
+  if (k_.rowTier() || tune_.no_batched_reductions) return false;
   return r.op == ir::OpKind::Sum || r.op == ir::OpKind::Mean;  // (sub-row ones too; max and min: alone)
 }
 
-bool NormLowering::ready(const ENode& r) const {
-  bool ok = true;
-  lower::visitPostOrder({r.args[0]}, [&](const ENode& n) {
-    if (n.kind == ENode::Kind::Reduce) ok = ok && (reduced_.count(&n) || sub_values_.count(&n));
-  });
-  return ok;
-}
-
-void NormLowering::reduceAll() {
+std::vector<std::vector<const ENode*>> NormLowering::reductionBatches() const {
+  std::vector<std::vector<const ENode*>> out;
+  std::set<const ENode*> done;
+  auto isDone = [&](const ENode* n) { return reduced_.count(n) || sub_values_.count(n) || done.count(n); };
+  auto ready = [&](const ENode& r) {  // every reduction it reads taken by an earlier batch
+    bool ok = true;
+    lower::visitPostOrder({r.args[0]}, [&](const ENode& n) { ok = ok && (n.kind != ENode::Kind::Reduce || isDone(&n)); });
+    return ok;
+  };
   std::vector<const ENode*> batch;
   auto flush = [&] {
-    if (batch.size() == 1) reduce(*batch[0]);
-    else if (!batch.empty()) reduceBatch(batch);
+    if (batch.empty()) return;
+    done.insert(batch.begin(), batch.end());
+    out.push_back(std::move(batch));
     batch.clear();
   };
   for (const ENode* r : reductions_) {
-    if (reduced_.count(r) || sub_values_.count(r)) continue;
+    if (isDone(r)) continue;
     if (!batchable(*r)) {
       flush();
-      reduce(*r);
+      batch.push_back(r);
+      flush();
       continue;
     }
     if (!ready(*r) || (!batch.empty() && computeDType(batch[0]->dtype) != computeDType(r->dtype))) flush();
     batch.push_back(r);
   }
   flush();
+  return out;
+}
+
+int NormLowering::gridBarriersPerSet() const {
+  int n = 0;
+  std::set<std::pair<const ENode*, double>> stats;
+  for (const auto& batch : reductionBatches()) {
+    const ENode* r = batch[0];
+    if (batch.size() > 1 || r->op != ir::OpKind::VarMean || stats.insert({r->args[0].get(), r->correction}).second) ++n;
+  }
+  return n;
+}
+
+void NormLowering::reduceAll() {
+  for (const auto& batch : reductionBatches()) {
+    // (In the grid tier a sub-row reduction's values share one barrier even alone.)
+    if (batch.size() == 1 && !(k_.grid_sync && !batch[0]->sub_atoms.empty())) reduce(*batch[0]);
+    else reduceBatch(batch);
+  }
 }
 
 // Independent sums, means and sub-row reductions in one pass over the thread's chunks, their
@@ -177,6 +198,7 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
     int64_t K = 1, n = 1;
     ExprP x0;  // a mean's shift
     size_t first = 0;  // its first accumulator
+    bool lanes = false;  // lane k of each chunk in position k (NormKernel::lanesArePositions)
   };
   std::vector<Part> parts;
   size_t total = 0;
@@ -186,6 +208,7 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
     p.r = r;
     if (!r->sub_atoms.empty()) p.kept = k_.keptAxes(r->sub_atoms);
     p.K = k_.positions(p.kept);
+    p.lanes = k_.lanesArePositions(p.kept);
     p.n = k_.rowElems() / p.K;
     if (r->op == ir::OpKind::Mean && r->sub_atoms.empty()) p.x0 = rowShift(*r->args[0], acc);
     p.first = total;
@@ -193,6 +216,7 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
     parts.push_back(p);
   }
   auto fold = [&](const Part& p, Chunk& ch) {
+    LOOM_ASSERT(!p.lanes, "a sub-row reduction's lanes folded");
     ExprP vals = values(*p.r->args[0], acc, ch);
     if (p.x0) vals = b_.bind(kir::math(ir::OpKind::Sub, acc, {vals, p.x0}, k_.vec));
     ExprP local = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSum, Type::data(acc, 1), {vals, id}));
@@ -222,6 +246,10 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
     partials = forEachChunk(std::vector<ExprP>(total, id), [&](Chunk& ch, const std::vector<ExprP>& carried) {
       std::vector<ExprP> next = carried;
       for (const Part& p : parts) {
+        if (p.lanes) {
+          lanePositions(*p.r->args[0], acc, ch, next.begin() + static_cast<long>(p.first), p.K, kir::Combine::Sum);
+          continue;
+        }
         ExprP part = fold(p, ch);
         const ExprP at = p.K > 1 ? keptPosition(p.kept, ch) : nullptr;
         for (int64_t k = 0; k < p.K; ++k) {
@@ -235,7 +263,7 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
   }
   std::vector<std::string> names;
   for (size_t i = 0; i < total; ++i) names.push_back(fmt::format("row_sum{}", next_combine_++));
-  b_.emit(kir::combineAll(names, partials, rowSpec(kir::Combine::Sum)));
+  b_.emit(kir::combineAll(names, partials, rowSpec(kir::Combine::Sum, static_cast<int>(total))));
   for (const Part& p : parts) {
     std::vector<ExprP> vals;
     for (int64_t k = 0; k < p.K; ++k) {
@@ -258,8 +286,10 @@ void NormLowering::subRowReduce(const ENode& r) {
   const ENode& x = *r.args[0];
   const DType acc = computeDType(r.dtype);
   const std::vector<size_t> kept = k_.keptAxes(r.sub_atoms);
-  LOOM_ASSERT(kept.empty() || kept.back() + 1 < k_.red_shape.size() || k_.vec == 1,
+  const bool lanes = k_.lanesArePositions(kept);
+  LOOM_ASSERT(kept.empty() || kept.back() + 1 < k_.red_shape.size() || k_.vec == 1 || lanes,
               "a sub-row reduction keeping the innermost reduced axis of vectors of {}", k_.vec);
+  LOOM_ASSERT(!k_.grid_sync, "a sub-row reduction over the grid outside a batch");
   const int64_t K = k_.positions(kept), n = k_.rowElems() / K;
   kir::Combine cb = kir::Combine::Sum;
   if (r.op == ir::OpKind::ReduceMax) cb = kir::Combine::Max;
@@ -268,6 +298,11 @@ void NormLowering::subRowReduce(const ENode& r) {
   const ExprP id = kir::combineIdentity(cb, acc);
   const kir::Intrinsic fold = kir::foldOf(cb);
   auto partials = forEachChunk(std::vector<ExprP>(static_cast<size_t>(K), id), [&](Chunk& ch, const std::vector<ExprP>& carried) {
+    if (lanes) {
+      std::vector<ExprP> next = carried;
+      lanePositions(x, acc, ch, next.begin(), K, cb);
+      return next;
+    }
     ExprP local = b_.bind(kir::intrinsic(fold, Type::data(acc, 1), {values(x, acc, ch), id}));
     ExprP part = b_.select(ch.valid, local, id);
     const ExprP at = K > 1 ? keptPosition(kept, ch) : nullptr;
@@ -283,6 +318,20 @@ void NormLowering::subRowReduce(const ENode& r) {
     ExprP v = combineRow(cb, p);
     if (r.op == ir::OpKind::Mean) v = b_.math(ir::OpKind::Div, acc, {v, kir::dataConst(acc, static_cast<double>(n), 1)});
     out.push_back(r.dtype == acc ? v : b_.bind(kir::math(ir::OpKind::Cast, r.dtype, {v})));
+  }
+}
+
+// Lane k of the chunk's values combined into position k's accumulator (lanes past the row's
+// end: the identity).
+void NormLowering::lanePositions(const ENode& x, DType acc, Chunk& ch, std::vector<ExprP>::iterator slots, int64_t K,
+                                 kir::Combine cb) {
+  LOOM_ASSERT(K == k_.vec, "{} positions in vectors of {}", K, k_.vec);
+  const ExprP id = kir::combineIdentity(cb, acc);
+  ExprP vals = values(x, acc, ch);
+  for (int64_t k = 0; k < K; ++k) {
+    ExprP lane = b_.bind(kir::intrinsic(kir::Intrinsic::Lane, Type::data(acc, 1), {vals, kir::i32Const(static_cast<int>(k))}));
+    ExprP& slot = slots[k];
+    slot = b_.math(kir::combineOp(cb), acc, {slot, b_.select(ch.valid, lane, id)});
   }
 }
 

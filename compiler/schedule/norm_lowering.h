@@ -56,7 +56,7 @@ class NormLowering {
   // What every block does with its rows.
   void blocks(const ExprP& blk);
   void gridSets(const ExprP& group);
-  kir::GridLevel gridLevel();
+  kir::GridLevel gridLevel(int values = 1);
   void rowsAt(const ExprP& first_row, const std::vector<ExprP>& ahead = {});
 
   // Kernels with column reductions (norm_lower_columns.cpp): the block's row sets, each thread
@@ -151,7 +151,7 @@ class NormLowering {
   // A thread's partial combined across its row (every thread of the row gets the total), and
   // how the row's threads combine.
   ExprP combineRow(kir::Combine cb, const ExprP& partial);
-  kir::CombineSpec rowSpec(kir::Combine cb);
+  kir::CombineSpec rowSpec(kir::Combine cb, int values = 1);
   // The chunk's position along the reduced axes `kept`, row-major.
   ExprP keptPosition(const std::vector<size_t>& kept, const Chunk& ch);
   // Sub-row reductions (NormKernel::sub_rows): their values (one per combination of the axes
@@ -161,7 +161,13 @@ class NormLowering {
   // batched: one pass and one combine a batch (LOOM_NO_BATCHED_REDUCTIONS: one each).
   void reduceAll();
   bool batchable(const ENode& r) const;
-  bool ready(const ENode& r) const;  // every reduction its operand reads is done
+  // reduceAll's order: batches of a row's independent sums, means and sub-row sums (one pass and
+  // one combine each), the other reductions alone. The grid tier's barriers a set: one a batch
+  // (one a variance).
+  std::vector<std::vector<const ENode*>> reductionBatches() const;
+  int gridBarriersPerSet() const;
+  void lanePositions(const ENode& x, DType acc, Chunk& ch, std::vector<ExprP>::iterator slots, int64_t K,
+                     kir::Combine cb);
   void reduceBatch(const std::vector<const ENode*>& batch);
   // Chunks of the thread in each position its batch's sub-row reductions keep, where they are
   // whole runs of its chunks in order (0: they are not).

@@ -411,8 +411,11 @@ int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, c
       return n;
     }));
   remapped = lower::hashCons(remapped);
+  // The grid tier's workspace regions: one a reduction, up to kMaxSubRowValues a sub-row one.
   int reductions = 0;
-  lower::visitPostOrder(remapped, [&](const ENode& n) { reductions += n.kind == ENode::Kind::Reduce; });
+  lower::visitPostOrder(remapped, [&](const ENode& n) {
+    if (n.kind == ENode::Kind::Reduce) reductions += n.sub_atoms.empty() ? 1 : static_cast<int>(NormKernel::kMaxSubRowValues);
+  });
   // The row held on chip (the remapped leaves are the held loads' own: mapLeaves gives each its
   // strides over the kernel's axes, and a held load is never a splat).
   k.smem_leaves.assign(held.begin(), held.end());

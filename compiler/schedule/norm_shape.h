@@ -57,7 +57,7 @@ Decision<int> chooseVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, 
                                 bool row_tier);
 
 // Sets `ax.k`'s loads' and stores' accesses at its vector width, its stores, its held loads
-// (`smem_leaves`) and its index width; returns the number of reductions.
+// (`smem_leaves`) and its index width; returns the grid tier's workspace regions it may need.
 int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);
 
 }  // namespace loom::schedule::norm_detail

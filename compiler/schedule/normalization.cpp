@@ -58,6 +58,10 @@ int64_t NormKernel::chunksPerPosition(const std::vector<size_t>& kept) const {
   return sub / run;
 }
 
+bool NormKernel::lanesArePositions(const std::vector<size_t>& kept) const {
+  return vec > 1 && kept.size() == 1 && kept[0] + 1 == red_shape.size() && red_shape.back() == vec;
+}
+
 int64_t NormKernel::rowVectorUnits() const {
   return (split > 1 ? int64_t{chunks} * threads_per_row : rowElems()) * (rows_per_block / row_vec);
 }
@@ -148,18 +152,17 @@ std::string twoPassFaster(NormTier tier, const NormKernel& k, size_t held, const
 }
 
 // Why the placed kernel cannot take its sub-row reductions (empty where it can): the tiers whose
-// rows are strided along their reduction, split over the grid, or stored by whole lines of
-// several rows have none; each keeps at most kMaxSubRowValues values per row, and not the
-// innermost reduced axis where a chunk's lanes lie along it.
+// rows are strided along their reduction have none, nor the grid tier maxima or minima (its
+// sub-row values share one grid barrier, as batched sums); each keeps at most kMaxSubRowValues
+// values per row, and the innermost reduced axis only where a chunk's lanes are its positions.
 constexpr int kMaxSelectBlock = 256;
 
 std::string subRowProblem(const NormKernel& k, const Tuning& tune) {
   const std::string what = "its sub-row reductions (over part of the row's reduced atoms)";
   if (tune.no_sub_rows) return what + " share no kernel with the rows' (LOOM_NO_SUB_ROWS)";
   if (k.rowTier()) return what + " beside rows strided along their reduction have no schedule";
-  if (k.grid_sync) return what + " beside rows split over the whole grid have no schedule";
-  if (k.async_fill && k.rows_per_block > 1 && !k.thread_fill)
-    return what + " beside rows stored by whole lines of several rows have no schedule";
+  if (k.grid_sync && tune.no_batched_reductions)
+    return what + " beside rows split over the whole grid need batched reductions (LOOM_NO_BATCHED_REDUCTIONS)";
   std::string why;
   std::vector<EPtr> roots;
   for (const auto& st : k.stores) roots.push_back(st.value);
@@ -167,11 +170,15 @@ std::string subRowProblem(const NormKernel& k, const Tuning& tune) {
     if (n.sub_atoms.empty() || !why.empty()) return;
     const std::vector<size_t> kept = k.keptAxes(n.sub_atoms);
     const int64_t values = k.positions(kept);
+    const bool lanes = k.lanesArePositions(kept);
     if (values > NormKernel::kMaxSubRowValues)
       why = fmt::format("{} keep {} values per row, more than {}", what, values, NormKernel::kMaxSubRowValues);
-    else if (!kept.empty() && kept.back() + 1 == k.red_shape.size() && k.vec > 1)
-      why = fmt::format("{} keep the innermost reduced axis, along which a chunk's {} lanes lie: no schedule", what, k.vec);
-    else if (k.chunksPerPosition(kept) == 0 && k.block > kMaxSelectBlock)
+    else if (k.grid_sync && n.op != ir::OpKind::Sum && n.op != ir::OpKind::Mean)
+      why = fmt::format("{} beside rows split over the whole grid: a sub-row {} has no schedule", what, ir::opName(n.op));
+    else if (!kept.empty() && kept.back() + 1 == k.red_shape.size() && k.vec > 1 && !lanes)
+      why = fmt::format("{} keep the innermost reduced axis, along which a chunk's {} lanes lie, with it more than "
+                        "their {} positions: no schedule", what, k.vec, k.vec);
+    else if (!lanes && k.chunksPerPosition(kept) == 0 && k.block > kMaxSelectBlock)
       // Each chunk then adds to its position's sum through selects, every position's sum live:
       // blocks of more threads leave too few registers (measured: spills, slower than two kernels).
       why = fmt::format("{} keep positions in which the threads' chunks ({} a thread, {} threads a row, vectors of "

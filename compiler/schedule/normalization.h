@@ -113,6 +113,9 @@ struct NormKernel {
   // of T chunks each within one position: its j-th chunk then lies in position j / (this).
   // 0 where they do not.
   int64_t chunksPerPosition(const std::vector<size_t>& kept) const;
+  // Whether `kept` is the innermost reduced axis alone, as long as a vector: lane l of every
+  // chunk then lies in position l.
+  bool lanesArePositions(const std::vector<size_t>& kept) const;
   // The positions `kept` spans: the product of their extents (1 for none).
   int64_t positions(const std::vector<size_t>& kept) const;
   static constexpr int64_t kMaxSubRowValues = 4;  // per sub-row reduction and row
