@@ -224,6 +224,38 @@ class Lowering {
     return out;
   }
 
+  // Value i computed (compute(i)) by warp i % W of the row's W warps, and lane 0's result for
+  // every thread of the row: the same bits as byFirstWarp, the values' latencies spread over the
+  // row's warps. Rows of one warp or less: byFirstWarp.
+  std::vector<ExprP> byRowWarps(const Stmt& s, Builder& b, DType acc, int n, const std::function<ExprP(int)>& compute) {
+    const int W = s.threads / 32;
+    if (W <= 1 || n == 1)
+      return byFirstWarp(s, b, acc, n, [&] {
+        std::vector<ExprP> out;
+        for (int i = 0; i < n; ++i) out.push_back(compute(i));
+        return out;
+      });
+    const ExprP t_in_row = var(s.thread_in_row, Type::idx());
+    const ExprP row_in_block = var(s.row_in_block, Type::i32());
+    const std::string rbuf = bufferName(k_, "row_result");
+    k_.buffers.push_back({rbuf, "row_result", Place::Smem, acc, int64_t{n} * s.rows, 8});
+    auto rslot = [&](int i) { return b.add(b.mul(row_in_block, i32Const(n)), i32Const(i)); };
+    ExprP warp = b.udiv(t_in_row, intConst(32));
+    for (int w = 0; w < std::min(W, n); ++w) {
+      b.ifThen(b.op(IndexOp::Eq, warp, intConst(w)), fmt::format("warp{}", w), [&] {
+        std::vector<std::pair<int, ExprP>> vals;
+        for (int i = w; i < n; i += W) vals.emplace_back(i, compute(i));
+        b.ifThen(b.op(IndexOp::Eq, b.urem(t_in_row, intConst(32)), intConst(0)), fmt::format("warp{}_lane0", w), [&] {
+          for (const auto& [i, v] : vals) b.emit(bufStore(rbuf, rslot(i), v));
+        });
+      });
+    }
+    b.emit(barrier(Barrier::Block));
+    std::vector<ExprP> out;
+    for (int i = 0; i < n; ++i) out.push_back(b.bind(bufLoad(rbuf, acc, rslot(i))));
+    return out;
+  }
+
   // --- the grid level ---
   // The address of slot `field` of block `rank`'s partial for the block's row in the group's
   // workspace: past the counters' 128 bytes, per region and set parity (3 slots of 8 bytes a
@@ -272,21 +304,17 @@ class Lowering {
       for (int i = 0; i < n; ++i) b.emit(globalStore(wsSlot(s, b, var(s.grid.rank, Type::idx()), i), v[static_cast<size_t>(i)], 8));
     });
     gridBarrier(s, b);
-    return byFirstWarp(s, b, acc, n, [&] {
-      std::vector<ExprP> totals(static_cast<size_t>(n), id);
+    return byRowWarps(s, b, acc, n, [&](int i) {
+      ExprP total = id;
       forEachLaneBlock(s, b, [&](const ExprP& r, const ExprP& ok) {
-        for (int i = 0; i < n; ++i) {
-          ExprP x = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::data(acc, 1), {wsSlot(s, b, r, i)}));
-          ExprP& t = totals[static_cast<size_t>(i)];
-          t = b.math(combineOp(s.combine), acc, {t, b.select(ok, x, id)});
-        }
+        ExprP x = b.bind(intrinsic(Intrinsic::RelaxedLoad, Type::data(acc, 1), {wsSlot(s, b, r, i)}));
+        total = b.math(combineOp(s.combine), acc, {total, b.select(ok, x, id)});
       });
-      for (int off = std::min(s.threads, 32) / 2; off >= 1; off /= 2)
-        for (ExprP& t : totals) {
-          ExprP other = b.bind(intrinsic(Intrinsic::ShflXor, t->type, {t, i32Const(off)}));
-          t = b.math(combineOp(s.combine), acc, {t, other});
-        }
-      return totals;
+      for (int off = std::min(s.threads, 32) / 2; off >= 1; off /= 2) {
+        ExprP other = b.bind(intrinsic(Intrinsic::ShflXor, total->type, {total, i32Const(off)}));
+        total = b.math(combineOp(s.combine), acc, {total, other});
+      }
+      return total;
     });
   }
 
