@@ -9,6 +9,7 @@
 
 #include "compiler/compile.h"
 #include "compiler/segment/segmenter.h"
+#include "compiler/segment/split_reductions.h"
 #include "frontend/internal_api.h"
 
 using namespace loom;
@@ -100,8 +101,23 @@ TEST_CASE("channels-last sub-row sums: lane k of a chunk in channel k of the gro
     const std::string first = kir.substr(0, end);
     INFO(first.substr(0, 8000));
     CHECK(has(first, "let (row_sum0, row_sum1, row_sum2, row_sum3, row_sum4, row_sum5, row_sum6, row_sum7, row_sum8, row_sum9)"));
-    for (int lane = 0; lane < 4; ++lane)
-      CHECK(std::regex_search(first, std::regex(fmt::format(R"(: f32 = lane\(t[0-9]+, {}\))", lane))));
+    // In the rows' pass (before the combine of all ten): the two means fold their chunks, the
+    // eight channel sums take one lane each, lane k of one product into channel k's sum.
+    const size_t pass_end = first.find("let (row_sum0");
+    REQUIRE(pass_end != std::string::npos);
+    const std::string pass = first.substr(0, pass_end);
+    auto count = [&](const std::string& what) {
+      size_t n = 0;
+      for (size_t at = pass.find(what); at != std::string::npos; at = pass.find(what, at + 1)) ++n;
+      return n;
+    };
+    // (Per chunk, unrolled or not: 2 folds, 8 lanes.)
+    CHECK(count("fold.sum(") > 0);
+    CHECK(count(": f32 = lane(") == 4 * count("fold.sum("));
+    std::smatch m;
+    REQUIRE(std::regex_search(pass, m, std::regex(R"(: f32 = lane\((t[0-9]+), 0\))")));
+    for (int lane = 1; lane < 4; ++lane)
+      CHECK(has(pass, fmt::format(": f32 = lane({}, {})", m[1].str(), lane)));
     const bool grid = sizes.at("H") == 256;
     const size_t lowered = first.rfind("after pass `lower-combines`");
     REQUIRE(lowered != std::string::npos);
@@ -111,4 +127,23 @@ TEST_CASE("channels-last sub-row sums: lane k of a chunk in channel k of the gro
     CHECK(barriers == (grid ? 1u : 0u));
     for (const auto& pk : plan.kernels) LOOM_CHECK_PTXAS(pk.kernel.ptx, 90);
   }
+}
+
+TEST_CASE("channels-last sub-row sums whose positions are not a chunk's lanes keep the sums as written", "[norm][segment]") {
+  // f64 group norm backward over NHWC, 4 channels a group read in vectors of 2: no schedule for
+  // the sums beside the rows (the split plan's rows kernel goes without them), the plan as written.
+  auto gn = findExample("group_norm_backward")->build(DType::F64);
+  const Bindings sizes{{"N", 4}, {"C", 128}, {"H", 128}, {"W", 128}};
+  const auto p = segment::segmentFusion(*gn, sizes, descsFor(*gn, sizes, {{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}}),
+                                        CompileOptions{{90, 132}});
+  const std::map<std::string, std::vector<int>> nhwc{{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}};
+  CHECK_FALSE(p.rewritten);
+  CHECK(p.segments.size() == 2);
+  CHECK(has(p.str(*gn), "in two steps (that part first): 4 kernels moving"));
+  auto split = segment::splitReductions(*gn);
+  REQUIRE(split);
+  const auto sp = segment::segmentFusion(*split, sizes, descsFor(*split, sizes, nhwc), CompileOptions{{90, 132}});
+  REQUIRE_FALSE(sp.segments.empty());
+  CHECK(sp.segments[0].scheduler == "normalization");
+  CHECK_FALSE(has(sp.segments[0].params, "sub-row reductions"));
 }

@@ -57,6 +57,28 @@ TEST_CASE("a kernel the scheduler says is slower than two: its reductions', then
   CHECK(plan(*f, sizes).segments.size() == 1);
 }
 
+TEST_CASE("rows strided along their reduction that no tier holds: two kernels past 1 MiB", "[segment]") {
+  // Channels-last batch norm backward of 64 channels at 64x64x112x112 and of 3 channels: no
+  // row-vector tier holds the channels, so one kernel would read an element a load.
+  auto f = findExample("batch_norm_backward")->build(DType::F16);
+  for (const Bindings& sizes : {Bindings{{"N", 64}, {"C", 64}, {"H", 112}, {"W", 112}},
+                                Bindings{{"N", 8}, {"C", 3}, {"H", 331}, {"W", 313}}}) {
+    auto p = plan(*f, sizes, loom::test::channelsLastImages(*f));
+    REQUIRE(p.segments.size() == 2);
+    CHECK(p.segments[0].scheduler == "reduction");
+    CHECK(p.segments[1].scheduler == "pointwise");
+    CHECK(has(p.str(*f), "one kernel: rows strided along their reduction that no row-vector tier holds are read a "
+                         "load an element"));
+    CompileOptions one{{90, 132}};
+    one.tuning.no_two_pass = true;
+    CHECK(segment::segmentFusion(*f, sizes, descsFor(*f, sizes, loom::test::channelsLastImages(*f)), one)
+              .segments.size() == 1);
+  }
+  // Under 1 MiB of rows: the one kernel.
+  const Bindings small{{"N", 1}, {"C", 3}, {"H", 256}, {"W", 256}};
+  CHECK(plan(*f, small, loom::test::channelsLastImages(*f)).segments.size() == 1);
+}
+
 TEST_CASE("recurrent cells' backward: one kernel, the gate gradients stored as the bias sums read them", "[segment]") {
   for (const char* name : {"lstm_cell_backward", "gru_cell_backward"}) {
     auto l = findExample(name)->build(DType::F16);

@@ -295,7 +295,8 @@ class Lowering {
   }
 
   // The row's totals over every block: each block's leader publishes its totals; after one
-  // barrier the row's first warp combines every block's in a fixed order, then a butterfly.
+  // barrier a warp of the row combines every block's for each value in a fixed order (lane l
+  // blocks l, l + 32, ..., then a butterfly): the same bits in every block and every run.
   std::vector<ExprP> acrossGrid(const Stmt& s, Builder& b, const std::vector<ExprP>& v) {
     const DType acc = v[0]->type.dtype;
     const ExprP id = combineIdentity(s.combine, acc);

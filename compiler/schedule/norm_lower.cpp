@@ -147,6 +147,9 @@ void NormLowering::gridSets(const ExprP& group) {
         buf_base_ = b_.mul(parity_, c(buffer_bytes_));
       }
       rowsAt(b_.mul(set, c(k_.rows_per_block)));
+      // Every block waits at each counted barrier: one short would hang the grid.
+      LOOM_ASSERT(barriers_done_ == barriers_per_set_, "{} grid barriers a set emitted, {} counted", barriers_done_,
+                  barriers_per_set_);
     };
     // The same for every block of a group: its barriers stay matched.
     // (A symbolic count may leave any group a set short: unless one group walks them all.)
@@ -373,17 +376,17 @@ ExprP NormLowering::reducedSlot(const ENode* r, const ExprP& rib) {
 // The row's reductions for the whole-line stores, which take other rows' units: in shared
 // memory. (Sub-row values are stored by the row's own first thread: not published.)
 void NormLowering::publishReductions() {
-  std::vector<const ENode*> rows;
+  std::vector<const ENode*> published;
   for (const ENode* r : reductions_)
-    if (r->sub_atoms.empty()) rows.push_back(r);
-  if (!coalescedStores() || rows.empty()) return;
-  const int64_t R = static_cast<int64_t>(rows.size());
+    if (r->sub_atoms.empty()) published.push_back(r);
+  if (!coalescedStores() || published.empty()) return;
+  const int64_t R = static_cast<int64_t>(published.size());
   out_.buffers.push_back({kir::bufferName(out_, "reduced_smem"), "reduced_smem", kir::Place::Smem, DType::I64,
                           R * k_.rows_per_block, 8, true});
   reduced_buf_ = out_.buffers.back().name;
-  for (int64_t j = 0; j < R; ++j) reduced_index_[rows[static_cast<size_t>(j)]] = j;
+  for (int64_t j = 0; j < R; ++j) reduced_index_[published[static_cast<size_t>(j)]] = j;
   b_.ifThen(b_.op(kir::IndexOp::Eq, t_in_row_, c(0)), "rpublish", [&] {
-    for (const ENode* r : rows) b_.emit(kir::bufStore(reduced_buf_, reducedSlot(r, row_in_block_), reduced_.at(r)));
+    for (const ENode* r : published) b_.emit(kir::bufStore(reduced_buf_, reducedSlot(r, row_in_block_), reduced_.at(r)));
   });
   b_.emit(kir::barrier(kir::Barrier::Block));
 }

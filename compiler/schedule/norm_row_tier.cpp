@@ -339,6 +339,7 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   } else if (k.outer_shape.size() > 0 &&
              std::any_of(held_leaves.begin(), held_leaves.end(), [](const Leaf& l) { return l.strides.back() != 1; })) {
     out.why = stridedWhy(k, held_leaves, inputs, opts, path);
+    out.element_loads = true;
   }
   return out;
 }

@@ -31,6 +31,7 @@ struct RowTierChoice {
   std::optional<RowPlacement> place;
   int groups = 0, split = 0;
   std::string why;
+  bool element_loads = false;  // strided along their reduction, no tier placed: a load an element
 };
 RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leaves,
                             const std::vector<TensorDesc>& inputs, const CompileOptions& opts);

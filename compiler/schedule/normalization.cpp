@@ -151,6 +151,21 @@ std::string twoPassFaster(NormTier tier, const NormKernel& k, size_t held, const
                      k.grid_groups == 1 ? "each set over every SM" : fmt::format("{} groups of blocks", k.grid_groups));
 }
 
+// Rows strided along their reduction that no row-vector tier holds are read a load an element
+// (a row a block, each load one element of a 32-byte sector, as many blocks as rows): past
+// 1 MiB of them, a column reduction and a pointwise pass over whole lines are faster
+// (channels-last batch_norm_backward of 64 or 3 channels: bench/results/2026-11-26-h100-strided-two-pass.md).
+// Empty: one kernel.
+std::string elementLoadsTwoPass(const NormKernel& k, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
+                                const CompileOptions& opts) {
+  if (opts.tuning.no_two_pass) return {};
+  int64_t bytes = 0;
+  for (const Leaf& l : held) bytes += k.rows() * k.rowElems() * dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+  if (bytes < (int64_t{1} << 20)) return {};
+  return "rows strided along their reduction that no row-vector tier holds are read a load an element: two kernels of "
+         "a reduction and a pointwise pass read whole lines";
+}
+
 // Why the placed kernel cannot take its sub-row reductions (empty where it can): the tiers whose
 // rows are strided along their reduction have none, nor the grid tier maxima or minima (its
 // sub-row values share one grid barrier, as batched sums); each keeps at most kMaxSubRowValues
@@ -176,8 +191,8 @@ std::string subRowProblem(const NormKernel& k, const Tuning& tune) {
     else if (k.grid_sync && n.op != ir::OpKind::Sum && n.op != ir::OpKind::Mean)
       why = fmt::format("{} beside rows split over the whole grid: a sub-row {} has no schedule", what, ir::opName(n.op));
     else if (!kept.empty() && kept.back() + 1 == k.red_shape.size() && k.vec > 1 && !lanes)
-      why = fmt::format("{} keep the innermost reduced axis, along which a chunk's {} lanes lie, with it more than "
-                        "their {} positions: no schedule", what, k.vec, k.vec);
+      why = fmt::format("{} keep the innermost reduced axis ({} positions), along which a chunk's {} lanes lie: no "
+                        "schedule unless the lanes are the positions", what, k.red_shape.back(), k.vec);
     else if (!lanes && k.chunksPerPosition(kept) == 0 && k.block > kMaxSelectBlock)
       // Each chunk then adds to its position's sum through selects, every position's sum live:
       // blocks of more threads leave too few registers (measured: spills, slower than two kernels).
@@ -254,6 +269,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
     k.two_pass_faster = twoPassFaster(row_tier.tier, k, row_held.size(), opts);
   } else {
     placeRows(k, f, inputs, opts, reductions, c);
+    if (row_tier.element_loads) k.two_pass_faster = elementLoadsTwoPass(k, row_held, inputs, opts);
   }
   k.tier = c.tier;
   if (k.sub_rows) {
