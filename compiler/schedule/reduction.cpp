@@ -174,11 +174,17 @@ std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t p
   // the H200 over splits 4 to 264 (bench/results/2026-11-26-h200-reduction-splits.md): f16
   // column sums 8192 x 1024 966 GB/s at 66 blocks a tile, 1316 at 16; 16384 x 256 425 at 264,
   // 797 at 66; channels-last batch norm backward's channel sums 1776 at 132, 1850 at 98.
+  // Half the SM's threads, not all: a tile's last block then combines half the partials, and
+  // the loads in flight still cover the memory's latency. H100, blocks a tile capped at 66 to
+  // 528 (bench/results/2026-11-26-h100-column-split.md): channels-last batch_norm_backward's
+  // channel sums 1118 -> 1390 GB/s (f16 64x64x112x112, one tile: 1056 blocks -> 264 at best,
+  // 528 here 1252), 932 -> 1195 (bf16 64x128x56x56), column sums f16 1048576 x 64 1665 -> 1902.
   constexpr int64_t kOuterTrips = 4;
   const int64_t fill = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles;
+  const int64_t half = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block / 2) / r.tiles;
   const int64_t deep = k.rowElems() / (int64_t{r.by} * kOuterTrips * r.unroll);
   const int64_t most = std::max<int64_t>({1, deep, std::min<int64_t>(k.rowElems() / r.by, fill / 4)});
-  r.split = std::clamp<int64_t>(fill, 1, most);
+  r.split = std::clamp<int64_t>(half, 1, most);
   if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
   r.grid = r.tiles * r.split;
   return "";
