@@ -587,6 +587,24 @@ TEST_CASE("long rows: copied to shared memory with cp.async, split over a cluste
   }
 }
 
+TEST_CASE("a row within a block's shared memory only before padding: a cluster, not the grid tier", "[norm][ptx]") {
+  // Batch norm backward over NCHW, f16 64x512x28x28: x and dy of a channel take 196 KiB, but
+  // 1024 threads of 7 chunks of 8 would take 224 KiB, past the block's 223.
+  auto f = findExample("batch_norm_backward")->build(DType::F16);
+  const Bindings sizes{{"N", 64}, {"C", 512}, {"H", 28}, {"W", 28}};
+  StageText text;
+  auto k = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &text);
+  INFO(text[DumpStage::Schedule]);
+  CHECK(test::has(text[DumpStage::Schedule], "tier cluster"));
+  CHECK(test::has(text[DumpStage::Schedule], "1 row of 196 KiB, 224 KiB as one block's threads take it"));
+  CHECK(k.cluster == 4u);
+  CHECK_FALSE(k.cooperative);
+  LOOM_CHECK_PTXAS(k.ptx, 90);
+  // On sm_80 (no clusters): the grid tier, as before.
+  auto k80 = compileFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{80, 108}});
+  CHECK(k80.cooperative);
+}
+
 TEST_CASE("channels-last group norm: neighbouring groups share a block's whole-line loads", "[norm][ptx]") {
   auto f = findExample("group_norm")->build(DType::F16);
   struct Case {

@@ -146,27 +146,42 @@ std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
   const Tuning& tune = c.opts.tuning;
   // For tuning sweeps only, like LOOM_TUNE_THREADS_PER_ROW.
   const int64_t block_limit = tune.block_smem_kb ? int64_t{*tune.block_smem_kb} * 1024 : c.smem_limit;
-  int cs = 1;
-  if (c.opts.device.sm >= 90 && !tune.no_cluster) {
-    while (cs < 8 && c.row_smem * rows_together > block_limit * cs) cs *= 2;
+  const bool clusters = c.opts.device.sm >= 90 && !tune.no_cluster;
+  // Once split, blocks of 64 KiB (see above).
+  auto split64 = [&](int cs) {
     while (cs > 1 && cs < 8 && c.row_smem * rows_together > int64_t{64 * 1024} * cs) cs *= 2;
+    return cs;
+  };
+  int cs = 1;
+  if (clusters) {
+    while (cs < 8 && c.row_smem * rows_together > block_limit * cs) cs *= 2;
+    cs = split64(cs);
     // For tuning sweeps only: LOOM_TUNE_CLUSTER=C blocks (1 to 16) where a row is split.
     if (tune.cluster && cs > 1) cs = std::clamp(nextPow2(*tune.cluster), 1, kMaxCluster);
   }
-  const int64_t block_chunks = (c.row_chunks + cs - 1) / cs;
-  // Rows split over a cluster that hold two loads or more and are runs apart in memory (batch
-  // norm backward over NCHW: x and dy, runs of H*W), or beside sub-row reductions (group norm
-  // backward's channel sums: fewer warps to total them over): up to 16 chunks a thread, in
-  // blocks half as large. bench/results/2026-11-26-h200-cluster-chunks.md,
-  // 2026-11-26-h100-split-sums.md
-  int64_t most_chunks =
-      cs > 1 && c.k.smem_leaves.size() >= 2 && (rowsInRuns(c.k) || c.k.sub_rows) ? 2 * kMaxChunks : kMaxChunks;
-  if (cs > 1 && tune.cluster_chunks) most_chunks = *tune.cluster_chunks;
-  int t = std::max(32, std::min(c.max_block / rows_together, nextPow2((block_chunks + most_chunks - 1) / most_chunks)));
-  if (tune.threads_per_row) t = std::max(32, *tune.threads_per_row / 32 * 32);
-  if (rows_together > 1 && t % c.q != 0) return std::nullopt;
-  std::optional<SmemPlacement> p = c.place(rows_together, t, cs);
-  if (p) p->cluster = cs;
+  auto at = [&](int cs) -> std::optional<SmemPlacement> {
+    const int64_t block_chunks = (c.row_chunks + cs - 1) / cs;
+    // Rows split over a cluster that hold two loads or more and are runs apart in memory (batch
+    // norm backward over NCHW: x and dy, runs of H*W), or beside sub-row reductions (group norm
+    // backward's channel sums: fewer warps to total them over): up to 16 chunks a thread, in
+    // blocks half as large. bench/results/2026-11-26-h200-cluster-chunks.md,
+    // 2026-11-26-h100-split-sums.md
+    int64_t most_chunks =
+        cs > 1 && c.k.smem_leaves.size() >= 2 && (rowsInRuns(c.k) || c.k.sub_rows) ? 2 * kMaxChunks : kMaxChunks;
+    if (cs > 1 && tune.cluster_chunks) most_chunks = *tune.cluster_chunks;
+    int t = std::max(32, std::min(c.max_block / rows_together, nextPow2((block_chunks + most_chunks - 1) / most_chunks)));
+    if (tune.threads_per_row) t = std::max(32, *tune.threads_per_row / 32 * 32);
+    if (rows_together > 1 && t % c.q != 0) return std::nullopt;
+    std::optional<SmemPlacement> p = c.place(rows_together, t, cs);
+    if (p) p->cluster = cs;
+    return p;
+  };
+  std::optional<SmemPlacement> p = at(cs);
+  // A row within a block's shared memory until its chunks are padded to the block's threads
+  // (batch norm backward over NCHW, f16 64x512x28x28: 196 KiB, 224 padded): split over a
+  // cluster, not left to the grid tier's barriers (H100: 317 -> 2033 GB/s,
+  // bench/results/2026-11-26-h100-padded-rows.md).
+  if (!p && cs == 1 && clusters && !tune.cluster && !tune.block_smem_kb) p = at(split64(2));
   return p;
 }
 
@@ -177,9 +192,13 @@ Decision<std::optional<SmemPlacement>> chooseOnChip(const OnChip& c) {
     const std::optional<SmemPlacement> p = onChipAt(c, r);
     if (!p) continue;
     std::string why;
-    if (p->cluster > 1)
+    if (p->cluster > 1 && c.row_smem * r > c.smem_limit)
       why = fmt::format("{} row{} of {} KiB {} more than one block's shared memory holds", r, r == 1 ? "" : "s",
                         kib(c.row_smem), r == 1 ? "is" : "are");
+    else if (p->cluster > 1)
+      why = fmt::format("{} row{} of {} KiB, {} KiB as one block's threads take {}, {} more than its shared memory "
+                        "holds", r, r == 1 ? "" : "s", kib(c.row_smem), kib(c.bytesAt(r, c.max_block / r, 1, 1)),
+                        r == 1 ? "it" : "them", r == 1 ? "is" : "are");
     if (r > 1)
       why += fmt::format("{}{} neighbouring rows a block, so that its loads cover whole 128-byte lines",
                          why.empty() ? "" : "; ", r);
