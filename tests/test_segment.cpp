@@ -55,6 +55,14 @@ TEST_CASE("a kernel the scheduler says is slower than two: its reductions', then
   CHECK(q.segments.size() == 1);
   // NCHW batch norm backward stays one kernel.
   CHECK(plan(*f, sizes).segments.size() == 1);
+  // Groups of blocks taking turns on x and dy: two kernels from 24 MiB of them (f16
+  // 64x512x28x28: 51 MB), one below (f16 32x768x14x14: 19 MB).
+  auto h = findExample("batch_norm_backward")->build(DType::F16);
+  const Bindings big{{"N", 64}, {"C", 512}, {"H", 28}, {"W", 28}}, small{{"N", 32}, {"C", 768}, {"H", 14}, {"W", 14}};
+  auto pb = plan(*h, big, loom::test::channelsLastImages(*h));
+  CHECK(pb.segments.size() == 2);
+  CHECK(has(pb.str(*h), "groups of blocks, their sets meeting at grid barriers: two kernels"));
+  CHECK(plan(*h, small, loom::test::channelsLastImages(*h)).segments.size() == 1);
 }
 
 TEST_CASE("rows strided along their reduction that no tier holds: two kernels past 1 MiB", "[segment]") {

@@ -140,14 +140,20 @@ int finishLaunch(NormKernel& k, const CompileOptions& opts) {
 // Vectors of rows over the grid holding several loads, their sets meeting at grid barriers with
 // the memory idle between: a kernel of the reductions and a pointwise one measured faster where
 // each set takes every SM (one group: channels-last batch norm backward of long channels,
-// 1.6-2.8x) or three loads or more are held (LSTM and GRU cell backward, 1.2-3.3x); not where
-// groups of blocks take turns on two held loads (batch norm backward of short channels, 0.52-0.85x).
-// bench/results/2026-11-26-h200-two-pass.md. Empty: one kernel.
-std::string twoPassFaster(NormTier tier, const NormKernel& k, size_t held, const CompileOptions& opts) {
+// 1.6-2.8x), three loads or more are held (LSTM and GRU cell backward, 1.2-3.3x), or groups of
+// blocks take turns on two held loads of 24 MiB or more (channels-last batch norm backward f16
+// 64x512x28x28 1.59x, 64x2048x7x7 1.45x, f32 64x1024x14x14 1.40x on the H100); not on smaller
+// ones (0.52-0.85x on the H200 at 12.8 MB, 0.94-0.97x on the H100 at 19-21 MB).
+// bench/results/2026-11-26-h200-two-pass.md, 2026-11-26-h100-two-pass-groups.md. Empty: one kernel.
+std::string twoPassFaster(NormTier tier, const NormKernel& k, const std::set<Leaf>& held,
+                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
   const bool grid = tier == NormTier::RowVectorsGrid || tier == NormTier::RowGridCutShort;
-  if (!grid || held < 2 || opts.tuning.no_two_pass || (held < 3 && k.grid_groups > 1)) return {};
+  int64_t bytes = 0;
+  for (const Leaf& l : held) bytes += k.rows() * k.rowElems() * dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
+  const bool small_pair = held.size() < 3 && k.grid_groups > 1 && bytes < (int64_t{24} << 20);
+  if (!grid || held.size() < 2 || opts.tuning.no_two_pass || small_pair) return {};
   return fmt::format("vectors of rows over the grid holding {} loads, {}, their sets meeting at grid barriers: "
-                     "two kernels of a reduction and a pointwise pass measured faster", held,
+                     "two kernels of a reduction and a pointwise pass measured faster", held.size(),
                      k.grid_groups == 1 ? "each set over every SM" : fmt::format("{} groups of blocks", k.grid_groups));
 }
 
@@ -266,7 +272,7 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   if (row_tier.place) {
     applyRowTier(k, row_tier, reductions, inputs, opts);
     c.tier = row_tier.tier;
-    k.two_pass_faster = twoPassFaster(row_tier.tier, k, row_held.size(), opts);
+    k.two_pass_faster = twoPassFaster(row_tier.tier, k, row_held, inputs, opts);
   } else {
     placeRows(k, f, inputs, opts, reductions, c);
     if (row_tier.element_loads) k.two_pass_faster = elementLoadsTwoPass(k, row_held, inputs, opts);
