@@ -65,6 +65,19 @@ TEST_CASE("a kernel the scheduler says is slower than two: its reductions', then
   CHECK(plan(*h, small, loom::test::channelsLastImages(*h)).segments.size() == 1);
 }
 
+TEST_CASE("sums over rows of 1024 vectors or more that fill the GPU a block a row: the reduction scheduler's", "[segment]") {
+  // LayerNorm2d backward over NCHW, f16 32x768x14x14: dw and db over N, H and W of each channel
+  // (6272 elements, 1568 vectors of 4) in registers, not held in shared memory.
+  auto f = findExample("layer_norm_2d_backward")->build(DType::F16);
+  auto p = plan(*f, {{"N", 32}, {"C", 768}, {"H", 14}, {"W", 14}});
+  REQUIRE(p.segments.size() == 2);
+  CHECK(p.segments[1].scheduler == "reduction");
+  // Rows of 784 elements (196 vectors): the normalization scheduler's, many to a block.
+  auto q = plan(*f, {{"N", 4}, {"C", 768}, {"H", 14}, {"W", 14}});
+  REQUIRE(q.segments.size() == 2);
+  CHECK(q.segments[1].scheduler == "normalization");
+}
+
 TEST_CASE("rows strided along their reduction that no tier holds: two kernels past 1 MiB", "[segment]") {
   // Channels-last batch norm backward of 64 channels at 64x64x112x112 and of 3 channels: no
   // row-vector tier holds the channels, so one kernel would read an element a load.

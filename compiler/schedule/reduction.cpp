@@ -110,7 +110,7 @@ int outerVectorWidth(const NormAxes& ax, const std::vector<TensorDesc>& inputs) 
 }
 
 // Vectors a row from which one block a row (512 threads) is this scheduler's even unsplit.
-constexpr int64_t kLongRowUnits = 2048;
+constexpr int64_t kLongRowUnits = 1024;
 
 std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
   const NormKernel& k = r.k;
@@ -121,12 +121,14 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
   const int64_t most = std::max<int64_t>(1, units / (int64_t{r.block} * r.unroll));
   r.split = std::clamp<int64_t>(target / k.rows(), 1, most);
   if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
-  // Rows that fill the GPU one block a row: long ones read in vectors are still this
-  // scheduler's, one block a row folding in registers (the normalization scheduler would hold
-  // such a row on chip for a second pass that one-pass reductions do not make:
-  // layer_norm_2d_backward's dw and db over 12544 elements took shared memory, one block an SM,
-  // 539 GB/s against 1874 here on the H200); short ones, or ones read an element at a time
-  // (7 x 7 images: 1023 there against 953 here), are its, many to a block.
+  // Rows that fill the GPU one block a row: long ones (1024 vectors or more) read in vectors
+  // are still this scheduler's, one block a row folding in registers (the normalization
+  // scheduler would hold such a row on chip for a second pass that one-pass reductions do not
+  // make: layer_norm_2d_backward's dw and db over 12544 elements took shared memory, one block
+  // an SM, 539 GB/s against 1874 here on the H200; over 6272, f16 32x768x14x14, the plan went
+  // from 378 to 602 GB/s on the H100 with 1024 vectors the bound instead of 2048:
+  // bench/results/2026-11-26-h100-reduction-mid-rows.md); short ones, or ones read an element
+  // at a time (7 x 7 images: 1023 there against 953 here), are its, many to a block.
   if (r.split < 2 && (units < kLongRowUnits || k.vec < 2))
     return fmt::format("{} rows of {} elements fill the GPU one block a row (or are too short to split): the "
                        "normalization scheduler's", k.rows(), k.rowElems());
