@@ -208,20 +208,34 @@ class Lowering {
       return out;
     }
     const ExprP t_in_row = var(s.thread_in_row, Type::idx());
-    const ExprP row_in_block = var(s.row_in_block, Type::i32());
-    const std::string rbuf = bufferName(k_, "row_result");
-    k_.buffers.push_back({rbuf, "row_result", Place::Smem, acc, int64_t{n} * s.rows, 8});
-    auto rslot = [&](int i) { return b.add(b.mul(row_in_block, i32Const(n)), i32Const(i)); };
+    const RowResults r = rowResults(s, acc, n);
     b.ifThen(b.op(IndexOp::Ult, t_in_row, intConst(32)), "first_warp", [&] {
       std::vector<ExprP> vals = compute();
       b.ifThen(b.op(IndexOp::Eq, t_in_row, intConst(0)), "first_lane", [&] {
-        for (int i = 0; i < n; ++i) b.emit(bufStore(rbuf, rslot(i), vals[static_cast<size_t>(i)]));
+        for (int i = 0; i < n; ++i) b.emit(bufStore(r.buf, r.slot(b, i), vals[static_cast<size_t>(i)]));
       });
     });
-    b.emit(barrier(Barrier::Block));
-    std::vector<ExprP> out;
-    for (int i = 0; i < n; ++i) out.push_back(b.bind(bufLoad(rbuf, acc, rslot(i))));
-    return out;
+    return r.read(b, acc);
+  }
+
+  // Shared memory for the rows' results: value i of the block's row r at r * n + i; read by
+  // every thread of the row after a block barrier.
+  struct RowResults {
+    std::string buf;
+    ExprP row_in_block;
+    int n;
+    ExprP slot(Builder& b, int i) const { return b.add(b.mul(row_in_block, i32Const(n)), i32Const(i)); }
+    std::vector<ExprP> read(Builder& b, DType acc) const {
+      b.emit(barrier(Barrier::Block));
+      std::vector<ExprP> out;
+      for (int i = 0; i < n; ++i) out.push_back(b.bind(bufLoad(buf, acc, slot(b, i))));
+      return out;
+    }
+  };
+  RowResults rowResults(const Stmt& s, DType acc, int n) {
+    const std::string rbuf = bufferName(k_, "row_result");
+    k_.buffers.push_back({rbuf, "row_result", Place::Smem, acc, int64_t{n} * s.rows, 8});
+    return {rbuf, var(s.row_in_block, Type::i32()), n};
   }
 
   // Value i computed (compute(i)) by warp i % W of the row's W warps, and lane 0's result for
@@ -236,24 +250,18 @@ class Lowering {
         return out;
       });
     const ExprP t_in_row = var(s.thread_in_row, Type::idx());
-    const ExprP row_in_block = var(s.row_in_block, Type::i32());
-    const std::string rbuf = bufferName(k_, "row_result");
-    k_.buffers.push_back({rbuf, "row_result", Place::Smem, acc, int64_t{n} * s.rows, 8});
-    auto rslot = [&](int i) { return b.add(b.mul(row_in_block, i32Const(n)), i32Const(i)); };
+    const RowResults r = rowResults(s, acc, n);
     ExprP warp = b.udiv(t_in_row, intConst(32));
     for (int w = 0; w < std::min(W, n); ++w) {
       b.ifThen(b.op(IndexOp::Eq, warp, intConst(w)), fmt::format("warp{}", w), [&] {
         std::vector<std::pair<int, ExprP>> vals;
         for (int i = w; i < n; i += W) vals.emplace_back(i, compute(i));
         b.ifThen(b.op(IndexOp::Eq, b.urem(t_in_row, intConst(32)), intConst(0)), fmt::format("warp{}_lane0", w), [&] {
-          for (const auto& [i, v] : vals) b.emit(bufStore(rbuf, rslot(i), v));
+          for (const auto& [i, v] : vals) b.emit(bufStore(r.buf, r.slot(b, i), v));
         });
       });
     }
-    b.emit(barrier(Barrier::Block));
-    std::vector<ExprP> out;
-    for (int i = 0; i < n; ++i) out.push_back(b.bind(bufLoad(rbuf, acc, rslot(i))));
-    return out;
+    return r.read(b, acc);
   }
 
   // --- the grid level ---

@@ -15,6 +15,12 @@ int heldBytes(const Leaf& l, const std::vector<TensorDesc>& inputs) {
   return dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
 }
 
+int64_t heldRowsBytes(const NormKernel& k, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {
+  int64_t bytes = 0;
+  for (const Leaf& l : held) bytes += k.rows() * k.rowElems() * heldBytes(l, inputs);
+  return bytes;
+}
+
 std::pair<int, int> heldByteRange(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {
   int min_bytes = 16, max_bytes = 1;
   for (const Leaf& l : held) {

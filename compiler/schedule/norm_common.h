@@ -30,6 +30,8 @@ std::vector<int64_t> rowsLast(std::vector<int64_t> s, size_t nout);
 
 // Bytes of one element of the held load `l`.
 int heldBytes(const Leaf& l, const std::vector<TensorDesc>& inputs);
+// The bytes of every row of the held loads `held`.
+int64_t heldRowsBytes(const NormKernel& k, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);
 
 // The narrowest and widest element of the held loads, in bytes.
 std::pair<int, int> heldByteRange(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);

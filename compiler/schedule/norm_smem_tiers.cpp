@@ -142,6 +142,31 @@ bool rowsInRuns(const NormKernel& k) {
 // measured faster on the H200 and slower on the H100: bench/results/2026-11-26-cluster16.md
 constexpr int kMaxCluster = 16;
 
+// Threads a row of `rows_together` neighbouring rows a block, each split over `cs` blocks.
+int threadsAt(const OnChip& c, int rows_together, int cs) {
+  const Tuning& tune = c.opts.tuning;
+  const int64_t block_chunks = (c.row_chunks + cs - 1) / cs;
+  // Rows split over a cluster that hold two loads or more and are runs apart in memory (batch
+  // norm backward over NCHW: x and dy, runs of H*W), or beside sub-row reductions (group norm
+  // backward's channel sums: fewer warps to total them over): up to 16 chunks a thread, in
+  // blocks half as large. bench/results/2026-11-26-h200-cluster-chunks.md,
+  // 2026-11-26-h100-split-sums.md
+  int64_t most_chunks =
+      cs > 1 && c.k.smem_leaves.size() >= 2 && (rowsInRuns(c.k) || c.k.sub_rows) ? 2 * kMaxChunks : kMaxChunks;
+  if (cs > 1 && tune.cluster_chunks) most_chunks = *tune.cluster_chunks;
+  int t = std::max(32, std::min(c.max_block / rows_together, nextPow2((block_chunks + most_chunks - 1) / most_chunks)));
+  if (tune.threads_per_row) t = std::max(32, *tune.threads_per_row / 32 * 32);
+  return t;
+}
+
+std::optional<SmemPlacement> placeAt(const OnChip& c, int rows_together, int cs) {
+  const int t = threadsAt(c, rows_together, cs);
+  if (rows_together > 1 && t % c.q != 0) return std::nullopt;
+  std::optional<SmemPlacement> p = c.place(rows_together, t, cs);
+  if (p) p->cluster = cs;
+  return p;
+}
+
 std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
   const Tuning& tune = c.opts.tuning;
   // For tuning sweeps only, like LOOM_TUNE_THREADS_PER_ROW.
@@ -159,29 +184,12 @@ std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
     // For tuning sweeps only: LOOM_TUNE_CLUSTER=C blocks (1 to 16) where a row is split.
     if (tune.cluster && cs > 1) cs = std::clamp(nextPow2(*tune.cluster), 1, kMaxCluster);
   }
-  auto at = [&](int cs) -> std::optional<SmemPlacement> {
-    const int64_t block_chunks = (c.row_chunks + cs - 1) / cs;
-    // Rows split over a cluster that hold two loads or more and are runs apart in memory (batch
-    // norm backward over NCHW: x and dy, runs of H*W), or beside sub-row reductions (group norm
-    // backward's channel sums: fewer warps to total them over): up to 16 chunks a thread, in
-    // blocks half as large. bench/results/2026-11-26-h200-cluster-chunks.md,
-    // 2026-11-26-h100-split-sums.md
-    int64_t most_chunks =
-        cs > 1 && c.k.smem_leaves.size() >= 2 && (rowsInRuns(c.k) || c.k.sub_rows) ? 2 * kMaxChunks : kMaxChunks;
-    if (cs > 1 && tune.cluster_chunks) most_chunks = *tune.cluster_chunks;
-    int t = std::max(32, std::min(c.max_block / rows_together, nextPow2((block_chunks + most_chunks - 1) / most_chunks)));
-    if (tune.threads_per_row) t = std::max(32, *tune.threads_per_row / 32 * 32);
-    if (rows_together > 1 && t % c.q != 0) return std::nullopt;
-    std::optional<SmemPlacement> p = c.place(rows_together, t, cs);
-    if (p) p->cluster = cs;
-    return p;
-  };
-  std::optional<SmemPlacement> p = at(cs);
+  std::optional<SmemPlacement> p = placeAt(c, rows_together, cs);
   // A row within a block's shared memory until its chunks are padded to the block's threads
   // (batch norm backward over NCHW, f16 64x512x28x28: 196 KiB, 224 padded): split over a
   // cluster, not left to the grid tier's barriers (H100: 317 -> 2033 GB/s,
   // bench/results/2026-11-26-h100-padded-rows.md).
-  if (!p && cs == 1 && clusters && !tune.cluster && !tune.block_smem_kb) p = at(split64(2));
+  if (!p && cs == 1 && clusters && !tune.cluster && !tune.block_smem_kb) p = placeAt(c, rows_together, split64(2));
   return p;
 }
 
@@ -197,7 +205,7 @@ Decision<std::optional<SmemPlacement>> chooseOnChip(const OnChip& c) {
                         kib(c.row_smem), r == 1 ? "is" : "are");
     else if (p->cluster > 1)
       why = fmt::format("{} row{} of {} KiB, {} KiB as one block's threads take {}, {} more than its shared memory "
-                        "holds", r, r == 1 ? "" : "s", kib(c.row_smem), kib(c.bytesAt(r, c.max_block / r, 1, 1)),
+                        "holds", r, r == 1 ? "" : "s", kib(c.row_smem), kib(c.bytesAt(r, threadsAt(c, r, 1), 1, 1)),
                         r == 1 ? "it" : "them", r == 1 ? "is" : "are");
     if (r > 1)
       why += fmt::format("{}{} neighbouring rows a block, so that its loads cover whole 128-byte lines",

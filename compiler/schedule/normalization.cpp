@@ -148,9 +148,7 @@ int finishLaunch(NormKernel& k, const CompileOptions& opts) {
 std::string twoPassFaster(NormTier tier, const NormKernel& k, const std::set<Leaf>& held,
                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
   const bool grid = tier == NormTier::RowVectorsGrid || tier == NormTier::RowGridCutShort;
-  int64_t bytes = 0;
-  for (const Leaf& l : held) bytes += k.rows() * k.rowElems() * dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-  const bool small_pair = held.size() < 3 && k.grid_groups > 1 && bytes < (int64_t{24} << 20);
+  const bool small_pair = held.size() < 3 && k.grid_groups > 1 && heldRowsBytes(k, held, inputs) < (int64_t{24} << 20);
   if (!grid || held.size() < 2 || opts.tuning.no_two_pass || small_pair) return {};
   return fmt::format("vectors of rows over the grid holding {} loads, {}, their sets meeting at grid barriers: "
                      "two kernels of a reduction and a pointwise pass measured faster", held.size(),
@@ -165,9 +163,7 @@ std::string twoPassFaster(NormTier tier, const NormKernel& k, const std::set<Lea
 std::string elementLoadsTwoPass(const NormKernel& k, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
                                 const CompileOptions& opts) {
   if (opts.tuning.no_two_pass) return {};
-  int64_t bytes = 0;
-  for (const Leaf& l : held) bytes += k.rows() * k.rowElems() * dtypeBytes(inputs[static_cast<size_t>(l.input)].dtype);
-  if (bytes < (int64_t{1} << 20)) return {};
+  if (heldRowsBytes(k, held, inputs) < (int64_t{1} << 20)) return {};
   return "rows strided along their reduction that no row-vector tier holds are read a load an element: two kernels of "
          "a reduction and a pointwise pass read whole lines";
 }
