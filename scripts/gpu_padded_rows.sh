@@ -6,8 +6,7 @@
 set -u
 tar -xJf .device.tar.xz && tar -xJf .device-old.tar.xz
 export LD_LIBRARY_PATH=$PWD/.device/lib
-.device/bin/loom run --batch bench/cases/padded_rows.txt 2>&1 | grep -E "== result" | sed 's/result [0-9]*: //' | sort | uniq -c
-.device/bin/loom run --batch bench/cases/padded_rows.txt 2>&1 | grep -E "== result" | grep -v ": ok" | head
+bash scripts/gpu_cases.sh bench/cases/padded_rows.txt
 args=()
 while read -r line; do args+=("${line% --iters 0}"); done < bench/cases/padded_rows.txt
 bash scripts/gpu_ab_two_builds.sh 2 "${args[@]}" 2>&1 | grep -v "rel err"

@@ -6,7 +6,7 @@
 set -u
 tar -xJf .device.tar.xz && tar -xJf .device-old.tar.xz
 export LD_LIBRARY_PATH=$PWD/.device/lib
-.device/bin/loom run --batch bench/cases/reduction_mid_rows.txt 2>&1 | grep -E "== result" | sed 's/result [0-9]*: //' | sort | uniq -c
+bash scripts/gpu_cases.sh bench/cases/reduction_mid_rows.txt
 args=()
 for w in "layer_norm_2d_backward 32 768 14 14 f16" "layer_norm_2d_backward 32 768 14 14 f32" "layer_norm_2d_backward 32 512 14 14 f16" \
          "layer_norm_2d_backward 32 512 14 14 f32" "layer_norm_2d_backward 8 256 28 28 f16" "layer_norm_2d_backward 8 256 28 28 f32" \

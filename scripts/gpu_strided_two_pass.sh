@@ -6,8 +6,7 @@
 set -u
 tar -xJf .device.tar.xz && tar -xJf .device-old.tar.xz
 export LD_LIBRARY_PATH=$PWD/.device/lib
-.device/bin/loom run --batch bench/cases/strided_two_pass.txt 2>&1 | grep -E "== result" | sed 's/result [0-9]*: //' | sort | uniq -c
-.device/bin/loom run --batch bench/cases/strided_two_pass.txt 2>&1 | grep -E "== result" | grep -v ": ok" | head
+bash scripts/gpu_cases.sh bench/cases/strided_two_pass.txt
 L="--layout x=nhwc --layout dy=nhwc"
 bash scripts/gpu_ab_two_builds.sh 2 \
   "batch_norm_backward --dim N=64 --dim C=64 --dim H=112 --dim W=112 --dtype f16 $L" \

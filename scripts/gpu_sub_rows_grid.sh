@@ -8,8 +8,7 @@ tar -xJf .device.tar.xz && tar -xJf .device-old.tar.xz
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 export LD_LIBRARY_PATH=$PWD/.device/lib
 echo "== cases"
-.device/bin/loom run --batch bench/cases/sub_rows_grid.txt 2>&1 | grep -E "== result" | sed 's/result [0-9]*: //' | sort | uniq -c
-.device/bin/loom run --batch bench/cases/sub_rows_grid.txt 2>&1 | grep -E "== result" | grep -v ": ok" | head
+bash scripts/gpu_cases.sh bench/cases/sub_rows_grid.txt
 L="--layout x=nhwc --layout dy=nhwc"
 bash scripts/gpu_ab_two_builds.sh 2 \
   "group_norm_backward --dim N=32 --dim C=128 --dim H=256 --dim W=256 --dtype f16 $L" \

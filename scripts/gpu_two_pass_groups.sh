@@ -6,7 +6,7 @@
 set -u
 tar -xJf .device.tar.xz && tar -xJf .device-old.tar.xz
 export LD_LIBRARY_PATH=$PWD/.device/lib
-.device/bin/loom run --batch bench/cases/two_pass_groups.txt 2>&1 | grep -E "== result" | sed 's/result [0-9]*: //' | sort | uniq -c
+bash scripts/gpu_cases.sh bench/cases/two_pass_groups.txt
 L="--layout x=nhwc --layout dy=nhwc"
 args=()
 for s in "64 512 28 28 f16" "64 512 28 28 bf16" "64 1024 14 14 f16" "64 1024 14 14 bf16" "64 1024 14 14 f32" "64 2048 7 7 f16" \
