@@ -7,6 +7,8 @@
 #include "tests/gpu_test_util.h"
 #include "tests/norm_fusions.h"
 
+#include "frontend/parser.h"
+
 using namespace loom;
 
 TEST_CASE("row normalizations: layer_norm, rms_norm, softmax, log_softmax", "[gpu][norm]") {
@@ -23,6 +25,39 @@ TEST_CASE("row normalizations: layer_norm, rms_norm, softmax, log_softmax", "[gp
       }
     }
   }
+}
+
+TEST_CASE("rows of odd length in whole vectors from each row's first aligned element", "[gpu][norm][peel]") {
+  if (!test::haveGpu()) return;
+  // Registers (257, 4099), shared memory (50257: GPT-2's vocabulary), a cluster (110001); a
+  // row, rows whose starts take every alignment, rows split by the outputs' blocks.
+  for (const char* name : {"layer_norm", "rms_norm", "softmax", "log_softmax", "softmax_backward", "log_softmax_backward"}) {
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      auto f = findExample(name)->build(t);
+      for (int64_t d : {257, 4099, 50257, 110001}) {
+        for (int64_t n : {1, 9, 64}) {
+          if (d * n > (int64_t{1} << 22)) continue;
+          INFO(name << " " << dtypeName(t) << " N=" << n << " D=" << d);
+          test::checkOnGpu(*f, {{"N", n}, {"D", d}});
+        }
+      }
+    }
+  }
+  // The middle third of each row: the rows' vectors start 1531 in; the output's rows start
+  // elsewhere (stored lane by lane).
+  auto sl = parseFusion(R"(fusion softmax_of_slice {
+    in x: f16[N, 3*D]
+    k: f16[N, D] = slice(x, starts=[0, D], stops=[N, 2*D])
+    kf: f32[N, D] = cast(k, to=f32)
+    m: f32[N, 1b] = amax(kf, dims=[1], keepdim=true)
+    c: f32[N, D] = sub(kf, m)
+    e: f32[N, D] = exp(c)
+    s: f32[N, 1b] = sum(e, dims=[1], keepdim=true)
+    y: f32[N, D] = div(e, s)
+    yh: f16[N, D] = cast(y, to=f16)
+    out y = yh
+  })");
+  for (int64_t d : {1531, 50257}) test::checkOnGpu(*sl, {{"N", 33}, {"D", d}});
 }
 
 TEST_CASE("long rows held in shared memory, split over clusters, with two held inputs", "[gpu][norm]") {
@@ -271,6 +306,7 @@ TEST_CASE("cancellation: 1e4 + U(0,1) in f32 normalizes to mean 0, std 1", "[gpu
   // layer_norm of 9001 x 256: held in shared memory by the rows' own threads.
   const std::pair<const char*, Bindings> cases[] = {{"layer_norm", {{"N", 16}, {"D", 4096}}},
                                                     {"layer_norm", {{"N", 9001}, {"D", 256}}},
+                                                    {"layer_norm", {{"N", 16}, {"D", 4099}}},  // (peeled)
                                                     {"group_norm", {{"N", 2}, {"C", 64}, {"H", 16}, {"W", 16}}}};
   for (const auto& [name, sizes] : cases) {
     auto f = findExample(name)->build(DType::F32);

@@ -87,6 +87,9 @@ void NormLowering::blocks(const ExprP& blk) {
   lower::visitPostOrder(roots_, [&](const ENode& n) {
     if (n.kind == ENode::Kind::Reduce) (n.over_rows ? columns_ : reductions_).push_back(&n);
   });
+  LOOM_ASSERT(!k_.peel || (!k_.grid_sync && k_.split == k_.cluster && !k_.columns && !k_.sub_rows && !coalescedStores() &&
+                            k_.red_shape.size() == 1 && k_.threads_per_row >= 2 * k_.vec),
+              "a peeled row in a kernel that cannot take its edge");
   if (k_.columns) {
     columnRows(block);
     return;
@@ -204,8 +207,10 @@ void NormLowering::rowsAt(const ExprP& first_row, const std::vector<ExprP>& ahea
   row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, rows()));
   row = b_.bindAs("row", kir::select(row_valid_, row, lastRow()));
   outer_idx_ = b_.unravel(row, k_.outer_shape, 1);
-  if (unrolled_)
+  if (unrolled_) {
     for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));
+    if (k_.peel) edge_ = edgeChunk();
+  }
   if (!ahead.empty()) {  // the row data loaded one iteration early (columnRows)
     LOOM_ASSERT(unrolled_ && ahead.size() == chunks_.size() * ahead_loads_.size(),
                 "{} values loaded ahead for {} chunks of {} loads", ahead.size(), chunks_.size(), ahead_loads_.size());
@@ -228,10 +233,46 @@ void NormLowering::rowsAt(const ExprP& first_row, const std::vector<ExprP>& ahea
   if (k_.cluster > 1) b_.emit(kir::barrier(kir::Barrier::ClusterWait));
 }
 
+std::pair<ExprP, ExprP> NormLowering::peelOf(const std::vector<ExprP>& outer) {
+  const int64_t V = k_.vec;
+  ExprP first = c(k_.peel_offset);
+  for (size_t i = 0; i < k_.peel_strides.size(); ++i) first = b_.add(first, b_.mul(outer[i], c(k_.peel_strides[i])));
+  ExprP head = b_.op(kir::IndexOp::And, b_.op(kir::IndexOp::Sub, c(V), b_.op(kir::IndexOp::And, first, c(V - 1))),
+                     c(V - 1));
+  ExprP whole = b_.udiv(b_.op(kir::IndexOp::Sub, c(k_.rowElems()), head), c(V));
+  return {head, whole};
+}
+
+Chunk NormLowering::edgeChunk() {
+  auto [head, whole] = peelOf(outer_idx_);
+  // Thread t's element: t in the head, else t past the last whole vector's end; the element
+  // is in the row where it is before its end (a bound the IR verifier sees).
+  ExprP at = b_.select(b_.op(kir::IndexOp::Ult, vt_, head), vt_, b_.add(vt_, b_.mul(whole, c(k_.vec))));
+  Chunk ch;
+  ch.lanes = 1;
+  ch.global = true;
+  ch.valid = b_.op(kir::IndexOp::Ult, at, c(k_.rowElems()));
+  ch.slot = c(0);
+  ch.idx = outer_idx_;
+  ch.idx.push_back(b_.select(ch.valid, at, c(0)));
+  return ch;
+}
+
 Chunk NormLowering::chunkOf(std::vector<ExprP> outer, const ExprP& t, const ExprP& k) {
   Chunk ch;
   ExprP vt = k_.split > 1 ? b_.add(b_.mul(rank_, c(k_.threads_per_row)), t) : t;
   ExprP ci = b_.add(vt, b_.mul(k, c(int64_t{k_.threads_per_row} * k_.split)));
+  if (k_.peel) {
+    // Chunk ci of the row's whole vectors from its head on: in the row where it ends by the
+    // row's end (ci < whole; the verifier sees this bound), else the first one again.
+    ExprP head = peelOf(outer).first;
+    ExprP at = b_.add(head, b_.mul(ci, c(k_.vec)));
+    ch.valid = b_.op(kir::IndexOp::Ult, at, c(k_.rowElems() - k_.vec + 1));
+    ch.slot = b_.select(b_.op(kir::IndexOp::Ult, ci, c(row_chunks_)), ci, c(0));
+    ch.idx = std::move(outer);
+    ch.idx.push_back(b_.select(ch.valid, at, head));
+    return ch;
+  }
   ch.valid = b_.op(kir::IndexOp::Ult, ci, c(row_chunks_));
   ci = b_.select(ch.valid, ci, c(row_chunks_ - 1));
   ch.slot = ci;
@@ -279,6 +320,7 @@ int64_t NormLowering::unitTrips() const {
 
 Chunk NormLowering::rowChunk() {
   Chunk ch;
+  if (k_.peel) ch.lanes = 1;  // (a vector at the row's start: unaligned)
   ch.valid = kir::predConst(true);
   ch.slot = c(0);
   ch.global = true;
@@ -295,7 +337,9 @@ ExprP NormLowering::loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
   if (ch.row_lanes)
     return b_.bind(kir::load(l.input, t, kir::stridedOffset(l.offset, l.strides, ch.idx), k_.row_vec, k_.row_load_access.at(l),
                              l.strides[k_.outer_shape.size() - 1], cache()), "x");
-  return b_.bind(kir::load(l.input, t, kir::stridedOffset(l.offset, l.strides, ch.idx), k_.vec, k_.load_access.at(l),
+  kir::Access a = k_.load_access.at(l);
+  if (ch.lanes == 1 && a == kir::Access::Vector) a = kir::Access::Gather;
+  return b_.bind(kir::load(l.input, t, kir::stridedOffset(l.offset, l.strides, ch.idx), lanesOf(ch), a,
                            l.strides.back(), cache()), "x");
 }
 
@@ -430,7 +474,7 @@ bool NormLowering::hoistInvariant(const ENode& n, Chunk& ch) {
 void NormLowering::storeChunk(const NormKernel::Store& s, const ExprP& value, const Chunk& ch, const ExprP& pred) {
   ExprP off = b_.bind(kir::stridedOffset(s.offset, s.strides, ch.idx), "off");
   const kir::Access access = ch.row_lanes ? s.row_access : s.access;
-  const kir::Access a = access == kir::Access::Splat ? kir::Access::Gather : access;
+  const kir::Access a = access == kir::Access::Splat || ch.lanes == 1 ? kir::Access::Gather : access;
   const int64_t stride = ch.row_lanes ? s.strides[k_.outer_shape.size() - 1] : s.strides.back();
   b_.ifThen(pred, "store", [&] { b_.emit(kir::store(k_.num_inputs + s.output, off, value, a, stride)); });
 }
@@ -501,7 +545,8 @@ void NormLowering::storeAll() {
     for (const auto& s : k_.stores) {
       if (s.row_only || s.column || s.sub_row) continue;
       ExprP v = eval(*s.value, ch);
-      if (v->type.lanes != k_.vec) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, k_.vec), {v}));
+      const int lanes = lanesOf(ch);
+      if (v->type.lanes != lanes) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, lanes), {v}));
       storeChunk(s, v, ch, b_.op(kir::IndexOp::And, row_valid_, ch.valid));
     }
     if (k_.col_smem) foldSmemColumns(ch);

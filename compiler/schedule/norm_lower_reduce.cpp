@@ -62,11 +62,16 @@ ExprP NormLowering::eval(const ENode& n, Chunk& ch) {
 std::vector<ExprP> NormLowering::forEachChunk(std::vector<ExprP> carried, const StepFn& step) {
   if (unrolled_) {
     for (auto& ch : chunks_) carried = step(ch, carried);
+    if (k_.peel) carried = step(edge_, carried);
   } else {
     carried = b_.repeat("k", k_.chunks, carried, [&](const ExprP& k, const std::vector<ExprP>& in) {
       Chunk ch = chunkAt(k);
       return step(ch, in);
     }, chunk_unroll_);
+    if (k_.peel) {
+      Chunk edge = edgeChunk();
+      carried = step(edge, carried);
+    }
   }
   filled_.insert(pass_loaded_.begin(), pass_loaded_.end());
   pass_loaded_.clear();
@@ -120,6 +125,7 @@ int64_t NormLowering::chunksPerSubRow(const std::vector<const ENode*>& batch) co
 
 std::vector<ExprP> NormLowering::forEachChunkIn(int64_t first, int64_t count, std::vector<ExprP> carried,
                                                 const StepFn& step) {
+  LOOM_ASSERT(!k_.peel, "sub-row runs of a peeled row");
   if (unrolled_) {
     for (int64_t i = first; i < first + count; ++i) carried = step(chunks_[static_cast<size_t>(i)], carried);
     return carried;
@@ -218,7 +224,7 @@ void NormLowering::reduceBatch(const std::vector<const ENode*>& batch) {
   auto fold = [&](const Part& p, Chunk& ch) {
     LOOM_ASSERT(!p.lanes, "a sub-row reduction's lanes folded");
     ExprP vals = values(*p.r->args[0], acc, ch);
-    if (p.x0) vals = b_.bind(kir::math(ir::OpKind::Sub, acc, {vals, p.x0}, k_.vec));
+    if (p.x0) vals = b_.bind(kir::math(ir::OpKind::Sub, acc, {vals, p.x0}, lanesOf(ch)));
     ExprP local = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSum, Type::data(acc, 1), {vals, id}));
     return b_.select(ch.valid, local, id);
   };
@@ -338,7 +344,7 @@ void NormLowering::lanePositions(const ENode& x, DType acc, Chunk& ch, std::vect
 ExprP NormLowering::shiftedMean(const ENode& x, DType acc, double n) {
   const ExprP x0 = rowShift(x, acc);
   ExprP sum = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
-    return b_.bind(kir::math(ir::OpKind::Sub, acc, {values(x, acc, ch), x0}, k_.vec));
+    return b_.bind(kir::math(ir::OpKind::Sub, acc, {values(x, acc, ch), x0}, lanesOf(ch)));
   });
   ExprP q = b_.math(ir::OpKind::Div, acc, {sum, kir::dataConst(acc, n, 1)});
   return b_.bindAs(fmt::format("mean{}", next_mean_++), kir::math(ir::OpKind::Add, acc, {x0, q}));
@@ -386,7 +392,7 @@ std::pair<ExprP, ExprP> NormLowering::welford(const ENode& x, DType acc) {
     // squared deviations from its own mean); Chan's merge starts across threads.
     auto sums = forEachChunk({zero, zero}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
       ExprP s = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSum, Type::data(acc, 1), {values(x, acc, ch), zero}));
-      ExprP n = b_.math(ir::OpKind::Add, acc, {carried[0], b_.select(ch.valid, kir::dataConst(acc, k_.vec, 1), zero)});
+      ExprP n = b_.math(ir::OpKind::Add, acc, {carried[0], b_.select(ch.valid, kir::dataConst(acc, lanesOf(ch), 1), zero)});
       ExprP t = b_.math(ir::OpKind::Add, acc, {carried[1], b_.select(ch.valid, s, zero)});
       return std::vector<ExprP>{n, t};
     });
@@ -401,7 +407,7 @@ std::pair<ExprP, ExprP> NormLowering::welford(const ENode& x, DType acc) {
   } else folded = forEachChunk({zero, zero, zero}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
     ExprP v = values(x, acc, ch);
     ExprP s = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSum, Type::data(acc, 1), {v, zero}));
-    ExprP cnt = kir::dataConst(acc, k_.vec, 1);
+    ExprP cnt = kir::dataConst(acc, lanesOf(ch), 1);
     ExprP mean = b_.math(ir::OpKind::Div, acc, {s, cnt});
     ExprP m2 = b_.bind(kir::intrinsic(kir::Intrinsic::FoldSqDiff, Type::data(acc, 1), {v, mean, zero}));
     ExprP n = b_.select(ch.valid, cnt, zero);
@@ -446,7 +452,7 @@ void NormLowering::reduce(const ENode& r) {
       if (it == stats_.end()) {
         ExprP mean = shiftedMean(x, acc, n);
         ExprP m2 = rowReduce(kir::Combine::Sum, acc, [&](Chunk& ch) {
-          return b_.bind(kir::intrinsic(kir::Intrinsic::SqDiff, Type::data(acc, k_.vec), {vals(ch), mean}));
+          return b_.bind(kir::intrinsic(kir::Intrinsic::SqDiff, Type::data(acc, lanesOf(ch)), {vals(ch), mean}));
         });
         ExprP var = b_.math(ir::OpKind::Div, acc, {m2, kir::dataConst(acc, n - r.correction, 1)});
         it = stats_.emplace(key, std::make_pair(var, mean)).first;

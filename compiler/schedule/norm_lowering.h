@@ -34,6 +34,7 @@ struct Chunk {
   bool global = false;     // read from global memory even where the row is on chip
   ExprP r_sub;             // another row of the block (whole-line fills and stores): i32
   bool row_lanes = false;  // lanes are `row_vec` neighbouring rows from r_sub on
+  int lanes = 0;           // 1: one element of a peeled row's edge (0: the kernel's lanes)
   std::map<const ENode*, ExprP> memo;
 };
 
@@ -100,7 +101,13 @@ class NormLowering {
   // own chunk m).
   Chunk unitChunk(const ExprP& m, const ExprP& first_row);
   int64_t unitTrips() const;
-  int lanesOf(const Chunk& ch) const { return ch.row_lanes ? k_.row_vec : k_.vec; }
+  int lanesOf(const Chunk& ch) const { return ch.lanes ? ch.lanes : ch.row_lanes ? k_.row_vec : k_.vec; }
+  // A peeled row (NormKernel::peel) at outer coordinates `outer`: the elements before its first
+  // aligned one (its head) and its whole vectors from there.
+  std::pair<ExprP, ExprP> peelOf(const std::vector<ExprP>& outer);
+  // The thread's element of its peeled row's edge: the row's head and the elements past its
+  // last whole vector, one a thread of the row's first ones; read from global memory each pass.
+  Chunk edgeChunk();
   // The row-vector tiers (norm_lower_rows.cpp): units of the block's rows, their fill where a
   // piece is below cp.async's 4 bytes, and statistics read by vectors of rows.
   Chunk rowUnitChunk(const ExprP& m, const ExprP& first_row);
@@ -202,6 +209,7 @@ class NormLowering {
   std::vector<ExprP> outer_idx_;
   int64_t row_chunks_ = 0;
   std::vector<Chunk> chunks_;
+  Chunk edge_;  // a peeled row's edge element, with chunks_
   std::vector<std::pair<Leaf, DType>> ahead_loads_;  // prefetchedLoads()
   std::vector<lower::EPtr> roots_;  // every store's value
   std::vector<const ENode*> reductions_, columns_;

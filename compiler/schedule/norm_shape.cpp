@@ -367,8 +367,51 @@ std::set<Leaf> withoutRowConstant(const std::set<Leaf>& held, size_t nout) {
   return out;
 }
 
-Decision<int> chooseVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
-                                bool row_tier) {
+namespace {
+
+// The access of `vec` lanes along a peeled kernel's rows: a vector where the innermost stride is
+// 1 and every row starts at the reference's offset modulo `vec` (its vectors then start where
+// the reference's do); else as chooseAccess.
+Access peeledAccess(const NormKernel& k, DType t, int64_t offset, const std::vector<int64_t>& strides, int align_bytes,
+                    int vec) {
+  if (strides.back() == 0) return Access::Splat;
+  if (vec == 1 || strides.back() != 1) return Access::Gather;
+  const int64_t bytes = int64_t{vec} * dtypeBytes(t);
+  bool ok = align_bytes >= std::min<int64_t>(bytes, 16) && (offset - k.peel_offset) % vec == 0;
+  for (size_t i = 0; i < k.peel_strides.size(); ++i) ok = ok && (strides[i] - k.peel_strides[i]) % vec == 0;
+  return ok ? Access::Vector : Access::Gather;
+}
+
+}  // namespace
+
+Decision<bool> choosePeel(NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {
+  NormKernel& k = ax.k;
+  const int full = fullVectorWidth(ax, held, inputs);
+  const size_t nout = k.outer_shape.size();
+  // Worth its edge only where whole vectors are most of the row.
+  constexpr int64_t kMinVectors = 32;
+  if (full < 2 || k.columns || k.sub_rows || k.red_shape.size() != 1 || k.red_shape[0] % full == 0 ||
+      k.red_shape[0] < kMinVectors * full)
+    return {false, ""};
+  for (const Leaf& l : held) {
+    const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+    if (l.strides.back() != 1 || d.align_bytes < std::min(16, full * dtypeBytes(d.dtype))) continue;
+    // (Not a load the same for every row, a weight, unless there is one row.)
+    if (k.rows() > 1 &&
+        std::all_of(l.strides.begin(), l.strides.begin() + static_cast<long>(nout), [](int64_t x) { return x == 0; }))
+      continue;
+    k.peel = true;
+    k.peel_offset = l.offset;
+    k.peel_strides.assign(l.strides.begin(), l.strides.begin() + static_cast<long>(nout));
+    return {true, fmt::format("vectors of {} from each row's first aligned element (rows of {} elements are no "
+                              "whole number of vectors); the few elements before it and past its last vector one "
+                              "a thread",
+                              full, k.red_shape[0])};
+  }
+  return {false, ""};
+}
+
+int fullVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {
   // 16 bytes of the rows the reductions read (f16 rows: 8 lanes). Other loads (an f32
   // per-channel weight beside them) take two vectors or one per lane; loads constant along the
   // axis are splats at any width.
@@ -380,8 +423,13 @@ Decision<int> chooseVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, 
   for (const Leaf& l : held) row_bytes = std::max(row_bytes, heldBytes(l, inputs));
   if (row_bytes > 0) max_bytes = row_bytes;
   else for (const auto& d : ax.k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
+  return std::min(8, 16 / max_bytes);
+}
+
+Decision<int> chooseVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
+                                bool row_tier) {
   if (row_tier) return {1, ""};  // the row-vector tiers' lanes run along the rows
-  const int full = std::min(8, 16 / max_bytes);
+  const int full = fullVectorWidth(ax, held, inputs);
   int vec = full;
   while (vec > 1 && ax.k.red_shape.back() % vec != 0) vec /= 2;
   if (vec == full) return {vec, ""};
@@ -406,7 +454,8 @@ int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, c
     remapped.push_back(lower::mapLeaves(r, [&](const Leaf& l) {
       Leaf n{l.input, l.offset, ax.axisStrides(l.strides)};
       const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
-      k.load_access[n] = chooseAccess(d.dtype, n.offset, n.strides, d.align_bytes, vec);
+      k.load_access[n] = k.peel ? peeledAccess(k, d.dtype, n.offset, n.strides, d.align_bytes, vec)
+                                : chooseAccess(d.dtype, n.offset, n.strides, d.align_bytes, vec);
       track(n.offset, n.strides);
       return n;
     }));
@@ -433,7 +482,8 @@ int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, c
       s.column = s.column || n.over_rows;
       s.sub_row = s.sub_row || !n.sub_atoms.empty();
     });
-    s.access = chooseAccess(s.dtype, s.offset, s.strides, k.outputs[i].align_bytes, vec);
+    s.access = k.peel ? peeledAccess(k, s.dtype, s.offset, s.strides, k.outputs[i].align_bytes, vec)
+                      : chooseAccess(s.dtype, s.offset, s.strides, k.outputs[i].align_bytes, vec);
     if (s.access == Access::Splat || s.sub_row) s.access = Access::Gather;  // (sub-row values: one at a time)
     track(s.offset, s.strides);
     k.stores.push_back(s);

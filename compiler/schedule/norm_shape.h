@@ -56,6 +56,14 @@ std::set<Leaf> withoutRowConstant(const std::set<Leaf>& held, size_t nout);
 Decision<int> chooseVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
                                 bool row_tier);
 
+// The lanes of a whole 16-byte vector of the held rows (of the outputs where none is held).
+int fullVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);
+
+// Whole vectors for rows whose length they do not divide (NormKernel::peel): sets `ax.k`'s
+// peel fields where a held load read along the row and varying along the rows is the rows'
+// alignment reference and the rows are long enough; true with the reason.
+Decision<bool> choosePeel(NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);
+
 // Sets `ax.k`'s loads' and stores' accesses at its vector width, its stores, its held loads
 // (`smem_leaves`) and its index width; returns the grid tier's workspace regions it may need.
 int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);

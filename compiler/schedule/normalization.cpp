@@ -239,11 +239,35 @@ std::optional<NormKernel> placeWithColumns(NormKernel k, const ir::Fusion& f, co
   return k;
 }
 
+// Where a peeled kernel's placement leaves its edge no home: the grid tier, whose sets deal
+// rows to blocks, whole-line stores (a thread stores other rows' chunks), or rows of fewer
+// threads than its edge's elements (empty: none).
+std::string peelProblem(const NormKernel& k) {
+  if (!k.peel) return {};
+  if (k.grid_sync) return "rows split over the whole grid";
+  if (k.async_fill && k.rows_per_block > 1 && !k.thread_fill) return "whole-line stores of several rows a block";
+  if (k.threads_per_row < 2 * k.vec) return "fewer threads a row than its edge's elements";
+  return {};
+}
+
+std::optional<NormKernel> scheduleRows(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                                       const CompileOptions& opts, std::string* why_not, bool peel);
+
 }  // namespace
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,
                                                 const CompileOptions& opts, std::string* why_not) {
+  std::optional<NormKernel> k = scheduleRows(f, sizes, inputs, opts, why_not, !opts.tuning.no_peel);
+  // (A tier that cannot take the peeled edge: the rows' largest vector dividing them.)
+  if (k && !peelProblem(*k).empty()) return scheduleRows(f, sizes, inputs, opts, why_not, false);
+  return k;
+}
+
+namespace {
+
+std::optional<NormKernel> scheduleRows(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                                       const CompileOptions& opts, std::string* why_not, bool peel) {
   std::optional<NormAxes> ax = normAxes(f, sizes, inputs, why_not);
   if (!ax) return std::nullopt;
   NormKernel& k = ax->k;
@@ -254,7 +278,9 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   const std::set<Leaf> row_held = withoutRowConstant(all_held, k.outer_shape.size());
   const RowTierChoice row_tier = chooseRowTier(k, row_held, inputs, opts);
   const std::set<Leaf>& held = row_tier.place ? row_held : all_held;
-  const Decision<int> vec = chooseVectorWidth(*ax, held, inputs, row_tier.place.has_value());
+  Decision<int> vec = chooseVectorWidth(*ax, held, inputs, row_tier.place.has_value());
+  if (peel && !row_tier.place && vec.value < fullVectorWidth(*ax, held, inputs))
+    if (Decision<bool> p = choosePeel(*ax, held, inputs); p.value) vec = {fullVectorWidth(*ax, held, inputs), p.why};
   k.vec = vec.value;
   const int reductions = mapAccesses(*ax, f, held, inputs);
   TierChoice c;
@@ -287,6 +313,8 @@ std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindi
   if (opts.tuning.symbolic) makeNormSymbolic(f, sizes, inputs, k);
   return std::move(ax->k);
 }
+
+}  // namespace
 
 std::string printNormKernel(const ir::Fusion& f, const NormKernel& k) {
   std::string s = fmt::format("kernel {} (normalization)\n  rows [{}] over {}, reduced [{}] over {}\n  {}\n",

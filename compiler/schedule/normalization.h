@@ -123,6 +123,14 @@ struct NormKernel {
   // keeps its partials in slots of its own in shared memory (`smem_bytes`), no barrier between.
   bool col_smem = false;
   int chunk_unroll = 0;  // the chunk loops' unroll count (0: the lowering's choice)
+  // Rows whose length is no multiple of `vec` (softmax over GPT-2's 50257 words): a row's
+  // vectors start at its first element whose offset `peel_offset` + the row's coordinates .
+  // `peel_strides` (over outer_shape) is a multiple of `vec`; the elements before it and after
+  // its last whole vector (its edge, fewer than 2 * vec) are one a thread of its first ones.
+  // Every load and store whose rows start at that offset modulo `vec` is an aligned vector.
+  bool peel = false;
+  int64_t peel_offset = 0;
+  std::vector<int64_t> peel_strides;
   int64_t col_partials = 0, col_tiles = 0;
   int col_bx = 1, col_by = 1;
   static constexpr int64_t kColumnCounterBytes = 128;  // the grid barrier's and exits' counters
