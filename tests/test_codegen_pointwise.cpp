@@ -182,3 +182,41 @@ TEST_CASE("an output reshaped from a grouped computation is written through its 
     requirePtxas(k.ptx, 90);
   }
 }
+
+TEST_CASE("one axis whose length the vector does not divide: whole vectors and a tail", "[pointwise][peel]") {
+  struct Case {
+    DType t;
+    int64_t n;
+    int vec, tail;
+  };
+  for (const Case& c : {Case{DType::F16, 1000001, 8, 1}, Case{DType::F32, 4099, 4, 3}, Case{DType::F64, 65537, 2, 1},
+                        Case{DType::F16, 255, 1, 0}}) {  // (fewer than 32 vectors: the widest dividing)
+    auto f = findExample("add")->build(c.t);
+    const Bindings sizes{{"N", c.n}};
+    INFO(dtypeName(c.t) << " " << c.n);
+    std::string why;
+    auto k = schedule::schedulePointwise(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}}, &why);
+    REQUIRE(k);
+    INFO(k->reason);
+    CHECK(k->vec == c.vec);
+    CHECK(k->tail == (c.tail > 0));
+    for (const auto& s : k->stores) CHECK(s.access == (c.vec > 1 ? kir::Access::Vector : kir::Access::Gather));
+    if (c.tail > 0) {
+      CHECK(k->reason.find(fmt::format("a tail of {} one at a time", c.tail)) != std::string::npos);
+      const std::string ptx = ptxOf(*f, sizes, 90);
+      requirePtxas(ptx, 90);
+      // LOOM_NO_PEEL: the widest vector dividing the axis; LOOM_TUNE_SYMBOLIC: the size at run
+      // time, the tail's elements tested against it (one kernel for every size, as before).
+      CompileOptions no;
+      no.tuning.no_peel = true;
+      CHECK(schedule::schedulePointwise(*f, sizes, descsFor(*f, sizes), no, &why)->vec == 1);
+      CompileOptions sym{{90, 132}};
+      sym.tuning.symbolic = true;
+      auto ks = schedule::schedulePointwise(*f, sizes, descsFor(*f, sizes), sym, &why);
+      CHECK(ks->size_symbol == "N");
+      CHECK(ks->tail);
+      CHECK(ks->vec == c.vec);
+      requirePtxas(compileFusion(*f, sizes, descsFor(*f, sizes), sym).ptx, 90);
+    }
+  }
+}

@@ -58,6 +58,27 @@ TEST_CASE("rows of odd length in whole vectors from each row's first aligned ele
     out y = yh
   })");
   for (int64_t d : {1531, 50257}) test::checkOnGpu(*sl, {{"N", 33}, {"D", d}});
+  // Thread fill (16 and 32 threads a row, several rows a block).
+  for (auto [name, d] : {std::pair<const char*, int64_t>{"rms_norm", 517}, {"softmax_backward", 1027}, {"layer_norm", 1027}}) {
+    INFO(name << " f16 N=16384 D=" << d);
+    test::checkOnGpu(*findExample(name)->build(DType::F16), {{"N", 16384}, {"D", d}});
+  }
+  // dy and dx at one alignment, y (a slice) at another: the reference is dy's; Welford in
+  // shared memory (32771), streamed (65537), registers (1027).
+  auto mis = parseFusion(R"(fusion sbw_mis {
+    in dy: f16[N, D]
+    in yy: f16[N, 2*D]
+    y: f16[N, D] = slice(yy, starts=[0, D], stops=[N, 2*D])
+    t0: f32[N, D] = cast(dy, to=f32)
+    t1: f32[N, D] = cast(y, to=f32)
+    t2: f32[N, D] = mul(t0, t1)
+    t3: f32[N, 1b] = sum(t2, dims=[1], keepdim=true)
+    t4: f32[N, D] = sub(t0, t3)
+    t5: f32[N, D] = mul(t1, t4)
+    t6: f16[N, D] = cast(t5, to=f16)
+    out dx = t6
+  })");
+  for (int64_t d : {32771, 65537, 1027}) test::checkOnGpu(*mis, {{"N", 5}, {"D", d}});
 }
 
 TEST_CASE("long rows held in shared memory, split over clusters, with two held inputs", "[gpu][norm]") {

@@ -16,7 +16,7 @@ TEST_CASE("every pointwise op in every dtype matches the reference", "[gpu][poin
   if (!test::haveGpu()) return;
   for (const auto& f : test::everyPointwiseOp()) {
     bool ints = f->input("x")->dtype() == DType::I32 || f->input("x")->dtype() == DType::I64;
-    for (int64_t n : {1, 3, 1531, 65536 + 8}) {
+    for (int64_t n : {1, 3, 1531, 65536 + 8, 100003}) {  // (1531, 100003: whole vectors and a tail)
       INFO(f->name() << " N=" << n);
       test::checkOnGpu(*f, {{"N", n}}, {}, 7, ints ? -100 : -2, ints ? 100 : 2);
     }
@@ -103,6 +103,9 @@ TEST_CASE("symbolic sizes: one kernel runs every batch size of its class", "[gpu
                                          {"layer_norm", "N", {{"D", 4096}}},
                                          {"rms_norm", "N", {{"D", 1000}}},
                                          {"softmax", "N", {{"D", 333}}},
+                                         // rows of odd length, peeled; one axis with a tail of any length
+                                         {"softmax", "N", {{"D", 50257}}, {1, 7, 64}},
+                                         {"add", "N", {}, {100001, 100003, 100008, 5, 300007}},
                                          {"group_norm", "N", {{"C", 64}, {"H", 9}, {"W", 7}}},
                                          // column reductions: blocks walk row sets up to N
                                          {"layer_norm_backward", "N", {{"D", 1024}}, {1531, 2000, 4093, 4094}},

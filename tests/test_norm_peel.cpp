@@ -90,6 +90,17 @@ TEST_CASE("a peeled row's weights and rows of another alignment are read lane by
   CHECK(ks->stores[0].access == kir::Access::Gather);
   auto ck = compileFusion(*sl, sizes, descsFor(*sl, sizes), CompileOptions{{90, 132}});
   LOOM_CHECK_PTXAS(ck.ptx, 90);
+  // dy and dx start alike, y (a slice) elsewhere: the alignment of most bytes is the reference.
+  auto mis = parseFusionFile(std::string(LOOM_SOURCE_DIR) + "/bench/cases/softmax_backward_of_slice.loom");
+  for (int64_t d : {1027, 32771, 65537}) {
+    INFO("D=" << d);
+    auto km = scheduleOf(*mis, {{"N", 4}, {"D", d}});
+    CHECK(km->peel);
+    CHECK(km->peel_offset == 0);
+    CHECK(accessOf(*km, 0) == kir::Access::Vector);  // dy
+    CHECK(accessOf(*km, 1) == kir::Access::Gather);  // yy
+    CHECK(km->stores[0].access == kir::Access::Vector);
+  }
 }
 
 TEST_CASE("tiers that cannot take a peeled edge keep narrower vectors", "[norm][peel]") {

@@ -393,6 +393,16 @@ Decision<bool> choosePeel(NormAxes& ax, const std::set<Leaf>& held, const std::v
   if (full < 2 || k.columns || k.sub_rows || k.red_shape.size() != 1 || k.red_shape[0] % full == 0 ||
       k.red_shape[0] < kMinVectors * full)
     return {false, ""};
+  // The reference: of the held rows that may be one, the alignment most bytes of an element of
+  // the held rows and the stores share (each a vector where it starts alike; the first such row
+  // on a tie).
+  const Leaf* ref = nullptr;
+  int64_t best = 0;
+  auto congruent = [&](const Leaf& a, const Leaf& b) {
+    bool same = (a.offset - b.offset) % full == 0;
+    for (size_t i = 0; i < nout; ++i) same = same && (a.strides[i] - b.strides[i]) % full == 0;
+    return same;
+  };
   for (const Leaf& l : held) {
     const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
     if (l.strides.back() != 1 || d.align_bytes < std::min(16, full * dtypeBytes(d.dtype))) continue;
@@ -400,15 +410,24 @@ Decision<bool> choosePeel(NormAxes& ax, const std::set<Leaf>& held, const std::v
     if (k.rows() > 1 &&
         std::all_of(l.strides.begin(), l.strides.begin() + static_cast<long>(nout), [](int64_t x) { return x == 0; }))
       continue;
-    k.peel = true;
-    k.peel_offset = l.offset;
-    k.peel_strides.assign(l.strides.begin(), l.strides.begin() + static_cast<long>(nout));
-    return {true, fmt::format("vectors of {} from each row's first aligned element (rows of {} elements are no "
-                              "whole number of vectors); the few elements before it and past its last vector one "
-                              "a thread",
-                              full, k.red_shape[0])};
+    int64_t bytes = 0;
+    for (const Leaf& m : held)
+      if (m.strides.back() == 1 && congruent(l, m)) bytes += heldBytes(m, inputs);
+    for (size_t j = 0; j < ax.roots.size(); ++j) {
+      const Leaf st{-1, ax.root_offset[j], ax.axisStrides(ax.store_atom_strides[j])};
+      if (st.strides.back() == 1 && congruent(l, st))
+        bytes += dtypeBytes(k.outputs[static_cast<size_t>(ax.root_output[j])].dtype);
+    }
+    if (bytes > best) best = bytes, ref = &l;
   }
-  return {false, ""};
+  if (!ref) return {false, ""};
+  k.peel = true;
+  k.peel_offset = ref->offset;
+  k.peel_strides.assign(ref->strides.begin(), ref->strides.begin() + static_cast<long>(nout));
+  return {true, fmt::format("vectors of {} from each row's first aligned element (rows of {} elements are no "
+                            "whole number of vectors); the few elements before it and past its last vector one "
+                            "a thread",
+                            full, k.red_shape[0])};
 }
 
 int fullVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {

@@ -188,7 +188,7 @@ AxisPlan collapseAxes(const std::vector<EPtr>& roots, const std::vector<int64_t>
 // 2 lanes, while that is more than 96 bytes a thread, and so more threads (`*narrowed`). Two
 // streams keep 8 lanes: at 2 lanes they measured slower.
 // Measurements: bench/results/2026-11-25-code-comment-measurements.md#pointwise-narrow-vectors
-int vectorWidth(const std::vector<EPtr>& roots, const PointwiseKernel& k, const Tuning& tune, bool* narrowed) {
+int vectorWidth(const std::vector<EPtr>& roots, PointwiseKernel& k, const Tuning& tune, bool* narrowed) {
   int max_bytes = 1;
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
     if (n.kind == lower::ENode::Kind::Load) max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
@@ -207,6 +207,12 @@ int vectorWidth(const std::vector<EPtr>& roots, const PointwiseKernel& k, const 
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_VEC caps the vector width.
   if (tune.pw_vec) vec = std::min(vec, *tune.pw_vec);
   while (vec > 1 && (vec & (vec - 1)) != 0) --vec;
+  // One axis of many vectors: whole vectors and a tail (add of 1000001 elements).
+  constexpr int64_t kMinTailVectors = 32;
+  if (!tune.no_peel && k.iter_shape.size() == 1 && k.iter_shape[0] >= kMinTailVectors * vec) {
+    k.tail = k.iter_shape[0] % vec != 0;
+    return vec;
+  }
   while (vec > 1 && k.iter_shape.back() % vec != 0) vec /= 2;
   return vec;
 }
@@ -264,7 +270,7 @@ void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, c
 void placeGrid(PointwiseKernel& k, bool narrowed, const CompileOptions& opts) {
   const Tuning& tune = opts.tuning;
   const int vec = k.vec;
-  int64_t chunks = k.numel() / vec;
+  const int64_t chunks = (k.numel() + vec - 1) / vec;
   k.block = chunks >= 4096 && !narrowed ? 256 : 128;
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_BLOCK threads a block.
   if (tune.pw_block) k.block = std::clamp(*tune.pw_block / 32 * 32, 32, 1024);
@@ -276,14 +282,15 @@ void placeGrid(PointwiseKernel& k, bool narrowed, const CompileOptions& opts) {
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_UNROLL (chunks a thread per
   // trip), LOOM_TUNE_PW_BLOCKS_PER_SM (a grid-stride loop over that many blocks per SM:
   // pointwiseGrid).
-  if (tune.pw_unroll) k.unroll = *tune.pw_unroll;
+  if (tune.pw_unroll && !k.tail) k.unroll = *tune.pw_unroll;
   const int64_t per_block = int64_t{k.block} * k.unroll;
   k.grid = pointwiseGrid(k, chunks, opts);  // past the launch limit: grid-stride
   // The loop's chunk index passes the last chunk by up to a trip of the whole grid before its
   // test fails: that too must fit the index type.
   if (chunks + k.grid * per_block >= (int64_t{1} << 31)) k.index64 = true;
-  k.reason = fmt::format("{} elements as {} chunks of {} ({}-bit indexing); {} threads x {} "
-                         "chunk{} per trip, grid {} ({})", k.numel(), chunks, vec,
+  k.reason = fmt::format("{} elements as {} chunks of {}{} ({}-bit indexing); {} threads x {} "
+                         "chunk{} per trip, grid {} ({})", k.numel(), k.numel() / vec, vec,
+                         k.tail ? fmt::format(" and a tail of {} one at a time", k.numel() % vec) : "",
                          k.index64 ? 64 : 32, k.block, k.unroll, k.unroll == 1 ? "" : "s", k.grid,
                          k.grid * per_block >= chunks ? "one trip" : "grid-stride");
 }

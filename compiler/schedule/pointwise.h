@@ -29,6 +29,10 @@ struct PointwiseKernel {
   std::vector<int64_t> iter_shape;      // collapsed iteration axes, outer to inner
   std::vector<int> order;               // output dims, outer to inner, the iteration follows
   int vec = 1, unroll = 1, block = 256;
+  // One collapsed axis whose length `vec` does not divide (at this size, or at another the
+  // kernel serves with a symbolic size): the elements past its last whole vector (fewer than
+  // `vec`) one at a time, by the thread of the chunk after the last whole one.
+  bool tail = false;
   int64_t grid = 1;
   bool index64 = false;
   int num_inputs = 0;

@@ -21,11 +21,44 @@ ExprP iv(const std::string& name) { return kir::var(name, Type::idx()); }
 
 class PointwiseLowering {
  public:
-  PointwiseLowering(const ir::Fusion& f, const PointwiseKernel& k) : f_(f), k_(k) {}
+  PointwiseLowering(const ir::Fusion& f, const PointwiseKernel& k, ExprP numel) : f_(f), k_(k), numel_(std::move(numel)) {}
 
+  // Chunk `c`'s body; with a tail, the last whole chunk's, then the tail's under the chunk after.
   kir::Body body(const std::string& c) {
     kir::Body b;
-    std::vector<ExprP> idx = coords(c, b);
+    if (k_.tail == 0) {
+      std::vector<ExprP> idx = coords(c, b);
+      lanesAt(idx, k_.vec, b);
+      return b;
+    }
+    // The whole vectors (clamped where the verifier sees it: a whole chunk's lanes stay in the
+    // axis), then the chunk after the last whole one: each element left, where there is one.
+    const std::string whole = "whole_" + c;
+    b.push_back(kir::let(whole, kir::index(kir::IndexOp::Div, numel_, kir::intConst(k_.vec))));
+    ExprP full = kir::index(kir::IndexOp::Ult, iv(c), iv(whole));
+    b.push_back(kir::let("full_" + c, full));
+    kir::Body vec_body;
+    vec_body.push_back(kir::let("i0_" + c, kir::mul(kir::select(kir::var("full_" + c, Type::pred()), iv(c), kir::intConst(0)),
+                                                    kir::intConst(k_.vec))));
+    lanesAt({iv("i0_" + c)}, k_.vec, vec_body);
+    b.push_back(kir::ifThen(kir::var("full_" + c, Type::pred()), "whole", std::move(vec_body)));
+    kir::Body tail_body;
+    for (int j = 0; j + 1 < k_.vec; ++j) {
+      const std::string e = fmt::format("e{}_{}", j, c), in = fmt::format("in{}_{}", j, c);
+      tail_body.push_back(kir::let(e, kir::add(kir::mul(iv(whole), kir::intConst(k_.vec)), kir::intConst(j))));
+      tail_body.push_back(kir::let(in, kir::index(kir::IndexOp::Ult, iv(e), numel_)));
+      kir::Body one;
+      lanesAt({kir::select(kir::var(in, Type::pred()), iv(e), kir::intConst(0))}, 1, one);
+      tail_body.push_back(kir::ifThen(kir::var(in, Type::pred()), "left", std::move(one)));
+    }
+    b.push_back(kir::ifThen(kir::index(kir::IndexOp::Eq, iv(c), iv(whole)), "tail", std::move(tail_body)));
+    return b;
+  }
+
+  // The loads, values and stores of `lanes` neighbouring elements from coordinates `idx` (one
+  // lane: each access of that element alone).
+  void lanesAt(const std::vector<ExprP>& idx, int lanes, kir::Body& b) {
+    auto one = [&](kir::Access a) { return lanes == 1 && a == kir::Access::Vector ? kir::Access::Gather : a; };
     std::vector<lower::EPtr> roots;
     for (const auto& s : k_.stores) roots.push_back(s.value);
     std::map<Leaf, std::string> loaded;
@@ -37,16 +70,16 @@ class PointwiseLowering {
       if (it == loaded.end()) {
         std::string name = fmt::format("v{}", next_++);
         b.push_back(kir::let(name, kir::load(n.leaf.input, n.dtype, kir::stridedOffset(n.leaf.offset, n.leaf.strides, idx),
-                                             k_.vec, k_.load_access.at(n.leaf), n.leaf.strides.back(), cache)));
+                                             lanes, one(k_.load_access.at(n.leaf)), n.leaf.strides.back(), cache)));
         it = loaded.emplace(n.leaf, name).first;
       }
-      val[&n] = kir::var(it->second, Type::data(n.dtype, k_.vec));
+      val[&n] = kir::var(it->second, Type::data(n.dtype, lanes));
     });
     lower::visitPostOrder(roots, [&](const ENode& n) {
       if (n.kind == ENode::Kind::Load) return;
       ExprP e;
       if (n.kind == ENode::Kind::Const) {
-        e = kir::dataConst(n.dtype, n.value, k_.vec);
+        e = kir::dataConst(n.dtype, n.value, lanes);
       } else {
         std::vector<ExprP> args;
         for (const auto& a : n.args) args.push_back(val.at(a.get()));
@@ -58,8 +91,7 @@ class PointwiseLowering {
     });
     for (const auto& s : k_.stores)
       b.push_back(kir::store(k_.num_inputs + s.output, kir::stridedOffset(s.offset, s.strides, idx), val.at(s.value.get()),
-                             s.access, s.strides.back()));
-    return b;
+                             one(s.access), s.strides.back()));
   }
 
   bool noalias() const { return kir::noAlias(k_.output_alias); }
@@ -92,6 +124,7 @@ class PointwiseLowering {
 
   const ir::Fusion& f_;
   const PointwiseKernel& k_;
+  ExprP numel_;  // elements of the one axis: a constant, or of the kernel's size parameter
   int next_ = 0;
 };
 
@@ -109,18 +142,19 @@ kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
   } else {
     out.params = kir::fusionParams(f, inputs, k.outputs);
   }
-  PointwiseLowering low(f, k);
+  const int64_t per = k.numel() / std::max<int64_t>(1, k.size_value);
+  const ExprP numel = symbolic ? kir::mul(iv(sizeVar(k.size_symbol)), kir::intConst(per)) : kir::intConst(k.numel());
+  PointwiseLowering low(f, k, numel);
   out.noalias = low.noalias();
   out.index_bits = k.index64 ? 64 : 32;
   const int64_t grid = symbolic ? k.grid_max : k.grid;
   out.launch = {grid, k.block};
   // Chunk c of `chunks`: thread tid of block bid takes c = bid * block + tid, then every
   // thread of the grid on. A symbolic size: `chunks` from the kernel's parameter.
-  const int64_t per = k.numel() / std::max<int64_t>(1, k.size_value);
   const ExprP chunks =
-      !symbolic         ? kir::intConst(k.numel() / k.vec)
+      !symbolic          ? kir::intConst((k.numel() + k.vec - 1) / k.vec)
       : per % k.vec == 0 ? kir::mul(iv(sizeVar(k.size_symbol)), kir::intConst(per / k.vec))
-                         : kir::index(kir::IndexOp::Div, kir::mul(iv(sizeVar(k.size_symbol)), kir::intConst(per)), kir::intConst(k.vec));
+                         : kir::index(kir::IndexOp::Div, kir::add(numel, kir::intConst(k.vec - 1)), kir::intConst(k.vec));
   kir::Body per_block = {
       kir::let("tid", kir::convert(kir::var("t", Type::i32()), Type::idx())),
       kir::let("bid", kir::convert(kir::var("b", Type::i32()), Type::idx())),

@@ -10,6 +10,7 @@
 
 #include "compiler/schedule/pointwise.h"
 #include "compiler/schedule/symbolic.h"
+#include "ir/error.h"
 #include "ir/fusion.h"
 
 namespace loom::schedule {
@@ -67,18 +68,26 @@ void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<
   k.size_value = n;
   k.size_factor = k.iter_shape[0] / n;
   const int64_t per = k.numel() / n;  // elements per unit of the size
+  // Sizes whose elements the vector does not divide: the tail, at run time (one axis; more
+  // axes keep the innermost a whole number of vectors).
+  if (per % k.vec != 0) {
+    LOOM_ASSERT(k.iter_shape.size() == 1, "a symbolic size of {} elements a unit in vectors of {} over {} axes", per,
+                k.vec, k.iter_shape.size());
+    k.tail = true;
+    k.unroll = 1;
+  }
   const int64_t per_block = int64_t{k.block} * k.unroll;
   // The sizes this kernel's index width holds: the chunk loop's index and every offset.
   const Wide lim = k.index64 ? (Wide{1} << 62) : (Wide{1} << 31);
   auto fits = [&](int64_t m) {
-    const Wide chunks = Wide{m} * per / k.vec;
+    const Wide chunks = (Wide{m} * per + k.vec - 1) / k.vec;
     if (Wide{m} * per >= lim) return false;
     const Wide grid = (chunks + per_block - 1) / per_block;
     return chunks + std::min<Wide>(grid, std::numeric_limits<int32_t>::max()) * per_block < lim &&
            maxOffset(k, m) < lim;
   };
   k.size_max = largestFitting(n, fits);
-  k.grid_max = pointwiseGrid(k, static_cast<int64_t>(Wide{k.size_max} * per / k.vec), opts);
+  k.grid_max = pointwiseGrid(k, static_cast<int64_t>((Wide{k.size_max} * per + k.vec - 1) / k.vec), opts);
   k.reason += fmt::format("; {} = {} a kernel parameter (symbolic): this kernel serves {} from 1 to {}",
                           *s, n, *s, k.size_max);
 }
