@@ -205,6 +205,7 @@ struct RowTierPath {
   std::string no_tier;
   std::optional<RowPlacement> too_few;
   bool few_pieces = false, partial_sets = false;
+  bool grid_pairs = false;  // the grid's sets would each be split over just two blocks
 };
 
 // Why rows strided along their reduction take no row-vector tier, so that each element is a
@@ -250,7 +251,10 @@ std::string placedWhy(const NormKernel& k, NormTier tier, const RowTierPath& pat
                          tier == NormTier::RowPieces ? fmt::format(", at least a quarter of the {} SMs", sms) : "");
     case NormTier::RowVectorsGrid: return no_block;
     case NormTier::RowVectorsLargeBlock:
-      return no_block + fmt::format(", and the grid's whole sets do not take them; the blocks are at least the {} SMs", sms);
+      return no_block + (path.grid_pairs ? std::string(", and the grid's sets would each take just two blocks (a "
+                                                       "barrier a set for two: slower than a set a block)")
+                                         : std::string(", and the grid's whole sets do not take them")) +
+             fmt::format("; the blocks are at least the {} SMs", sms);
     case NormTier::RowGridCutShort:
       return fmt::format("{}, and no grid set of rows dividing the {} of the innermost row axis fits; the rows hold {} "
                          "elements, 2048 an SM or more", too_few, k.outer_shape.back(), k.rows() * k.rowElems());
@@ -312,6 +316,20 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
     row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, path.row_vec,
                                     opts, true, &out.groups, &out.split);
     out.tier = NormTier::RowVectorsGrid;
+    // Sets split over just two blocks: blocks up to the opt-in limit, a set (or part of one) a
+    // block, where they are enough for every SM: channels-last instance_norm_backward f16
+    // 64x512x28x28 on the H100 1279 GB/s against 679, and 1.4-2.0x at each such shape measured;
+    // sets over 4 blocks or more were mixed (bench/results/2026-11-26-h100-instance-norm-tiers.md).
+    if (row_place && out.split == 2) {
+      std::optional<RowPlacement> block =
+          placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, path.row_vec, opts, blockSmemLimit(dev));
+      if (block && blocksOf(*block) >= dev.sm_count) {
+        row_place = block;
+        out.groups = out.split = 0;
+        out.tier = NormTier::RowVectorsLargeBlock;
+        path.grid_pairs = true;
+      }
+    }
   }
   // Rows the grid tier cannot take (their count is no multiple of a set's): blocks of up to
   // the opt-in limit, one or two an SM, rather than a row a block reading one element of
