@@ -6,6 +6,7 @@
 
 #include "tests/compile_test_util.h"
 
+#include "compiler/compile.h"
 #include "compiler/schedule/normalization.h"
 #include "frontend/examples.h"
 
@@ -138,4 +139,40 @@ TEST_CASE("rows split over a cluster holding two loads in runs take up to 16 chu
   StageText kst;
   compileFusion(*bn, bs, test::descsFor(*bn, bs), o, &kst);
   CHECK(test::has(kst[DumpStage::Schedule], "(256 per block), 7 chunks of 4 each"));
+}
+
+TEST_CASE("channels-last instance norm: sets in a block where the grid would pair blocks; padded pitches", "[norm]") {
+  auto in = findExample("instance_norm")->build(DType::F16);
+  auto bn = findExample("batch_norm")->build(DType::F16);
+  auto schedule = [&](const ir::Fusion& f, Bindings sizes, bool no_padded = false) {
+    CompileOptions opts{{90, 132}};
+    opts.tuning.no_padded_sets = no_padded;
+    std::string why;
+    auto k = schedule::scheduleNormalization(f, sizes, descsFor(f, sizes, {{"x", {0, 2, 3, 1}}}), opts, &why);
+    INFO(why);
+    REQUIRE(k);
+    return *k;
+  };
+  // Sets that two blocks of the grid would share (the backward's first kernel): one block a set
+  // (or part of one) instead.
+  auto ib = findExample("instance_norm_backward")->build(DType::F16);
+  const Bindings ib_sizes{{"N", 64}, {"C", 512}, {"H", 28}, {"W", 28}};
+  StageText text;
+  compilePlan(*ib, ib_sizes, descsFor(*ib, ib_sizes, {{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}}),
+              CompileOptions{{90, 132}}, &text);
+  INFO(text[DumpStage::Schedule]);
+  CHECK(text[DumpStage::Schedule].find("tier vectors of rows in a large block") != std::string::npos);
+  CHECK(text[DumpStage::Schedule].find("just two blocks") != std::string::npos);
+  // Sets over 4 blocks at a pitch of 64 f16 rows (8-way bank conflicts): over 5 at 72.
+  auto padded = schedule(*in, {{"N", 64}, {"C", 256}, {"H", 56}, {"W", 56}});
+  auto plain = schedule(*in, {{"N", 64}, {"C", 256}, {"H", 56}, {"W", 56}}, true);
+  CHECK(padded.tier == NormTier::RowVectorsGrid);
+  CHECK(padded.row_pitch == 72);
+  CHECK(padded.split == 5);
+  CHECK(plain.row_pitch == 64);
+  CHECK(plain.split == 4);
+  // 16 sets: 16 groups of 16 blocks take them at once; padded, 15 groups would take two turns.
+  auto bn_sets = schedule(*bn, {{"N", 64}, {"C", 1024}, {"H", 14}, {"W", 14}});
+  CHECK(bn_sets.row_pitch == 64);
+  CHECK(bn_sets.split == 16);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -99,6 +100,17 @@ std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::se
   return {pitch, bytesAt(pitch)};
 }
 
+// rowPitch's pitch where it meets no bank more often than the best pitch with room for any
+// padding would ({0, 0} where it does).
+std::pair<int64_t, int64_t> paddedPitch(int R, int T, int64_t chunks, const std::set<Leaf>& held,
+                                        const std::vector<TensorDesc>& inputs, int64_t max_total) {
+  const int max_bytes = heldByteRange(held, inputs).second;
+  const auto best = rowPitch(R, T, chunks, held, inputs, std::numeric_limits<int64_t>::max() / 4);
+  const auto here = rowPitch(R, T, chunks, held, inputs, max_total);
+  if (here.first == 0 || bankWays(here.first, T, max_bytes) > bankWays(best.first, T, max_bytes)) return {0, 0};
+  return here;
+}
+
 // Places the row-vector tier for rows of `n` elements read from the `held` loads: rows per
 // block (as many as `max_bytes` of shared memory hold, up to 64, each element's
 // rows at least a 32-byte sector, fewer while the blocks would not fill the SMs twice), threads
@@ -183,10 +195,24 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
       if (G > 1 && sets < 2 * G) continue;
       if ((tune_g && G != *tune_g) || G * R * T > 2048) continue;
       if (rowPitch(R, T, chunksAt(P), held, inputs, budget(G)).first == 0) continue;
-      // More sets at once over fewer blocks each, two blocks an SM, where that fits (see gridShape).
-      const GridShape gs = gridShape(sets, 2, G, opts, [&](int S) {
+      // More sets at once over fewer blocks each, two blocks an SM, where that fits (see gridShape):
+      // with the pitch padded against bank conflicts (a pitch of 64 f16 rows put a warp's 8
+      // elements of each row on one bank: 8 ways) where some split up to the SMs' allows it and
+      // its fewer groups take under 1.5 times the turns at the sets (batch_norm f16
+      // 64x1024x14x14: 16 sets, one turn of 16 groups, two of 15 padded: 20% slower), else as the
+      // fewest blocks fit. On the H100, channels-last instance_norm_backward +40-100%, forward
+      // +4-40% (bench/results/2026-11-26-h100-padded-sets.md).
+      const GridShape plain = gridShape(sets, 2, G, opts, [&](int S) {
         return rowPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
       });
+      GridShape gs = plain;
+      if (!tune.no_padded_sets && paddedPitch(R, T, chunksAt(P), held, inputs, budget(2)).first != 0) {
+        const GridShape pad = gridShape(sets, 2, G, opts, [&](int S) {
+          return paddedPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
+        });
+        auto turns = [&](const GridShape& g) { return (sets + g.groups - 1) / g.groups; };
+        if (turns(pad) * 2 < turns(plain) * 3) gs = pad;
+      }
       *groups = gs.groups;
       *split = gs.split;
       const int64_t chunks = chunksAt(gs.split);
@@ -320,7 +346,14 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
     // block, where they are enough for every SM: channels-last instance_norm_backward f16
     // 64x512x28x28 on the H100 1279 GB/s against 679, and 1.4-2.0x at each such shape measured;
     // sets over 4 blocks or more were mixed (bench/results/2026-11-26-h100-instance-norm-tiers.md).
-    if (row_place && out.split == 2) {
+    // (Two blocks as the fewest that hold a set with its pitch unpadded.)
+    int pairs = 0, plain_groups = 0;
+    CompileOptions plain = opts;
+    plain.tuning.no_padded_sets = true;
+    if (row_place)
+      placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, path.row_vec, plain, true,
+                          &plain_groups, &pairs);
+    if (row_place && pairs == 2) {
       std::optional<RowPlacement> block =
           placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, path.row_vec, opts, blockSmemLimit(dev));
       if (block && blocksOf(*block) >= dev.sm_count) {
