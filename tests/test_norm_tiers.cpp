@@ -176,3 +176,26 @@ TEST_CASE("channels-last instance norm: sets in a block where the grid would pai
   CHECK(bn_sets.row_pitch == 64);
   CHECK(bn_sets.split == 16);
 }
+
+TEST_CASE("the row-vector grid tier's blocks fit the SM together: two groups over every SM at half its memory", "[norm]") {
+  // Two or three sets: one group of the loop, which gridShape turns into two groups of a block
+  // on every SM; the pitch was once chosen for one block an SM (120 KiB each: not resident).
+  struct Case {
+    const char* example;
+    DType t;
+    Bindings sizes;
+  };
+  for (const Case& c : {Case{"batch_norm", DType::F16, {{"N", 64}, {"C", 96}, {"H", 56}, {"W", 56}}},
+                        Case{"batch_norm", DType::BF16, {{"N", 16}, {"C", 96}, {"H", 112}, {"W", 112}}},
+                        Case{"instance_norm", DType::F16, {{"N", 1}, {"C", 128}, {"H", 256}, {"W", 429}}}}) {
+    auto f = findExample(c.example)->build(c.t);
+    std::string why;
+    auto k = schedule::scheduleNormalization(*f, c.sizes, descsFor(*f, c.sizes, {{"x", {0, 2, 3, 1}}}),
+                                             CompileOptions{{90, 132}}, &why);
+    REQUIRE(k);
+    INFO(c.example << ": " << k->reason);
+    CHECK(k->tier == NormTier::RowVectorsGrid);
+    const int64_t per_sm = (k->grid + 131) / 132;
+    CHECK(per_sm * (k->smem_bytes + 5 * 1024) <= 228 * 1024);
+  }
+}

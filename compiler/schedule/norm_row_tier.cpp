@@ -216,7 +216,7 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
       *groups = gs.groups;
       *split = gs.split;
       const int64_t chunks = chunksAt(gs.split);
-      auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, budget(gs.split == P ? G : 2));
+      auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, budget(gs.split == P ? gs.groups : 2));
       return RowPlacement{R, T, chunks, pitch, bytes};
     }
   }

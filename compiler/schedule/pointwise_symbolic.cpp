@@ -69,8 +69,9 @@ void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<
   k.size_factor = k.iter_shape[0] / n;
   const int64_t per = k.numel() / n;  // elements per unit of the size
   // Sizes whose elements the vector does not divide: the tail, at run time (one axis; more
-  // axes keep the innermost a whole number of vectors).
-  if (per % k.vec != 0) {
+  // axes keep the innermost a whole number of vectors). (LOOM_NO_PEEL: as before, a kernel
+  // serving only sizes whose plans share its vector width.)
+  if (per % k.vec != 0 && !opts.tuning.no_peel) {
     LOOM_ASSERT(k.iter_shape.size() == 1, "a symbolic size of {} elements a unit in vectors of {} over {} axes", per,
                 k.vec, k.iter_shape.size());
     k.tail = true;
