@@ -301,7 +301,8 @@ TEST_CASE("symbolic sizes: a symbolic kernel with its size bound is the speciali
                                          {"lstm_cell", {{"B", 97}, {"H", 256}}},
                                          {"layer_norm", {{"N", 4093}, {"D", 4096}}},
                                          {"rms_norm", {{"N", 1531}, {"D", 1000}}},
-                                         {"softmax", {{"N", 100}, {"D", 333}}},
+                                         {"softmax", {{"N", 100}, {"D", 333}}},  // (peeled rows)
+                                         {"log_softmax", {{"N", 97}, {"D", 50257}}},
                                          {"group_norm", {{"N", 3}, {"C", 64}, {"H", 9}, {"W", 7}}},
                                          // (Rows whose last trip fills the grid: a specialized
                                          // column kernel takes fewer blocks where it would not.)
