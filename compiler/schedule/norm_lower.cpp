@@ -233,18 +233,16 @@ void NormLowering::rowsAt(const ExprP& first_row, const std::vector<ExprP>& ahea
   if (k_.cluster > 1) b_.emit(kir::barrier(kir::Barrier::ClusterWait));
 }
 
-std::pair<ExprP, ExprP> NormLowering::peelOf(const std::vector<ExprP>& outer) {
+ExprP NormLowering::peelHead(const std::vector<ExprP>& outer) {
   const int64_t V = k_.vec;
   ExprP first = c(k_.peel_offset);
   for (size_t i = 0; i < k_.peel_strides.size(); ++i) first = b_.add(first, b_.mul(outer[i], c(k_.peel_strides[i])));
-  ExprP head = b_.op(kir::IndexOp::And, b_.op(kir::IndexOp::Sub, c(V), b_.op(kir::IndexOp::And, first, c(V - 1))),
-                     c(V - 1));
-  ExprP whole = b_.udiv(b_.op(kir::IndexOp::Sub, c(k_.rowElems()), head), c(V));
-  return {head, whole};
+  return b_.op(kir::IndexOp::And, b_.op(kir::IndexOp::Sub, c(V), b_.op(kir::IndexOp::And, first, c(V - 1))), c(V - 1));
 }
 
 Chunk NormLowering::edgeChunk() {
-  auto [head, whole] = peelOf(outer_idx_);
+  ExprP head = peelHead(outer_idx_);
+  ExprP whole = b_.udiv(b_.op(kir::IndexOp::Sub, c(k_.rowElems()), head), c(k_.vec));
   // Thread t's element: t in the head, else t past the last whole vector's end; the element
   // is in the row where it is before its end (a bound the IR verifier sees).
   ExprP at = b_.select(b_.op(kir::IndexOp::Ult, vt_, head), vt_, b_.add(vt_, b_.mul(whole, c(k_.vec))));
@@ -265,7 +263,7 @@ Chunk NormLowering::chunkOf(std::vector<ExprP> outer, const ExprP& t, const Expr
   if (k_.peel) {
     // Chunk ci of the row's whole vectors from its head on: in the row where it ends by the
     // row's end (ci < whole; the verifier sees this bound), else the first one again.
-    ExprP head = peelOf(outer).first;
+    ExprP head = peelHead(outer);
     ExprP at = b_.add(head, b_.mul(ci, c(k_.vec)));
     ch.valid = b_.op(kir::IndexOp::Ult, at, c(k_.rowElems() - k_.vec + 1));
     ch.slot = b_.select(b_.op(kir::IndexOp::Ult, ci, c(row_chunks_)), ci, c(0));

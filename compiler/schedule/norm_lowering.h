@@ -103,8 +103,8 @@ class NormLowering {
   int64_t unitTrips() const;
   int lanesOf(const Chunk& ch) const { return ch.lanes ? ch.lanes : ch.row_lanes ? k_.row_vec : k_.vec; }
   // A peeled row (NormKernel::peel) at outer coordinates `outer`: the elements before its first
-  // aligned one (its head) and its whole vectors from there.
-  std::pair<ExprP, ExprP> peelOf(const std::vector<ExprP>& outer);
+  // aligned one (its head).
+  ExprP peelHead(const std::vector<ExprP>& outer);
   // The thread's element of its peeled row's edge: the row's head and the elements past its
   // last whole vector, one a thread of the row's first ones; read from global memory each pass.
   Chunk edgeChunk();

@@ -100,14 +100,19 @@ std::pair<int64_t, int64_t> rowPitch(int R, int T, int64_t chunks, const std::se
   return {pitch, bytesAt(pitch)};
 }
 
-// rowPitch's pitch where it meets no bank more often than the best pitch with room for any
-// padding would ({0, 0} where it does).
+// The fewest times rowPitch's pitch for R rows of T threads a row meets a bank, with room for any
+// padding (the pitch it picks then does not depend on the chunks).
+int fewestBankWays(int R, int T, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {
+  const auto best = rowPitch(R, T, 1, held, inputs, std::numeric_limits<int64_t>::max() / 4);
+  return bankWays(best.first, T, heldByteRange(held, inputs).second);
+}
+
+// rowPitch's pitch where it meets no bank more often than `fewest` (fewestBankWays) times ({0, 0}
+// where it does).
 std::pair<int64_t, int64_t> paddedPitch(int R, int T, int64_t chunks, const std::set<Leaf>& held,
-                                        const std::vector<TensorDesc>& inputs, int64_t max_total) {
-  const int max_bytes = heldByteRange(held, inputs).second;
-  const auto best = rowPitch(R, T, chunks, held, inputs, std::numeric_limits<int64_t>::max() / 4);
+                                        const std::vector<TensorDesc>& inputs, int64_t max_total, int fewest) {
   const auto here = rowPitch(R, T, chunks, held, inputs, max_total);
-  if (here.first == 0 || bankWays(here.first, T, max_bytes) > bankWays(best.first, T, max_bytes)) return {0, 0};
+  if (here.first == 0 || bankWays(here.first, T, heldByteRange(held, inputs).second) > fewest) return {0, 0};
   return here;
 }
 
@@ -165,10 +170,12 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
 // axis; or, not `whole_sets`, the last set cut short), each set's elements dealt to the grid's
 // blocks in runs of T (blocks of 512 threads), and up to 2 groups of blocks taking turns by set
 // (each group walking two sets or more). Channels-last instance norm and batch norm of large
-// images.
+// images. `plain_split`, where given: the split of the fewest blocks that hold a set at its
+// unpadded pitch.
 std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t row_axis, const std::set<Leaf>& held,
                                                 const std::vector<TensorDesc>& inputs, int row_vec,
-                                                const CompileOptions& opts, bool whole_sets, int* groups, int* split) {
+                                                const CompileOptions& opts, bool whole_sets, int* groups, int* split,
+                                                int* plain_split = nullptr) {
   const DeviceInfo& dev = opts.device;
   const Tuning& tune = opts.tuning;
   // A grid of one SM has no blocks to split a set over.
@@ -206,15 +213,17 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
         return rowPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
       });
       GridShape gs = plain;
-      if (!tune.no_padded_sets && paddedPitch(R, T, chunksAt(P), held, inputs, budget(2)).first != 0) {
+      const int fewest = fewestBankWays(R, T, held, inputs);
+      if (!tune.no_padded_sets && paddedPitch(R, T, chunksAt(P), held, inputs, budget(2), fewest).first != 0) {
         const GridShape pad = gridShape(sets, 2, G, opts, [&](int S) {
-          return paddedPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
+          return paddedPitch(R, T, chunksAt(S), held, inputs, budget(2), fewest).first != 0;
         });
         auto turns = [&](const GridShape& g) { return (sets + g.groups - 1) / g.groups; };
         if (turns(pad) * 2 < turns(plain) * 3) gs = pad;
       }
       *groups = gs.groups;
       *split = gs.split;
+      if (plain_split) *plain_split = plain.split;
       const int64_t chunks = chunksAt(gs.split);
       auto [pitch, bytes] = rowPitch(R, T, chunks, held, inputs, budget(gs.split == P ? gs.groups : 2));
       return RowPlacement{R, T, chunks, pitch, bytes};
@@ -339,20 +348,14 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   if (path.few_pieces) path.too_few.swap(row_place);
   const bool more_tiers = path.row_vec > 0 && !path.few_pieces;
   if (more_tiers && !row_place) {
+    int pairs = 0;  // (two blocks as the fewest that hold a set with its pitch unpadded)
     row_place = placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, path.row_vec,
-                                    opts, true, &out.groups, &out.split);
+                                    opts, true, &out.groups, &out.split, &pairs);
     out.tier = NormTier::RowVectorsGrid;
     // Sets split over just two blocks: blocks up to the opt-in limit, a set (or part of one) a
     // block, where they are enough for every SM: channels-last instance_norm_backward f16
     // 64x512x28x28 on the H100 1279 GB/s against 679, and 1.4-2.0x at each such shape measured;
     // sets over 4 blocks or more were mixed (bench/results/2026-11-26-h100-instance-norm-tiers.md).
-    // (Two blocks as the fewest that hold a set with its pitch unpadded.)
-    int pairs = 0, plain_groups = 0;
-    CompileOptions plain = opts;
-    plain.tuning.no_padded_sets = true;
-    if (row_place)
-      placeRowVectorsGrid(k.rowElems(), k.rows(), k.outer_shape.back(), held_leaves, inputs, path.row_vec, plain, true,
-                          &plain_groups, &pairs);
     if (row_place && pairs == 2) {
       std::optional<RowPlacement> block =
           placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, path.row_vec, opts, blockSmemLimit(dev));

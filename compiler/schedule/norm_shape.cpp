@@ -384,9 +384,8 @@ Access peeledAccess(const NormKernel& k, DType t, int64_t offset, const std::vec
 
 }  // namespace
 
-Decision<bool> choosePeel(NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs) {
+Decision<bool> choosePeel(NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs, int full) {
   NormKernel& k = ax.k;
-  const int full = fullVectorWidth(ax, held, inputs);
   const size_t nout = k.outer_shape.size();
   // Worth its edge only where whole vectors are most of the row.
   constexpr int64_t kMinVectors = 32;

@@ -59,10 +59,10 @@ Decision<int> chooseVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, 
 // The lanes of a whole 16-byte vector of the held rows (of the outputs where none is held).
 int fullVectorWidth(const NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);
 
-// Whole vectors for rows whose length they do not divide (NormKernel::peel): sets `ax.k`'s
-// peel fields where a held load read along the row and varying along the rows is the rows'
-// alignment reference and the rows are long enough; true with the reason.
-Decision<bool> choosePeel(NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs);
+// Whole vectors of `full` lanes (fullVectorWidth) for rows whose length they do not divide
+// (NormKernel::peel): sets `ax.k`'s peel fields where a held load read along the row and varying
+// along the rows is the rows' alignment reference and the rows are long enough; true with the reason.
+Decision<bool> choosePeel(NormAxes& ax, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs, int full);
 
 // Sets `ax.k`'s loads' and stores' accesses at its vector width, its stores, its held loads
 // (`smem_leaves`) and its index width; returns the grid tier's workspace regions it may need.

@@ -279,8 +279,8 @@ std::optional<NormKernel> scheduleRows(const ir::Fusion& f, const Bindings& size
   const RowTierChoice row_tier = chooseRowTier(k, row_held, inputs, opts);
   const std::set<Leaf>& held = row_tier.place ? row_held : all_held;
   Decision<int> vec = chooseVectorWidth(*ax, held, inputs, row_tier.place.has_value());
-  if (peel && !row_tier.place && vec.value < fullVectorWidth(*ax, held, inputs))
-    if (Decision<bool> p = choosePeel(*ax, held, inputs); p.value) vec = {fullVectorWidth(*ax, held, inputs), p.why};
+  if (const int full = fullVectorWidth(*ax, held, inputs); peel && !row_tier.place && vec.value < full)
+    if (Decision<bool> p = choosePeel(*ax, held, inputs, full); p.value) vec = {full, p.why};
   k.vec = vec.value;
   const int reductions = mapAccesses(*ax, f, held, inputs);
   TierChoice c;

@@ -26,7 +26,7 @@ class PointwiseLowering {
   // Chunk `c`'s body; with a tail, the last whole chunk's, then the tail's under the chunk after.
   kir::Body body(const std::string& c) {
     kir::Body b;
-    if (k_.tail == 0) {
+    if (!k_.tail) {
       std::vector<ExprP> idx = coords(c, b);
       lanesAt(idx, k_.vec, b);
       return b;
