@@ -135,6 +135,57 @@ TEST_CASE("symbolic sizes: one kernel runs every batch size of its class", "[gpu
   }
 }
 
+TEST_CASE("symbolic sizes: reductions over the batch run every count of their class", "[gpu][symbolic]") {
+  if (!test::haveGpu()) return;
+  Tuning t;
+  t.symbolic = true;
+  const std::vector<int> nhwc{0, 2, 3, 1};
+  struct Case {
+    const char* name;  // a built-in, or a fusion in the text format
+    const char* sym;
+    Bindings others;
+    std::vector<int64_t> values;
+    std::map<std::string, std::vector<int>> layouts = {};
+    DType dtype = DType::F16;
+    int compiles = 2;  // plans compiled: the values' classes
+  };
+  const std::string total = "fusion total {\n  in x: f32[N, D]\n  s: f32[] = sum(x, dims=[0, 1], keepdim=false)\n  out s = s\n}\n";
+  const std::string colmean =
+      "fusion colmean {\n  in x: bf16[N, C]\n  t0: f32[N, C] = cast(x, to=f32)\n"
+      "  m: f32[C] = mean(t0, dims=[0], keepdim=false)\n  out m = m\n}\n";
+  for (const Case& c : std::vector<Case>{
+           // the weight gradients' sums over N beside the normalization kernel
+           {"group_norm_backward", "N", {{"C", 64}, {"H", 16}, {"W", 16}}, {33, 40, 63, 64, 100}},
+           {"group_norm_backward", "N", {{"C", 64}, {"H", 16}, {"W", 16}}, {33, 47, 64}, {{"x", nhwc}, {"dy", nhwc}}},
+           {"instance_norm_backward", "N", {{"C", 64}, {"H", 16}, {"W", 16}}, {33, 47, 63}},
+           // (3 classes: the sums' count crosses 2048 vectors at N = 42, the rows' blocks change at 64)
+           {"layer_norm_2d_backward", "N", {{"C", 96}, {"H", 14}, {"W", 14}}, {33, 50, 64}, {}, DType::F16, 3},
+           // the channel statistics over {N, H, W}, channels-last
+           {"batch_norm_backward", "N", {{"C", 64}, {"H", 14}, {"W", 14}}, {33, 40, 63}, {{"x", nhwc}, {"dy", nhwc}},
+            DType::F32},
+           // the bias gradient over B beside the gate gradients written as they are read
+           {"lstm_cell_backward", "B", {{"H", 256}}, {60, 61, 97, 99}},
+           {"gru_cell_backward", "B", {{"H", 256}}, {60, 97}},
+           {total.c_str(), "N", {{"D", 1024}}, {1000, 1500, 2047}, {}, DType::F32},
+           {colmean.c_str(), "N", {{"C", 512}}, {257, 300, 511}, {}, DType::BF16}}) {
+    const bool text = std::string(c.name).rfind("fusion", 0) == 0;
+    std::unique_ptr<ir::Fusion> f = text ? parseFusion(c.name) : findExample(c.name)->build(c.dtype);
+    Bindings sizes = text ? Bindings{} : findExample(c.name)->default_sizes;
+    for (const auto& [k, x] : c.others) sizes[k] = x;
+    Executor ex(*f, t);
+    int compiled = 0;
+    for (int64_t v : c.values) {
+      sizes[c.sym] = v;
+      INFO(f->name() << " " << c.sym << "=" << v << (c.layouts.empty() ? "" : " channels-last"));
+      const auto host = test::randomHostInputs(*f, sizes, c.layouts, static_cast<uint64_t>(v));
+      compiled += test::runAndCheck(ex, *f, sizes, host).source == CompileStats::Source::Compiled;
+    }
+    // A class a power of two of the count, not one a size.
+    INFO(f->name());
+    CHECK(compiled <= c.compiles);
+  }
+}
+
 TEST_CASE("LSTM and GRU cells run as one kernel each", "[gpu][pointwise]") {
   if (!test::haveGpu()) return;
   for (const char* name : {"lstm_cell", "gru_cell"}) {

@@ -431,3 +431,63 @@ TEST_CASE("a plan's kernels that know every size anyway compile as exact ones, w
   CHECK(test::has(st[DumpStage::Schedule], "sizes under LOOM_TUNE_SYMBOLIC: every size known ("));
   CHECK(test::has(st[DumpStage::Schedule], "; compiled as an exact kernel"));
 }
+
+TEST_CASE("symbolic sizes: reductions over the batch take it at run time, one kernel a power of two", "[symbolic]") {
+  // Weight and bias gradients summed over N (columns: the outer layout), a full sum (the inner
+  // layout, N*D elements a row), a mean over N (divided by the count read at run time).
+  auto wgrad = parseFusion(
+      "fusion wgrad {\n  in dy: f16[N, C]\n  in x: f16[N, C]\n  t0: f32[N, C] = cast(dy, to=f32)\n"
+      "  t1: f32[N, C] = cast(x, to=f32)\n  t2: f32[N, C] = mul(t0, t1)\n"
+      "  t3: f32[C] = sum(t2, dims=[0], keepdim=false)\n  t4: f32[C] = sum(t0, dims=[0], keepdim=false)\n"
+      "  out dw = t3\n  out db = t4\n}\n");
+  auto total = parseFusion("fusion total {\n  in x: f32[N, D]\n  s: f32[] = sum(x, dims=[0, 1], keepdim=false)\n  out s = s\n}\n");
+  auto colmean = parseFusion(
+      "fusion colmean {\n  in x: bf16[N, C]\n  t0: f32[N, C] = cast(x, to=f32)\n"
+      "  m: f32[C] = mean(t0, dims=[0], keepdim=false)\n  out m = m\n}\n");
+  struct Case {
+    const ir::Fusion* f;
+    Bindings sizes;
+    const char* kir;  // what the kernel IR counts by
+  };
+  for (const Case& c : std::vector<Case>{{wgrad.get(), {{"N", 64}, {"C", 1024}}, "<u (size.N * 1)"},
+                                         {wgrad.get(), {{"N", 4096}, {"C", 96}}, "<u (size.N * 1)"},
+                                         {total.get(), {{"N", 1024}, {"D", 4096}}, "size.N * 1024"},
+                                         {colmean.get(), {{"N", 256}, {"C", 512}}, "cast<f32>(size.N * 1)"}}) {
+    INFO(c.f->name() << " N = " << c.sizes.at("N"));
+    StageText st;
+    auto k = compileFusion(*c.f, c.sizes, test::descsFor(*c.f, c.sizes), symbolicOptions(), &st);
+    CHECK(k.size_args == std::vector<std::string>{"N"});
+    CHECK(test::has(st[DumpStage::Schedule], "reduction: "));
+    CHECK(test::has(st[DumpStage::Schedule], "sizes: N a kernel parameter"));
+    CHECK(test::has(st[DumpStage::KIR], c.kir));
+    LOOM_CHECK_PTXAS(k.ptx, 90);
+    // At a power of two the class's shape is the exact one's: bound to N, the very same PTX.
+    CHECK(kernelPtx(*c.f, c.sizes, symbolicOptions(), true) == kernelPtx(*c.f, c.sizes, CompileOptions{{90, 132}}, false));
+    // Another N of the class: the same key, and bound to it the same kernel as compiled there.
+    Bindings other = c.sizes;
+    other["N"] = c.sizes.at("N") * 3 / 2 + 1;
+    const auto a = symbolicClass(*c.f, c.sizes, test::descsFor(*c.f, c.sizes), symbolicOptions());
+    const auto b = symbolicClass(*c.f, other, test::descsFor(*c.f, other), symbolicOptions());
+    REQUIRE(a.has_value());
+    REQUIRE(b.has_value());
+    CHECK(a->key == b->key);
+    CHECK(a->grid == b->grid);
+  }
+  // Without the switch, and where the batch is not outermost in memory (x[C, N]), every size known.
+  CHECK(compileFusion(*wgrad, {{"N", 64}, {"C", 1024}}, test::descsFor(*wgrad, {{"N", 64}, {"C", 1024}}),
+                      CompileOptions{{90, 132}}).size_args.empty());
+  auto inner = parseFusion(
+      "fusion inner {\n  in x: f32[C, N]\n  s: f32[C] = sum(x, dims=[1], keepdim=false)\n  out s = s\n}\n");
+  StageText ist;
+  compileFusion(*inner, {{"N", 4096}, {"C", 64}}, test::descsFor(*inner, {{"N", 4096}, {"C", 64}}), symbolicOptions(), &ist);
+  CHECK(test::has(ist[DumpStage::Schedule], "every size known (N is not outermost in every tensor's memory)"));
+
+  // Issue 23's backward built-ins over 40 batch sizes: their plans' reductions over N (group
+  // norm's and instance norm's weight gradients, channels-last batch norm's statistics) and the
+  // LSTM cell's bias gradient no longer compile per size.
+  CHECK(sweep("group_norm_backward", "N", 33, 72, symbolicOptions(), {{"C", 64}, {"H", 16}, {"W", 16}}).compiles <= 5);
+  CHECK(sweep("instance_norm_backward", "N", 33, 72, symbolicOptions(), {{"C", 64}, {"H", 16}, {"W", 16}}).compiles <= 5);
+  CHECK(sweep("layer_norm_2d_backward", "N", 33, 72, symbolicOptions(), {{"C", 96}, {"H", 14}, {"W", 14}}).compiles <= 5);
+  CHECK(sweep("lstm_cell_backward", "B", 60, 99, symbolicOptions(), {{"H", 256}}).compiles <= 2);
+  CHECK(sweep("gru_cell_backward", "B", 60, 99, symbolicOptions(), {{"H", 256}}).compiles <= 2);
+}

@@ -17,14 +17,6 @@ namespace {
 
 using Wide = __int128;
 
-// The first atom of `{N, 32}`.
-std::string firstAtom(const std::string& atoms) {
-  const size_t b = atoms.find('{');
-  const size_t e = atoms.find_first_of(",}", b == std::string::npos ? 0 : b + 1);
-  if (b == std::string::npos || e == std::string::npos) return "";
-  return atoms.substr(b + 1, e - b - 1);
-}
-
 // The furthest element a kernel of `n` (its first row axis `size_factor` n) reaches.
 Wide maxOffset(const NormKernel& k, int64_t n) {
   std::vector<int64_t> shape = k.outer_shape;

@@ -112,9 +112,27 @@ int outerVectorWidth(const NormAxes& ax, const std::vector<TensorDesc>& inputs) 
 // Vectors a row from which one block a row (512 threads) is this scheduler's even unsplit.
 constexpr int64_t kLongRowUnits = 1024;
 
-std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
+// The greatest power of two at most v (v >= 1).
+int64_t floorPow2(int64_t v) {
+  int64_t p = 1;
+  while (p <= v / 2) p *= 2;
+  return p;
+}
+
+// Loads in flight a thread: no more than the units the busiest thread has (`units` walked `step`
+// apart; for a symbolic kernel, at the least count of its class), so that a trip holds no unit
+// past every thread's share. (ptxas folded most such units of kernels that know their count; a
+// symbolic kernel held them all: LSTM cell backward's 5 element stores a unit took 226 registers
+// at 4 units, against 80.)
+int classUnroll(const ReductionKernel& r, int64_t units, int64_t step) {
+  return static_cast<int>(std::clamp<int64_t>((units + step - 1) / step, 1, r.unroll));
+}
+
+// `by_class`: the shape is chosen from the power of two of the reduced count, which a symbolic
+// kernel's every count shares (reducedSizeCandidate).
+std::string innerShape(ReductionKernel& r, const CompileOptions& opts, bool by_class) {
   const NormKernel& k = r.k;
-  const int64_t units = r.rowUnits();
+  const int64_t units = by_class ? floorPow2(r.rowUnits()) : r.rowUnits();
   r.block = units >= 2048 ? 512 : std::clamp(nextPow2(units / 4), 32, 512);
   if (opts.tuning.red_block) r.block = nextPow2(*opts.tuning.red_block);
   const int64_t target = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block);
@@ -133,6 +151,7 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts) {
     return fmt::format("{} rows of {} elements fill the GPU one block a row (or are too short to split): the "
                        "normalization scheduler's", k.rows(), k.rowElems());
   r.grid = k.rows() * r.split;
+  if (!opts.tuning.red_unroll) r.unroll = classUnroll(r, units, int64_t{r.block} * r.split);
   return "";
 }
 
@@ -148,12 +167,14 @@ constexpr int64_t kLongColumns = 65536;
 // the narrowest loaded element. The block's columns of threads meet in static shared memory, at
 // most 48 KiB a block, and every row of a tile needs a thread of its own to finish it
 // (by >= vec). Empty, or why it cannot.
-std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t partial_bytes, int elem_bytes) {
+std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t partial_bytes, int elem_bytes,
+                       bool by_class) {
   const NormKernel& k = r.k;
+  const int64_t elems = by_class ? floorPow2(k.rowElems()) : k.rowElems();
   const int64_t cols = k.rows() / k.vec;  // vectors of neighbouring rows
   const int64_t target = int64_t{opts.device.sm_count} * (kThreadsPerSm / 256);
   r.bx = static_cast<int>(std::min<int64_t>(32, cols));
-  const int whole_lines = k.rowElems() >= kLongColumns ? std::max(8, 128 / std::max(1, k.vec * elem_bytes)) : 8;
+  const int whole_lines = elems >= kLongColumns ? std::max(8, 128 / std::max(1, k.vec * elem_bytes)) : 8;
   while (r.bx > whole_lines && (cols + r.bx - 1) / r.bx < target / 2) r.bx /= 2;
   if (opts.tuning.red_bx) r.bx = static_cast<int>(std::min<int64_t>(*opts.tuning.red_bx, cols));
   const int block = opts.tuning.red_block ? *opts.tuning.red_block : 256;
@@ -184,11 +205,12 @@ std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t p
   constexpr int64_t kOuterTrips = 4;
   const int64_t fill = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles;
   const int64_t half = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block / 2) / r.tiles;
-  const int64_t deep = k.rowElems() / (int64_t{r.by} * kOuterTrips * r.unroll);
-  const int64_t most = std::max<int64_t>({1, deep, std::min<int64_t>(k.rowElems() / r.by, fill / 4)});
+  const int64_t deep = elems / (int64_t{r.by} * kOuterTrips * r.unroll);
+  const int64_t most = std::max<int64_t>({1, deep, std::min<int64_t>(elems / r.by, fill / 4)});
   r.split = std::clamp<int64_t>(half, 1, most);
   if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
   r.grid = r.tiles * r.split;
+  if (!opts.tuning.red_unroll) r.unroll = classUnroll(r, elems, int64_t{r.by} * r.split);
   return "";
 }
 
@@ -248,7 +270,9 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   int elem_bytes = 8;
   for (const auto& [leaf, access] : r.k.load_access)
     elem_bytes = std::min(elem_bytes, dtypeBytes(inputs[static_cast<size_t>(leaf.input)].dtype));
-  if (std::string why = outer ? outerShape(r, opts, partial_bytes, elem_bytes) : innerShape(r, opts); !why.empty())
+  const bool by_class = opts.tuning.symbolic && !reducedSizeCandidate(f, sizes, r.k).empty();
+  if (std::string why = outer ? outerShape(r, opts, partial_bytes, elem_bytes, by_class) : innerShape(r, opts, by_class);
+      !why.empty())
     return reject(why);
   if (r.grid >= (int64_t{1} << 31))
     return reject(fmt::format("{} blocks are past the GPU's launch limit of 2^31 - 1", r.grid));
@@ -276,6 +300,7 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
                            "of {}{}, {}{}; grid {}",
                            r.k.rows(), r.k.outer_atoms, r.k.rowElems(), r.k.red_atoms, r.block, r.k.vec,
                            vec_why.empty() ? "" : " (" + vec_why + ")", split_why, elements, r.grid);
+  if (opts.tuning.symbolic) makeReductionSymbolic(f, sizes, inputs, r);
   return r;
 }
 

@@ -40,11 +40,29 @@ struct ReductionKernel {
   int64_t counter_bytes = 0;  // workspace: one u32 counter per row (inner) or tile (outer)
   int64_t workspace_bytes = 0;
   std::string reason;
+  // A reduced count taken at run time (LOOM_TUNE_SYMBOLIC, schedule/reduction_symbolic.cpp): the
+  // outermost reduced atom `size_symbol`, the first reduced axis `size_factor` times it, for
+  // every value from 1 to `size_max`; the grid is the same for all of them.
+  std::string size_symbol;
+  int64_t size_value = 0, size_factor = 1, size_max = 0;
+  bool symbolic() const { return !size_symbol.empty(); }
+  // The elements a row reduces where the size is `m` (symbolic kernels).
+  int64_t reducedCount(int64_t m) const;
 
   int64_t rowsPerBlock() const { return layout == Layout::Outer ? int64_t{bx} * k.vec : 1; }
   // Elements (inner: vectors) of a row each block's threads walk: the row's, over `split`.
   int64_t rowUnits() const { return layout == Layout::Outer ? k.rowElems() : k.rowElems() / k.vec; }
 };
+
+// The symbol a symbolic kernel (LOOM_TUNE_SYMBOLIC) would take at run time: the outermost
+// reduced atom where it is a size symbol of at least 2 that every tensor names as a whole dim;
+// "" where there is none. Where there is one, the kernel's shape is chosen from the power of two
+// of its reduced count, not the count (so that the counts of a class share the kernel).
+std::string reducedSizeCandidate(const ir::Fusion& f, const Bindings& sizes, const NormKernel& k);
+// Makes `r` take its reduced count at run time where nothing stands in the way (or says why in
+// its reason).
+void makeReductionSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                           ReductionKernel& r);
 
 std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bindings& sizes,
                                                  const std::vector<TensorDesc>& inputs,

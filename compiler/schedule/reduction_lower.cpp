@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compiler/kir/builder.h"
+#include "compiler/schedule/symbolic.h"
 #include "ir/error.h"
 
 namespace loom::schedule {
@@ -100,19 +101,24 @@ class ReductionLowering {
   // Every reduction's fold of `values(unit)` (one value of `lanes` lanes each) over the units
   // first + (m * U + u) * step, U = `unroll`, in that order: the U units of a trip are loaded
   // before any is folded, and units from `count` on fold nothing (read at unit 0).
+  // `count_at_run` (symbolic kernels): the count read at run time, `count` its largest.
   using UnitValues = std::function<std::vector<ExprP>(const ExprP& unit, const ExprP& valid)>;
   std::vector<ExprP> foldUnits(const ExprP& first, int64_t step, int64_t count, int lanes, int unroll,
-                               const UnitValues& values) {
+                               const UnitValues& values, const ExprP& count_at_run = nullptr) {
     const int U = unroll;
     const int64_t per_thread = (count + step - 1) / step;
     const int64_t trips = std::max<int64_t>(1, (per_thread + U - 1) / U);
+    // At least one trip: a count is at least 1.
+    const ExprP trips_at_run =
+        count_at_run ? kir::index(kir::IndexOp::Div, kir::add(count_at_run, c(step * U - 1)), c(step * U)) : nullptr;
+    const ExprP bound = count_at_run ? count_at_run : c(count);
     std::vector<ExprP> init;
     for (const ENode* r : reductions_) init.push_back(identity(r, lanes));
     return b_.repeat("m", trips, init, [&](const ExprP& m, const std::vector<ExprP>& carried) {
       std::vector<std::vector<ExprP>> parts(U);
       for (int u = 0; u < U; ++u) {
         ExprP j = b_.add(first, b_.mul(b_.add(b_.mul(m, c(U)), c(u)), c(step)));
-        ExprP valid = b_.bind(kir::index(kir::IndexOp::Ult, j, c(count)));
+        ExprP valid = b_.bind(kir::index(kir::IndexOp::Ult, j, bound));
         std::vector<ExprP> v = values(b_.select(valid, j, c(0)), valid);
         for (size_t i = 0; i < reductions_.size(); ++i)
           parts[static_cast<size_t>(u)].push_back(b_.select(valid, v[i], identity(reductions_[i], lanes)));
@@ -122,14 +128,26 @@ class ReductionLowering {
         for (size_t i = 0; i < reductions_.size(); ++i)
           next[i] = fold(reductions_[i], next[i], parts[static_cast<size_t>(u)][i], lanes);
       return next;
-    });
+    }, 1, trips_at_run);
+  }
+
+  // The units (elements, or vectors of the inner layout) a row reduces: the largest a symbolic
+  // kernel serves, and the count read at run time (null where every size is known).
+  int64_t mostUnits() const {
+    const int64_t per = r_.layout == ReductionKernel::Layout::Inner ? k_.vec : 1;
+    return r_.symbolic() ? r_.reducedCount(r_.size_max) / per : r_.rowUnits();
+  }
+  ExprP unitsAtRun() const {
+    if (!r_.symbolic()) return nullptr;
+    const int64_t per = r_.layout == ReductionKernel::Layout::Inner ? k_.vec : 1;
+    return kir::mul(kir::var(sizeVar(r_.size_symbol), Type::idx()), c(r_.reducedCount(1) / per));
   }
 
   // The thread's share of the elements: `at(unit)` gives a unit's point; with `fold_lanes`, the
   // lanes of a unit are folded into one value (inner layout), else kept lane by lane.
-  std::vector<ExprP> accumulate(const ExprP& first, int64_t step, int64_t units, int lanes, bool fold_lanes,
+  std::vector<ExprP> accumulate(const ExprP& first, int64_t step, int lanes, bool fold_lanes,
                                 const std::function<Point(const ExprP&)>& at) {
-    return foldUnits(first, step, units, fold_lanes ? 1 : lanes, r_.unroll, [&](const ExprP& j, const ExprP& valid) {
+    return foldUnits(first, step, mostUnits(), fold_lanes ? 1 : lanes, r_.unroll, [&](const ExprP& j, const ExprP& valid) {
       Point p = at(j);
       storeElements(p, place_ok_ ? b_.op(kir::IndexOp::And, valid, place_ok_) : valid);
       std::vector<ExprP> v;
@@ -141,7 +159,7 @@ class ReductionLowering {
         v.push_back(x);
       }
       return v;
-    });
+    }, unitsAtRun());
   }
 
   // The element stores (schedule/reduction.h) at `p`, where `ok`: each output's value there,
@@ -195,8 +213,14 @@ class ReductionLowering {
     for (size_t i = 0; i < reductions_.size(); ++i) {
       const ENode* r = reductions_[i];
       ExprP t = totals[i];
-      if (r->op == ir::OpKind::Mean)
-        t = b_.math(ir::OpKind::Div, acc(r), {t, kir::dataConst(acc(r), static_cast<double>(k_.rowElems()), 1)});
+      if (r->op == ir::OpKind::Mean) {
+        const ExprP n = r_.symbolic()
+                            ? b_.bind(kir::convert(kir::mul(kir::var(sizeVar(r_.size_symbol), Type::idx()),
+                                                            c(r_.reducedCount(1))),
+                                                   Type::data(acc(r), 1)))
+                            : kir::dataConst(acc(r), static_cast<double>(k_.rowElems()), 1);
+        t = b_.math(ir::OpKind::Div, acc(r), {t, n});
+      }
       totals_[r] = r->dtype == acc(r) ? t : b_.bind(kir::math(ir::OpKind::Cast, r->dtype, {t}));
     }
     Point p;
@@ -238,7 +262,7 @@ void ReductionLowering::inner(const ExprP& block) {
   ExprP row = S > 1 ? b_.bindAs("row", kir::index(kir::IndexOp::Div, block, c(S))) : block;
   ExprP s = S > 1 ? b_.bindAs("rank", kir::index(kir::IndexOp::Rem, block, c(S))) : c(0);
   std::vector<ExprP> outer_idx = b_.unravel(row, k_.outer_shape, 1);
-  auto parts = accumulate(b_.add(b_.mul(s, c(T)), t), int64_t{T} * S, r_.rowUnits(), k_.vec, true, [&](const ExprP& j) {
+  auto parts = accumulate(b_.add(b_.mul(s, c(T)), t), int64_t{T} * S, k_.vec, true, [&](const ExprP& j) {
     Point p;
     p.idx = outer_idx;
     for (const auto& x : b_.unravel(j, k_.red_shape, k_.vec)) p.idx.push_back(x);
@@ -338,7 +362,7 @@ void ReductionLowering::outer(const ExprP& block) {
   ExprP col = b_.select(place_ok_, col0, c(0));
   std::vector<ExprP> outer_idx = b_.unravel(col, k_.outer_shape, 1);
   ExprP first = b_.add(b_.mul(s, c(r_.by)), b_.convert(ty, Type::idx()));
-  auto parts = accumulate(first, int64_t{r_.by} * S, k_.rowElems(), V, false, [&](const ExprP& j) {
+  auto parts = accumulate(first, int64_t{r_.by} * S, V, false, [&](const ExprP& j) {
     Point p;
     p.idx = outer_idx;
     for (const auto& x : b_.unravel(j, k_.red_shape, 1)) p.idx.push_back(x);
@@ -385,7 +409,13 @@ kir::Kernel lowerReduction(const ir::Fusion& f, const ReductionKernel& r, const 
   kir::Kernel out;
   out.name = r.k.name;
   out.scheduler = "reduction";
-  out.params = kir::fusionParams(f, inputs, r.k.outputs);
+  if (r.symbolic()) {
+    // The first reduced axis of the largest size served is the first dim of every tensor naming it.
+    out.params = paramsAtLargest(f, inputs, r.k.outputs, r.size_symbol, r.size_max);
+    out.sizes.push_back({sizeVar(r.size_symbol), r.size_max});
+  } else {
+    out.params = kir::fusionParams(f, inputs, r.k.outputs);
+  }
   if (r.split > 1) out.params.push_back({"workspace", DType::I64, false, r.workspace_bytes, true});
   out.noalias = kir::noAlias(r.k.output_alias);
   out.index_bits = r.k.index64 ? 64 : 32;

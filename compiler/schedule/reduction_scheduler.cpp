@@ -25,6 +25,7 @@ class ReductionScheduler final : public Scheduler {
     p.reason = r->reason;
     p.summary = fmt::format("reduction: {}\n  vector width {}\n", r->reason, r->k.vec);
     p.launch = {r->grid, r->block, 0, 1, false, r->workspace_bytes};
+    if (r->symbolic()) p.size_args.push_back({r->size_symbol, r->size_value});
     p.outputs = r->k.outputs;
     p.output_alias = r->k.output_alias;
     p.first_pass = "reduction-blocks";

@@ -6,6 +6,13 @@
 
 namespace loom::schedule {
 
+std::string firstAtom(const std::string& atoms) {
+  const size_t b = atoms.find('{');
+  const size_t e = atoms.find_first_of(",}", b == std::string::npos ? 0 : b + 1);
+  if (b == std::string::npos || e == std::string::npos) return "";
+  return atoms.substr(b + 1, e - b - 1);
+}
+
 bool symbolOnlyWhole(const ir::Fusion& f, const std::string& s) {
   auto clean = [&](const ir::Value* v) {
     for (const Extent& e : v->shape()) {

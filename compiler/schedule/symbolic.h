@@ -19,6 +19,9 @@ namespace loom::schedule {
 // (a fusion's size may be called `b` or `row`, which kernels bind for themselves).
 inline std::string sizeVar(const std::string& s) { return "size." + s; }
 
+// The first atom of a kernel's atoms as the schedulers print them: `N` of `{N, 32}`.
+std::string firstAtom(const std::string& atoms);
+
 // Whether every tensor of `f` names symbol `s` only as a whole dim (never inside a compound
 // extent such as N*C), so the size can change with no other extent changing.
 bool symbolOnlyWhole(const ir::Fusion& f, const std::string& s);
