@@ -3,6 +3,7 @@
 // of the driver; the runtime loads and launches what this returns.
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,9 @@ namespace loom {
 
 namespace schedule {
 struct Planned;
+}
+namespace segment {
+struct SegmentPlan;
 }
 
 // The sm_XX targets loom emits PTX for, and the one for a device of compute capability
@@ -109,6 +113,7 @@ struct CompiledPlan {
   std::vector<TensorDesc> outputs;  // the fusion's outputs (an aliased one: its input's desc)
   std::vector<int> output_alias;    // input index per output, or -1
   std::string segments;             // the segmentation, as `loom segment` prints it
+  std::shared_ptr<const segment::SegmentPlan> segment_plan;  // the segments themselves (replanLike)
 };
 
 // Segments the fusion and compiles every segment. `lookup`, when given, is asked for each
@@ -117,5 +122,16 @@ CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                          StageText* stages = nullptr,
                          const std::function<std::optional<CompiledKernel>(const std::string&)>& lookup = {});
+
+// A new size of a signature whose plan takes its sizes at run time (`opts` LOOM_TUNE_SYMBOLIC):
+// `earlier`'s segments, each scheduled again at these sizes, where every segment's kernel is a
+// class `lookup` already holds; nullopt where one is not (a scheduler refuses the segment, its
+// kernel would know every size or is not compiled), and compilePlan then segments anew. Plans
+// 3 kernels where segmenting searched ~80 candidates (group norm backward). The segmentation is
+// the earlier size's, which this size's own search might have drawn otherwise (its thresholds
+// weigh bytes); each kernel is its class's, as compilePlan's would be.
+std::optional<CompiledPlan> replanLike(const CompiledPlan& earlier, const ir::Fusion& f, const Bindings& sizes,
+                                       const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
+                                       const std::function<std::optional<CompiledKernel>(const std::string&)>& lookup);
 
 }  // namespace loom

@@ -21,14 +21,22 @@ std::vector<std::string> symbolicClassKeys(const ir::Fusion& f, const Bindings& 
   return keys;
 }
 
-CompiledPlan compilePlan(const ir::Fusion& given, const Bindings& sizes,
-                         const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
-                         StageText* stages,
-                         const std::function<std::optional<CompiledKernel>(const std::string&)>& lookup) {
-  segment::SegmentPlan sp = segment::segmentFusion(given, sizes, inputs, opts);  // verifies it first
+namespace {
+
+using Lookup = std::function<std::optional<CompiledKernel>(const std::string&)>;
+
+// The plan of segmentation `shared` at these sizes: each segment's kernel from `lookup` or
+// compiled. With `cached_only`, nullopt (nothing compiled) where a kernel is not in `lookup`'s
+// caches or knows every size.
+std::optional<CompiledPlan> planSegments(const ir::Fusion& given, std::shared_ptr<const segment::SegmentPlan> shared,
+                                         const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                                         const CompileOptions& opts, StageText* stages, const Lookup& lookup,
+                                         bool cached_only) {
+  const segment::SegmentPlan& sp = *shared;
   // The segments' fusion: the given one, or its rewrite (same inputs and outputs, in order).
   const ir::Fusion& f = sp.fusion(given);
   CompiledPlan plan;
+  plan.segment_plan = shared;
   plan.segments = sp.str(f);
   dumpIfEnabled(DumpStage::Segments, f.name(), plan.segments);
   if (stages) (*stages)[DumpStage::Segments] = plan.segments;
@@ -62,6 +70,7 @@ CompiledPlan compilePlan(const ir::Fusion& given, const Bindings& sizes,
     classes[s] = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts, seg.planned.get());
     keys[s] = classes[s] ? classes[s]->key : compileKey(*seg.sub.fusion, seg.input_descs, sizes, exact);
     if (lookup) kernels[s] = lookup(keys[s]);
+    if (cached_only && (!classes[s] || !kernels[s])) return std::nullopt;
   }
   std::vector<size_t> misses;
   for (size_t s = 0; s < n; ++s)
@@ -144,6 +153,56 @@ CompiledPlan compilePlan(const ir::Fusion& given, const Bindings& sizes,
     plan.outputs[i] = inputs[static_cast<size_t>(plan.output_alias[i])];
   }
   return plan;
+}
+
+}  // namespace
+
+CompiledPlan compilePlan(const ir::Fusion& given, const Bindings& sizes,
+                         const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
+                         StageText* stages, const Lookup& lookup) {
+  auto sp = std::make_shared<const segment::SegmentPlan>(segment::segmentFusion(given, sizes, inputs, opts));  // verifies it first
+  return *planSegments(given, std::move(sp), sizes, inputs, opts, stages, lookup, false);
+}
+
+std::optional<CompiledPlan> replanLike(const CompiledPlan& earlier, const ir::Fusion& given, const Bindings& sizes,
+                                       const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
+                                       const Lookup& lookup) {
+  if (!earlier.segment_plan || !opts.tuning.symbolic || !lookup) return std::nullopt;
+  for (const auto& pk : earlier.kernels)
+    if (pk.kernel.size_args.empty()) return std::nullopt;  // a kernel of exact sizes: not a class of sizes
+  // A copy of the segments (sharing their sub-fusions), each scheduled again at these sizes, its
+  // inputs the fusion's or the segments' before it.
+  auto sp = std::make_shared<segment::SegmentPlan>(*earlier.segment_plan);
+  const ir::Fusion& f = sp->fusion(given);
+  if (f.inputs().size() != inputs.size()) return std::nullopt;
+  std::map<const ir::Value*, TensorDesc> known;
+  for (size_t i = 0; i < inputs.size(); ++i) known[f.inputs()[i]] = inputs[i];
+  for (auto& seg : sp->segments) {
+    seg.input_descs.clear();
+    for (const ir::Value* v : seg.sub.inputs) {
+      auto it = known.find(v);
+      if (it == known.end()) return std::nullopt;
+      seg.input_descs.push_back(it->second);
+    }
+    auto acc = segment::acceptFusion(*seg.sub.fusion, sizes, seg.input_descs, opts, nullptr);
+    if (!acc || acc->scheduler != seg.scheduler || !acc->two_pass_faster.empty()) return std::nullopt;
+    seg.params = acc->params;
+    seg.output_descs = acc->outputs;
+    seg.planned = acc->planned;
+    for (size_t j = 0; j < seg.sub.outputs.size() && j < seg.output_descs.size(); ++j)
+      known[seg.sub.outputs[j]] = seg.output_descs[j];
+  }
+  std::vector<TensorDesc> ends = inputs;
+  for (const auto& o : f.outputs()) {
+    auto it = known.find(o.value);
+    if (it == known.end()) return std::nullopt;
+    ends.push_back(it->second);
+  }
+  sp->alternatives = {"the segments of an earlier size of this signature, whose kernels' classes serve this one "
+                      "(this size's own segmentation not searched)"};
+  sp->one_kernel_bytes = 0;
+  for (const auto& d : ends) sp->one_kernel_bytes += d.bytes();
+  return planSegments(given, std::move(sp), sizes, inputs, opts, nullptr, lookup, true);
 }
 
 }  // namespace loom

@@ -182,17 +182,18 @@ static bool sameInputs(const std::vector<TensorDesc>& descs, const std::vector<D
 // they come: no planning on this path, which every further size takes), or where such an
 // earlier exact signature would share a kernel class with these (both planned; an earlier
 // signature's classes are kept, this one's are planned again where a later one asks).
-bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs) {
-  if (tuning_.symbolic) return true;
-  if (tuning_.no_auto_symbolic) return false;
+// `like`: an earlier signature of runtime-sized kernels whose sizes differ from these in one
+// leading size, whose plan's segments this one may take (compile.h, replanLike), or null.
+bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs, Entry** like) {
+  *like = nullptr;
+  if (tuning_.no_auto_symbolic && !tuning_.symbolic) return false;
   std::vector<Entry*> earlier;
-  bool runtime_sized = false;
   entries_->forEach([&](Entry& e) {
     if (!runtime::secondValueOfLeadingSize(f_, e.bound, bound)) return;
-    runtime_sized = runtime_sized || e.runtime_sized;
+    if (e.runtime_sized && !*like) *like = &e;
     earlier.push_back(&e);
   });
-  if (runtime_sized) return true;
+  if (tuning_.symbolic || *like) return true;
   if (earlier.empty()) return false;
   CompileOptions sym{currentDevice(), tuning_};
   sym.tuning.symbolic = true;
@@ -235,7 +236,8 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   auto t0 = std::chrono::steady_clock::now();
   Bindings bound = bindSizes(f_, inputs, sizes);
   CompileOptions opts{currentDevice(), tuning_};
-  opts.tuning.symbolic = runtimeSizes(bound, descs);
+  Entry* like = nullptr;
+  opts.tuning.symbolic = runtimeSizes(bound, descs, &like);
   CompileStats st;
   st.source = CompileStats::Source::MemoryCache;
   // Each kernel: the process-wide memory cache, then the disk cache, then a compile.
@@ -257,7 +259,11 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   entry->bound = bound;
   entry->runtime_sized = opts.tuning.symbolic;
   const auto p0 = std::chrono::steady_clock::now();
-  entry->plan = compilePlan(f_, bound, descs, opts, nullptr, lookup);
+  // A new size of runtime-sized kernels: the earlier signature's segments, where their classes
+  // are compiled (planning each kernel, not a search over segmentations); else a plan anew.
+  std::optional<CompiledPlan> replanned;
+  if (like) replanned = replanLike(like->plan, f_, bound, descs, opts, lookup);
+  entry->plan = replanned ? std::move(*replanned) : compilePlan(f_, bound, descs, opts, nullptr, lookup);
   countKernels(entry->plan, st);
   st.plan_ms = msSince(p0) - st.disk_ms;
   for (const auto& pk : entry->plan.kernels) {

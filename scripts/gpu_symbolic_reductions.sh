@@ -30,6 +30,7 @@ group_norm_backward N=33:72 --dim C=128 --dim H=32 --dim W=32
 instance_norm_backward N=33:72 --dim C=64 --dim H=32 --dim W=32
 layer_norm_2d_backward N=33:72 --dim C=96 --dim H=14 --dim W=14
 lstm_cell_backward B=60:99 --dim H=1024
+layer_norm_backward N=4093:4132 --dim D=4096
 batch_norm_backward N=33:72 --dim C=64 --dim H=28 --dim W=28 --layout x=nhwc --layout dy=nhwc --dtype f32
 EOF
 echo "== GB/s: exact vs symbolic (LOOM_TUNE_SYMBOLIC=1), $rounds rounds"

@@ -491,3 +491,52 @@ TEST_CASE("symbolic sizes: reductions over the batch take it at run time, one ke
   CHECK(sweep("lstm_cell_backward", "B", 60, 99, symbolicOptions(), {{"H", 256}}).compiles <= 2);
   CHECK(sweep("gru_cell_backward", "B", 60, 99, symbolicOptions(), {{"H", 256}}).compiles <= 2);
 }
+
+TEST_CASE("a new size of runtime-sized kernels takes the earlier plan's segments where their classes are compiled",
+          "[symbolic]") {
+  struct Case {
+    const char* name;
+    Bindings a, b;  // two sizes of one class of every kernel
+    std::map<std::string, std::vector<int>> layouts = {};
+  };
+  const std::vector<int> nhwc{0, 2, 3, 1};
+  for (const Case& c : std::vector<Case>{
+           {"group_norm_backward", {{"N", 40}, {"C", 64}, {"H", 16}, {"W", 16}}, {{"N", 50}, {"C", 64}, {"H", 16}, {"W", 16}}},
+           // (8232 and 9800 elements a channel: one power of two)
+           {"batch_norm_backward", {{"N", 42}, {"C", 64}, {"H", 14}, {"W", 14}}, {{"N", 50}, {"C", 64}, {"H", 14}, {"W", 14}},
+            {{"x", nhwc}, {"dy", nhwc}}},
+           {"layer_norm_backward", {{"N", 4093}, {"D", 1024}}, {{"N", 4000}, {"D", 1024}}},
+           {"lstm_cell_backward", {{"B", 70}, {"H", 256}}, {{"B", 99}, {"H", 256}}}}) {
+    INFO(c.name);
+    auto f = findExample(c.name)->buildDefault();
+    std::map<std::string, CompiledKernel> cache;
+    auto lookup = [&](const std::string& key) -> std::optional<CompiledKernel> {
+      auto it = cache.find(key);
+      if (it == cache.end()) return std::nullopt;
+      return it->second;
+    };
+    const auto da = test::descsFor(*f, c.a, c.layouts), db = test::descsFor(*f, c.b, c.layouts);
+    CompiledPlan pa = compilePlan(*f, c.a, da, symbolicOptions(), nullptr, lookup);
+    for (const auto& pk : pa.kernels) cache[pk.key] = pk.kernel;
+    // Not compiled yet under other options (exact kernels): no plan taken over.
+    CHECK_FALSE(replanLike(pa, *f, c.b, db, CompileOptions{{90, 132}}, lookup));
+    auto re = replanLike(pa, *f, c.b, db, symbolicOptions(), lookup);
+    REQUIRE(re.has_value());
+    const CompiledPlan fresh = compilePlan(*f, c.b, db, symbolicOptions(), nullptr, lookup);
+    REQUIRE(re->kernels.size() == fresh.kernels.size());
+    for (size_t k = 0; k < fresh.kernels.size(); ++k) {
+      INFO("kernel " << k);
+      CHECK(re->kernels[k].key == fresh.kernels[k].key);
+      CHECK(re->kernels[k].kernel.grid == fresh.kernels[k].kernel.grid);
+      CHECK(re->kernels[k].size_values == fresh.kernels[k].size_values);
+      CHECK(re->kernels[k].args == fresh.kernels[k].args);
+      CHECK(re->kernels[k].kernel.outputs == fresh.kernels[k].kernel.outputs);
+    }
+    CHECK(re->temps == fresh.temps);
+    CHECK(re->outputs == fresh.outputs);
+    CHECK(test::has(re->segments, "the segments of an earlier size of this signature"));
+    // A kernel of the class not compiled: the plan is made anew.
+    cache.erase(pa.kernels.back().key);
+    CHECK_FALSE(replanLike(pa, *f, c.b, db, symbolicOptions(), lookup));
+  }
+}

@@ -270,7 +270,9 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   int elem_bytes = 8;
   for (const auto& [leaf, access] : r.k.load_access)
     elem_bytes = std::min(elem_bytes, dtypeBytes(inputs[static_cast<size_t>(leaf.input)].dtype));
-  const bool by_class = opts.tuning.symbolic && !reducedSizeCandidate(f, sizes, r.k).empty();
+  std::string no_class;
+  const bool by_class = opts.tuning.symbolic && !reducedSizeCandidate(f, sizes, inputs, r, &no_class).empty();
+  r.partial_unroll = r.unroll;
   if (std::string why = outer ? outerShape(r, opts, partial_bytes, elem_bytes, by_class) : innerShape(r, opts, by_class);
       !why.empty())
     return reject(why);

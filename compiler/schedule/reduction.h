@@ -37,6 +37,7 @@ struct ReductionKernel {
   int64_t tiles = 1;       // outer layout: tiles of `bx * vec` rows
   int64_t grid = 1;
   int unroll = 4;          // loads in flight per thread before they are folded
+  int partial_unroll = 4;  // outer layout: the last block's loads of the partials in flight
   int64_t counter_bytes = 0;  // workspace: one u32 counter per row (inner) or tile (outer)
   int64_t workspace_bytes = 0;
   std::string reason;
@@ -55,10 +56,12 @@ struct ReductionKernel {
 };
 
 // The symbol a symbolic kernel (LOOM_TUNE_SYMBOLIC) would take at run time: the outermost
-// reduced atom where it is a size symbol of at least 2 that every tensor names as a whole dim;
-// "" where there is none. Where there is one, the kernel's shape is chosen from the power of two
+// reduced atom where it is a size symbol of at least 2 that every tensor names as a whole dim,
+// outermost in memory (and, for the inner layout, whose one value is whole vectors); "" where
+// there is none, with why. Where there is one, the kernel's shape is chosen from the power of two
 // of its reduced count, not the count (so that the counts of a class share the kernel).
-std::string reducedSizeCandidate(const ir::Fusion& f, const Bindings& sizes, const NormKernel& k);
+std::string reducedSizeCandidate(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                                 const ReductionKernel& r, std::string* why_not);
 // Makes `r` take its reduced count at run time where nothing stands in the way (or says why in
 // its reason).
 void makeReductionSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,

@@ -385,7 +385,7 @@ void ReductionLowering::outer(const ExprP& block) {
   });
   lastBlock(tile, [&] {
     // Partials ty, ty + by, ... of the thread's rows, `unroll` of them loaded before any is added.
-    auto sums = foldUnits(b_.convert(ty, Type::idx()), r_.by, S, V, r_.unroll, [&](const ExprP& p, const ExprP&) {
+    auto sums = foldUnits(b_.convert(ty, Type::idx()), r_.by, S, V, r_.partial_unroll, [&](const ExprP& p, const ExprP&) {
       std::vector<ExprP> v;
       for (size_t i = 0; i < reductions_.size(); ++i) {
         std::vector<ExprP> lanes;

@@ -37,12 +37,27 @@ std::string reducedSizeBlocker(const ir::Fusion& f, const std::vector<TensorDesc
 
 }  // namespace
 
-std::string reducedSizeCandidate(const ir::Fusion& f, const Bindings& sizes, const NormKernel& k) {
+std::string reducedSizeCandidate(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                                 const ReductionKernel& r, std::string* why_not) {
+  const NormKernel& k = r.k;
   const std::string s = firstAtom(k.red_atoms);
   auto it = sizes.find(s);
   if (s.empty() || it == sizes.end() || it->second < 2 || k.red_shape.empty() || k.red_shape[0] % it->second != 0 ||
-      !symbolOnlyWhole(f, s))
+      !symbolOnlyWhole(f, s)) {
+    *why_not = "the outermost reduced atom is no size symbol every tensor names whole";
     return "";
+  }
+  if (std::string why = reducedSizeBlocker(f, inputs, r, s); !why.empty()) {
+    *why_not = std::move(why);
+    return "";
+  }
+  // The inner layout counts vectors: every count of the class must be a whole number of them.
+  int64_t per = k.red_shape[0] / it->second;
+  for (size_t d = 1; d < k.red_shape.size(); ++d) per *= k.red_shape[d];
+  if (r.layout == ReductionKernel::Layout::Inner && per % k.vec != 0) {
+    *why_not = fmt::format("one {} is not a whole number of vectors of {}", s, k.vec);
+    return "";
+  }
   return s;
 }
 
@@ -54,23 +69,14 @@ int64_t ReductionKernel::reducedCount(int64_t m) const {
 
 void makeReductionSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
                            ReductionKernel& r) {
-  const std::string s = reducedSizeCandidate(f, sizes, r.k);
+  std::string why;
+  const std::string s = reducedSizeCandidate(f, sizes, inputs, r, &why);
   if (s.empty()) {
-    r.reason += "; every size known (the outermost reduced atom is no size symbol every tensor names whole)";
-    return;
-  }
-  if (const std::string why = reducedSizeBlocker(f, inputs, r, s); !why.empty()) {
     r.reason += "; every size known (" + why + ")";
     return;
   }
   const int64_t n = sizes.at(s);
   r.size_factor = r.k.red_shape[0] / n;
-  // The inner layout counts vectors: every count of the class must be a whole number of them.
-  if (r.layout == ReductionKernel::Layout::Inner && r.reducedCount(1) % r.k.vec != 0) {
-    r.size_factor = 1;
-    r.reason += fmt::format("; every size known (one {} is not a whole number of vectors of {})", s, r.k.vec);
-    return;
-  }
   // Half the index range: a thread's element index runs up to a trip of `unroll` units past the
   // count, and every access of the largest size stays within it.
   const Wide lim = r.k.index64 ? (Wide{1} << 61) : (Wide{1} << 30);

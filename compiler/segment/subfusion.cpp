@@ -13,7 +13,7 @@ SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& 
                          const std::string& name, const std::set<const ir::Op*>& pending,
                          const std::set<const ir::Op*>& recomputed, const std::set<const ir::Op*>* live) {
   SubFusion s;
-  s.fusion = std::make_unique<ir::Fusion>(name);
+  s.fusion = std::make_shared<ir::Fusion>(name);
   std::set<const ir::Op*> in_seg(ops.begin(), ops.end());
   std::map<const ir::Value*, const ir::Value*> map;  // original -> copy
   std::function<const ir::Value*(const ir::Value*)> get = [&](const ir::Value* v) -> const ir::Value* {

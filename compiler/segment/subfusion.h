@@ -13,7 +13,7 @@
 namespace loom::segment {
 
 struct SubFusion {
-  std::unique_ptr<ir::Fusion> fusion;
+  std::shared_ptr<ir::Fusion> fusion;  // shared by the copies of a plan (segment::SegmentPlan)
   std::vector<const ir::Value*> inputs;   // values of the original fusion, in input order
   std::vector<const ir::Value*> outputs;  // values of the original fusion, in output order
 };

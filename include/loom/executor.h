@@ -122,7 +122,7 @@ class Executor {
  private:
   struct Entry;
   LOOM_HIDDEN Entry& prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes);
-  LOOM_HIDDEN bool runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs);
+  LOOM_HIDDEN bool runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs, Entry** like);
   LOOM_HIDDEN Entry& entryFor(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
   LOOM_HIDDEN void launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
                              const std::vector<DeviceTensor>& outputs);
