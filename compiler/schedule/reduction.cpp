@@ -302,6 +302,10 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
                            "of {}{}, {}{}; grid {}",
                            r.k.rows(), r.k.outer_atoms, r.k.rowElems(), r.k.red_atoms, r.block, r.k.vec,
                            vec_why.empty() ? "" : " (" + vec_why + ")", split_why, elements, r.grid);
+  if (outer && !opts.tuning.no_reversed_walk) {
+    r.reversed = true;
+    r.reason += "; elements walked from the last (what a kernel after it reads first stays in L2)";
+  }
   if (opts.tuning.symbolic) makeReductionSymbolic(f, sizes, inputs, r);
   return r;
 }

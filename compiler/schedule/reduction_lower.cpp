@@ -362,10 +362,20 @@ void ReductionLowering::outer(const ExprP& block) {
   ExprP col = b_.select(place_ok_, col0, c(0));
   std::vector<ExprP> outer_idx = b_.unravel(col, k_.outer_shape, 1);
   ExprP first = b_.add(b_.mul(s, c(r_.by)), b_.convert(ty, Type::idx()));
+  // Reversed: unit j is element count - 1 - j (a unit past the count, which accumulate reads
+  // at unit 0, at the last element: a valid one either way; the clamp, never taken, bounds it
+  // for the verifier, whose ranges do not relate j to the count).
+  const ExprP count = r_.symbolic() ? unitsAtRun() : c(mostUnits());
+  const ExprP last = r_.symbolic() ? kir::index(kir::IndexOp::Sub, count, c(1)) : c(mostUnits() - 1);
   auto parts = accumulate(first, int64_t{r_.by} * S, V, false, [&](const ExprP& j) {
     Point p;
     p.idx = outer_idx;
-    for (const auto& x : b_.unravel(j, k_.red_shape, 1)) p.idx.push_back(x);
+    ExprP e = j;
+    if (r_.reversed) {
+      e = b_.bind(kir::index(kir::IndexOp::Sub, last, j), "rev");
+      e = b_.select(b_.op(kir::IndexOp::Ult, e, count), e, c(0));
+    }
+    for (const auto& x : b_.unravel(e, k_.red_shape, 1)) p.idx.push_back(x);
     p.lanes = V;
     return p;
   });
