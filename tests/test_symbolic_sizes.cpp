@@ -106,10 +106,16 @@ TEST_CASE("symbolic sizes: layer norm over 100 row counts compiles once; tiers t
   {
     auto gnf = findExample("group_norm")->buildDefault();
     const Bindings gs{{"N", 3}, {"C", 64}, {"H", 9}, {"W", 7}};
-    StageText kst;
-    compileFusion(*gnf, gs, test::descsFor(*gnf, gs), symbolicOptions(), &kst);
+    // (Guarded under LOOM_NO_UNGUARDED_ROWS; by default every block's rows are the tensor's, as
+    // every size's 32 N rows are whole row sets: no guard.)
+    CompileOptions guarded = symbolicOptions();
+    guarded.tuning.no_unguarded_rows = true;
+    StageText kst, ust;
+    compileFusion(*gnf, gs, test::descsFor(*gnf, gs), guarded, &kst);
     CHECK(test::has(kst[DumpStage::KIR], "<u (size.N * 32)"));
     CHECK(test::has(kst[DumpStage::KIR], "size.N * 32 - 1"));
+    compileFusion(*gnf, gs, test::descsFor(*gnf, gs), symbolicOptions(), &ust);
+    CHECK_FALSE(test::has(ust[DumpStage::KIR], "row_valid"));
   }
   // A size named like a kernel's own locals (`b`, `row`) is bound under its own name.
   {
@@ -301,7 +307,10 @@ TEST_CASE("symbolic sizes: a symbolic kernel with its size bound is the speciali
                                          {"lstm_cell", {{"B", 97}, {"H", 256}}},
                                          {"layer_norm", {{"N", 4093}, {"D", 4096}}},
                                          {"rms_norm", {{"N", 1531}, {"D", 1000}}},
-                                         {"softmax", {{"N", 100}, {"D", 333}}},  // (peeled rows)
+                                         // (peeled rows; 101, not a multiple of the block's rows:
+                                         // the specialized kernel then guards its rows, as the
+                                         // symbolic one always does for a class of any row count)
+                                         {"softmax", {{"N", 101}, {"D", 333}}},
                                          {"log_softmax", {{"N", 97}, {"D", 50257}}},
                                          {"group_norm", {{"N", 3}, {"C", 64}, {"H", 9}, {"W", 7}}},
                                          // (Rows whose last trip fills the grid: a specialized

@@ -99,6 +99,12 @@ void NormLowering::blocks(const ExprP& blk) {
     return;
   }
   LOOM_ASSERT(k_.split == k_.cluster, "rows split over {} blocks outside a cluster", k_.split);
+  // A grid of exactly the row sets (every size's, for a kernel serving many) whose sets are whole:
+  // every block's rows are the tensor's, and their guard goes (it was the one difference between
+  // a kernel taking its row count at run time and the specialized one, which ptxas then
+  // allocated differently: bench/results/2026-11-26-h200-symbolic-recheck.md).
+  const int64_t rows_unit = k_.symbolic() ? k_.rows_factor : k_.rows();
+  every_row_ = !tune_.no_unguarded_rows && !k_.rowTier() && rows_unit % k_.rows_per_block == 0;
   rowsAt(b_.bindAs("first_row", kir::mul(block, c(k_.rows_per_block))));
 }
 
@@ -204,8 +210,13 @@ kir::GridLevel NormLowering::gridLevel(int values) {
 void NormLowering::rowsAt(const ExprP& first_row, const std::vector<ExprP>& ahead) {
   first_row_ = first_row;
   ExprP row = b_.add(first_row, b_.convert(row_in_block_, Type::idx()));
-  row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, rows()));
-  row = b_.bindAs("row", kir::select(row_valid_, row, lastRow()));
+  if (every_row_) {
+    row_valid_ = kir::predConst(true);
+    row = b_.bindAs("row", row);
+  } else {
+    row_valid_ = b_.bindAs("row_valid", kir::index(kir::IndexOp::Ult, row, rows()));
+    row = b_.bindAs("row", kir::select(row_valid_, row, lastRow()));
+  }
   outer_idx_ = b_.unravel(row, k_.outer_shape, 1);
   if (unrolled_) {
     for (int i = 0; i < k_.chunks; ++i) chunks_.push_back(chunkAt(c(i)));

@@ -199,6 +199,7 @@ class NormLowering {
   kir::Kernel& out_;
   kir::Builder b_;
   ExprP tid_, t_in_row_, row_in_block_, lane_, vt_, row_valid_, first_row_, rank_;
+  bool every_row_ = false;  // every block's rows are the tensor's: no row guard (blocks())
   std::string reduced_buf_;
   std::map<const ENode*, int64_t> reduced_index_;
   std::map<const ENode*, bool> invariant_;
