@@ -176,3 +176,25 @@ TEST_CASE("the compiler follows its options, not the environment", "[tuning]") {
   CHECK(compileFusion(*f, sizes, in, CompileOptions{{90, 132}}).ptx == plain);
   CHECK(compileFusion(*f, sizes, in, CompileOptions{{90, 132}, tuningFromEnvironment()}).ptx == wide);
 }
+
+TEST_CASE("threads per row that are no power of two are taken down to one, in every tier", "[tuning]") {
+  // Found by review: 48 or 100 reached a combine over that many threads (an internal error).
+  for (const char* name : {"layer_norm", "layer_norm_backward", "softmax", "rms_norm_backward"}) {
+    auto f = findExample(name)->buildDefault();
+    const Bindings sizes{{"N", 4096}, {"D", 4096}};
+    for (int t : {3, 48, 100, 1000}) {
+      INFO(name << " LOOM_TUNE_THREADS_PER_ROW=" << t);
+      CompileOptions o{{90, 132}};
+      o.tuning.threads_per_row = t;
+      StageText st;
+      CHECK_NOTHROW(compilePlan(*f, sizes, test::descsFor(*f, sizes), o, &st));  // (segmented where one kernel does not fit)
+      // (Each tier takes the knob's power of two, within its own bounds.)
+      std::smatch m;
+      const std::string sched = st[DumpStage::Schedule];
+      REQUIRE(std::regex_search(sched, m, std::regex("([0-9]+) threads per row")));
+      const int got = std::stoi(m[1]);
+      CHECK((got & (got - 1)) == 0);
+      CHECK(got <= std::max(t, 32));
+    }
+  }
+}
