@@ -170,39 +170,10 @@ std::optional<CompiledPlan> replanLike(const CompiledPlan& earlier, const ir::Fu
   if (!earlier.segment_plan || !opts.tuning.symbolic || !lookup) return std::nullopt;
   for (const auto& pk : earlier.kernels)
     if (pk.kernel.size_args.empty()) return std::nullopt;  // a kernel of exact sizes: not a class of sizes
-  // A copy of the segments (sharing their sub-fusions), each scheduled again at these sizes, its
-  // inputs the fusion's or the segments' before it.
-  auto sp = std::make_shared<segment::SegmentPlan>(*earlier.segment_plan);
-  const ir::Fusion& f = sp->fusion(given);
-  if (f.inputs().size() != inputs.size()) return std::nullopt;
-  std::map<const ir::Value*, TensorDesc> known;
-  for (size_t i = 0; i < inputs.size(); ++i) known[f.inputs()[i]] = inputs[i];
-  for (auto& seg : sp->segments) {
-    seg.input_descs.clear();
-    for (const ir::Value* v : seg.sub.inputs) {
-      auto it = known.find(v);
-      if (it == known.end()) return std::nullopt;
-      seg.input_descs.push_back(it->second);
-    }
-    auto acc = segment::acceptFusion(*seg.sub.fusion, sizes, seg.input_descs, opts, nullptr);
-    if (!acc || acc->scheduler != seg.scheduler || !acc->two_pass_faster.empty()) return std::nullopt;
-    seg.params = acc->params;
-    seg.output_descs = acc->outputs;
-    seg.planned = acc->planned;
-    for (size_t j = 0; j < seg.sub.outputs.size() && j < seg.output_descs.size(); ++j)
-      known[seg.sub.outputs[j]] = seg.output_descs[j];
-  }
-  std::vector<TensorDesc> ends = inputs;
-  for (const auto& o : f.outputs()) {
-    auto it = known.find(o.value);
-    if (it == known.end()) return std::nullopt;
-    ends.push_back(it->second);
-  }
-  sp->alternatives = {"the segments of an earlier size of this signature, whose kernels' classes serve this one "
-                      "(this size's own segmentation not searched)"};
-  sp->one_kernel_bytes = 0;
-  for (const auto& d : ends) sp->one_kernel_bytes += d.bytes();
-  return planSegments(given, std::move(sp), sizes, inputs, opts, nullptr, lookup, true);
+  auto sp = segment::rescheduleSegments(*earlier.segment_plan, given, sizes, inputs, opts);
+  if (!sp) return std::nullopt;
+  return planSegments(given, std::make_shared<const segment::SegmentPlan>(std::move(*sp)), sizes, inputs, opts,
+                      nullptr, lookup, true);
 }
 
 }  // namespace loom

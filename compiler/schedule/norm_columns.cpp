@@ -109,8 +109,7 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
   int T = in_smem ? std::min(512, lim.max_block) : std::clamp(nextPow2(row_chunks), 32, std::min(256, lim.max_block));
   while ((row_chunks + T - 1) / T > (in_smem ? kMaxChunks : 4) && T < lim.max_block) T *= 2;
   if (threads) T = threads;
-  if (opts.tuning.threads_per_row)  // (its power of two, as chooseThreads takes it)
-    for (T = 1; T * 2 <= *opts.tuning.threads_per_row;) T *= 2;
+  if (opts.tuning.threads_per_row) T = static_cast<int>(floorPow2(*opts.tuning.threads_per_row));  // (as chooseThreads)
   s.T = T;
   s.chunks = static_cast<int>((row_chunks + T - 1) / T);
   s.block = std::max(T, 256);

@@ -21,6 +21,13 @@ inline int nextPow2(int64_t v) {
   return p;
 }
 
+// The greatest power of two at most v (v >= 1).
+inline int64_t floorPow2(int64_t v) {
+  int64_t p = 1;
+  while (p <= v / 2) p *= 2;
+  return p;
+}
+
 // Bytes as whole KiB, rounded up (for the schedule dump).
 inline int64_t kib(int64_t bytes) { return (bytes + 1023) / 1024; }
 

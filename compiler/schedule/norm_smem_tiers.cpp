@@ -155,8 +155,7 @@ int threadsAt(const OnChip& c, int rows_together, int cs) {
       cs > 1 && c.k.smem_leaves.size() >= 2 && (rowsInRuns(c.k) || c.k.sub_rows) ? 2 * kMaxChunks : kMaxChunks;
   if (cs > 1 && tune.cluster_chunks) most_chunks = *tune.cluster_chunks;
   int t = std::max(32, std::min(c.max_block / rows_together, nextPow2((block_chunks + most_chunks - 1) / most_chunks)));
-  if (tune.threads_per_row)  // (its power of two, at least a warp)
-    for (t = 32; t * 2 <= *tune.threads_per_row;) t *= 2;
+  if (tune.threads_per_row) t = static_cast<int>(std::max<int64_t>(32, floorPow2(*tune.threads_per_row)));
   return t;
 }
 

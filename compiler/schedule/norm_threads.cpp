@@ -49,8 +49,7 @@ Decision<Threads> chooseThreads(const NormKernel& k, const BlockLimit& lim, cons
     t.per_row *= 2;
   // For tuning sweeps only (part of the cache key, like every override here).
   if (opts.tuning.threads_per_row) {
-    t.per_row = 1;  // the knob's power of two (a row's threads combine by halves)
-    while (t.per_row * 2 <= *opts.tuning.threads_per_row) t.per_row *= 2;
+    t.per_row = static_cast<int>(floorPow2(*opts.tuning.threads_per_row));  // (a row's threads combine by halves)
     why = "threads per row from LOOM_TUNE_THREADS_PER_ROW";
   }
   t.chunks = static_cast<int>((row_chunks + t.per_row - 1) / t.per_row);

@@ -112,13 +112,6 @@ int outerVectorWidth(const NormAxes& ax, const std::vector<TensorDesc>& inputs) 
 // Vectors a row from which one block a row (512 threads) is this scheduler's even unsplit.
 constexpr int64_t kLongRowUnits = 1024;
 
-// The greatest power of two at most v (v >= 1).
-int64_t floorPow2(int64_t v) {
-  int64_t p = 1;
-  while (p <= v / 2) p *= 2;
-  return p;
-}
-
 // Loads in flight a thread: no more than the units the busiest thread has (`units` walked `step`
 // apart; for a symbolic kernel, at the least count of its class), so that a trip holds no unit
 // past every thread's share. (ptxas folded most such units of kernels that know their count; a

@@ -52,7 +52,9 @@ struct ReductionKernel {
   int64_t size_value = 0, size_factor = 1, size_max = 0;
   bool symbolic() const { return !size_symbol.empty(); }
   // The elements a row reduces where the size is `m` (symbolic kernels).
-  int64_t reducedCount(int64_t m) const;
+  int64_t reducedCount(int64_t m) const { return m * size_factor * reducedInner(); }
+  // The elements of the reduced axes inside the first one.
+  int64_t reducedInner() const;
 
   int64_t rowsPerBlock() const { return layout == Layout::Outer ? int64_t{bx} * k.vec : 1; }
   // Elements (inner: vectors) of a row each block's threads walk: the row's, over `split`.

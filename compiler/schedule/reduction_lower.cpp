@@ -132,16 +132,15 @@ class ReductionLowering {
   }
 
   // The units (elements, or vectors of the inner layout) a row reduces: the largest a symbolic
-  // kernel serves, and the count read at run time (null where every size is known).
-  int64_t mostUnits() const {
-    const int64_t per = r_.layout == ReductionKernel::Layout::Inner ? k_.vec : 1;
-    return r_.symbolic() ? r_.reducedCount(r_.size_max) / per : r_.rowUnits();
-  }
-  ExprP unitsAtRun() const {
-    if (!r_.symbolic()) return nullptr;
-    const int64_t per = r_.layout == ReductionKernel::Layout::Inner ? k_.vec : 1;
+  // kernel serves; and their count, read at run time where the kernel takes its size (null from
+  // unitsAtRun where every size is known).
+  int64_t unitLanes() const { return r_.layout == ReductionKernel::Layout::Inner ? k_.vec : 1; }
+  int64_t mostUnits() const { return r_.symbolic() ? r_.reducedCount(r_.size_max) / unitLanes() : r_.rowUnits(); }
+  ExprP countOf(int64_t per) const {
+    if (!r_.symbolic()) return c(k_.rowElems() / per);
     return kir::mul(kir::var(sizeVar(r_.size_symbol), Type::idx()), c(r_.reducedCount(1) / per));
   }
+  ExprP unitsAtRun() const { return r_.symbolic() ? countOf(unitLanes()) : nullptr; }
 
   // The thread's share of the elements: `at(unit)` gives a unit's point; with `fold_lanes`, the
   // lanes of a unit are folded into one value (inner layout), else kept lane by lane.
@@ -214,11 +213,8 @@ class ReductionLowering {
       const ENode* r = reductions_[i];
       ExprP t = totals[i];
       if (r->op == ir::OpKind::Mean) {
-        const ExprP n = r_.symbolic()
-                            ? b_.bind(kir::convert(kir::mul(kir::var(sizeVar(r_.size_symbol), Type::idx()),
-                                                            c(r_.reducedCount(1))),
-                                                   Type::data(acc(r), 1)))
-                            : kir::dataConst(acc(r), static_cast<double>(k_.rowElems()), 1);
+        const ExprP n = r_.symbolic() ? b_.bind(kir::convert(countOf(1), Type::data(acc(r), 1)))
+                                      : kir::dataConst(acc(r), static_cast<double>(k_.rowElems()), 1);
         t = b_.math(ir::OpKind::Div, acc(r), {t, n});
       }
       totals_[r] = r->dtype == acc(r) ? t : b_.bind(kir::math(ir::OpKind::Cast, r->dtype, {t}));
@@ -365,8 +361,8 @@ void ReductionLowering::outer(const ExprP& block) {
   // Reversed: unit j is element count - 1 - j (a unit past the count, which accumulate reads
   // at unit 0, at the last element: a valid one either way; the clamp, never taken, bounds it
   // for the verifier, whose ranges do not relate j to the count).
-  const ExprP count = r_.symbolic() ? unitsAtRun() : c(mostUnits());
-  const ExprP last = r_.symbolic() ? kir::index(kir::IndexOp::Sub, count, c(1)) : c(mostUnits() - 1);
+  const ExprP count = countOf(1);
+  const ExprP last = r_.symbolic() ? kir::index(kir::IndexOp::Sub, count, c(1)) : c(k_.rowElems() - 1);
   auto parts = accumulate(first, int64_t{r_.by} * S, V, false, [&](const ExprP& j) {
     Point p;
     p.idx = outer_idx;

@@ -52,19 +52,17 @@ std::string reducedSizeCandidate(const ir::Fusion& f, const Bindings& sizes, con
     return "";
   }
   // The inner layout counts vectors: every count of the class must be a whole number of them.
-  int64_t per = k.red_shape[0] / it->second;
-  for (size_t d = 1; d < k.red_shape.size(); ++d) per *= k.red_shape[d];
-  if (r.layout == ReductionKernel::Layout::Inner && per % k.vec != 0) {
+  if (r.layout == ReductionKernel::Layout::Inner && k.red_shape[0] / it->second * r.reducedInner() % k.vec != 0) {
     *why_not = fmt::format("one {} is not a whole number of vectors of {}", s, k.vec);
     return "";
   }
   return s;
 }
 
-int64_t ReductionKernel::reducedCount(int64_t m) const {
+int64_t ReductionKernel::reducedInner() const {
   int64_t rest = 1;
   for (size_t d = 1; d < k.red_shape.size(); ++d) rest *= k.red_shape[d];
-  return m * size_factor * rest;
+  return rest;
 }
 
 void makeReductionSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
@@ -85,7 +83,7 @@ void makeReductionSymbolic(const ir::Fusion& f, const Bindings& sizes, const std
     std::vector<int64_t> shape = r.k.outer_shape;
     shape.insert(shape.end(), r.k.red_shape.begin(), r.k.red_shape.end());
     shape[r.k.outer_shape.size()] = m * r.size_factor;
-    const Wide count = Wide{m} * (r.reducedCount(1));
+    const Wide count = Wide{m} * r.reducedCount(1);
     return count + Wide{step} * (r.unroll + 1) < lim && furthestReach(shape, r.k.vec, r.k.load_access, r.k.stores) < lim;
   };
   if (!fits(n)) {

@@ -374,6 +374,40 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
   return plan;
 }
 
+std::optional<SegmentPlan> rescheduleSegments(const SegmentPlan& earlier, const ir::Fusion& given, const Bindings& sizes,
+                                              const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+  SegmentPlan sp = earlier;
+  const ir::Fusion& f = sp.fusion(given);
+  if (f.inputs().size() != inputs.size()) return std::nullopt;
+  std::map<const ir::Value*, TensorDesc> known;  // as the Segmenter's known_
+  for (size_t i = 0; i < inputs.size(); ++i) known[f.inputs()[i]] = inputs[i];
+  for (auto& seg : sp.segments) {
+    seg.input_descs.clear();
+    for (const ir::Value* v : seg.sub.inputs) {
+      auto it = known.find(v);
+      if (it == known.end()) return std::nullopt;
+      seg.input_descs.push_back(it->second);
+    }
+    auto acc = acceptFusion(*seg.sub.fusion, sizes, seg.input_descs, opts, nullptr);
+    if (!acc || acc->scheduler != seg.scheduler || !acc->two_pass_faster.empty()) return std::nullopt;
+    seg.params = acc->params;
+    seg.output_descs = acc->outputs;
+    seg.planned = acc->planned;
+    for (size_t j = 0; j < seg.sub.outputs.size() && j < seg.output_descs.size(); ++j)
+      known[seg.sub.outputs[j]] = seg.output_descs[j];
+  }
+  std::vector<TensorDesc> ends = inputs;  // as Segmenter::withBytes
+  for (const auto& o : f.outputs()) {
+    auto it = known.find(o.value);
+    if (it == known.end()) return std::nullopt;
+    ends.push_back(it->second);
+  }
+  sp.one_kernel_bytes = descBytes(ends);
+  sp.alternatives = {"the segments of an earlier size of this signature, whose kernels' classes serve this one "
+                     "(this size's own segmentation not searched)"};
+  return sp;
+}
+
 uint64_t Segment::bytesRead() const { return descBytes(input_descs); }
 uint64_t Segment::bytesWritten() const { return descBytes(output_descs); }
 

@@ -65,4 +65,10 @@ std::optional<Accepted> acceptFusion(const ir::Fusion& f, const Bindings& sizes,
 SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts);
 
+// `earlier`'s segments (a plan of `given` at other sizes; their sub-fusions shared), each
+// scheduled again at these sizes, its inputs the fusion's or the segments' before it; nullopt
+// where a segment's scheduler no longer takes it as before (compile.h, replanLike).
+std::optional<SegmentPlan> rescheduleSegments(const SegmentPlan& earlier, const ir::Fusion& given, const Bindings& sizes,
+                                              const std::vector<TensorDesc>& inputs, const CompileOptions& opts);
+
 }  // namespace loom::segment
