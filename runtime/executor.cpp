@@ -420,6 +420,9 @@ Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
 
 void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
                          const std::vector<DeviceTensor>& outputs) {
+  // A thread may launch a plan prepared on another, with no context current (PyTorch's autograd
+  // thread runs backward ops that way): Device::get makes ours current on each thread once.
+  runtime::Device::get();
   Entry::Scratch* scratch = e.usesScratch() ? &e.scratchFor(stream_, *workspaces_) : nullptr;
   uintptr_t ptrs[64];
   void* args[64];

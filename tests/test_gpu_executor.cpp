@@ -1,8 +1,13 @@
 // GPU: an Executor's signatures. It holds a bounded number of plans (least recently used
 // dropped with their intermediates, planned again when they come back), and runs the plan of
-// the sizes it is given where two signatures share their inputs.
+// the sizes it is given where two signatures share their inputs; a thread with no current context
+// launches what another prepared.
 #include <catch2/catch.hpp>
 
+#include <exception>
+#include <thread>
+
+#include "runtime/device.h"
 #include "tests/gpu_test_util.h"
 
 using namespace loom;
@@ -78,4 +83,39 @@ TEST_CASE("runInto runs the plan of the sizes it is given where two signatures s
     test::runAndCheck(ex, *f, sizes, test::randomHostInputs(*f, sizes, {}, static_cast<uint64_t>(step++)));
   }
   CHECK(ex.signatures() == 2);
+}
+
+TEST_CASE("a thread that never used CUDA launches a prepared plan (the context is made current there)",
+          "[gpu][executor]") {
+  if (!test::haveGpu()) return;
+  // As PyTorch's autograd thread calls loom: the plan prepared here, launched on a new thread
+  // with no current context. colrow has an intermediate (its launch asks for the stream's id);
+  // scale has none (its launch is the kernel alone).
+  auto scale = parseFusion(
+      "fusion scale {\n  in x: f32[N, D]\n  y: f32[N, D] = mul(x, x)\n  out y = y\n}\n");
+  auto with_temp = colrow();
+  for (const ir::Fusion* f : {with_temp.get(), scale.get()}) {
+    INFO("fusion " << f->name());
+    Executor ex(*f);
+    const Bindings sizes{{"N", 37}, {"D", 129}};
+    const auto host = test::randomHostInputs(*f, sizes, {}, 11, 0.5, 1.5);
+    std::vector<DeviceTensor> in{DeviceTensor::fromHost(host[0])};
+    std::vector<DeviceTensor> out = ex.allocateOutputs(in, sizes, /*poison=*/true);
+    ex.launch(in, out);  // prepared (and its scratch made) on this thread
+    runtime::Device::get().synchronize();
+    out = ex.allocateOutputs(in, sizes, /*poison=*/true);
+    std::exception_ptr err;
+    std::thread([&] {
+      try {
+        ex.launch(in, out);
+      } catch (...) {
+        err = std::current_exception();
+      }
+    }).join();
+    if (err) std::rethrow_exception(err);
+    runtime::Device::get().synchronize();
+    const auto cs = compareOutputs(*f, host, sizes, {out[0].toHost()}, evaluateReference(*f, host, sizes));
+    INFO(cs[0].str());
+    CHECK(cs[0].ok);
+  }
 }
