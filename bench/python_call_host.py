@@ -71,6 +71,26 @@ def main():
             out = ref(xg)
         out.backward(dy.float())
 
+    from loom import launch
+    from loom.torch import ops
+    w16, b16 = w.detach().half(), b.detach().half()
+    w16g, b16g = w16.clone().requires_grad_(), b16.clone().requires_grad_()
+    fwd_in = (x, w.detach(), b.detach())
+    fwd_out = plans["fwd"].allocate(fwd_in)
+    keep = [x.new_empty((1,)) for _ in range(3)]
+
+    class Nop(torch.autograd.Function):  # autograd.Function's own cost: outputs made once, viewed
+        @staticmethod
+        def forward(ctx, a, b_, c):
+            ctx.save_for_backward(a, b_, c)
+            out = tuple(k.view(1) for k in keep)
+            ctx.mark_non_differentiable(*out[1:])
+            return out
+
+        @staticmethod
+        def backward(ctx, *g):
+            return None, None, None
+
     pieces = [
         ("ctypes loom_runner_run, forward", raw_call(plans["fwd"])),
         ("ctypes loom_runner_run, backward", raw_call(plans["bwd"])),
@@ -82,6 +102,16 @@ def main():
         ("loom LayerNorm module fwd + backward", loom_step),
         ("torch F.layer_norm autocast, grad", autocast(lambda: F.layer_norm(xg, (d,), w, b, 1e-6))),
         ("torch LayerNorm module autocast fwd + backward", torch_step),
+        ("torch F.layer_norm, weight f16, no grad", lambda: F.layer_norm(x, (d,), w16, b16, 1e-6)),
+        ("torch F.layer_norm, weight f16, grad", lambda: F.layer_norm(xg, (d,), w16g, b16g, 1e-6)),
+        ("piece: ops._fusion lookup", lambda: ops._fusion("layer_norm", x="f16", w="f32", b="f32", eps=1e-6,
+                                                          rank=x.dim())),
+        ("piece: launch.torch_key(x, w, b)", lambda: launch.torch_key(fwd_in)),
+        ("piece: plan.allocate (forward)", lambda: plans["fwd"].allocate(fwd_in)),
+        ("piece: launch.current_stream", lambda: launch.current_stream(x)),
+        ("piece: plan.launch (forward)", lambda: plans["fwd"].launch(fwd_in, fwd_out, stream)),
+        ("piece: Function.apply, 3 outputs, no kernel", lambda: Nop.apply(xg, w, b)),
+        ("torch.empty_strided x1", lambda: torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cuda")),
         ("torch.empty_strided x3", lambda: [torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cuda")
                                             for _ in range(3)]),
     ]

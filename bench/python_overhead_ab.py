@@ -12,6 +12,9 @@ out = f.run(x, w, b)
 stream = torch.cuda.current_stream().cuda_stream
 xg = x.clone().requires_grad_(); wg, bg = w.clone().requires_grad_(), b.clone().requires_grad_()
 mod = loom.torch.nn.LayerNorm(1024).cuda()
+ref = torch.nn.LayerNorm(1024).cuda().half()
+w16, b16 = w.half(), b.half()
+dy = torch.randn_like(x)
 def t(fn, n=3000):
     for _ in range(100): fn()
     torch.cuda.synchronize(); s = time.perf_counter()
@@ -21,11 +24,13 @@ rows = [("Fusion.run(out=, stream=)", lambda: f.run(x, w, b, out=out, stream=str
         ("Fusion.run(x, w, b)", lambda: f.run(x, w, b)),
         ("loom.torch.ops.layer_norm (eager)", lambda: loom.torch.ops.layer_norm(x, w, b, 1e-5)),
         ("torch.ops.loom.layer_norm (dispatcher)", lambda: torch.ops.loom.layer_norm(x, w, b, 1e-5)),
-        ("torch F.layer_norm", lambda: torch.nn.functional.layer_norm(x, (1024,), w.half(), b.half(), 1e-5))]
+        ("loom LayerNorm module fwd+bwd", lambda: mod(xg).backward(dy)),
+        ("torch F.layer_norm (f16 weights)", lambda: torch.nn.functional.layer_norm(x, (1024,), w16, b16, 1e-5)),
+        ("torch LayerNorm module fwd+bwd (f16)", lambda: ref(xg).backward(dy))]
 res = {}
 for rep in range(5):
     for name, fn in rows:
-        ctx = torch.enable_grad() if "bwd" in name else torch.no_grad()
+        ctx = torch.enable_grad() if "bwd" in name else torch.no_grad()  # fwd+bwd rows: with grad
         with ctx:
             res.setdefault(name, []).append(t(fn))
 for name, v in res.items():

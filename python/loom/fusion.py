@@ -190,6 +190,10 @@ class Fusion:
                                 f"({', '.join(self.inputs)}), {len(inputs)} given")
         key = launch.torch_key(inputs)
         if key is not None:
+            if out is None and not sizes and not knobs:  # the common call: one dict lookup to the launch
+                plan = self._plans.get(key)
+                if plan is not None:
+                    return plan.call(inputs, stream)
             return self._run_torch(key, inputs, out, stream, sizes, knobs)
         if out is None:
             raise ArgumentError("give `out=` (one GPU tensor per output) when the inputs are not torch tensors")
@@ -203,20 +207,19 @@ class Fusion:
         return out
 
     def _run_torch(self, key, inputs, out, stream, sizes, knobs):
-        pkey = (key, tuple(sorted(sizes.items())) if sizes else (), tuple(sorted(knobs.items())) if knobs else ())
+        # Plans of runs without sizes or knobs are kept under the inputs' signature alone.
+        pkey = (key, tuple(sorted((sizes or {}).items())), tuple(sorted((knobs or {}).items()))) \
+            if sizes or knobs else key
         plan = self._plans.get(pkey)
         if plan is None:
             specs = self.output_specs(*inputs, sizes=sizes, knobs=knobs)["outputs"]
             plan = launch.LaunchPlan(self._runner(sizes, knobs), inputs, self.inputs, specs, self.outputs)
             self._plans[pkey] = plan
         if out is None:  # outputs in the layout the plan allocates: no check of theirs
-            out = plan.allocate(inputs)
-            plan.launch(inputs, out, launch.current_stream(inputs[0]) if stream is None else int(stream))
-            return out
-        else:
-            out = tuple(out)
-            if len(out) != len(self.outputs):
-                raise ArgumentError(f"fusion `{self.name}` has {len(self.outputs)} outputs, {len(out)} given")
+            return plan.call(inputs, stream)
+        out = tuple(out)
+        if len(out) != len(self.outputs):
+            raise ArgumentError(f"fusion `{self.name}` has {len(self.outputs)} outputs, {len(out)} given")
         stream = launch.current_stream(inputs[0]) if stream is None else int(stream)
         okey = launch.torch_key(out)
         if okey not in plan.out_views:

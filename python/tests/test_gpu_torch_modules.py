@@ -116,7 +116,16 @@ class _StockLayerNorm2d(torch.nn.LayerNorm):  # timm's, as it computes
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 def test_layer_norm_2d(dtype, layout):
     stock, mine = pair(_StockLayerNorm2d, lnn.LayerNorm2d, 96, eps=1e-6)
-    compare(stock, mine, image((2, 96, 14, 13), dtype, layout), dtype)
+    x = image((2, 96, 14, 13), dtype, layout)
+    compare(stock, mine, x, dtype)
+    # The output's layout is timm's (channels-last from either layout), so the layers after it
+    # run as they do under timm; channels_last_out=False keeps an NCHW input's layout.
+    with torch.no_grad():
+        assert mine(x).stride() == stock(x.float()).stride()
+        mine.channels_last_out = False
+        y = mine(x)
+        assert y.is_contiguous(memory_format=torch.channels_last if layout == "nhwc" else torch.contiguous_format)
+        assert rel(y, stock(x.float())) < TOL[dtype]
 
 
 def test_opcheck():
@@ -190,6 +199,22 @@ def test_timm_convnext_swap():
     assert rel(ym, y32) < 2 * rel(ys, y32) + 1e-3
     for i, (a, b, r) in enumerate(zip(gm, gs, g32)):
         assert rel(a, r) < 2 * rel(b, r) + 1e-2, f"parameter {i}: loom {rel(a, r):.3g}, torch {rel(b, r):.3g}"
+
+
+def test_swap_only_some_kinds():
+    # swap(only=...) takes the named drop-ins and leaves the rest PyTorch's / timm's.
+    timm = pytest.importorskip("timm")
+    model = torch.nn.Sequential(timm.layers.LayerNorm2d(8), timm.layers.LayerNorm(8), torch.nn.LayerNorm(8),
+                                timm.layers.LayerNorm2d(8), torch.nn.GroupNorm(2, 8))
+    assert loom.torch.swap(model, only="LayerNorm2d") == 2
+    assert [type(m).__module__.split(".")[0] for m in model] == ["loom", "timm", "torch", "loom", "torch"]
+    assert isinstance(model[0], lnn.LayerNorm2d) and isinstance(model[3], lnn.LayerNorm2d)
+    # The LayerNorm2d are loom's already: the two LayerNorm (timm's, PyTorch's) are what is left.
+    assert loom.torch.swap(model, only=["LayerNorm", "LayerNorm2d"]) == 2
+    assert isinstance(model[1], lnn.LayerNorm) and isinstance(model[2], lnn.LayerNorm)
+    assert not isinstance(model[4], lnn.GroupNorm)
+    with pytest.raises(ValueError, match=r"only=\['LayerNorm3d'\] names no drop-in"):
+        loom.torch.swap(model, only={"LayerNorm3d"})
 
 
 def _three_way(stock, mine, run):

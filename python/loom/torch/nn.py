@@ -54,7 +54,14 @@ class GroupNorm(torch.nn.GroupNorm):
 
 
 class LayerNorm2d(torch.nn.LayerNorm):
-    """timm's LayerNorm2d: layer norm over the channels of [N, C, H, W] (weight and bias [C])."""
+    """timm's LayerNorm2d: layer norm over the channels of [N, C, H, W] (weight and bias [C]).
+
+    Its output is channels-last, as timm's is for any input (a permute of F.layer_norm's
+    [N, H, W, C] result): the layers after it run in the layout they run in under timm. loom
+    normalizes an NCHW input as it is and writes that layout; `channels_last_out = False` (on the
+    class or a module) keeps it so, one copy less where the layers after it want NCHW."""
+
+    channels_last_out = True
 
     def __init__(self, num_channels, eps=1e-6, affine=True):
         super().__init__(num_channels, eps=eps, elementwise_affine=affine)
@@ -64,7 +71,10 @@ class LayerNorm2d(torch.nn.LayerNorm):
             x = x.permute(0, 2, 3, 1)
             x = torch.nn.functional.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
             return x.permute(0, 3, 1, 2)
-        return ops.layer_norm_2d(x, self.weight, self.bias, self.eps)[0]
+        y = ops.layer_norm_2d(x, self.weight, self.bias, self.eps)[0]
+        if self.channels_last_out and y.dim() == 4 and not y.is_contiguous(memory_format=torch.channels_last):
+            y = y.contiguous(memory_format=torch.channels_last)
+        return y
 
 
 class _BatchNorm:
@@ -177,13 +187,27 @@ def _target(m):
     return None
 
 
-def swap(model):
+def swap(model, only=None):
     """Turns every module of `model` that loom has a drop-in for into it, in place (the module
-    object, its parameters, buffers and hooks are kept). Returns the number swapped."""
+    object, its parameters, buffers and hooks are kept). `only`: the names of loom's drop-ins to
+    use (e.g. {"LayerNorm2d"}), the others left as they are; by default all. Returns the number
+    swapped."""
+    if only is not None:
+        only = {only} if isinstance(only, str) else set(only)
+        known = {t.__name__ for t in _SWAPS.values()} | {"LayerNorm2d", "HFRMSNorm"}
+        unknown = sorted(only - known)
+        if unknown:
+            raise ValueError(f"loom.torch.swap: only={unknown} names no drop-in of loom's; "
+                             f"the names are {', '.join(sorted(known))}")
     n = 0
     for m in model.modules():
         t = _target(m)
-        if t is not None:
+        if t is not None and (only is None or _kind(t) in only):
             m.__class__ = t
             n += 1
     return n
+
+
+def _kind(t):
+    """The name `swap(only=...)` knows a drop-in by (Hugging Face's RMSNorm kin as HFRMSNorm)."""
+    return "HFRMSNorm" if t in _HF.values() else t.__name__
