@@ -64,12 +64,36 @@ Device::Device() {
 }
 
 void Device::makeCurrent() {
-  // A context is current per thread; bind ours once on each thread that uses the runtime.
-  thread_local bool bound = false;
-  if (!bound) {
+  // A context is current per thread: ours is bound where none is. One another made current is
+  // left alone (binding ours would move the caller's thread to another context for good).
+  CUcontext current = nullptr;
+  LOOM_CU(cuCtxGetCurrent, &current);
+  if (!current) LOOM_CU(cuCtxSetCurrent, g_context);
+}
+
+ContextScope::ContextScope() {
+  static const Device& device = Device::get();  // (the driver initialized once; a failure retried)
+  (void)device;
+  CUcontext current = nullptr;
+  LOOM_CU(cuCtxGetCurrent, &current);
+  if (current == g_context) return;
+  if (!current) {
     LOOM_CU(cuCtxSetCurrent, g_context);
-    bound = true;
+  } else {
+    LOOM_CU(cuCtxPushCurrent_v2, g_context);
+    pushed_ = true;
   }
+}
+
+ContextScope::ContextScope(std::nothrow_t) {
+  CUcontext current = nullptr;
+  if (!g_context || driver().cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == g_context) return;
+  pushed_ = driver().cuCtxPushCurrent_v2(g_context) == CUDA_SUCCESS;
+}
+
+ContextScope::~ContextScope() {
+  CUcontext popped = nullptr;
+  if (pushed_) driver().cuCtxPopCurrent_v2(&popped);  // no throwing here
 }
 
 Device& Device::get() {
@@ -80,7 +104,10 @@ Device& Device::get() {
   return *device;
 }
 
-void Device::synchronize() const { LOOM_CU(cuCtxSynchronize); }
+void Device::synchronize() const {
+  const ContextScope scope;
+  LOOM_CU(cuCtxSynchronize);
+}
 
 std::string Device::describe() const {
   return fmt::format("{} (sm_{}, {} SMs, {:.1f} GiB, L2 {} MiB, {} KiB shared/block opt-in, "
@@ -93,7 +120,7 @@ std::string Device::describe() const {
 // ---- DeviceBuffer ----
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : size_(bytes) {
-  Device::get();
+  const ContextScope scope;
   if (bytes == 0) return;
   CUdeviceptr p = 0;
   LOOM_CU(cuMemAlloc_v2, &p, bytes);
@@ -101,7 +128,9 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : size_(bytes) {
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) driver().cuMemFree_v2(ptr_);  // see the file comment: no throwing here
+  if (!ptr_) return;
+  const ContextScope scope(std::nothrow);
+  driver().cuMemFree_v2(ptr_);  // see the file comment: no throwing here
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
@@ -109,7 +138,10 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) driver().cuMemFree_v2(ptr_);
+    if (ptr_) {
+      const ContextScope scope(std::nothrow);
+      driver().cuMemFree_v2(ptr_);
+    }
     ptr_ = std::exchange(o.ptr_, 0);
     size_ = std::exchange(o.size_, 0);
   }
@@ -123,26 +155,31 @@ void DeviceBuffer::checkRange(std::size_t bytes, std::size_t offset, const char*
 }
 
 void DeviceBuffer::copyFromHost(const void* src, std::size_t bytes, std::size_t offset) {
+  const ContextScope scope;
   checkRange(bytes, offset, "copy from host");
   if (bytes) LOOM_CU(cuMemcpyHtoD_v2, ptr_ + offset, src, bytes);
 }
 
 void DeviceBuffer::copyToHost(void* dst, std::size_t bytes, std::size_t offset) const {
   checkRange(bytes, offset, "copy to host");
+  const ContextScope scope;
   if (bytes) LOOM_CU(cuMemcpyDtoH_v2, dst, ptr_ + offset, bytes);
 }
 
 void DeviceBuffer::copyFrom(const DeviceBuffer& src) {
+  const ContextScope scope;
   LOOM_USER_CHECK(src.size_ == size_, "device copy from {} bytes into {} bytes", src.size_,
                   size_);
   if (size_) LOOM_CU(cuMemcpyDtoD_v2, ptr_, src.ptr_, size_);
 }
 
 void DeviceBuffer::memset(std::uint8_t byte) {
+  const ContextScope scope;
   if (size_) LOOM_CU(cuMemsetD8_v2, ptr_, byte, size_);
 }
 
 void DeviceBuffer::fill32(std::uint32_t word) {
+  const ContextScope scope;
   LOOM_USER_CHECK(size_ % 4 == 0, "fill32 of a device buffer of {} bytes (not a multiple of 4)",
                   size_);
   if (size_) LOOM_CU(cuMemsetD32_v2, ptr_, word, size_ / 4);
@@ -151,7 +188,7 @@ void DeviceBuffer::fill32(std::uint32_t word) {
 // ---- Module and Kernel ----
 
 Module::Module(const std::string& image, const std::string& label, Image kind) : label_(label) {
-  Device::get();
+  const ContextScope scope;
   // The JIT writes its complaints here; without it a bad PTX is only CUDA_ERROR_INVALID_PTX.
   std::vector<char> log(16 * 1024, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -169,7 +206,9 @@ Module::Module(const std::string& image, const std::string& label, Image kind) :
 }
 
 Module::~Module() {
-  if (handle_) driver().cuModuleUnload(toCu<CUmodule>(handle_));
+  if (!handle_) return;
+  const ContextScope scope(std::nothrow);
+  driver().cuModuleUnload(toCu<CUmodule>(handle_));
 }
 
 Module::Module(Module&& o) noexcept
@@ -177,7 +216,10 @@ Module::Module(Module&& o) noexcept
 
 Module& Module::operator=(Module&& o) noexcept {
   if (this != &o) {
-    if (handle_) driver().cuModuleUnload(toCu<CUmodule>(handle_));
+    if (handle_) {
+      const ContextScope scope(std::nothrow);
+      driver().cuModuleUnload(toCu<CUmodule>(handle_));
+    }
     handle_ = std::exchange(o.handle_, 0);
     label_ = std::move(o.label_);
     load_ms_ = o.load_ms_;
@@ -249,7 +291,7 @@ void launch(const Kernel& kernel, const LaunchConfig& c, void** args, StreamHand
   LOOM_USER_CHECK(c.grid.x && c.grid.y && c.grid.z && c.block.x && c.block.y && c.block.z,
                   "launch of {} with an empty grid ({},{},{}) or block ({},{},{})",
                   kernel.name(), c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z);
-  Device::get();
+  const ContextScope scope;
   optInSharedBytes(kernel, c);
   if (c.cluster_x <= 1 && !c.cooperative) {
     LOOM_CU(cuLaunchKernel, toCu<CUfunction>(kernel.handle()), c.grid.x, c.grid.y, c.grid.z,
@@ -302,13 +344,14 @@ void checkResidentAtOnce(const Kernel& kernel, const LaunchConfig& c) {
 }
 
 void memsetAsync(std::uintptr_t ptr, std::uint8_t byte, std::size_t bytes, StreamHandle stream) {
+  const ContextScope scope;
   if (bytes) LOOM_CU(cuMemsetD8Async, ptr, byte, bytes, toCu<CUstream>(stream));
 }
 
 // ---- Stream ----
 
 Stream::Stream() {
-  Device::get();
+  const ContextScope scope;
   CUstream s = nullptr;
   LOOM_CU(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
   handle_ = fromCu(s);
@@ -329,17 +372,21 @@ Stream& Stream::operator=(Stream&& o) noexcept {
 }
 
 std::uint64_t streamId(StreamHandle stream) {
+  const ContextScope scope;
   unsigned long long id = 0;
   LOOM_CU(cuStreamGetId, toCu<CUstream>(stream), &id);
   return id;
 }
 
-void Stream::synchronize() const { LOOM_CU(cuStreamSynchronize, toCu<CUstream>(handle_)); }
+void Stream::synchronize() const {
+  const ContextScope scope;
+  LOOM_CU(cuStreamSynchronize, toCu<CUstream>(handle_));
+}
 
 // ---- Event ----
 
 Event::Event() {
-  Device::get();
+  const ContextScope scope;
   CUevent e = nullptr;
   LOOM_CU(cuEventCreate, &e, CU_EVENT_DEFAULT);
   handle_ = fromCu(e);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -18,7 +19,8 @@ using StreamHandle = std::uintptr_t;  // a CUstream; 0 is the legacy default str
 class Device {
  public:
   // Initializes the driver on first use and makes the primary context current on the calling
-  // thread. Throws loom::Error "no NVIDIA GPU found: ..." where there is none.
+  // thread where none is (another that is current stays: a ContextScope puts ours over it).
+  // Throws loom::Error "no NVIDIA GPU found: ..." where there is none.
   static Device& get();
 
   const std::string& name() const { return name_; }
@@ -45,6 +47,25 @@ class Device {
   int max_shared_per_block_ = 0, max_shared_per_block_optin_ = 0, max_shared_per_sm_ = 0;
   int l2_bytes_ = 0, driver_version_ = 0;
   std::size_t total_memory_ = 0;
+};
+
+// Loom's context current on this thread while the scope lives. Where another is current (a
+// caller's own context, or another GPU's primary context that a framework made current), ours is
+// pushed over it, and the caller's is current again when the scope ends; where none is, ours is
+// bound and stays (as the CUDA runtime's first call on a thread does). The entry points that
+// reach the driver from outside (the Executor's, DeviceTensor's) and the destructors that free
+// device state hold one.
+class ContextScope {
+ public:
+  ContextScope();
+  // For destructors: throws nothing (a failing driver call leaves the context as it is).
+  explicit ContextScope(std::nothrow_t);
+  ~ContextScope();
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  bool pushed_ = false;
 };
 
 // Device memory; move-only. A zero-byte buffer holds no allocation and ptr() == 0.

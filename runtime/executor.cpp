@@ -225,6 +225,7 @@ static void countKernels(const CompiledPlan& plan, CompileStats& st) {
 }
 
 Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
+  const runtime::ContextScope scope;  // (modules loaded and scratch made in loom's context)
   std::uint64_t hash = 0;
   if (Entry* e = entries_->lookup(inputs, [&](const Entry& c) { return c.sizes == sizes && sameInputs(c.inputs, inputs); },
                                   &hash)) {
@@ -373,6 +374,7 @@ std::vector<DeviceTensor> Executor::allocateOutputs(const std::vector<DeviceTens
 
 std::vector<DeviceTensor> Executor::run(const std::vector<DeviceTensor>& inputs,
                                         const Bindings& sizes) {
+  const runtime::ContextScope scope;
   std::vector<DeviceTensor> outs = allocateOutputs(inputs, sizes);
   launchAll(prepare(inputs, sizes), inputs, outs);  // (these sizes' plan: launch() goes by the inputs alone)
   runtime::Device::get().synchronize();
@@ -421,8 +423,8 @@ Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
 void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
                          const std::vector<DeviceTensor>& outputs) {
   // A thread may launch a plan prepared on another, with no context current (PyTorch's autograd
-  // thread runs backward ops that way): Device::get makes ours current on each thread once.
-  runtime::Device::get();
+  // thread runs backward ops that way) or with another one current: ours for the launch.
+  const runtime::ContextScope scope;
   Entry::Scratch* scratch = e.usesScratch() ? &e.scratchFor(stream_, *workspaces_) : nullptr;
   uintptr_t ptrs[64];
   void* args[64];

@@ -1,8 +1,9 @@
 // GPU: an Executor's signatures. It holds a bounded number of plans (least recently used
 // dropped with their intermediates, planned again when they come back), and runs the plan of
 // the sizes it is given where two signatures share their inputs; a thread with no current context
-// launches what another prepared.
+// launches what another prepared, and a caller's own current context stays current.
 #include <catch2/catch.hpp>
+#include <cuda.h>
 
 #include <exception>
 #include <thread>
@@ -118,4 +119,63 @@ TEST_CASE("a thread that never used CUDA launches a prepared plan (the context i
     INFO(cs[0].str());
     CHECK(cs[0].ok);
   }
+}
+
+TEST_CASE("a caller's own current context stays current across loom's calls, which run in loom's",
+          "[gpu][executor]") {
+  if (!test::haveGpu()) return;
+  // A caller (another library, or a framework that made another GPU's context current) has its
+  // own context current: loom launches a plan prepared in its own context, plans a new size,
+  // allocates and synchronizes, in its own, and the caller's is current again after each call;
+  // on this thread and on a fresh one.
+  auto f = colrow();
+  Executor ex(*f);
+  const Bindings sizes{{"N", 29}, {"D", 70}}, other{{"N", 31}, {"D", 70}};
+  const auto host = test::randomHostInputs(*f, sizes, {}, 12, 0.5, 1.5);
+  const auto host2 = test::randomHostInputs(*f, other, {}, 13, 0.5, 1.5);
+  std::vector<DeviceTensor> in{DeviceTensor::fromHost(host[0])};
+  std::vector<DeviceTensor> out = ex.run(in, sizes);  // prepared with loom's context current
+  auto& cu = runtime::driver();
+  CUdevice dev = 0;
+  REQUIRE(cu.cuDeviceGet(&dev, 0) == CUDA_SUCCESS);
+  CUcontext mine = nullptr;
+  REQUIRE(cu.cuCtxCreate_v4(&mine, nullptr, 0, dev) == CUDA_SUCCESS);  // current on this thread now
+  struct Destroy {
+    CUcontext c;
+    ~Destroy() { runtime::driver().cuCtxDestroy_v2(c); }
+  } destroy{mine};
+  auto current = [&] {
+    CUcontext c = nullptr;
+    runtime::driver().cuCtxGetCurrent(&c);
+    return c;
+  };
+  auto check = [&](const std::vector<HostTensor>& h, const Bindings& b, const DeviceTensor& got) {
+    const auto cs = compareOutputs(*f, h, b, {got.toHost()}, evaluateReference(*f, h, b));
+    INFO(cs[0].str());
+    CHECK(cs[0].ok);
+  };
+  out[0].poison(0xff);
+  ex.launch(in, out);
+  CHECK(current() == mine);
+  runtime::Device::get().synchronize();
+  check(host, sizes, out[0]);
+  std::vector<DeviceTensor> in2{DeviceTensor::fromHost(host2[0])};
+  check(host2, other, ex.run(in2, other)[0]);  // planned, loaded, allocated, run
+  CHECK(current() == mine);
+  std::exception_ptr err;
+  bool kept = false;
+  std::thread([&] {
+    try {
+      runtime::driver().cuCtxSetCurrent(mine);
+      out[0].poison(0xff);
+      ex.launch(in, out);
+      runtime::Device::get().synchronize();
+      kept = current() == mine;
+    } catch (...) {
+      err = std::current_exception();
+    }
+  }).join();
+  if (err) std::rethrow_exception(err);
+  CHECK(kept);
+  check(host, sizes, out[0]);
 }
