@@ -63,35 +63,41 @@ Device::Device() {
   LOOM_CU(cuDriverGetVersion, &driver_version_);
 }
 
-void Device::makeCurrent() {
-  // A context is current per thread: ours is bound where none is. One another made current is
-  // left alone (binding ours would move the caller's thread to another context for good).
-  CUcontext current = nullptr;
-  LOOM_CU(cuCtxGetCurrent, &current);
-  if (!current) LOOM_CU(cuCtxSetCurrent, g_context);
-}
+namespace {
+// Scopes open on this thread: one inside another finds loom's context current already (nothing
+// within a scope makes another current), and asks the driver nothing.
+thread_local int t_scopes = 0;
+}  // namespace
 
 ContextScope::ContextScope() {
-  static const Device& device = Device::get();  // (the driver initialized once; a failure retried)
-  (void)device;
+  if (t_scopes > 0) {
+    ++t_scopes;
+    counted_ = true;
+    return;
+  }
+  Device::get();  // (the driver initialized, once)
   CUcontext current = nullptr;
   LOOM_CU(cuCtxGetCurrent, &current);
-  if (current == g_context) return;
   if (!current) {
     LOOM_CU(cuCtxSetCurrent, g_context);
-  } else {
+  } else if (current != g_context) {
     LOOM_CU(cuCtxPushCurrent_v2, g_context);
     pushed_ = true;
   }
+  ++t_scopes;
+  counted_ = true;
 }
 
 ContextScope::ContextScope(std::nothrow_t) {
   CUcontext current = nullptr;
-  if (!g_context || driver().cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == g_context) return;
+  if (t_scopes > 0 || !g_context || driver().cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == g_context)
+    return;
+  // (Also over none: the pop leaves the thread as it was.)
   pushed_ = driver().cuCtxPushCurrent_v2(g_context) == CUDA_SUCCESS;
 }
 
 ContextScope::~ContextScope() {
+  if (counted_) --t_scopes;
   CUcontext popped = nullptr;
   if (pushed_) driver().cuCtxPopCurrent_v2(&popped);  // no throwing here
 }
@@ -100,7 +106,6 @@ Device& Device::get() {
   // Never destroyed: buffers and modules freed during static destruction still need it. A
   // throwing constructor leaves it unset, so the next call tries (and explains) again.
   static Device* device = new Device();
-  makeCurrent();
   return *device;
 }
 
@@ -229,6 +234,7 @@ Module& Module::operator=(Module&& o) noexcept {
 
 Kernel Module::getKernel(const std::string& name) const {
   LOOM_USER_CHECK(handle_, "getKernel(\"{}\") on a moved-from module", name);
+  const ContextScope scope;
   CUfunction f = nullptr;
   CUresult r = driver().cuModuleGetFunction(&f, toCu<CUmodule>(handle_), name.c_str());
   if (r == CUDA_ERROR_NOT_FOUND) fail("{} has no kernel named \"{}\"", label_, name);
@@ -241,6 +247,7 @@ Kernel Module::getKernel(const std::string& name) const {
 double lastModuleLoadMs() { return g_last_load_ms; }
 
 int Kernel::attribute(int attr) const {
+  const ContextScope scope;
   int v = 0;
   LOOM_CU(cuFuncGetAttribute, &v, static_cast<CUfunction_attribute>(attr),
           toCu<CUfunction>(handle_));
@@ -255,6 +262,7 @@ int Kernel::localBytes() const { return attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_B
 
 void Kernel::setMaxDynamicSharedBytes(int bytes) const {
   if (bytes <= opted_in_->load(std::memory_order_relaxed)) return;
+  const ContextScope scope;
   LOOM_CU(cuFuncSetAttribute, toCu<CUfunction>(handle_),
           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
   int seen = opted_in_->load(std::memory_order_relaxed);
@@ -264,11 +272,13 @@ void Kernel::setMaxDynamicSharedBytes(int bytes) const {
 
 void Kernel::allowNonPortableCluster() const {
   if (non_portable_->load(std::memory_order_relaxed)) return;
+  const ContextScope scope;
   LOOM_CU(cuFuncSetAttribute, toCu<CUfunction>(handle_), CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
   non_portable_->store(true, std::memory_order_relaxed);
 }
 
 int Kernel::maxActiveBlocksPerSm(int block_threads, std::size_t dynamic_shared_bytes) const {
+  const ContextScope scope;
   int n = 0;
   LOOM_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &n, toCu<CUfunction>(handle_),
           block_threads, dynamic_shared_bytes);
@@ -358,14 +368,19 @@ Stream::Stream() {
 }
 
 Stream::~Stream() {
-  if (handle_) driver().cuStreamDestroy_v2(toCu<CUstream>(handle_));
+  if (!handle_) return;
+  const ContextScope scope(std::nothrow);
+  driver().cuStreamDestroy_v2(toCu<CUstream>(handle_));
 }
 
 Stream::Stream(Stream&& o) noexcept : handle_(std::exchange(o.handle_, 0)) {}
 
 Stream& Stream::operator=(Stream&& o) noexcept {
   if (this != &o) {
-    if (handle_) driver().cuStreamDestroy_v2(toCu<CUstream>(handle_));
+    if (handle_) {
+      const ContextScope scope(std::nothrow);
+      driver().cuStreamDestroy_v2(toCu<CUstream>(handle_));
+    }
     handle_ = std::exchange(o.handle_, 0);
   }
   return *this;
@@ -393,27 +408,37 @@ Event::Event() {
 }
 
 Event::~Event() {
-  if (handle_) driver().cuEventDestroy_v2(toCu<CUevent>(handle_));
+  if (!handle_) return;
+  const ContextScope scope(std::nothrow);
+  driver().cuEventDestroy_v2(toCu<CUevent>(handle_));
 }
 
 Event::Event(Event&& o) noexcept : handle_(std::exchange(o.handle_, 0)) {}
 
 Event& Event::operator=(Event&& o) noexcept {
   if (this != &o) {
-    if (handle_) driver().cuEventDestroy_v2(toCu<CUevent>(handle_));
+    if (handle_) {
+      const ContextScope scope(std::nothrow);
+      driver().cuEventDestroy_v2(toCu<CUevent>(handle_));
+    }
     handle_ = std::exchange(o.handle_, 0);
   }
   return *this;
 }
 
 void Event::record(StreamHandle stream) {
+  const ContextScope scope;
   LOOM_CU(cuEventRecord, toCu<CUevent>(handle_), toCu<CUstream>(stream));
 }
 
-void Event::synchronize() const { LOOM_CU(cuEventSynchronize, toCu<CUevent>(handle_)); }
+void Event::synchronize() const {
+  const ContextScope scope;
+  LOOM_CU(cuEventSynchronize, toCu<CUevent>(handle_));
+}
 
 float Event::elapsedMs(const Event& start, const Event& end) {
   end.synchronize();
+  const ContextScope scope;
   float ms = 0;
   LOOM_CU(cuEventElapsedTime_v2, &ms, toCu<CUevent>(start.handle_), toCu<CUevent>(end.handle_));
   return ms;

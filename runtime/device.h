@@ -18,9 +18,9 @@ using StreamHandle = std::uintptr_t;  // a CUstream; 0 is the legacy default str
 // The first GPU, with its primary context (the one the CUDA runtime and PyTorch share).
 class Device {
  public:
-  // Initializes the driver on first use and makes the primary context current on the calling
-  // thread where none is (another that is current stays: a ContextScope puts ours over it).
-  // Throws loom::Error "no NVIDIA GPU found: ..." where there is none.
+  // Initializes the driver on first use (GPU 0 and its primary context, loom's; each driver call
+  // is made under a ContextScope). Throws loom::Error "no NVIDIA GPU found: ..." where there is
+  // none.
   static Device& get();
 
   const std::string& name() const { return name_; }
@@ -41,7 +41,6 @@ class Device {
 
  private:
   Device();
-  static void makeCurrent();
   std::string name_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_threads_per_block_ = 0;
   int max_shared_per_block_ = 0, max_shared_per_block_optin_ = 0, max_shared_per_sm_ = 0;
@@ -52,9 +51,11 @@ class Device {
 // Loom's context current on this thread while the scope lives. Where another is current (a
 // caller's own context, or another GPU's primary context that a framework made current), ours is
 // pushed over it, and the caller's is current again when the scope ends; where none is, ours is
-// bound and stays (as the CUDA runtime's first call on a thread does). The entry points that
-// reach the driver from outside (the Executor's, DeviceTensor's) and the destructors that free
-// device state hold one.
+// bound and stays (as the CUDA runtime's first call on a thread does). Every runtime function
+// that calls the driver holds one, and the Executor's entry points hold one around all they do
+// (a scope inside another asks the driver nothing). Stream 0 is then loom's context's legacy
+// stream: a caller with a context of its own orders loom's work with its own by events, or
+// passes a stream of loom's context (PyTorch's contexts are the primary ones, loom's included).
 class ContextScope {
  public:
   ContextScope();
@@ -66,6 +67,7 @@ class ContextScope {
 
  private:
   bool pushed_ = false;
+  bool counted_ = false;
 };
 
 // Device memory; move-only. A zero-byte buffer holds no allocation and ptr() == 0.

@@ -383,6 +383,7 @@ std::vector<DeviceTensor> Executor::run(const std::vector<DeviceTensor>& inputs,
 
 void Executor::runInto(const std::vector<DeviceTensor>& inputs, std::vector<DeviceTensor>& outputs,
                        const Bindings& sizes) {
+  const runtime::ContextScope scope;
   Entry& e = prepare(inputs, sizes);
   const auto& plan = e.plan;
   LOOM_USER_CHECK(outputs.size() == plan.outputs.size(), "fusion `{}` has {} outputs, {} given",
@@ -457,11 +458,13 @@ void Executor::launchAll(Entry& e, const std::vector<DeviceTensor>& inputs,
 
 void Executor::launch(const std::vector<DeviceTensor>& inputs,
                       const std::vector<DeviceTensor>& outputs) {
+  const runtime::ContextScope scope;
   launchAll(entryFor(inputs, outputs), inputs, outputs);
 }
 
 void Executor::launchKernel(const std::vector<DeviceTensor>& inputs,
                             const std::vector<DeviceTensor>& outputs, size_t k) {
+  const runtime::ContextScope scope;
   Entry& e = entryFor(inputs, outputs);
   LOOM_USER_CHECK(k < e.plan.kernels.size(), "fusion `{}` runs as {} kernel(s); there is no kernel {}",
                   f_.name(), e.plan.kernels.size(), k);

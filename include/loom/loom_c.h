@@ -137,7 +137,10 @@ void loom_runner_free(loom_runner* r);
  *  kernels: number of kernels}. The caller allocates them (alias: pass that input). */
 loom_status loom_runner_outputs_json(loom_runner* r, const loom_tensor* inputs, size_t n_inputs, char** out);
 /* Launches the fusion on `stream` (a CUstream; 0: the legacy default stream), asynchronously:
- * inputs and outputs are device pointers; outputs as loom_runner_outputs_json says. */
+ * inputs and outputs are device pointers; outputs as loom_runner_outputs_json says. loom runs in
+ * GPU 0's primary context (the CUDA runtime's and PyTorch's), pushed over the caller's current
+ * context for the call where that is another: `stream` is a stream of the primary context, and 0
+ * its legacy stream. */
 loom_status loom_runner_run(loom_runner* r, const loom_tensor* inputs, size_t n_inputs,
                             const loom_tensor* outputs, size_t n_outputs, uintptr_t stream);
 
