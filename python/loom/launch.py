@@ -66,9 +66,7 @@ class LaunchPlan:
     def call(self, inputs, stream=None):
         """Allocates the outputs, launches on `stream` (torch's current stream by default) and
         returns them: Fusion.run's path for a signature seen before."""
-        empty, dev = self.empty, self.device
-        out = tuple(inputs[a] if a >= 0 else empty(shape, strides, dtype=dt, device=dev)
-                    for a, shape, strides, dt in self.specs)
+        out = self.allocate(inputs)
         self.launch(inputs, out, current_stream(inputs[0]) if stream is None else int(stream))
         return out
 
