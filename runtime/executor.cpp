@@ -423,9 +423,6 @@ Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
 
 void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
                          const std::vector<DeviceTensor>& outputs) {
-  // A thread may launch a plan prepared on another, with no context current (PyTorch's autograd
-  // thread runs backward ops that way) or with another one current: ours for the launch.
-  const runtime::ContextScope scope;
   Entry::Scratch* scratch = e.usesScratch() ? &e.scratchFor(stream_, *workspaces_) : nullptr;
   uintptr_t ptrs[64];
   void* args[64];
@@ -458,6 +455,8 @@ void Executor::launchAll(Entry& e, const std::vector<DeviceTensor>& inputs,
 
 void Executor::launch(const std::vector<DeviceTensor>& inputs,
                       const std::vector<DeviceTensor>& outputs) {
+  // (Each entry point holds loom's context for all it does: a thread may launch a plan prepared
+  // on another, with no context current, as PyTorch's autograd thread does, or another one.)
   const runtime::ContextScope scope;
   launchAll(entryFor(inputs, outputs), inputs, outputs);
 }

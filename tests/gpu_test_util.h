@@ -37,6 +37,19 @@ inline std::vector<HostTensor> randomHostInputs(const ir::Fusion& f, const Bindi
   return host;
 }
 
+// Every output in `outs` (on the device) checked against `ref` (by default the float64 reference
+// of `host`).
+inline void checkOutputs(const ir::Fusion& f, const Bindings& sizes, const std::vector<HostTensor>& host,
+                         const std::vector<DeviceTensor>& outs, const std::vector<HostTensor>* ref = nullptr) {
+  std::vector<HostTensor> got;
+  for (const auto& o : outs) got.push_back(o.toHost());
+  const auto cs = compareOutputs(f, host, sizes, got, ref ? *ref : evaluateReference(f, host, sizes));
+  for (size_t i = 0; i < cs.size(); ++i) {
+    INFO(f.name() << " output " << f.outputs()[i].name << ": " << cs[i].str());
+    CHECK(cs[i].ok);
+  }
+}
+
 // One run of `ex` on fresh device copies of `host` (in-place outputs update them) into poisoned
 // outputs, every output checked against `ref` (by default the float64 reference of `host`).
 // Returns the compile stats of this signature's lookup: whether it compiled, and what.
@@ -47,13 +60,7 @@ inline CompileStats runAndCheck(Executor& ex, const ir::Fusion& f, const Binding
   std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
   const CompileStats stats = ex.lastCompile();  // (runInto finds the signature in memory)
   ex.runInto(dev, outs, sizes);
-  std::vector<HostTensor> got;
-  for (const auto& o : outs) got.push_back(o.toHost());
-  const auto cs = compareOutputs(f, host, sizes, got, ref ? *ref : evaluateReference(f, host, sizes));
-  for (size_t i = 0; i < cs.size(); ++i) {
-    INFO(f.name() << " output " << f.outputs()[i].name << ": " << cs[i].str());
-    CHECK(cs[i].ok);
-  }
+  checkOutputs(f, sizes, host, outs, ref);
   return stats;
 }
 

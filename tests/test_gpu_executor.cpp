@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <exception>
+#include <functional>
 #include <thread>
 
 #include "runtime/device.h"
@@ -20,6 +21,19 @@ std::unique_ptr<ir::Fusion> colrow() {
   return parseFusion(
       "fusion colrow {\n  in x: f32[N, D]\n  s: f32[1b, D] = sum(x, dims=[0], keepdim=true)\n"
       "  y: f32[N, D] = div(x, s)\n  z: f32[N] = sum(y, dims=[1])\n  out z = z\n}\n");
+}
+
+// `body` on a thread of its own (one that never used CUDA); what it throws is thrown here.
+void onFreshThread(const std::function<void()>& body) {
+  std::exception_ptr err;
+  std::thread([&] {
+    try {
+      body();
+    } catch (...) {
+      err = std::current_exception();
+    }
+  }).join();
+  if (err) std::rethrow_exception(err);
 }
 }  // namespace
 
@@ -65,9 +79,7 @@ TEST_CASE("a dropped signature's intermediates outlive the launches queued on th
   const auto small_host = test::randomHostInputs(*f, small, {}, 8, 0.5, 1.5);
   test::runAndCheck(ex, *f, small, small_host);
   CHECK(ex.signatures() == 1);
-  const auto cs = compareOutputs(*f, host, big, {out[0].toHost()}, evaluateReference(*f, host, big));
-  INFO(cs[0].str());
-  CHECK(cs[0].ok);
+  test::checkOutputs(*f, big, host, out);
 }
 
 TEST_CASE("runInto runs the plan of the sizes it is given where two signatures share their inputs",
@@ -106,19 +118,9 @@ TEST_CASE("a thread that never used CUDA launches a prepared plan (the context i
     ex.launch(in, out);  // prepared (and its scratch made) on this thread
     runtime::Device::get().synchronize();
     out = ex.allocateOutputs(in, sizes, /*poison=*/true);
-    std::exception_ptr err;
-    std::thread([&] {
-      try {
-        ex.launch(in, out);
-      } catch (...) {
-        err = std::current_exception();
-      }
-    }).join();
-    if (err) std::rethrow_exception(err);
+    onFreshThread([&] { ex.launch(in, out); });
     runtime::Device::get().synchronize();
-    const auto cs = compareOutputs(*f, host, sizes, {out[0].toHost()}, evaluateReference(*f, host, sizes));
-    INFO(cs[0].str());
-    CHECK(cs[0].ok);
+    test::checkOutputs(*f, sizes, host, out);
   }
 }
 
@@ -162,33 +164,22 @@ TEST_CASE("a caller's own current context stays current across loom's calls, whi
     runtime::driver().cuCtxGetCurrent(&c);
     return c;
   };
-  auto check = [&](const std::vector<HostTensor>& h, const Bindings& b, const DeviceTensor& got) {
-    const auto cs = compareOutputs(*f, h, b, {got.toHost()}, evaluateReference(*f, h, b));
-    INFO(cs[0].str());
-    CHECK(cs[0].ok);
-  };
   out[0].poison(0xff);
   ex.launch(in, out);
   CHECK(current() == mine);
   runtime::Device::get().synchronize();
-  check(host, sizes, out[0]);
+  test::checkOutputs(*f, sizes, host, out);
   std::vector<DeviceTensor> in2{DeviceTensor::fromHost(host2[0])};
-  check(host2, other, ex.run(in2, other)[0]);  // planned, loaded, allocated, run
+  test::checkOutputs(*f, other, host2, ex.run(in2, other));  // planned, loaded, allocated, run
   CHECK(current() == mine);
-  std::exception_ptr err;
   bool kept = false;
-  std::thread([&] {
-    try {
-      runtime::driver().cuCtxSetCurrent(mine);
-      out[0].poison(0xff);
-      ex.launch(in, out);
-      runtime::Device::get().synchronize();
-      kept = current() == mine;
-    } catch (...) {
-      err = std::current_exception();
-    }
-  }).join();
-  if (err) std::rethrow_exception(err);
+  onFreshThread([&] {
+    runtime::driver().cuCtxSetCurrent(mine);
+    out[0].poison(0xff);
+    ex.launch(in, out);
+    runtime::Device::get().synchronize();
+    kept = current() == mine;
+  });
   CHECK(kept);
-  check(host, sizes, out[0]);
+  test::checkOutputs(*f, sizes, host, out);
 }
