@@ -8,6 +8,7 @@
 #include "capi/capi_internal.h"
 #include "ir/json.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/device.h"
 #include "runtime/executor.h"
 
 using namespace loom;
@@ -140,6 +141,15 @@ void bindCall(loom_runner& r, const loom_tensor* inputs, size_t n_inputs, const 
 extern "C" {
 
 int32_t loom_gpu_available(void) { return runtime::gpuAvailable() ? 1 : 0; }
+
+loom_status loom_select_device(int32_t device) {
+  return guard([&] {
+    needGpu();
+    runtime::selectDevice(device);
+  });
+}
+
+int32_t loom_selected_device(void) { return runtime::selectedDevice(); }
 
 loom_status loom_runner_create(const loom_fusion* f, const loom_options* o, loom_runner** out) {
   return guard([&] {

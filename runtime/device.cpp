@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,8 @@ namespace {
 
 CUdevice g_device = 0;
 CUcontext g_context = nullptr;
+std::atomic<int> g_selected{0};  // the GPU Device's first construction takes
+std::mutex g_select_mu;
 std::atomic<double> g_last_load_ms{0};
 
 template <typename H>
@@ -42,8 +45,8 @@ int deviceAttribute(CUdevice_attribute a) {
 
 // ---- Device ----
 
-Device::Device() {
-  LOOM_CU(cuDeviceGet, &g_device, 0);
+Device::Device() : ordinal_(g_selected.load()) {
+  LOOM_CU(cuDeviceGet, &g_device, ordinal_);
   LOOM_CU(cuDevicePrimaryCtxRetain, &g_context, g_device);  // held for the process's life
   char name[256] = {};
   LOOM_CU(cuDeviceGetName, name, static_cast<int>(sizeof(name) - 1), g_device);
@@ -109,15 +112,35 @@ Device& Device::get() {
   return *device;
 }
 
+void selectDevice(int ordinal) {
+  LOOM_USER_CHECK(ordinal >= 0, "GPU {} does not exist: GPUs are numbered from 0", ordinal);
+  int count = 0;
+  LOOM_CU(cuDeviceGetCount, &count);  // (driver() says "no NVIDIA GPU found" where there is none)
+  LOOM_USER_CHECK(ordinal < count, "GPU {} does not exist: the NVIDIA driver reports {} GPU{} (0 to {})", ordinal,
+                  count, count == 1 ? "" : "s", count - 1);
+  const std::lock_guard<std::mutex> lock(g_select_mu);
+  const int before = g_selected.exchange(ordinal);
+  const int in_use = Device::get().ordinal();  // binds it, or finds it bound
+  if (in_use != ordinal) {
+    g_selected = before;
+    fail("loom runs on GPU {} in this process (its first GPU work was there) and cannot also run on GPU {}: "
+         "loom uses one GPU a process; select the GPU before loom's first GPU work (one process per GPU, "
+         "as torchrun starts data-parallel training)",
+         in_use, ordinal);
+  }
+}
+
+int selectedDevice() noexcept { return g_selected.load(); }
+
 void Device::synchronize() const {
   const ContextScope scope;
   LOOM_CU(cuCtxSynchronize);
 }
 
 std::string Device::describe() const {
-  return fmt::format("{} (sm_{}, {} SMs, {:.1f} GiB, L2 {} MiB, {} KiB shared/block opt-in, "
+  return fmt::format("GPU {}: {} (sm_{}, {} SMs, {:.1f} GiB, L2 {} MiB, {} KiB shared/block opt-in, "
                      "driver CUDA {}.{})",
-                     name_, smVersion(), sm_count_, total_memory_ / double(1 << 30),
+                     ordinal_, name_, smVersion(), sm_count_, total_memory_ / double(1 << 30),
                      l2_bytes_ >> 20, max_shared_per_block_optin_ >> 10, driver_version_ / 1000,
                      driver_version_ % 1000 / 10);
 }

@@ -15,13 +15,22 @@ namespace loom::runtime {
 
 using StreamHandle = std::uintptr_t;  // a CUstream; 0 is the legacy default stream
 
-// The first GPU, with its primary context (the one the CUDA runtime and PyTorch share).
+// Makes GPU `ordinal` the one loom runs on in this process (selectDevice's doc in
+// include/loom/executor.h): before loom's first GPU work, or naming the GPU it already runs on.
+void selectDevice(int ordinal);
+// The GPU loom runs on, or will run on at its first GPU work (0 unless selectDevice chose another).
+int selectedDevice() noexcept;
+
+// loom's GPU (GPU 0 unless selectDevice chose another before loom's first GPU work), with its
+// primary context (the one the CUDA runtime and PyTorch share). One a process.
 class Device {
  public:
-  // Initializes the driver on first use (GPU 0 and its primary context, loom's; each driver call
-  // is made under a ContextScope). Throws loom::Error "no NVIDIA GPU found: ..." where there is
-  // none.
+  // Initializes the driver on first use (loom's GPU and its primary context, loom's; each driver
+  // call is made under a ContextScope). Throws loom::Error "no NVIDIA GPU found: ..." where there
+  // is none.
   static Device& get();
+
+  int ordinal() const { return ordinal_; }  // the driver's number of this GPU
 
   const std::string& name() const { return name_; }
   int ccMajor() const { return cc_major_; }
@@ -41,6 +50,7 @@ class Device {
 
  private:
   Device();
+  int ordinal_ = 0;
   std::string name_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_threads_per_block_ = 0;
   int max_shared_per_block_ = 0, max_shared_per_block_optin_ = 0, max_shared_per_sm_ = 0;

@@ -354,6 +354,8 @@ std::string Executor::describePlan(const std::vector<DeviceTensor>& inputs, cons
 Executor::Executor(const Fusion& fusion, Tuning tuning) : Executor(fusion.held(), std::move(tuning)) {}
 
 bool gpuAvailable(std::string* why) noexcept { return runtime::gpuAvailable(why); }
+void selectDevice(int ordinal) { runtime::selectDevice(ordinal); }
+int selectedDevice() noexcept { return runtime::selectedDevice(); }
 
 std::vector<DeviceTensor> Executor::allocateOutputs(const std::vector<DeviceTensor>& inputs,
                                                     const Bindings& sizes, bool poison) {

@@ -1,7 +1,8 @@
 // GPU: an Executor's signatures. It holds a bounded number of plans (least recently used
 // dropped with their intermediates, planned again when they come back), and runs the plan of
 // the sizes it is given where two signatures share their inputs; a thread with no current context
-// launches what another prepared, and a caller's own current context stays current.
+// launches what another prepared, and a caller's own current context stays current; loom runs on
+// one GPU a process.
 #include <catch2/catch.hpp>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <thread>
 
+#include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "tests/gpu_test_util.h"
 
@@ -182,4 +184,28 @@ TEST_CASE("a caller's own current context stays current across loom's calls, whi
   });
   CHECK(kept);
   test::checkOutputs(*f, sizes, host, out);
+}
+
+TEST_CASE("loom runs on one GPU a process: selectDevice names it, or refuses another and says which",
+          "[executor]") {
+  if (!gpuAvailable()) {
+    CHECK_THROWS_WITH(selectDevice(0), Catch::Contains("no NVIDIA GPU found"));
+    CHECK(selectedDevice() == 0);
+    return;
+  }
+  CHECK_THROWS_WITH(selectDevice(-1), Catch::Contains("GPU -1 does not exist: GPUs are numbered from 0"));
+  CHECK_THROWS_WITH(selectDevice(4096), Catch::Contains("GPU 4096 does not exist: the NVIDIA driver reports"));
+  const int in_use = runtime::Device::get().ordinal();  // earlier tests ran on it
+  CHECK(selectedDevice() == in_use);
+  CHECK_NOTHROW(selectDevice(in_use));
+  int count = 0;
+  REQUIRE(runtime::driver().cuDeviceGetCount(&count) == CUDA_SUCCESS);
+  if (count > 1) {
+    const int other = in_use == 0 ? 1 : 0;
+    CHECK_THROWS_WITH(selectDevice(other),
+                      Catch::Contains(fmt::format("loom runs on GPU {} in this process", in_use)) &&
+                          Catch::Contains(fmt::format("cannot also run on GPU {}", other)));
+  }
+  CHECK(selectedDevice() == in_use);
+  CHECK(runtime::Device::get().ordinal() == in_use);
 }

@@ -46,6 +46,15 @@ namespace loom {
 // device. Never throws; on false, `why` (if given) says what is missing.
 bool gpuAvailable(std::string* why = nullptr) noexcept;
 
+// The GPU loom runs on: one a process, GPU 0 unless this chose another before loom's first GPU
+// work (in that GPU's primary context, which the CUDA runtime and PyTorch share). Naming the GPU
+// already in use does nothing. Throws loom::Error where no GPU is found, where `ordinal` is not
+// one of the driver's GPUs, or where loom already runs on another GPU in this process (a
+// data-parallel job runs one process per GPU, each selecting its own).
+void selectDevice(int ordinal);
+// The GPU loom runs on, or will run on at its first GPU work.
+int selectedDevice() noexcept;
+
 struct CompileStats {
   enum class Source { Compiled, MemoryCache, DiskCache } source = Source::Compiled;
   double llvm_ptx_ms = 0;  // LLVM IR -> PTX (0 when cached)

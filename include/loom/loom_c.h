@@ -128,6 +128,13 @@ void loom_results_free(loom_results* r);
 /* ---- the GPU ---- */
 /* Whether a GPU and the CUDA driver are there (1) or not (0); never fails. */
 int32_t loom_gpu_available(void);
+/* Makes GPU `device` (the driver's number, as cuda:N) the one loom runs on in this process: one
+ * GPU a process, GPU 0 unless this chose another before loom's first GPU work. Naming the GPU
+ * already in use does nothing; another one once loom has run on a GPU is LOOM_ERROR_INPUT (one
+ * process per GPU, as data-parallel training runs), as is a number the driver has no GPU for. */
+loom_status loom_select_device(int32_t device);
+/* The GPU loom runs on, or will run on at its first GPU work; never fails. */
+int32_t loom_selected_device(void);
 /* A runner of `f` (kept alive by the runner) with `opts`'s knobs; compiles on first use of each
  * input signature (dtypes, sizes, strides, alignment), as loom::Executor. */
 loom_status loom_runner_create(const loom_fusion* f, const loom_options* opts, loom_runner** out);
@@ -138,9 +145,9 @@ void loom_runner_free(loom_runner* r);
 loom_status loom_runner_outputs_json(loom_runner* r, const loom_tensor* inputs, size_t n_inputs, char** out);
 /* Launches the fusion on `stream` (a CUstream; 0: the legacy default stream), asynchronously:
  * inputs and outputs are device pointers; outputs as loom_runner_outputs_json says. loom runs in
- * GPU 0's primary context (the CUDA runtime's and PyTorch's), pushed over the caller's current
- * context for the call where that is another: `stream` is a stream of the primary context, and 0
- * its legacy stream. */
+ * its GPU's primary context (loom_select_device; the CUDA runtime's and PyTorch's), pushed over
+ * the caller's current context for the call where that is another: `stream` is a stream of that
+ * primary context, and 0 its legacy stream. */
 loom_status loom_runner_run(loom_runner* r, const loom_tensor* inputs, size_t n_inputs,
                             const loom_tensor* outputs, size_t n_outputs, uintptr_t stream);
 

@@ -13,11 +13,12 @@ import json as _json
 from ._lib import lib as _cdll, take_string as _take_string
 from .errors import ArgumentError, InputError, InternalError, LoomError, NoGpuError
 from .fusion import Fusion
+from .tensors import select_device, selected_device
 
 __version__ = _cdll.loom_version().decode()
 
 __all__ = ["Fusion", "LoomError", "InputError", "ArgumentError", "NoGpuError", "InternalError", "builtins", "ops",
-           "gpu_available", "__version__"]
+           "gpu_available", "select_device", "selected_device", "__version__"]
 
 
 def builtins():

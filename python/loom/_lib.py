@@ -78,6 +78,8 @@ _PROTOS = {
     "loom_results_get": (_STATUS, [_P, _c.c_size_t, _c.POINTER(Tensor)]),
     "loom_results_free": (None, [_P]),
     "loom_gpu_available": (_c.c_int32, []),
+    "loom_select_device": (_STATUS, [_c.c_int32]),
+    "loom_selected_device": (_c.c_int32, []),
     "loom_runner_create": (_STATUS, [_P, _P, _c.POINTER(_P)]),
     "loom_runner_free": (None, [_P]),
     "loom_runner_outputs_json": (_STATUS, [_P, _TENSORS, _c.c_size_t, _OUT_STR]),

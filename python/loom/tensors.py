@@ -4,8 +4,8 @@ with no copies on the GPU side."""
 import ctypes
 import sys
 
-from ._lib import Tensor
-from .errors import ArgumentError
+from ._lib import Tensor, check, lib
+from .errors import ArgumentError, LoomError
 
 # loom_dtype values (include/loom/loom_c.h), by loom's names.
 DTYPES = {"bool": 0, "i32": 1, "i64": 2, "f16": 3, "bf16": 4, "f32": 5, "f64": 6}
@@ -94,14 +94,38 @@ def is_torch(t):
     return cls is not None and isinstance(t, cls)
 
 
+_SELECTED = None  # the GPU this package made loom's (select_device), once it has
+
+
+def select_device(index):
+    """Makes GPU `index` (cuda:index) the one loom runs on in this process: one GPU a process, GPU
+    0 unless chosen before loom's first GPU work. Naming the GPU in use does nothing; another one
+    raises InputError saying which GPU loom runs on (one process per GPU, as torchrun starts
+    data-parallel training). Torch tensors select their GPU themselves."""
+    global _SELECTED
+    if index != _SELECTED:
+        check(lib.loom_select_device(int(index)))
+        _SELECTED = index
+
+
+def selected_device():
+    """The GPU loom runs on, or will run on at its first GPU work."""
+    return int(lib.loom_selected_device())
+
+
 def device_entry(t, where):
-    """A GPU tensor as a loom_tensor entry: a torch tensor (any dtype loom has, bf16 included) or
-    an object with __cuda_array_interface__ (version 2 or later)."""
+    """A GPU tensor as a loom_tensor entry: a torch tensor (any dtype loom has, bf16 included; its
+    GPU selected as loom's, or refused where loom runs on another) or an object with
+    __cuda_array_interface__ (version 2 or later; on loom's GPU, which nothing here can check)."""
     if is_torch(t):
         if t.device.type != "cuda":
             raise ArgumentError(f"{where}: a torch tensor on {t.device}; loom runs on CUDA tensors")
-        if t.device.index not in (0, None):
-            raise ArgumentError(f"{where}: a torch tensor on {t.device}; loom runs on the first GPU (cuda:0)")
+        index = t.get_device()
+        if index != _SELECTED:
+            try:
+                select_device(index)
+            except LoomError as e:
+                raise type(e)(f"{where}: a torch tensor on {t.device}: {e}") from None
         dtype = _TORCH.get(str(t.dtype))
         if dtype is None:
             raise ArgumentError(f"{where}: torch dtype {t.dtype} has no loom dtype")

@@ -161,6 +161,9 @@ def test_run_without_gpu():
         g.run(Cai((2, 3)), Cai((3,)))
     with pytest.raises(loom.ArgumentError, match="is no GPU tensor"):
         g.run(np.zeros((2, 3)), Cai((3,)), out=[])
+    with pytest.raises(loom.NoGpuError, match="no GPU found"):
+        loom.select_device(1)
+    assert loom.selected_device() == 0
 
 
 def test_library_not_found():

@@ -172,3 +172,54 @@ def test_threads_sharing_one_fusion():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+_ON_LAST_GPU = r"""
+import sys
+import torch
+import loom
+import loom.torch
+F = torch.nn.functional
+n = torch.cuda.device_count()
+dev = torch.device("cuda", n - 1)
+if sys.argv[1] == "set_device":
+    torch.cuda.set_device(dev)  # as a data-parallel process does; else cuda:0 stays current
+assert loom.selected_device() == 0  # nothing chosen yet
+f = loom.Fusion.builtin("layer_norm", "f16")
+x = torch.randn(1531, 1000, device=dev, dtype=torch.float16)
+w, b = torch.randn(1000, device=dev, dtype=torch.float16), torch.randn(1000, device=dev, dtype=torch.float16)
+(y,) = f.run(x, w, b)
+want = F.layer_norm(x.float(), (1000,), w.float(), b.float(), 1e-5)
+assert y.device == dev and (y.double() - want.double()).norm() / want.double().norm() < 4e-3
+assert loom.selected_device() == n - 1
+# The module's backward runs on autograd's thread for that GPU.
+ref = torch.nn.LayerNorm(1000, device=dev)
+mod = loom.torch.nn.LayerNorm(1000, device=dev)
+mod.load_state_dict(ref.state_dict())
+xs = [torch.randn(64, 1000, device=dev, requires_grad=True) for _ in range(2)]
+for m, xi in zip((ref, mod), xs):
+    m(xi).pow(2).sum().backward()
+torch.cuda.synchronize(dev)
+for g_ref, g in ((xs[0].grad, xs[1].grad), (ref.weight.grad, mod.weight.grad)):
+    assert (g - g_ref).norm() / g_ref.norm() < 1e-4, (g - g_ref).norm() / g_ref.norm()
+if n > 1:
+    try:
+        f.run(x.to("cuda:0"), w.to("cuda:0"), b.to("cuda:0"))
+        raise SystemExit("a tensor on another GPU was taken")
+    except loom.InputError as e:
+        assert f"loom runs on GPU {n - 1} in this process" in str(e) and "cuda:0" in str(e), str(e)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("how", ["set_device", "tensors_only"])
+def test_runs_on_the_last_gpu_in_a_process_of_its_own(how):
+    # loom runs on one GPU a process (the first one it works on): a fresh process takes the
+    # machine's last GPU, as rank N-1 of a data-parallel job would (cuda:0 where there is one).
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    r = subprocess.run([sys.executable, "-c", _ON_LAST_GPU, how], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[1], env=dict(os.environ), timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr

@@ -271,8 +271,29 @@ static void test_runner(void) {
   EXPECT_ERROR(loom_runner_create(NULL, NULL, &r), LOOM_ERROR_ARGUMENT, "`fusion` is NULL");
 }
 
+static void test_device(void) {
+  EXPECT(loom_selected_device() == 0);
+  if (!loom_gpu_available()) {
+    EXPECT_ERROR(loom_select_device(0), LOOM_ERROR_NO_GPU, "no GPU found");
+    EXPECT_ERROR(loom_select_device(-1), LOOM_ERROR_NO_GPU, "no GPU found");
+    EXPECT(loom_selected_device() == 0);
+    return;
+  }
+  EXPECT_ERROR(loom_select_device(-1), LOOM_ERROR_INPUT, "GPU -1 does not exist: GPUs are numbered from 0");
+  EXPECT_ERROR(loom_select_device(4096), LOOM_ERROR_INPUT, "GPU 4096 does not exist: the NVIDIA driver reports");
+  EXPECT(loom_select_device(0) == LOOM_OK);
+  EXPECT(loom_select_device(0) == LOOM_OK); /* the GPU in use again: nothing to do */
+  EXPECT(loom_selected_device() == 0);
+  /* Another GPU once loom runs on one (where the machine has two). */
+  const loom_status other = loom_select_device(1);
+  EXPECT(other == LOOM_ERROR_INPUT && (strstr(loom_last_error(), "GPU 1 does not exist") ||
+                                       strstr(loom_last_error(), "loom runs on GPU 0 in this process")));
+  EXPECT(loom_selected_device() == 0);
+}
+
 int main(void) {
   test_library();
+  test_device();
   test_fusions();
   test_options_segments_dumps();
   test_eval();

@@ -8,6 +8,10 @@
 
 #include "frontend/internal_api.h"
 
+namespace loom::runtime {
+class Device;
+}  // namespace loom::runtime
+
 namespace loom::cli {
 
 // Parsed arguments: positionals, `--key value` / `--key=value` options (repeatable), flags.
@@ -54,6 +58,9 @@ std::map<std::string, std::vector<int>> layoutsFromArgs(const Args& a, const ir:
 // `--NAME V` as a whole number in [lo, hi], or `fallback` where it is not given; anything else
 // is a user error that names the option and the range.
 int64_t intOption(const Args& a, const std::string& name, int64_t fallback, int64_t lo, int64_t hi);
+// The GPU of a command that runs kernels, once a GPU was found (none: a user error saying why):
+// `--device N` selected where given (else loom's, GPU 0 unless selected before).
+runtime::Device& gpuFromArgs(const Args& a);
 // Seeded random inputs with the given sizes and layouts.
 std::vector<HostTensor> randomInputs(const ir::Fusion& f, const Bindings& sizes,
                                      const std::map<std::string, std::vector<int>>& layouts,

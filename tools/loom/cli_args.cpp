@@ -2,6 +2,8 @@
 #include <optional>
 
 #include "tools/loom/cli.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
 #include "runtime/memory_order.h"
 
 namespace loom::cli {
@@ -129,6 +131,13 @@ std::vector<HostTensor> randomInputs(const ir::Fusion& f, const Bindings& sizes,
                                      it != layouts.end() ? it->second : std::vector<int>{}));
   }
   return out;
+}
+
+runtime::Device& gpuFromArgs(const Args& a) {
+  std::string why;
+  LOOM_USER_CHECK(runtime::gpuAvailable(&why), "{}", why);
+  if (a.get("device")) runtime::selectDevice(static_cast<int>(intOption(a, "device", 0, 0, 1023)));
+  return runtime::Device::get();
 }
 
 }  // namespace loom::cli

@@ -96,9 +96,7 @@ int benchImpl(const Args& a, BenchResult& r) {
   auto layouts = layoutsFromArgs(a, *l.fusion);
   r.fusion = l.fusion->name();
   const int fixed_reps = static_cast<int>(intOption(a, "iters", 0, 1, 1000000));
-  std::string why;
-  LOOM_USER_CHECK(runtime::gpuAvailable(&why), "{}", why);
-  auto& dev = runtime::Device::get();
+  auto& dev = gpuFromArgs(a);
   r.device = dev.describe();
   r.gpu = dev.name();
 

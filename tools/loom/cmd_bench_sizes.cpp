@@ -71,9 +71,7 @@ int runBenchSizes(const Args& a, const std::string& spec) {
   auto l = loadFromArgs(a, "bench");
   auto layouts = layoutsFromArgs(a, *l.fusion);
   const SizeRange range = parseRange(spec, l.sizes);
-  std::string why;
-  LOOM_USER_CHECK(runtime::gpuAvailable(&why), "{}", why);
-  auto& dev = runtime::Device::get();
+  auto& dev = gpuFromArgs(a);
   Executor ex(*l.fusion);
   std::map<CompileStats::Source, int> by_source;
   std::vector<double> first_ms, plan_ms;

@@ -16,15 +16,15 @@ namespace loom::cli {
 int runBatch(const std::string& path, const std::vector<std::string>& options);  // cmd_run_batch.cpp
 
 int runRun(const Args& a) {
-  if (auto batch = a.get("batch"))
-    return runBatch(*batch, {"dim", "layout", "seed", "iters", "dtype", "check", "no-check"});
+  if (auto batch = a.get("batch")) {
+    if (a.get("device") && runtime::gpuAvailable()) gpuFromArgs(a);  // every case on it (none: each says so)
+    return runBatch(*batch, {"dim", "layout", "seed", "iters", "dtype", "check", "no-check", "device"});
+  }
   auto l = loadFromArgs(a, "run");
   auto layouts = layoutsFromArgs(a, *l.fusion);
   const auto seed = static_cast<uint64_t>(intOption(a, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
   const int iters = static_cast<int>(intOption(a, "iters", 20, 0, 1000000));
-  std::string why;
-  LOOM_USER_CHECK(runtime::gpuAvailable(&why), "{}", why);
-  auto& dev = runtime::Device::get();
+  auto& dev = gpuFromArgs(a);
   const bool check = a.flag("check") || !a.flag("no-check");
   if (check)
     checkReferenceFits(*l.fusion, l.sizes, /*host_inputs=*/true,

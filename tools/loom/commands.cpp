@@ -61,22 +61,24 @@ const std::vector<Command>& commands() {
        {}, {"stage", "arch", "sms", "dim", "layout", "dtype"}, runDump},
       {"run", "run a fusion on the GPU and check it against the CPU reference",
        "usage: loom run FUSION [--dim K=V]... [--layout IN=L]... [--dtype DT] [--seed S] [--iters N] [--check]\n"
-       "       loom run --batch FILE\n\n"
+       "                [--device N]\n"
+       "       loom run --batch FILE [--device N]\n\n"
        "Compiles FUSION for this GPU, runs it on seeded random inputs (every kernel of its plan,\n"
        "in launch order; each kernel's launch is printed), compares every output with the\n"
        "float64 CPU reference (||out-ref||/||ref|| against a tolerance fitting the dtype) and\n"
        "prints the time of the whole plan. Exits non-zero on a mismatch or with no GPU.\n\n"
        "  --check          compare with the CPU reference (the default; --no-check skips it)\n"
+       "  --device N       run on GPU N (default 0)\n"
        "  --dtype DT       a built-in's main dtype: f16, bf16, f32 or f64\n"
        "  --iters N        timed launches (default 20; 0 skips timing)\n"
        "  --seed S         random seed (default 0)\n"
        "  --batch FILE     instead: every line of FILE is a case's arguments (FUSION and these\n"
        "                   options), all run in this process; each case ends with a line\n"
        "                   `== result K: ok|error: ...|MISMATCH: ...|INTERNAL: ...`\n",
-       {"check", "no-check"}, {"dim", "layout", "seed", "iters", "dtype", "batch"}, runRun},
+       {"check", "no-check"}, {"dim", "layout", "seed", "iters", "dtype", "batch", "device"}, runRun},
       {"bench", "time a fusion on the GPU: GB/s, share of copy bandwidth, compile and launch cost",
        "usage: loom bench FUSION [--dim K=V]... [--layout IN=L]... [--dtype DT] [--iters N] [--json]\n"
-       "                  [--inputs DIR] [--save-outputs DIR] [--sizes K=A:B[:S]]\n\n"
+       "                  [--inputs DIR] [--save-outputs DIR] [--sizes K=A:B[:S]] [--device N]\n\n"
        "Times FUSION's compiled plan as triton.testing.do_bench does: warm-up, CUDA events\n"
        "around each launch, L2 flushed (256 MiB memset) before each timed launch, median.\n"
        "GB/s counts every input read once and every output written once (in-place outputs\n"
@@ -87,6 +89,7 @@ const std::vector<Command>& commands() {
        "Also reports compile time (this process's first compile, and a cold compile for\n"
        "LLVM->PTX) and the host time per launch of the cached plan. Exits non-zero, saying\n"
        "why, when loom cannot compile the fusion or finds no GPU.\n\n"
+       "  --device N         run on GPU N (default 0)\n"
        "  --dim K=V          size of symbol K (default: the example's sizes)\n"
        "  --layout IN=L      memory order of input IN: nchw, nhwc, or dims outer->inner\n"
        "  --dtype DT         dtype of a built-in's main tensors: f16, bf16, f32\n"
@@ -101,7 +104,7 @@ const std::vector<Command>& commands() {
        "  --sizes K=A:B[:S]  instead: the first call of every size K = A, A+S, ... B in one\n"
        "                     process (compiled, from the disk cache, or already in memory; time\n"
        "                     of each first call), as variable batch sizes would make them\n",
-       {"json"}, {"dim", "layout", "dtype", "iters", "inputs", "save-outputs", "sizes"}, runBench},
+       {"json"}, {"dim", "layout", "dtype", "iters", "inputs", "save-outputs", "sizes", "device"}, runBench},
       {"replay", "kernel replay: compile a fixed corpus and compare every kernel's PTX with a baseline",
        "usage: loom replay CORPUS... --target sm_90/132 --baseline FILE [--update] [--save DIR]\n\n"
        "Compiles every line of each CORPUS (bench/workloads.txt's format: name fusion dtype dims\n"
