@@ -2,7 +2,7 @@
 beside the stock model, fp16 AMP, from the same initial weights and the same batches: losses step
 by step, and train images/s, eager and torch.compile, NCHW and channels-last, in one process.
 
-    python3 bench/torch_convnext.py [--steps 20] [--batch 64] [--modes eager,compile]
+    python3 bench/torch_convnext.py [--steps 20] [--batch 64] [--modes eager,compile,graphs]
                                     [--layouts nchw,nhwc] [--rounds R] [--swap all,LayerNorm2d]
 
 --swap: which of loom's drop-ins each loom model takes, one model per entry: `all` (every norm:
@@ -10,6 +10,10 @@ convnext_base's 5 LayerNorm2d and 36 LayerNorm) or names for loom.torch.swap(onl
 by `+` (LayerNorm2d: only the 5 norms over the channels of NCHW images, the issue's measure).
 A `/keep` suffix sets channels_last_out = False on loom's LayerNorm2d modules (an NCHW input's
 output stays NCHW instead of timm's channels-last).
+
+--modes: `graphs` is torch.compile(mode="reduce-overhead"), whose CUDA graphs replay loom's
+launches (and everything else) with no Python: the host cost of loom's op calls is paid at
+capture only.
 
 --rounds R runs the torch/loom pair R times in turn (the host of the GPU machine drifts between
 runs: images/s of one pair are comparable, of separate runs less so).
@@ -86,7 +90,8 @@ def main():
                     for m in model.modules():
                         if isinstance(m, loom.torch.nn.LayerNorm2d):
                             m.channels_last_out = False
-                run = torch.compile(model) if mode == "compile" else model
+                run = torch.compile(model) if mode == "compile" else \
+                    torch.compile(model, mode="reduce-overhead") if mode == "graphs" else model
                 losses, ips = train(run, xs, labels, a.steps, timed_from)
                 if ref is None:
                     ref = losses

@@ -53,7 +53,8 @@ void checkCu(int result, const char* call);
   X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)                            \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate) X(cuStreamDestroy_v2)              \
-  X(cuStreamSynchronize) X(cuStreamGetId)                                                   \
+  X(cuStreamSynchronize) X(cuStreamGetId) X(cuStreamIsCapturing)                           \
+  X(cuThreadExchangeStreamCaptureMode)                                                      \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)          \
   X(cuEventDestroy_v2)
 

@@ -145,11 +145,42 @@ std::string Device::describe() const {
                      driver_version_ % 1000 / 10);
 }
 
+// ---- graph capture ----
+
+RelaxedCapture::RelaxedCapture() noexcept {
+  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  exchanged_ = gpuAvailable() && driver().cuThreadExchangeStreamCaptureMode(&m) == CUDA_SUCCESS;
+  mode_ = static_cast<int>(m);
+}
+
+RelaxedCapture::~RelaxedCapture() {
+  if (!exchanged_) return;
+  auto m = static_cast<CUstreamCaptureMode>(mode_);
+  driver().cuThreadExchangeStreamCaptureMode(&m);  // (the thread's mode as it was)
+}
+
+bool streamCapturing(StreamHandle stream) {
+  const ContextScope scope;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  LOOM_CU(cuStreamIsCapturing, toCu<CUstream>(stream), &status);
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void zeroNow(std::uintptr_t ptr, std::size_t bytes) {
+  if (!bytes) return;
+  const ContextScope scope;
+  const RelaxedCapture relaxed;
+  static Stream* own = new Stream();  // never destroyed: buffers outlive static destruction
+  LOOM_CU(cuMemsetD8Async, ptr, 0, bytes, toCu<CUstream>(own->handle()));
+  own->synchronize();
+}
+
 // ---- DeviceBuffer ----
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : size_(bytes) {
   const ContextScope scope;
   if (bytes == 0) return;
+  const RelaxedCapture relaxed;
   CUdeviceptr p = 0;
   LOOM_CU(cuMemAlloc_v2, &p, bytes);
   ptr_ = p;
@@ -158,6 +189,7 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : size_(bytes) {
 DeviceBuffer::~DeviceBuffer() {
   if (!ptr_) return;
   const ContextScope scope(std::nothrow);
+  const RelaxedCapture relaxed;
   driver().cuMemFree_v2(ptr_);  // see the file comment: no throwing here
 }
 
@@ -168,6 +200,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
     if (ptr_) {
       const ContextScope scope(std::nothrow);
+      const RelaxedCapture relaxed;
       driver().cuMemFree_v2(ptr_);
     }
     ptr_ = std::exchange(o.ptr_, 0);
@@ -223,6 +256,7 @@ Module::Module(const std::string& image, const std::string& label, Image kind) :
   void* values[] = {log.data(), reinterpret_cast<void*>(log.size() - 1)};
   CUmodule m = nullptr;
   auto t0 = std::chrono::steady_clock::now();
+  const RelaxedCapture relaxed;  // (a first launch inside a capture loads its kernel)
   CUresult r = driver().cuModuleLoadDataEx(&m, image.c_str(), 2, options, values);
   load_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -411,6 +445,7 @@ Stream& Stream::operator=(Stream&& o) noexcept {
 
 std::uint64_t streamId(StreamHandle stream) {
   const ContextScope scope;
+  if (streamCapturing(stream)) return (std::uint64_t{1} << 63) | stream;  // (cuStreamGetId would end the capture)
   unsigned long long id = 0;
   LOOM_CU(cuStreamGetId, toCu<CUstream>(stream), &id);
   return id;

@@ -80,7 +80,27 @@ class ContextScope {
   bool counted_ = false;
 };
 
-// Device memory; move-only. A zero-byte buffer holds no allocation and ptr() == 0.
+// While it lives, the driver calls this thread makes that are no stream work (allocating and
+// freeing memory, loading a module, zeroing on a stream of loom's own) leave a CUDA graph capture
+// valid: a capture in the driver's global mode (PyTorch's default) otherwise fails at the first
+// such call from any thread. PyTorch's allocator does the same around its own allocations.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() noexcept;
+  ~RelaxedCapture();
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  int mode_ = 0;
+  bool exchanged_ = false;
+};
+
+// Whether work queued on `stream` is being captured into a CUDA graph (not run) now.
+bool streamCapturing(StreamHandle stream);
+
+// Device memory; move-only. A zero-byte buffer holds no allocation and ptr() == 0. Allocating and
+// freeing keep any CUDA graph capture valid (RelaxedCapture).
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -181,10 +201,16 @@ void checkResidentAtOnce(const Kernel& kernel, const LaunchConfig& config);
 
 // Sets `bytes` bytes at device address `ptr` to `byte`, in order on `stream`.
 void memsetAsync(std::uintptr_t ptr, std::uint8_t byte, std::size_t bytes, StreamHandle stream = 0);
+// Zeroes `bytes` at `ptr` before returning, on a stream of loom's own: memory allocated while the
+// stream it will be used on is being captured, zeroed now rather than at each replay of the graph
+// (and zero for any later use of that stream outside the graph too).
+void zeroNow(std::uintptr_t ptr, std::size_t bytes);
 
 // Which stream `stream` is, for keeping per-stream state: the driver's id of it (unique in the
 // context, so a handle reused after cuStreamDestroy, and the per-thread default stream of each
-// thread, are told apart).
+// thread, are told apart). The driver has no id for a stream being captured into a CUDA graph:
+// there, its handle with the top bit set (no id the driver gives), so the graph's launches keep
+// state apart from the same stream's launches outside it.
 std::uint64_t streamId(StreamHandle stream);
 
 // Launches asynchronously on `stream`. `args` points at each kernel parameter's value, in

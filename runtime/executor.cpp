@@ -49,7 +49,12 @@ struct Executor::Workspaces {
     auto& w = by_kernel[{kernel, stream_id}];
     if (!w) {
       w = std::make_shared<runtime::DeviceBuffer>(static_cast<std::size_t>(bytes));
-      runtime::memsetAsync(w->ptr(), 0, w->size(), stream);
+      // Zero before the first launch: in stream order, or now where the stream is being captured
+      // into a CUDA graph (a memset there would run only at the graph's replays).
+      if (runtime::streamCapturing(stream))
+        runtime::zeroNow(w->ptr(), w->size());
+      else
+        runtime::memsetAsync(w->ptr(), 0, w->size(), stream);
     }
     return w;
   }
