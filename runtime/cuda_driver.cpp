@@ -52,6 +52,9 @@ std::string loadError(Loaded& l) {
   }
   LOOM_CUDA_DRIVER_FUNCTIONS(LOOM_LOAD)
 #undef LOOM_LOAD
+  l.api.cuStreamGetCaptureInfo_v1 =
+      reinterpret_cast<decltype(l.api.cuStreamGetCaptureInfo_v1)>(dlsym(lib, "cuStreamGetCaptureInfo"));
+  if (!l.api.cuStreamGetCaptureInfo_v1) missing += missing.empty() ? "cuStreamGetCaptureInfo" : ", cuStreamGetCaptureInfo";
   if (!missing.empty()) {
     int version = 0;
     if (l.api.cuDriverGetVersion) l.api.cuDriverGetVersion(&version);

@@ -53,7 +53,7 @@ void checkCu(int result, const char* call);
   X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)                            \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate) X(cuStreamDestroy_v2)              \
-  X(cuStreamSynchronize) X(cuStreamGetId) X(cuStreamIsCapturing)                           \
+  X(cuStreamSynchronize) X(cuStreamGetId)                                                   \
   X(cuThreadExchangeStreamCaptureMode)                                                      \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)          \
   X(cuEventDestroy_v2)
@@ -64,6 +64,9 @@ struct DriverApi {
 #define LOOM_CUDA_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
   LOOM_CUDA_DRIVER_FUNCTIONS(LOOM_CUDA_DRIVER_MEMBER)
 #undef LOOM_CUDA_DRIVER_MEMBER
+  // Exported as "cuStreamGetCaptureInfo" by every driver since CUDA 10.1 with this signature;
+  // cuda.h maps the name to a later version by macro and declares this one only internally.
+  CUresult (*cuStreamGetCaptureInfo_v1)(CUstream, CUstreamCaptureStatus*, cuuint64_t*) = nullptr;
 };
 
 }  // namespace loom::runtime

@@ -23,6 +23,7 @@ namespace {
 CUdevice g_device = 0;
 CUcontext g_context = nullptr;
 std::atomic<int> g_selected{0};  // the GPU Device's first construction takes
+std::atomic<bool> g_bound{false};  // whether it was constructed
 std::mutex g_select_mu;
 std::atomic<double> g_last_load_ms{0};
 
@@ -64,6 +65,7 @@ Device::Device() : ordinal_(g_selected.load()) {
   LOOM_CU(cuDeviceTotalMem_v2, &total, g_device);
   total_memory_ = total;
   LOOM_CU(cuDriverGetVersion, &driver_version_);
+  g_bound = true;
 }
 
 namespace {
@@ -113,16 +115,24 @@ Device& Device::get() {
 }
 
 void selectDevice(int ordinal) {
-  LOOM_USER_CHECK(ordinal >= 0, "GPU {} does not exist: GPUs are numbered from 0", ordinal);
   int count = 0;
   LOOM_CU(cuDeviceGetCount, &count);  // (driver() says "no NVIDIA GPU found" where there is none)
+  LOOM_USER_CHECK(ordinal >= 0, "GPU {} does not exist: GPUs are numbered from 0", ordinal);
   LOOM_USER_CHECK(ordinal < count, "GPU {} does not exist: the NVIDIA driver reports {} GPU{} (0 to {})", ordinal,
                   count, count == 1 ? "" : "s", count - 1);
   const std::lock_guard<std::mutex> lock(g_select_mu);
-  const int before = g_selected.exchange(ordinal);
-  const int in_use = Device::get().ordinal();  // binds it, or finds it bound
+  if (!g_bound.load()) {
+    const int before = g_selected.exchange(ordinal);
+    try {
+      Device::get();  // binds it (or another thread's first use bound the GPU it found selected)
+    } catch (...) {
+      g_selected = before;
+      throw;
+    }
+  }
+  const int in_use = Device::get().ordinal();
+  g_selected = in_use;
   if (in_use != ordinal) {
-    g_selected = before;
     fail("loom runs on GPU {} in this process (its first GPU work was there) and cannot also run on GPU {}: "
          "loom uses one GPU a process; select the GPU before loom's first GPU work (one process per GPU, "
          "as torchrun starts data-parallel training)",
@@ -157,13 +167,6 @@ RelaxedCapture::~RelaxedCapture() {
   if (!exchanged_) return;
   auto m = static_cast<CUstreamCaptureMode>(mode_);
   driver().cuThreadExchangeStreamCaptureMode(&m);  // (the thread's mode as it was)
-}
-
-bool streamCapturing(StreamHandle stream) {
-  const ContextScope scope;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  LOOM_CU(cuStreamIsCapturing, toCu<CUstream>(stream), &status);
-  return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 void zeroNow(std::uintptr_t ptr, std::size_t bytes) {
@@ -445,7 +448,10 @@ Stream& Stream::operator=(Stream&& o) noexcept {
 
 std::uint64_t streamId(StreamHandle stream) {
   const ContextScope scope;
-  if (streamCapturing(stream)) return (std::uint64_t{1} << 63) | stream;  // (cuStreamGetId would end the capture)
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t capture = 0;
+  LOOM_CU(cuStreamGetCaptureInfo_v1, toCu<CUstream>(stream), &status, &capture);
+  if (status != CU_STREAM_CAPTURE_STATUS_NONE) return kCapturedStream | capture;  // (cuStreamGetId would end it)
   unsigned long long id = 0;
   LOOM_CU(cuStreamGetId, toCu<CUstream>(stream), &id);
   return id;

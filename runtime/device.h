@@ -96,9 +96,6 @@ class RelaxedCapture {
   bool exchanged_ = false;
 };
 
-// Whether work queued on `stream` is being captured into a CUDA graph (not run) now.
-bool streamCapturing(StreamHandle stream);
-
 // Device memory; move-only. A zero-byte buffer holds no allocation and ptr() == 0. Allocating and
 // freeing keep any CUDA graph capture valid (RelaxedCapture).
 class DeviceBuffer {
@@ -202,16 +199,17 @@ void checkResidentAtOnce(const Kernel& kernel, const LaunchConfig& config);
 // Sets `bytes` bytes at device address `ptr` to `byte`, in order on `stream`.
 void memsetAsync(std::uintptr_t ptr, std::uint8_t byte, std::size_t bytes, StreamHandle stream = 0);
 // Zeroes `bytes` at `ptr` before returning, on a stream of loom's own: memory allocated while the
-// stream it will be used on is being captured, zeroed now rather than at each replay of the graph
-// (and zero for any later use of that stream outside the graph too).
+// stream it will be used on is being captured, zeroed now (a memset on the capturing stream would
+// be recorded into the graph instead).
 void zeroNow(std::uintptr_t ptr, std::size_t bytes);
 
 // Which stream `stream` is, for keeping per-stream state: the driver's id of it (unique in the
 // context, so a handle reused after cuStreamDestroy, and the per-thread default stream of each
-// thread, are told apart). The driver has no id for a stream being captured into a CUDA graph:
-// there, its handle with the top bit set (no id the driver gives), so the graph's launches keep
-// state apart from the same stream's launches outside it.
+// thread, are told apart). A stream being captured into a CUDA graph has no id the driver will
+// give: there, kCapturedStream | the capture's own id (unique per capture), so each graph's
+// launches keep state of their own, apart from other graphs' and from the stream's outside it.
 std::uint64_t streamId(StreamHandle stream);
+inline constexpr std::uint64_t kCapturedStream = std::uint64_t{1} << 63;
 
 // Launches asynchronously on `stream`. `args` points at each kernel parameter's value, in
 // order (as cuLaunchKernel wants). Dynamic shared memory above 48 KiB is opted into here.

@@ -50,14 +50,23 @@ struct Executor::Workspaces {
     if (!w) {
       w = std::make_shared<runtime::DeviceBuffer>(static_cast<std::size_t>(bytes));
       // Zero before the first launch: in stream order, or now where the stream is being captured
-      // into a CUDA graph (a memset there would run only at the graph's replays).
-      if (runtime::streamCapturing(stream))
+      // into a CUDA graph (a memset there would be recorded, not run).
+      if (stream_id & runtime::kCapturedStream)
         runtime::zeroNow(w->ptr(), w->size());
       else
         runtime::memsetAsync(w->ptr(), 0, w->size(), stream);
     }
     return w;
   }
+};
+
+// What a plan's launches on one stream write besides the outputs: the intermediates between its
+// kernels, and per kernel its global scratch (Workspaces).
+struct Executor::Scratch {
+  std::uint64_t stream_id = 0;
+  std::vector<DeviceTensor> temps;
+  std::vector<std::shared_ptr<runtime::DeviceBuffer>> workspaces;  // null: the kernel has none
+  bool captured() const { return (stream_id & runtime::kCapturedStream) != 0; }
 };
 
 struct Executor::Entry {
@@ -69,15 +78,9 @@ struct Executor::Entry {
   std::optional<std::vector<std::uint64_t>> classes;
   CompiledPlan plan;
   std::vector<std::shared_ptr<Loaded>> loaded;  // one per plan kernel
-  // What the plan's launches on one stream write besides the outputs: the intermediates between
-  // its kernels, and per kernel its global scratch (Workspaces). One set per stream the plan has
-  // run on (by the driver's stream id): launches on two streams may run at once, and must not
-  // share it. Kept while the Executor lives.
-  struct Scratch {
-    std::uint64_t stream_id = 0;
-    std::vector<DeviceTensor> temps;
-    std::vector<std::shared_ptr<runtime::DeviceBuffer>> workspaces;  // null: the kernel has none
-  };
+  // What the plan's launches on one stream write besides the outputs (Executor::Scratch): one
+  // set per stream the plan has run on (by runtime::streamId; each CUDA graph capture its own):
+  // launches on two streams may run at once, and must not share it.
   std::vector<std::unique_ptr<Scratch>> scratch;
 
   // Whether the plan's launches write anything besides the outputs (most do not: their launches
@@ -321,9 +324,16 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   Entry& added = *entry;
   if (std::unique_ptr<Entry> dropped = entries_->insert(hash, std::move(entry))) {
     // Its intermediates may still be read or written by launches queued on any stream (its
-    // workspaces are the kernels', kept).
-    if (std::any_of(dropped->scratch.begin(), dropped->scratch.end(), [](const auto& s) { return !s->temps.empty(); }))
-      runtime::Device::get().synchronize();
+    // workspaces are the kernels', kept). A CUDA graph that captured its launches writes them at
+    // every replay, as long as the graph lives: those are kept while the Executor lives.
+    bool queued = false;
+    for (auto& s : dropped->scratch) {
+      if (s->captured())
+        captured_.push_back(std::move(s));
+      else
+        queued = queued || !s->temps.empty();
+    }
+    if (queued) runtime::Device::get().synchronize();
   }
   return added;
 }
@@ -428,9 +438,12 @@ Executor::Entry& Executor::entryFor(const std::vector<DeviceTensor>& inputs,
   return *e;
 }
 
-void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
+Executor::Scratch* Executor::scratchFor(Entry& e) {
+  return e.usesScratch() ? &e.scratchFor(stream_, *workspaces_) : nullptr;
+}
+
+void Executor::launchOne(Entry& e, size_t k, Scratch* scratch, const std::vector<DeviceTensor>& inputs,
                          const std::vector<DeviceTensor>& outputs) {
-  Entry::Scratch* scratch = e.usesScratch() ? &e.scratchFor(stream_, *workspaces_) : nullptr;
   uintptr_t ptrs[64];
   void* args[64];
   const auto& pk = e.plan.kernels[k];
@@ -457,7 +470,8 @@ void Executor::launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& in
 
 void Executor::launchAll(Entry& e, const std::vector<DeviceTensor>& inputs,
                          const std::vector<DeviceTensor>& outputs) {
-  for (size_t k = 0; k < e.plan.kernels.size(); ++k) launchOne(e, k, inputs, outputs);
+  Scratch* scratch = scratchFor(e);  // (asks the stream's id once a launch of the plan)
+  for (size_t k = 0; k < e.plan.kernels.size(); ++k) launchOne(e, k, scratch, inputs, outputs);
 }
 
 void Executor::launch(const std::vector<DeviceTensor>& inputs,
@@ -474,7 +488,7 @@ void Executor::launchKernel(const std::vector<DeviceTensor>& inputs,
   Entry& e = entryFor(inputs, outputs);
   LOOM_USER_CHECK(k < e.plan.kernels.size(), "fusion `{}` runs as {} kernel(s); there is no kernel {}",
                   f_.name(), e.plan.kernels.size(), k);
-  launchOne(e, k, inputs, outputs);
+  launchOne(e, k, scratchFor(e), inputs, outputs);
 }
 
 }  // namespace loom

@@ -1,9 +1,11 @@
 // GPU: loom's launches captured into a CUDA graph (as torch.cuda.graph and torch.compile's
-// "reduce-overhead" mode record them), in the driver's global capture mode: the first launch on
-// the capturing stream allocates that stream's intermediates and workspaces without breaking the
-// capture, the graph's replays compute fresh inputs, and the stream runs loom's work outside the
-// graph afterwards (its workspace zeroed when allocated, not at each replay).
+// "reduce-overhead" mode record them), in the driver's global capture mode: the first launch in
+// the capture allocates its intermediates and workspaces without breaking it, the graph's replays
+// compute fresh inputs, also once the Executor dropped the captured signature, and the stream
+// runs loom's work outside the graph afterwards; zeroNow zeroes while another stream captures.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -71,6 +73,7 @@ TEST_CASE("a plan captured into a CUDA graph replays on fresh inputs, and its st
     const ir::Fusion& f = *c.f;
     INFO("fusion " << f.name());
     Executor ex(f);
+    ex.limitSignatures(1);  // a second signature drops the captured one
     const auto h1 = test::randomHostInputs(f, c.sizes, {}, 21, 0.5, 1.5);
     std::vector<DeviceTensor> in;
     for (const auto& h : h1) in.push_back(DeviceTensor::fromHost(h));
@@ -96,14 +99,54 @@ TEST_CASE("a plan captured into a CUDA graph replays on fresh inputs, and its st
       s.synchronize();
       test::checkOutputs(f, c.sizes, h, out);
     }
-    // The capturing stream outside the graph: its workspace was zeroed when it was allocated.
+    // The stream outside the graph (scratch of its own).
     for (auto& o : out) o.poison(0xff);
     refill(in, h1);
     ex.launch(in, out);
     s.synchronize();
     test::checkOutputs(f, c.sizes, h1, out);
+    // Another signature drops the captured one from the Executor: the graph's scratch stays.
     ex.setStream(0);
+    Bindings other = c.sizes;
+    other["N"] += 1;
+    const auto ho = test::randomHostInputs(f, other, {}, 24, 0.5, 1.5);
+    std::vector<DeviceTensor> in_other;
+    for (const auto& h : ho) in_other.push_back(DeviceTensor::fromHost(h));
+    test::checkOutputs(f, other, ho, ex.run(in_other, other));
+    REQUIRE(ex.signatures() == 1);
+    const auto h4 = test::randomHostInputs(f, c.sizes, {}, 25, 0.5, 1.5);
+    refill(in, h4);
+    for (auto& o : out) o.poison(0xff);
+    REQUIRE(g.launch(exec, cs) == CUDA_SUCCESS);
+    s.synchronize();
+    test::checkOutputs(f, c.sizes, h4, out);
     g.destroy_exec(exec);
     g.destroy(graph);
+  }
+}
+
+TEST_CASE("zeroNow zeroes memory at once, also while another stream is being captured", "[gpu][graph]") {
+  if (!test::haveGpu()) return;
+  const GraphApi g = graphApi();
+  if (!g.ok()) return;
+  runtime::Stream s;
+  const auto cs = reinterpret_cast<CUstream>(s.handle());
+  for (bool capturing : {false, true}) {
+    INFO("while capturing: " << capturing);
+    runtime::DeviceBuffer buf(1 << 20);
+    buf.fill32(0xffffffffu);
+    if (capturing) REQUIRE(g.begin(cs, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    {
+      const runtime::DeviceBuffer during(4096);  // allocated and freed inside the capture
+    }
+    runtime::zeroNow(buf.ptr(), buf.size());
+    if (capturing) {
+      CUgraph graph = nullptr;
+      REQUIRE(g.end(cs, &graph) == CUDA_SUCCESS);  // still valid: nothing of the above was refused
+      g.destroy(graph);
+    }
+    std::vector<std::uint32_t> host(buf.size() / 4, 1);
+    buf.copyToHost(host.data(), buf.size());
+    CHECK(std::all_of(host.begin(), host.end(), [](std::uint32_t v) { return v == 0; }));
   }
 }

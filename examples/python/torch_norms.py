@@ -1,6 +1,7 @@
 """loom's norms inside a PyTorch model, the script to copy: swap a timm ConvNeXt's LayerNorm2d and
 LayerNorm for loom's (same parameters and state dict, channels-last read as it is), train a few
-AMP steps beside the stock model from the same weights, and compare losses.
+AMP steps beside the stock model from the same weights, and compare losses; then the same model
+under torch.compile and under CUDA graphs (mode="reduce-overhead").
     python3 examples/python/torch_norms.py        (needs PyTorch with a GPU, and timm)"""
 import copy
 
@@ -29,3 +30,11 @@ for model in (stock, mine):
     print("loom " if model is mine else "torch", losses)
 compiled = torch.compile(mine)  # loom's ops are opaque to torch.compile: no graph breaks
 print("compiled:", compiled(x).shape)
+# CUDA graphs replay loom's launches with no Python host time a call (forward and backward):
+graphed = torch.compile(mine, mode="reduce-overhead")
+for _ in range(3):
+    with torch.autocast("cuda", dtype=torch.float16):
+        graphed(x).float().mean().backward()
+print("reduce-overhead: ok")
+# Data-parallel training: one process per GPU (torchrun); loom runs on each process's own GPU,
+# the one its first tensors are on (or loom.select_device(i) before any GPU work).

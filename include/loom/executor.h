@@ -25,6 +25,12 @@
 // is decided again from the signatures then held, so its column sums may differ in their last
 // bits from its first plan's). Kernels stay loaded, and their workspaces held, while the
 // Executor lives.
+//
+// CUDA graphs: launches may be captured (a stream in capture, any capture mode). Each capture
+// gets intermediates and workspaces of its own, allocated at its first launch of a plan (without
+// breaking the capture) and kept while the Executor lives, also once their signature is dropped:
+// a graph's replays write them, so a graph must not outlive the Executor (or C runner) whose
+// launches it captured, and replays of one graph run one at a time.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -133,7 +139,9 @@ class Executor {
   LOOM_HIDDEN Entry& prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes);
   LOOM_HIDDEN bool runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs, Entry** like);
   LOOM_HIDDEN Entry& entryFor(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
-  LOOM_HIDDEN void launchOne(Entry& e, size_t k, const std::vector<DeviceTensor>& inputs,
+  struct Scratch;
+  LOOM_HIDDEN Scratch* scratchFor(Entry& e);
+  LOOM_HIDDEN void launchOne(Entry& e, size_t k, Scratch* scratch, const std::vector<DeviceTensor>& inputs,
                              const std::vector<DeviceTensor>& outputs);
   LOOM_HIDDEN void launchAll(Entry& e, const std::vector<DeviceTensor>& inputs,
                              const std::vector<DeviceTensor>& outputs);
@@ -145,6 +153,8 @@ class Executor {
   CompileStats stats_;
   std::uintptr_t stream_;
   std::unique_ptr<Workspaces> workspaces_;  // kernels' global scratch, shared by the signatures of a kernel
+  // The scratch of dropped signatures that CUDA graphs captured (their replays write it).
+  std::vector<std::unique_ptr<Scratch>> captured_;
 };
 
 

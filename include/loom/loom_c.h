@@ -147,7 +147,9 @@ loom_status loom_runner_outputs_json(loom_runner* r, const loom_tensor* inputs, 
  * inputs and outputs are device pointers; outputs as loom_runner_outputs_json says. loom runs in
  * its GPU's primary context (loom_select_device; the CUDA runtime's and PyTorch's), pushed over
  * the caller's current context for the call where that is another: `stream` is a stream of that
- * primary context, and 0 its legacy stream. */
+ * primary context, and 0 its legacy stream. A stream being captured into a CUDA graph records
+ * the launch (the capture gets intermediates and workspaces of its own, held by the runner): the
+ * graph must not outlive the runner. */
 loom_status loom_runner_run(loom_runner* r, const loom_tensor* inputs, size_t n_inputs,
                             const loom_tensor* outputs, size_t n_outputs, uintptr_t stream);
 

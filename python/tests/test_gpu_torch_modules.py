@@ -319,3 +319,22 @@ def test_training_step_in_a_cuda_graph(make, shape, dtype, nhwc):
             assert rel(p, q) < TOL[dtype]
         for b, c in zip(mine.buffers(), ref.buffers()):
             assert rel(b.float(), c.float()) < TOL[dtype]
+
+
+def test_double_backward_is_refused_not_silently_zero():
+    # loom's norms are differentiable once: a gradient penalty (create_graph=True, then a backward
+    # through the gradient) raises instead of dropping loom's part of the second derivative.
+    m = lnn.LayerNorm(64).cuda()
+    x = torch.randn(8, 64, device="cuda", requires_grad=True)
+    (g,) = torch.autograd.grad(m(x).pow(3).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        g.sum().backward()
+    # The backward op called directly on tensors that want a gradient: its outputs refuse one.
+    with torch.no_grad():
+        _, mean, rstd = loom.torch.ops.layer_norm(x, m.weight, m.bias, 1e-5)
+    dy = torch.randn(8, 64, device="cuda", requires_grad=True)
+    dx, dw, db = loom.torch.ops.layer_norm_backward(dy, x, mean, rstd, m.weight, m.bias)
+    ref_dx = torch.autograd.grad(torch.nn.functional.layer_norm(x, (64,), m.weight, m.bias), x, dy)[0]
+    assert rel(dx, ref_dx) < 1e-4
+    with pytest.raises(RuntimeError, match="has no derivative"):
+        dx.sum().backward()

@@ -106,10 +106,24 @@ class _Op:
                 return out
 
             @staticmethod
+            @torch.autograd.function.once_differentiable  # loom's backward ops have no derivative
             def backward(ctx, *grads):
                 return grads_of(ctx, *grads)
 
         self._eager = Fn.apply
+
+    def forbid_autograd(self):
+        """For an op with no derivative (the backward ops): differentiating through its outputs (a
+        double backward, create_graph=True) raises instead of silently giving no gradient."""
+        name = self.qualname
+
+        def refuse(ctx, *grads):
+            raise RuntimeError(f"{name} has no derivative: loom's norms are differentiable once (no "
+                               "double backward or create_graph=True through them; PyTorch's own modules "
+                               "are, for a gradient penalty)")
+
+        torch.library.register_autograd(name, refuse, setup_context=lambda ctx, inputs, output: None, lib=_LIB)
+        self._eager = self.custom  # with a gradient wanted: through the dispatcher, to that formula
 
     def __call__(self, *args):
         # Traced (Dynamo, or AOT autograd's fake and functional tensors): the opaque op.
@@ -121,7 +135,7 @@ class _Op:
                 if type(a) is not Tensor and type(a) is not torch.nn.Parameter:
                     return self.custom(*args)
                 wants_grad = wants_grad or a.requires_grad
-        if wants_grad and self._eager is not None and torch.is_grad_enabled():
+        if wants_grad and torch.is_grad_enabled():
             return self._eager(*args)
         return self.impl(*args)
 
@@ -372,3 +386,8 @@ def _bn_backward(ctx, dy, dmean, dinvstd, drm, drv):
 
 
 batch_norm.register_autograd(_bn_backward, setup_context=_bn_setup)
+
+
+for _o in list(globals().values()):
+    if isinstance(_o, _Op) and _o._eager is None:
+        _o.forbid_autograd()
