@@ -81,14 +81,20 @@ def train_step(make, shape, dtype, nhwc=False):
     return max(errs) < tol, f"weights after each replayed step, rel err {max(errs):.2e}"
 
 
-def compiled_reduce_overhead():
+def atto_pair():
+    """timm convnext_atto stock, and a copy of it with loom's norms under torch.compile's
+    reduce-overhead mode (CUDA graphs)."""
     import timm
     torch.manual_seed(0)
     base = timm.create_model("convnext_atto", pretrained=False, num_classes=10).cuda()
     model = timm.create_model("convnext_atto", pretrained=False, num_classes=10).cuda()
     model.load_state_dict(base.state_dict())
     loom.torch.swap(model)
-    cm = torch.compile(model, mode="reduce-overhead")
+    return base, torch.compile(model, mode="reduce-overhead")
+
+
+def compiled_reduce_overhead():
+    base, cm = atto_pair()
     x = torch.randn(16, 3, 128, 128, device="cuda")
     errs = []
     for _ in range(5):
@@ -102,13 +108,7 @@ def compiled_reduce_overhead():
 
 
 def compiled_reduce_overhead_training():
-    import timm
-    torch.manual_seed(0)
-    base = timm.create_model("convnext_atto", pretrained=False, num_classes=10).cuda()
-    model = timm.create_model("convnext_atto", pretrained=False, num_classes=10).cuda()
-    model.load_state_dict(base.state_dict())
-    loom.torch.swap(model)
-    cm = torch.compile(model, mode="reduce-overhead")
+    base, cm = atto_pair()
     losses = {}
     for name, m in (("torch", base), ("loom", cm)):
         opt = torch.optim.SGD(m.parameters(), lr=0.01)

@@ -15,6 +15,13 @@
 
 namespace loom::test {
 
+// Two kernels and an intermediate between them: y = x / (its column sums), then y's row sums.
+inline std::unique_ptr<ir::Fusion> colrow() {
+  return parseFusion(
+      "fusion colrow {\n  in x: f32[N, D]\n  s: f32[1b, D] = sum(x, dims=[0], keepdim=true)\n"
+      "  y: f32[N, D] = div(x, s)\n  z: f32[N] = sum(y, dims=[1])\n  out z = z\n}\n");
+}
+
 inline bool haveGpu() {
   std::string why;
   if (runtime::gpuAvailable(&why)) return true;

@@ -18,13 +18,6 @@
 using namespace loom;
 
 namespace {
-// Two kernels and an intermediate between them: y = x / (its column sums), then y's row sums.
-std::unique_ptr<ir::Fusion> colrow() {
-  return parseFusion(
-      "fusion colrow {\n  in x: f32[N, D]\n  s: f32[1b, D] = sum(x, dims=[0], keepdim=true)\n"
-      "  y: f32[N, D] = div(x, s)\n  z: f32[N] = sum(y, dims=[1])\n  out z = z\n}\n");
-}
-
 // `body` on a thread of its own (one that never used CUDA); what it throws is thrown here.
 void onFreshThread(const std::function<void()>& body) {
   std::exception_ptr err;
@@ -42,7 +35,7 @@ void onFreshThread(const std::function<void()>& body) {
 TEST_CASE("an Executor drops its least recently used signatures, and plans them again when they come back",
           "[gpu][executor]") {
   if (!test::haveGpu()) return;
-  auto f = colrow();
+  auto f = test::colrow();
   Executor ex(*f);
   ex.limitSignatures(3);
   // 100, 200 and 300 come back after being dropped (planned again: some first-call time), 300
@@ -68,7 +61,7 @@ TEST_CASE("an Executor drops its least recently used signatures, and plans them 
 
 TEST_CASE("a dropped signature's intermediates outlive the launches queued on them", "[gpu][executor]") {
   if (!test::haveGpu()) return;
-  auto f = colrow();
+  auto f = test::colrow();
   Executor ex(*f);
   ex.limitSignatures(1);
   const Bindings big{{"N", 65536}, {"D", 1000}}, small{{"N", 3}, {"D", 5}};
@@ -109,7 +102,7 @@ TEST_CASE("a thread that never used CUDA launches a prepared plan (the context i
   // scale has none (its launch is the kernel alone).
   auto scale = parseFusion(
       "fusion scale {\n  in x: f32[N, D]\n  y: f32[N, D] = mul(x, x)\n  out y = y\n}\n");
-  auto with_temp = colrow();
+  auto with_temp = test::colrow();
   for (const ir::Fusion* f : {with_temp.get(), scale.get()}) {
     INFO("fusion " << f->name());
     Executor ex(*f);
@@ -133,7 +126,7 @@ TEST_CASE("a caller's own current context stays current across loom's calls, whi
   // own context current: loom launches a plan prepared in its own context, plans a new size,
   // allocates and synchronizes, in its own, and the caller's is current again after each call;
   // on this thread and on a fresh one.
-  auto f = colrow();
+  auto f = test::colrow();
   Executor ex(*f);
   const Bindings sizes{{"N", 29}, {"D", 70}}, other{{"N", 31}, {"D", 70}};
   const auto host = test::randomHostInputs(*f, sizes, {}, 12, 0.5, 1.5);

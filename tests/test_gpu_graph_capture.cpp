@@ -66,9 +66,7 @@ TEST_CASE("a plan captured into a CUDA graph replays on fresh inputs, and its st
   // Column sums beside row statistics: a cooperative kernel with a grid workspace.
   cases.push_back({findExample("layer_norm_backward")->build(DType::F32), {{"N", 1531}, {"D", 1000}}});
   // Two kernels and an intermediate between them.
-  cases.push_back({parseFusion("fusion colrow {\n  in x: f32[N, D]\n  s: f32[1b, D] = sum(x, dims=[0], keepdim=true)\n"
-                               "  y: f32[N, D] = div(x, s)\n  z: f32[N] = sum(y, dims=[1])\n  out z = z\n}\n"),
-                   {{"N", 37}, {"D", 129}}});
+  cases.push_back({test::colrow(), {{"N", 37}, {"D", 129}}});
   for (const Case& c : cases) {
     const ir::Fusion& f = *c.f;
     INFO("fusion " << f.name());

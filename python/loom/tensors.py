@@ -120,12 +120,10 @@ def device_entry(t, where):
     if is_torch(t):
         if t.device.type != "cuda":
             raise ArgumentError(f"{where}: a torch tensor on {t.device}; loom runs on CUDA tensors")
-        index = t.get_device()
-        if index != _SELECTED:
-            try:
-                select_device(index)
-            except LoomError as e:
-                raise type(e)(f"{where}: a torch tensor on {t.device}: {e}") from None
+        try:
+            select_device(t.get_device())  # (nothing to do for loom's GPU)
+        except LoomError as e:
+            raise type(e)(f"{where}: a torch tensor on {t.device}: {e}") from None
         dtype = _TORCH.get(str(t.dtype))
         if dtype is None:
             raise ArgumentError(f"{where}: torch dtype {t.dtype} has no loom dtype")
