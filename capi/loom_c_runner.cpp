@@ -151,6 +151,14 @@ loom_status loom_select_device(int32_t device) {
 
 int32_t loom_selected_device(void) { return runtime::selectedDevice(); }
 
+loom_status loom_pointer_device(const void* ptr, int32_t* device) {
+  return guard([&] {
+    need(device, "loom_pointer_device", "device");
+    needGpu();
+    *device = runtime::pointerDevice(ptr, "loom_pointer_device: ptr");
+  });
+}
+
 loom_status loom_runner_create(const loom_fusion* f, const loom_options* o, loom_runner** out) {
   return guard([&] {
     need(f, "loom_runner_create", "fusion");

@@ -50,6 +50,7 @@ void checkCu(int result, const char* call);
   X(cuCtxGetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2)                            \
   X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemGetInfo_v2) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) \
   X(cuMemcpyDtoD_v2) X(cuMemsetD8_v2) X(cuMemsetD32_v2) X(cuMemsetD8Async)                 \
+  X(cuPointerGetAttribute)                                                                  \
   X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)                            \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate) X(cuStreamDestroy_v2)              \

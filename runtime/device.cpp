@@ -142,6 +142,17 @@ void selectDevice(int ordinal) {
 
 int selectedDevice() noexcept { return g_selected.load(); }
 
+int pointerDevice(const void* p, const std::string& what) {
+  LOOM_USER_CHECK(p != nullptr, "{} is a null pointer: give the address of device memory", what);
+  int ordinal = -1;
+  const CUresult r = driver().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                      reinterpret_cast<CUdeviceptr>(p));
+  LOOM_USER_CHECK(r == CUDA_SUCCESS && ordinal >= 0,
+                  "{} ({}) is no device memory the CUDA driver knows ({}): give GPU memory, allocated through "
+                  "the CUDA driver or runtime of this process", what, p, cuErrorText(r));
+  return ordinal;
+}
+
 void Device::synchronize() const {
   const ContextScope scope;
   LOOM_CU(cuCtxSynchronize);

@@ -20,6 +20,10 @@ using StreamHandle = std::uintptr_t;  // a CUstream; 0 is the legacy default str
 void selectDevice(int ordinal);
 // The GPU loom runs on, or will run on at its first GPU work (0 unless selectDevice chose another).
 int selectedDevice() noexcept;
+// The GPU whose memory `p` points into (the driver's number, as cuda:N), for pointers a caller
+// hands loom without saying where they live. Throws loom::Error where the driver knows no device
+// memory at `p` (host memory, a freed or foreign pointer), naming `what`.
+int pointerDevice(const void* p, const std::string& what);
 
 // loom's GPU (GPU 0 unless selectDevice chose another before loom's first GPU work), with its
 // primary context (the one the CUDA runtime and PyTorch share). One a process.

@@ -201,4 +201,11 @@ TEST_CASE("loom runs on one GPU a process: selectDevice names it, or refuses ano
   }
   CHECK(selectedDevice() == in_use);
   CHECK(runtime::Device::get().ordinal() == in_use);
+  // Pointers handed over without their GPU (__cuda_array_interface__) are asked for it.
+  runtime::DeviceBuffer buf(4096);
+  CHECK(runtime::pointerDevice(reinterpret_cast<const void*>(buf.ptr()), "buf") == in_use);
+  CHECK(runtime::pointerDevice(reinterpret_cast<const void*>(buf.ptr() + 100), "buf + 100") == in_use);
+  const int on_host = 3;
+  CHECK_THROWS_WITH(runtime::pointerDevice(&on_host, "input `x`"),
+                    Catch::Contains("input `x` (0x") && Catch::Contains("is no device memory the CUDA driver knows"));
 }

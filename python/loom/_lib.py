@@ -80,6 +80,7 @@ _PROTOS = {
     "loom_gpu_available": (_c.c_int32, []),
     "loom_select_device": (_STATUS, [_c.c_int32]),
     "loom_selected_device": (_c.c_int32, []),
+    "loom_pointer_device": (_STATUS, [_c.c_void_p, _c.POINTER(_c.c_int32)]),
     "loom_runner_create": (_STATUS, [_P, _P, _c.POINTER(_P)]),
     "loom_runner_free": (None, [_P]),
     "loom_runner_outputs_json": (_STATUS, [_P, _TENSORS, _c.c_size_t, _OUT_STR]),

@@ -113,10 +113,18 @@ def selected_device():
     return int(lib.loom_selected_device())
 
 
+def pointer_device(ptr):
+    """The GPU whose memory `ptr` (an int address) points into, as the CUDA driver says; raises
+    InputError for host memory or a pointer the driver does not know."""
+    out = ctypes.c_int32(-1)
+    check(lib.loom_pointer_device(ptr, ctypes.byref(out)))
+    return out.value
+
+
 def device_entry(t, where):
-    """A GPU tensor as a loom_tensor entry: a torch tensor (any dtype loom has, bf16 included; its
-    GPU selected as loom's, or refused where loom runs on another) or an object with
-    __cuda_array_interface__ (version 2 or later; on loom's GPU, which nothing here can check)."""
+    """A GPU tensor as a loom_tensor entry: a torch tensor (any dtype loom has, bf16 included) or
+    an object with __cuda_array_interface__ (version 2 or later; its GPU asked of the driver). The
+    tensor's GPU is selected as loom's, or refused where loom runs on another."""
     if is_torch(t):
         if t.device.type != "cuda":
             raise ArgumentError(f"{where}: a torch tensor on {t.device}; loom runs on CUDA tensors")
@@ -146,4 +154,10 @@ def device_entry(t, where):
         if any(s % item for s in cai["strides"]):
             raise ArgumentError(f"{where}: strides {cai['strides']} are not whole elements")
         strides = [s // item for s in cai["strides"]]
-    return (cai["data"][0] or None, dtype, shape, strides)
+    ptr = cai["data"][0] or None
+    if ptr is not None:
+        try:
+            select_device(pointer_device(ptr))
+        except LoomError as e:
+            raise type(e)(f"{where}: {type(t).__name__} at {ptr:#x}: {e}") from None
+    return (ptr, dtype, shape, strides)

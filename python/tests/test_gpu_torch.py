@@ -108,6 +108,13 @@ def test_cuda_array_interface_with_out():
     f.run(Cai(a), Cai(b), out=[Cai(out)])
     torch.cuda.synchronize()
     torch.testing.assert_close(out, a + b)
+    # A pointer the driver knows as no GPU's (host memory dressed as a GPU array) is refused
+    # before any launch, naming the argument.
+    host = torch.randn(35)
+    fake = Cai(b)
+    fake.__cuda_array_interface__ = dict(b.__cuda_array_interface__, data=(host.data_ptr(), False))
+    with pytest.raises(loom.InputError, match=r"input `b`: Cai at 0x[0-9a-f]+: .*is no device memory"):
+        f.run(Cai(a), fake, out=[Cai(out)])
 
 
 def test_errors():
