@@ -421,24 +421,33 @@ TEST_CASE("two row counts share a kernel class where the kernel does not size it
 }
 
 TEST_CASE("a plan's kernels that know every size anyway compile as exact ones, with the same keys", "[symbolic]") {
-  // group_norm_backward: dx over rows (n, g) takes N at run time; dw and db sum over N, H and W.
-  auto f = findExample("group_norm_backward")->buildDefault();
-  const Bindings sizes{{"N", 8}, {"C", 64}, {"H", 9}, {"W", 7}};
+  // Means over N (a column held whole: N compiled in) and over D (rows over N: N at run time).
+  auto f = parseFusion(
+      "fusion two {\n  in x: f32[N, D]\n  m0: f32[1b, D] = mean(x, dims=[0], keepdim=true)\n"
+      "  y0: f32[N, D] = sub(x, m0)\n  m1: f32[N, 1b] = mean(x, dims=[1], keepdim=true)\n"
+      "  y1: f32[N, D] = sub(x, m1)\n  out y0 = y0\n  out y1 = y1\n}\n");
+  const Bindings sizes{{"N", 8}, {"D", 64}};
   const auto in = test::descsFor(*f, sizes);
   const CompiledPlan sym = compilePlan(*f, sizes, in, symbolicOptions());
   const CompiledPlan exact = compilePlan(*f, sizes, in, CompileOptions{{90, 132}});
   REQUIRE(sym.kernels.size() == 2);
   REQUIRE(exact.kernels.size() == 2);
-  CHECK_FALSE(sym.kernels[0].kernel.size_args.empty());
-  CHECK(sym.kernels[0].key != exact.kernels[0].key);
-  CHECK(sym.kernels[1].kernel.size_args.empty());
-  CHECK(sym.kernels[1].key == exact.kernels[1].key);
-  CHECK(sym.kernels[1].kernel.ptx == exact.kernels[1].kernel.ptx);
+  CHECK(sym.kernels[0].kernel.size_args.empty());
+  CHECK(sym.kernels[0].key == exact.kernels[0].key);
+  CHECK(sym.kernels[0].kernel.ptx == exact.kernels[0].kernel.ptx);
+  CHECK_FALSE(sym.kernels[1].kernel.size_args.empty());
+  CHECK(sym.kernels[1].key != exact.kernels[1].key);
   // The schedule dump still says why the knob's kernel would have taken no size at run time.
   StageText st;
   compilePlan(*f, sizes, in, symbolicOptions(), &st);
-  CHECK(test::has(st[DumpStage::Schedule], "sizes under LOOM_TUNE_SYMBOLIC: every size known ("));
+  CHECK(test::has(st[DumpStage::Schedule], "sizes under LOOM_TUNE_SYMBOLIC: every size known (D is not outermost"));
   CHECK(test::has(st[DumpStage::Schedule], "; compiled as an exact kernel"));
+  // Batch statistics held on chip: the dump says the batch is in each row's length.
+  auto bn = findExample("batch_norm")->buildDefault();
+  const Bindings bs = findExample("batch_norm")->default_sizes;
+  StageText bst;
+  compilePlan(*bn, bs, test::descsFor(*bn, bs), symbolicOptions(), &bst);
+  CHECK(test::has(bst[DumpStage::Schedule], "N is reduced, each row holding all of it: the row's length is compiled in"));
 }
 
 TEST_CASE("symbolic sizes: reductions over the batch take it at run time, one kernel a power of two", "[symbolic]") {
@@ -499,6 +508,22 @@ TEST_CASE("symbolic sizes: reductions over the batch take it at run time, one ke
   CHECK(sweep("layer_norm_2d_backward", "N", 33, 72, symbolicOptions(), {{"C", 96}, {"H", 14}, {"W", 14}}).compiles <= 5);
   CHECK(sweep("lstm_cell_backward", "B", 60, 99, symbolicOptions(), {{"H", 256}}).compiles <= 2);
   CHECK(sweep("gru_cell_backward", "B", 60, 99, symbolicOptions(), {{"H", 256}}).compiles <= 2);
+  // Fewer images, whose channels' sums would each take one block unsplit (the normalization
+  // scheduler held such a channel, so its length: a kernel per N): one block a channel, looping
+  // to the count read at run time.
+  Sweep few = sweep("group_norm_backward", "N", 2, 31, symbolicOptions(), {{"C", 64}, {"H", 16}, {"W", 16}});
+  CHECK(few.compiles <= 6);
+  for (const auto& p : few.plans) {
+    REQUIRE(p.kernels.size() == 2);
+    CHECK(p.kernels[1].kernel.size_args == std::vector<std::string>{"N"});
+  }
+  CHECK(sweep("instance_norm_backward", "N", 2, 31, symbolicOptions(), {{"C", 64}, {"H", 16}, {"W", 16}}).compiles <= 6);
+  // Row and column reductions in one kernel over fewer rows than a full grid: the grid from the
+  // row sets' power of two, not one grid (so one kernel) a row count.
+  Sweep lnb = sweep("layer_norm_backward", "N", 256, 355, symbolicOptions(), {{"D", 1024}});
+  CHECK(lnb.compiles <= 2);
+  CHECK(lnb.plans[1].kernels.at(0).kernel.grid == 256);  // N = 257: 129 sets of two rows
+  CHECK(sweep("rms_norm_backward", "N", 256, 355, symbolicOptions(), {{"D", 1024}}).compiles <= 2);
 }
 
 TEST_CASE("a new size of runtime-sized kernels takes the earlier plan's segments where their classes are compiled",

@@ -242,7 +242,10 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   k.smem_bytes = static_cast<int>(s.smem);
   if (two_streamed) k.chunk_unroll = std::min(4, s.chunks);
   const int64_t sets = (k.rows() + k.rows_per_block - 1) / k.rows_per_block;
-  k.grid = std::min<int64_t>(sets, int64_t{per_sm} * opts.device.sm_count);
+  // A kernel serving many row counts (symbolic sizes) takes the sets' power of two, so that the
+  // counts below a full grid share a few grids, not one each (its blocks past the last set
+  // walk none): the grid is in its kernel IR (barrier counts, the combine's partials).
+  k.grid = std::min<int64_t>(opts.tuning.symbolic ? nextPow2(sets) : sets, int64_t{per_sm} * opts.device.sm_count);
   k.min_blocks_per_sm = per_sm;
   k.col_partials = k.grid;  // several rows a block: added in the block first
   // The combine: each block a tile of `bx` chunks of columns, `by` threads down the partials

@@ -25,6 +25,14 @@ Wide maxOffset(const NormKernel& k, int64_t n) {
   return furthestReach(shape, k.vec, k.load_access, k.stores);
 }
 
+// Where the outermost reduced atom is a size (batch statistics over {N, H, W}): why that size,
+// too, is compiled in.
+std::string heldSize(const ir::Fusion& f, const Bindings& sizes, const NormKernel& k) {
+  const std::string r = firstAtom(k.red_atoms);
+  if (r.empty() || !sizes.count(r) || !symbolOnlyWhole(f, r)) return "";
+  return fmt::format("; {} is reduced, each row holding all of it: the row's length is compiled in", r);
+}
+
 }  // namespace
 
 void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, NormKernel& k) {
@@ -32,7 +40,8 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vec
   auto it = sizes.find(s);
   if (s.empty() || it == sizes.end() || !symbolOnlyWhole(f, s) || k.outer_shape.empty() ||
       it->second < 1 || k.outer_shape[0] % it->second != 0) {
-    k.reason += "; every size known (the outermost row atom is no size symbol every tensor names whole)";
+    k.reason += "; every size known (the outermost row atom is no size symbol every tensor names whole" +
+                heldSize(f, sizes, k) + ")";
     return;
   }
   // One row set (a size of 1) is indexed as if the size were not there (a group norm of one
@@ -42,7 +51,7 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vec
     return;
   }
   if (const std::string why = sizeBlocker(f, inputs, k.outputs, k.load_access, s); !why.empty()) {
-    k.reason += "; every size known (" + why + ")";
+    k.reason += "; every size known (" + why + heldSize(f, sizes, k) + ")";
     return;
   }
   const int64_t n = it->second;

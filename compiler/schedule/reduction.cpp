@@ -140,7 +140,10 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts, bool by_c
   // from 378 to 602 GB/s on the H100 with 1024 vectors the bound instead of 2048:
   // bench/results/2026-11-26-h100-reduction-mid-rows.md); short ones, or ones read an element
   // at a time (7 x 7 images: 1023 there against 953 here), are its, many to a block.
-  if (r.split < 2 && (units < kLongRowUnits || k.vec < 2))
+  // A kernel serving a class of counts keeps them where a warp a row has two units a thread (one
+  // block a row, looping to the count): the normalization scheduler would hold the row, so its
+  // length, and every count its own kernel.
+  if (r.split < 2 && (units < kLongRowUnits || k.vec < 2) && !(by_class && units >= 64))
     return fmt::format("{} rows of {} elements fill the GPU one block a row (or are too short to split): the "
                        "normalization scheduler's", k.rows(), k.rowElems());
   r.grid = k.rows() * r.split;
