@@ -518,12 +518,14 @@ TEST_CASE("symbolic sizes: reductions over the batch take it at run time, one ke
     CHECK(p.kernels[1].kernel.size_args == std::vector<std::string>{"N"});
   }
   CHECK(sweep("instance_norm_backward", "N", 2, 31, symbolicOptions(), {{"C", 64}, {"H", 16}, {"W", 16}}).compiles <= 6);
-  // Row and column reductions in one kernel over fewer rows than a full grid: the grid from the
-  // row sets' power of two, not one grid (so one kernel) a row count.
+  // Row and column reductions in one kernel over fewer rows than a full grid: the row sets
+  // rounded up to a quarter of their power of two, not one grid (so one kernel) a row count.
   Sweep lnb = sweep("layer_norm_backward", "N", 256, 355, symbolicOptions(), {{"D", 1024}});
-  CHECK(lnb.compiles <= 2);
-  CHECK(lnb.plans[1].kernels.at(0).kernel.grid == 256);  // N = 257: 129 sets of two rows
-  CHECK(sweep("rms_norm_backward", "N", 256, 355, symbolicOptions(), {{"D", 1024}}).compiles <= 2);
+  CHECK(lnb.compiles <= 3);
+  CHECK(lnb.plans[0].kernels.at(0).kernel.grid == 128);  // N = 256: 128 sets of two rows
+  CHECK(lnb.plans[1].kernels.at(0).kernel.grid == 160);  // N = 257: 129 sets
+  CHECK(lnb.plans[99].kernels.at(0).kernel.grid == 192);  // N = 355: 178 sets
+  CHECK(sweep("rms_norm_backward", "N", 256, 355, symbolicOptions(), {{"D", 1024}}).compiles <= 3);
 }
 
 TEST_CASE("a new size of runtime-sized kernels takes the earlier plan's segments where their classes are compiled",

@@ -113,7 +113,7 @@ def test_cuda_array_interface_with_out():
     host = torch.randn(35)
     fake = Cai(b)
     fake.__cuda_array_interface__ = dict(b.__cuda_array_interface__, data=(host.data_ptr(), False))
-    with pytest.raises(loom.InputError, match=r"input `b`: Cai at 0x[0-9a-f]+: .*is no device memory"):
+    with pytest.raises(loom.InputError, match=r"input `y`: Cai at 0x[0-9a-f]+: .*is no device memory"):
         f.run(Cai(a), fake, out=[Cai(out)])
 
 
