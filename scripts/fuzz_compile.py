@@ -7,7 +7,7 @@ and then `ptxas` for that architecture on the PTX, and fails on a crash, an inte
 a PTX that ptxas rejects. Kernels that spill registers are listed apart (with --strict-spills
 they fail too). A case loom rejects with a user error is listed with its message.
 
-    python3 scripts/fuzz_compile.py [--seed S] [--cases N] [--budget-s T] [--loom build/bin/loom]
+    python3 scripts/fuzz_compile.py [--seed S] [--cases N] [--budget-s T] [--loom build/bin/loom] [--symbolic]
 
 The same seed gives the same cases; a failure prints the `loom dump` line that reproduces it.
 """
@@ -72,6 +72,8 @@ def main():
     ap.add_argument("--cases", type=int, default=400)
     ap.add_argument("--budget-s", type=float, default=600.0)
     ap.add_argument("--strict-spills", action="store_true", help="a kernel that spills fails the case")
+    ap.add_argument("--symbolic", action="store_true",
+                    help="every other case under LOOM_TUNE_SYMBOLIC=1 (kernels taking their leading size at run time)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     cases = [random_case(rng) + (rng.choice(ARCHS), rng.choice(SMS)) for _ in range(args.cases)]
@@ -84,8 +86,11 @@ def main():
                 skipped = len(cases) - i
                 break
             a = fuzz_norm.args_for(f, dt, dims, layout) + ["--arch", arch, "--sms", str(sms)]
-            line = " ".join(["loom", "dump", *a, "--stage", "ptx"])
-            p = subprocess.run([args.loom, "dump", *a, "--stage", "ptx"], capture_output=True, text=True, timeout=300)
+            symbolic = args.symbolic and i % 2 == 1
+            env = dict(os.environ, LOOM_TUNE_SYMBOLIC="1") if symbolic else None
+            line = ("LOOM_TUNE_SYMBOLIC=1 " if symbolic else "") + " ".join(["loom", "dump", *a, "--stage", "ptx"])
+            p = subprocess.run([args.loom, "dump", *a, "--stage", "ptx"], capture_output=True, text=True, timeout=300,
+                               env=env)
             if p.returncode == 1 and "loom: error:" in p.stderr and "internal" not in p.stderr:
                 rejected.append((line, p.stderr.strip().splitlines()[-1]))
                 print(f"{i:4d} rejected {line}", flush=True)

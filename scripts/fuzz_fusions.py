@@ -15,7 +15,10 @@ matrices as slices, as the LSTM and GRU cells do. A fusion loom refuses with a u
 reduction splits) is counted as refused, with the first line of its message.
 
     python3 scripts/fuzz_fusions.py [--seed S] [--cases N] [--budget-s T] [--keep DIR] [--jobs J]
-                                    [--run [--batch B]]
+                                    [--run [--batch B]] [--symbolic]
+
+--symbolic runs every other case (with --run, every other batch) under LOOM_TUNE_SYMBOLIC=1:
+kernels that take their leading size at run time.
 
 A failure prints the fusion's file (under --keep, or a temporary directory it keeps) and the
 command that reproduces it.
@@ -309,9 +312,11 @@ def run_case(args, work, i, text, sizes, layout, t0):
     status, why, seg_out = "ok", "", ""
     # With --run, `loom run` comes later, many cases to a process (run_batch).
     stages = [["segment", path], ["dump", path, "--stage", "ptx"]] + ([] if args.run else [["eval", path]])
+    symbolic = args.symbolic and i % 2 == 1
+    env = dict(os.environ, LOOM_TUNE_SYMBOLIC="1") if symbolic else None
     for cmd in stages:
-        line = " ".join(["loom", *cmd, *common])
-        p = subprocess.run([args.loom, *cmd, *common], capture_output=True, text=True, timeout=300)
+        line = ("LOOM_TUNE_SYMBOLIC=1 " if symbolic else "") + " ".join(["loom", *cmd, *common])
+        p = subprocess.run([args.loom, *cmd, *common], capture_output=True, text=True, timeout=300, env=env)
         err = p.stderr.strip()
         # A GPU result that differs from the reference is a failure, not a refusal.
         mismatch = "does not match" in err or "MISMATCH" in p.stdout
@@ -353,12 +358,14 @@ def run_batch(args, work, batch):
     path = os.path.join(work, f"batch{batch[0][0]}.txt")
     with open(path, "w") as fh:
         fh.write("".join(" ".join(a) + "\n" for _, a in batch))
+    symbolic = args.symbolic and (batch[0][0] // args.batch) % 2 == 1
+    env = dict(os.environ, LOOM_TUNE_SYMBOLIC="1") if symbolic else None
     p = subprocess.run([args.loom, "run", "--batch", path], capture_output=True, text=True,
-                       timeout=60 + 30 * len(batch))
+                       timeout=60 + 30 * len(batch), env=env)
     results = {}
     for k, line in re.findall(r"^== result (\d+): (.*)$", p.stdout, re.M):
         i, a = batch[int(k) - 1]
-        cmd = "loom run " + " ".join(a)
+        cmd = ("LOOM_TUNE_SYMBOLIC=1 " if symbolic else "") + "loom run " + " ".join(a)
         if line == "ok":
             results[i] = ("ok", "")
         elif (line.startswith("error: ") and "internal" not in line and "no NVIDIA GPU found" not in line
@@ -383,6 +390,8 @@ def main():
     ap.add_argument("--keep", help="directory for the cases' files (default: a temporary one, kept on failure)")
     ap.add_argument("--jobs", type=int, default=1, help="cases (or --run batches) at once, each in its own loom processes")
     ap.add_argument("--batch", type=int, default=25, help="with --run: cases a `loom run --batch` process runs")
+    ap.add_argument("--symbolic", action="store_true",
+                    help="every other case (with --run, batch) under LOOM_TUNE_SYMBOLIC=1")
     ap.add_argument("--run", action="store_true",
                     help="on the GPU machine: `loom run --iters 0` (checked against the reference) instead of eval")
     args = ap.parse_args()
