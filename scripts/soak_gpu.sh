@@ -6,7 +6,8 @@
 # through ptxas, and `loom run` against the float64 reference (25 cases to a `loom run --batch`
 # process, one CUDA context each; SOAK_BATCH sets it), JOBS at once; then
 # compute-sanitizer memcheck and racecheck over every scheduler tier (scripts/sanitize.sh).
-#   bash scripts/soak_gpu.sh [CASES=10000] [JOBS=16] [SEED=1]   (SANITIZE=0 skips the sanitizer)
+#   bash scripts/soak_gpu.sh [CASES=10000] [JOBS=16] [SEED=1]   (SANITIZE=0 skips the sanitizer;
+#   SOAK_SYMBOLIC=1 runs every other batch under LOOM_TUNE_SYMBOLIC=1)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
@@ -20,7 +21,7 @@ echo "== earlier findings (tests/soak/cases.txt)"
 regress_rc=$?
 grep -E "^== result|^== [0-9]+ cases" "$out/soak_regressions.log" | grep -v ": ok$"
 echo "== fuzz_fusions --run: $cases cases, seed $seed, $jobs at once (budget ${SOAK_BUDGET_S:-540} s)"
-python3 scripts/fuzz_fusions.py --loom .device/bin/loom --run --cases "$cases" --jobs "$jobs" --seed "$seed" --batch "${SOAK_BATCH:-25}" \
+python3 scripts/fuzz_fusions.py --loom .device/bin/loom --run --cases "$cases" --jobs "$jobs" --seed "$seed" --batch "${SOAK_BATCH:-25}" ${SOAK_SYMBOLIC:+--symbolic} \
   --budget-s "${SOAK_BUDGET_S:-540}" > "$out/soak_seed$seed.log" 2>&1
 fuzz_rc=$?
 grep -E "^[0-9]+ ok \(|^refused|^FAILED" -A1 "$out/soak_seed$seed.log" | head -40
