@@ -154,6 +154,7 @@ int32_t loom_selected_device(void) { return runtime::selectedDevice(); }
 loom_status loom_pointer_device(const void* ptr, int32_t* device) {
   return guard([&] {
     need(device, "loom_pointer_device", "device");
+    if (!ptr) throw capi::ArgumentError("loom_pointer_device: `ptr` is NULL");
     needGpu();
     *device = runtime::pointerDevice(ptr, "loom_pointer_device: ptr");
   });

@@ -142,15 +142,59 @@ void selectDevice(int ordinal) {
 
 int selectedDevice() noexcept { return g_selected.load(); }
 
+namespace {
+
+// The attributes of `p` the driver is asked, with a context current (it may refuse without one).
+struct PointerFacts {
+  CUresult result = CUDA_SUCCESS;
+  unsigned memory_type = 0;  // CUmemorytype
+  int managed = 0;
+  int ordinal = -1;
+};
+
+PointerFacts askPointer(const void* p) {
+  PointerFacts f;
+  const auto ptr = reinterpret_cast<CUdeviceptr>(p);
+  const DriverApi& d = driver();
+  f.result = d.cuPointerGetAttribute(&f.memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
+  if (f.result == CUDA_SUCCESS) f.result = d.cuPointerGetAttribute(&f.managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr);
+  if (f.result == CUDA_SUCCESS) f.result = d.cuPointerGetAttribute(&f.ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+  return f;
+}
+
+}  // namespace
+
 int pointerDevice(const void* p, const std::string& what) {
   LOOM_USER_CHECK(p != nullptr, "{} is a null pointer: give the address of device memory", what);
-  int ordinal = -1;
-  const CUresult r = driver().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                                      reinterpret_cast<CUdeviceptr>(p));
-  LOOM_USER_CHECK(r == CUDA_SUCCESS && ordinal >= 0,
-                  "{} ({}) is no device memory the CUDA driver knows ({}): give GPU memory, allocated through "
-                  "the CUDA driver or runtime of this process", what, p, cuErrorText(r));
-  return ordinal;
+  PointerFacts f;
+  if (g_bound.load()) {
+    const ContextScope scope;  // loom's context
+    f = askPointer(p);
+  } else {
+    f = askPointer(p);
+    if (f.result == CUDA_ERROR_INVALID_CONTEXT) {
+      // No context on this thread, and loom has none yet: ask under the primary context of the
+      // GPU loom would take, retained for the question only (loom's GPU is not bound by it).
+      CUdevice dev = 0;
+      CUcontext ctx = nullptr, popped = nullptr;
+      LOOM_CU(cuDeviceGet, &dev, selectedDevice());
+      LOOM_CU(cuDevicePrimaryCtxRetain, &ctx, dev);
+      if (driver().cuCtxPushCurrent_v2(ctx) == CUDA_SUCCESS) {
+        f = askPointer(p);
+        driver().cuCtxPopCurrent_v2(&popped);
+      }
+      driver().cuDevicePrimaryCtxRelease_v2(dev);
+    }
+  }
+  LOOM_USER_CHECK(f.result != CUDA_ERROR_INVALID_VALUE,
+                  "{} ({}) is no memory the CUDA driver knows (host memory that was not allocated or registered "
+                  "through CUDA, or a freed pointer): give GPU memory", what, p);
+  checkCu(f.result, "cuPointerGetAttribute");
+  // Managed and page-locked host memory: every GPU reaches it.
+  if (f.managed || f.memory_type == CU_MEMORYTYPE_HOST) return -1;
+  LOOM_USER_CHECK(f.ordinal >= 0, "{} ({}) is no GPU's memory (the driver names no device for it): give GPU memory",
+                  what, p);
+  return f.ordinal;
 }
 
 void Device::synchronize() const {

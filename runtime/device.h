@@ -21,8 +21,9 @@ void selectDevice(int ordinal);
 // The GPU loom runs on, or will run on at its first GPU work (0 unless selectDevice chose another).
 int selectedDevice() noexcept;
 // The GPU whose memory `p` points into (the driver's number, as cuda:N), for pointers a caller
-// hands loom without saying where they live. Throws loom::Error where the driver knows no device
-// memory at `p` (host memory, a freed or foreign pointer), naming `what`.
+// hands loom without saying where they live; -1 for memory every GPU reaches (managed memory,
+// page-locked host memory). Throws loom::Error naming `what` where the driver knows no memory at
+// `p` (pageable host memory, a freed pointer), and as checkCu for any other driver failure.
 int pointerDevice(const void* p, const std::string& what);
 
 // loom's GPU (GPU 0 unless selectDevice chose another before loom's first GPU work), with its

@@ -9,7 +9,7 @@ bash scripts/build.sh
 rm -rf .device && mkdir -p .device/bin .device/lib
 dir=${LOOM_BUILD_DIR:-build}
 cp -L "$dir"/lib/libloom.so.0 .device/lib/  # the SONAME the binaries ask for
-cp "$dir"/bin/loom "$dir"/bin/loom_tests .device/bin/
+cp "$dir"/bin/loom "$dir"/bin/loom_tests "$dir"/bin/loom_capi_test .device/bin/
 cp "$dir"/bin/example_* .device/bin/ 2>/dev/null || true
 # The GPU machine may lack Debian's libfmt: carry it.
 cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 .device/lib/

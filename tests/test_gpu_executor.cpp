@@ -207,5 +207,11 @@ TEST_CASE("loom runs on one GPU a process: selectDevice names it, or refuses ano
   CHECK(runtime::pointerDevice(reinterpret_cast<const void*>(buf.ptr() + 100), "buf + 100") == in_use);
   const int on_host = 3;
   CHECK_THROWS_WITH(runtime::pointerDevice(&on_host, "input `x`"),
-                    Catch::Contains("input `x` (0x") && Catch::Contains("is no device memory the CUDA driver knows"));
+                    Catch::Contains("input `x` (0x") && Catch::Contains("is no memory the CUDA driver knows"));
+  // Page-locked host memory: every GPU reaches it (-1, no GPU to select).
+  const runtime::ContextScope scope;
+  void* pinned = nullptr;
+  REQUIRE(runtime::driver().cuMemAllocHost_v2(&pinned, 4096) == CUDA_SUCCESS);
+  CHECK(runtime::pointerDevice(pinned, "pinned") == -1);
+  runtime::driver().cuMemFreeHost(pinned);
 }

@@ -11,6 +11,7 @@
 #include "compiler/compile.h"
 #include "compiler/kir/pipeline.h"
 #include "compiler/schedule/scheduler.h"
+#include "compiler/segment/segmenter.h"
 #include "compiler/kir/printer.h"
 #include "compiler/kir/verifier.h"
 #include "frontend/internal_api.h"
@@ -518,6 +519,15 @@ TEST_CASE("symbolic sizes: reductions over the batch take it at run time, one ke
     CHECK(p.kernels[1].kernel.size_args == std::vector<std::string>{"N"});
   }
   CHECK(sweep("instance_norm_backward", "N", 2, 31, symbolicOptions(), {{"C", 64}, {"H", 16}, {"W", 16}}).compiles <= 6);
+  {
+    // Found in review: where the count cannot be taken at run time after all (past the index range
+    // a class allows), such sums stay the normalization scheduler's, as an exact compile finds them.
+    auto lb = findExample("layer_norm_2d_backward")->buildDefault();
+    const Bindings huge{{"N", 2}, {"C", 2097152}, {"H", 16}, {"W", 16}};
+    const auto plan = segment::segmentFusion(*lb, huge, test::descsFor(*lb, huge), symbolicOptions());
+    REQUIRE(plan.segments.size() == 2);
+    CHECK(plan.segments[1].scheduler == "normalization");
+  }
   // Row and column reductions in one kernel over fewer rows than a full grid: the row sets
   // rounded up to a quarter of their power of two, not one grid (so one kernel) a row count.
   Sweep lnb = sweep("layer_norm_backward", "N", 256, 355, symbolicOptions(), {{"D", 1024}});

@@ -123,7 +123,9 @@ int classUnroll(const ReductionKernel& r, int64_t units, int64_t step) {
 
 // `by_class`: the shape is chosen from the power of two of the reduced count, which a symbolic
 // kernel's every count shares (reducedSizeCandidate).
-std::string innerShape(ReductionKernel& r, const CompileOptions& opts, bool by_class) {
+// `only_as_class`: where the rows are this scheduler's only as a class of counts, why not
+// otherwise (the caller refuses them for that where the kernel cannot take its count at run time).
+std::string innerShape(ReductionKernel& r, const CompileOptions& opts, bool by_class, std::string* only_as_class) {
   const NormKernel& k = r.k;
   const int64_t units = by_class ? floorPow2(r.rowUnits()) : r.rowUnits();
   r.block = units >= 2048 ? 512 : std::clamp(nextPow2(units / 4), 32, 512);
@@ -143,9 +145,12 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts, bool by_c
   // A kernel serving a class of counts keeps them where a warp a row has two units a thread (one
   // block a row, looping to the count): the normalization scheduler would hold the row, so its
   // length, and every count its own kernel.
-  if (r.split < 2 && (units < kLongRowUnits || k.vec < 2) && !(by_class && units >= 64))
-    return fmt::format("{} rows of {} elements fill the GPU one block a row (or are too short to split): the "
-                       "normalization scheduler's", k.rows(), k.rowElems());
+  if (r.split < 2 && (units < kLongRowUnits || k.vec < 2)) {
+    std::string why = fmt::format("{} rows of {} elements fill the GPU one block a row (or are too short to split): "
+                                  "the normalization scheduler's", k.rows(), k.rowElems());
+    if (!by_class || units < 64) return why;
+    *only_as_class = std::move(why);
+  }
   // Those short rows take a thread a unit of the class's least count, so that the loads of a row
   // are in flight at once (H100, weight gradients of 1 to 6 us: 1.1-1.4x faster than at 4 units
   // a thread, level with the normalization kernel they replace:
@@ -274,7 +279,9 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   std::string no_class;
   const bool by_class = opts.tuning.symbolic && !reducedSizeCandidate(f, sizes, inputs, r, &no_class).empty();
   r.partial_unroll = r.unroll;
-  if (std::string why = outer ? outerShape(r, opts, partial_bytes, elem_bytes, by_class) : innerShape(r, opts, by_class);
+  std::string only_as_class;
+  if (std::string why = outer ? outerShape(r, opts, partial_bytes, elem_bytes, by_class)
+                              : innerShape(r, opts, by_class, &only_as_class);
       !why.empty())
     return reject(why);
   if (r.grid >= (int64_t{1} << 31))
@@ -308,6 +315,9 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
     r.reason += "; elements walked from the last (what a kernel after it reads first stays in L2)";
   }
   if (opts.tuning.symbolic) makeReductionSymbolic(f, sizes, inputs, r);
+  // (Its count known after all, past the index range a class allows: the scheduler it was before,
+  // as an exact compile of the same segment will find.)
+  if (!only_as_class.empty() && !r.symbolic()) return reject(only_as_class);
   return r;
 }
 

@@ -137,8 +137,9 @@ loom_status loom_select_device(int32_t device);
 int32_t loom_selected_device(void);
 /* The GPU whose memory `ptr` points into (the driver's number, as cuda:N), for checking pointers
  * that came without their GPU (__cuda_array_interface__) before a run: loom_runner_run does not
- * ask. LOOM_ERROR_INPUT where the driver knows no device memory at `ptr` (host memory, a freed
- * pointer); LOOM_ERROR_NO_GPU without a GPU. */
+ * ask. -1 for memory every GPU reaches (managed memory, page-locked host memory).
+ * LOOM_ERROR_ARGUMENT for NULL; LOOM_ERROR_INPUT where the driver knows no memory at `ptr`
+ * (pageable host memory, a freed pointer); LOOM_ERROR_NO_GPU without a GPU. */
 loom_status loom_pointer_device(const void* ptr, int32_t* device);
 /* A runner of `f` (kept alive by the runner) with `opts`'s knobs; compiles on first use of each
  * input signature (dtypes, sizes, strides, alignment), as loom::Executor. */

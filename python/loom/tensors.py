@@ -114,8 +114,9 @@ def selected_device():
 
 
 def pointer_device(ptr):
-    """The GPU whose memory `ptr` (an int address) points into, as the CUDA driver says; raises
-    InputError for host memory or a pointer the driver does not know."""
+    """The GPU whose memory `ptr` (an int address) points into, as the CUDA driver says; -1 for
+    memory every GPU reaches (managed, page-locked host memory); raises InputError for pageable
+    host memory or a pointer the driver does not know."""
     out = ctypes.c_int32(-1)
     check(lib.loom_pointer_device(ptr, ctypes.byref(out)))
     return out.value
@@ -123,8 +124,9 @@ def pointer_device(ptr):
 
 def device_entry(t, where):
     """A GPU tensor as a loom_tensor entry: a torch tensor (any dtype loom has, bf16 included) or
-    an object with __cuda_array_interface__ (version 2 or later; its GPU asked of the driver). The
-    tensor's GPU is selected as loom's, or refused where loom runs on another."""
+    an object with __cuda_array_interface__ (version 2 or later; its GPU asked of the driver, not
+    for an empty one). The tensor's GPU is selected as loom's, or refused where loom runs on
+    another (managed and page-locked host memory select none)."""
     if is_torch(t):
         if t.device.type != "cuda":
             raise ArgumentError(f"{where}: a torch tensor on {t.device}; loom runs on CUDA tensors")
@@ -155,9 +157,11 @@ def device_entry(t, where):
             raise ArgumentError(f"{where}: strides {cai['strides']} are not whole elements")
         strides = [s // item for s in cai["strides"]]
     ptr = cai["data"][0] or None
-    if ptr is not None:
+    if ptr is not None and all(shape):  # (an empty view may point past its allocation: not asked)
         try:
-            select_device(pointer_device(ptr))
+            where_it_is = pointer_device(ptr)
+            if where_it_is >= 0:
+                select_device(where_it_is)
         except LoomError as e:
             raise type(e)(f"{where}: {type(t).__name__} at {ptr:#x}: {e}") from None
     return (ptr, dtype, shape, strides)

@@ -113,8 +113,19 @@ def test_cuda_array_interface_with_out():
     host = torch.randn(35)
     fake = Cai(b)
     fake.__cuda_array_interface__ = dict(b.__cuda_array_interface__, data=(host.data_ptr(), False))
-    with pytest.raises(loom.InputError, match=r"input `y`: Cai at 0x[0-9a-f]+: .*is no device memory"):
+    with pytest.raises(loom.InputError, match=r"input `y`: Cai at 0x[0-9a-f]+: .*is no memory the CUDA driver knows"):
         f.run(Cai(a), fake, out=[Cai(out)])
+    # Page-locked host memory: every GPU reaches it, and loom reads it there.
+    pinned = b.cpu().pin_memory()
+    held = Cai(b)
+    held.__cuda_array_interface__ = dict(b.__cuda_array_interface__, data=(pinned.data_ptr(), False))
+    f.run(Cai(a), held, out=[Cai(out)])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, a + b)
+    # An empty view is not asked for its GPU (it may point past its allocation).
+    e = torch.empty(0, device="cuda")
+    g = torch.empty(0, device="cuda")
+    f.run(Cai(e), Cai(e), out=[Cai(g)])
 
 
 def test_errors():

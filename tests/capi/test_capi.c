@@ -276,6 +276,7 @@ static void test_device(void) {
   int32_t where = -7;
   const int on_host = 5;
   EXPECT_ERROR(loom_pointer_device(&on_host, NULL), LOOM_ERROR_ARGUMENT, "`device` is NULL");
+  EXPECT_ERROR(loom_pointer_device(NULL, &where), LOOM_ERROR_ARGUMENT, "`ptr` is NULL");
   if (!loom_gpu_available()) {
     EXPECT_ERROR(loom_select_device(0), LOOM_ERROR_NO_GPU, "no GPU found");
     EXPECT_ERROR(loom_select_device(-1), LOOM_ERROR_NO_GPU, "no GPU found");
@@ -283,9 +284,8 @@ static void test_device(void) {
     EXPECT(loom_selected_device() == 0 && where == -7);
     return;
   }
-  /* Host memory and NULL are no GPU's (the positive case: the GPU tests, through a buffer). */
-  EXPECT_ERROR(loom_pointer_device(&on_host, &where), LOOM_ERROR_INPUT, "is no device memory the CUDA driver knows");
-  EXPECT_ERROR(loom_pointer_device(NULL, &where), LOOM_ERROR_INPUT, "ptr is a null pointer");
+  /* Pageable host memory is no GPU's (the positive case: the GPU tests, through a buffer). */
+  EXPECT_ERROR(loom_pointer_device(&on_host, &where), LOOM_ERROR_INPUT, "is no memory the CUDA driver knows");
   EXPECT(where == -7);
   EXPECT_ERROR(loom_select_device(-1), LOOM_ERROR_INPUT, "GPU -1 does not exist: GPUs are numbered from 0");
   EXPECT_ERROR(loom_select_device(4096), LOOM_ERROR_INPUT, "GPU 4096 does not exist: the NVIDIA driver reports");
