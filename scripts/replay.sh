@@ -20,8 +20,9 @@ done
 status=0
 while read -r target; do
   extra=()
-  [ -n "$save" ] && extra=(--save "$save/${target/\//-}")
+  name=$(printf '%s' "$target" | tr '/+' '--')  # sm_90/132+symbolic -> sm_90-132-symbolic
+  [ -n "$save" ] && extra=(--save "$save/$name")
   "$loom" replay tests/replay/corpus.txt bench/workloads.txt bench/workloads_backward.txt --target "$target" \
-    --baseline "tests/replay/${target/\//-}.txt" "${update[@]}" "${extra[@]}" || status=1
+    --baseline "tests/replay/$name.txt" "${update[@]}" "${extra[@]}" || status=1
 done < tests/replay/targets.txt
 exit $status

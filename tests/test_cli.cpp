@@ -241,6 +241,14 @@ TEST_CASE("kernel replay lists a kernel whose PTX changed and fails", "[cli]") {
   auto bad = runLoom("replay " + corpus + " --baseline " + base);
   CHECK(bad.status == 1);
   CHECK(bad.out.find("needs --target ARCH/SMS") != std::string::npos);
+  // `+symbolic`: the kernels taking their leading size at run time, against the exact baseline:
+  // the layer norm's rows are a parameter of its kernel there.
+  auto sym = runLoom("replay " + corpus + " --target sm_90/132+symbolic --baseline " + base);
+  CHECK(sym.status == 1);
+  CHECK(sym.out.find("changed  sm_90/132+symbolic ln k0") != std::string::npos);
+  auto variant = runLoom("replay " + corpus + " --target sm_90/132+fast --baseline " + base);
+  CHECK(variant.status == 1);
+  CHECK(variant.out.find("the one variant after `+` is `symbolic`") != std::string::npos);
 }
 
 TEST_CASE("sizes at the limits: counts that do not fit are clear errors naming the tensor", "[cli]") {

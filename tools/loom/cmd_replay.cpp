@@ -98,14 +98,21 @@ int runReplay(const Args& a) {
   LOOM_USER_CHECK(!a.positionals().empty(), "`loom replay` needs at least one CORPUS file");
   auto target = a.get("target");
   LOOM_USER_CHECK(target && target->find('/') != std::string::npos,
-                  "`loom replay` needs --target ARCH/SMS, e.g. --target sm_90/132");
+                  "`loom replay` needs --target ARCH/SMS[+symbolic], e.g. --target sm_90/132");
   auto baseline = a.get("baseline");
   LOOM_USER_CHECK(baseline.has_value(), "`loom replay` needs --baseline FILE");
-  const std::string arch = target->substr(0, target->find('/'));
-  const std::string sms = target->substr(target->find('/') + 1);
+  // `+symbolic`: the kernels an Executor compiles from a second batch size on
+  // (LOOM_TUNE_SYMBOLIC), which take their leading size at run time.
+  const size_t plus = target->find('+');
+  const std::string variant = plus == std::string::npos ? "" : target->substr(plus + 1);
+  LOOM_USER_CHECK(variant.empty() || variant == "symbolic",
+                  "--target {}: the one variant after `+` is `symbolic` (e.g. sm_90/132+symbolic)", *target);
+  const std::string where = target->substr(0, plus);
+  const std::string arch = where.substr(0, where.find('/'));
+  const std::string sms = where.substr(where.find('/') + 1);
   Args ta({"--arch", arch, "--sms", sms}, {});
-  const CompileOptions opts{{parseArch(ta), static_cast<int>(intOption(ta, "sms", 132, 1, 1024))},
-                            tuningFromEnvironment()};
+  CompileOptions opts{{parseArch(ta), static_cast<int>(intOption(ta, "sms", 132, 1, 1024))}, tuningFromEnvironment()};
+  if (variant == "symbolic") opts.tuning.symbolic = true;
   const std::string save = a.get("save").value_or("");
   if (!save.empty()) std::filesystem::create_directories(save);
 
