@@ -32,7 +32,7 @@ TEST_CASE("every framework op builds, segments and evaluates in every float dtyp
       for (const char* param : {"f32", "none"}) {
         OpParams p{{"x", dt}, {"w", param}};
         const bool backward = op.name.find("_backward") != std::string::npos;
-        if (op.name.rfind("group_norm", 0) == 0) p["groups"] = "4";
+        if (op.name.rfind("group_norm", 0) == 0) p.insert_or_assign("groups", std::to_string(4));
         if (op.name.rfind("batch_norm", 0) == 0 && !backward) p["running"] = op.name == "batch_norm_eval" ? "f32" : param;
         if (!backward && op.name.find("rms") == std::string::npos) p["b"] = param;
         INFO(op.name << " " << dt << " " << param);

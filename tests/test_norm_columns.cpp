@@ -134,7 +134,7 @@ TEST_CASE("column kernels keep static and dynamic shared memory within a block's
       auto x = fb.input("x", DType::F16, {"N", "D"});
       auto xc = toCompute(x);
       fb.output("y", cast(xc - mean(xc, {1}, true), DType::F16));
-      for (int j = 0; j < ncols; ++j) fb.output("s" + std::to_string(j), sum(xc * static_cast<double>(j + 1), {0}));
+      for (int j = 0; j < ncols; ++j) fb.output(fmt::format("s{}", j), sum(xc * static_cast<double>(j + 1), {0}));
       auto f = fb.finish();
       INFO(ncols << " column reductions, N=" << sizes["N"] << " D=" << sizes["D"]);
       auto plan = compilePlan(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});

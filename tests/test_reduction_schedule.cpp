@@ -155,7 +155,7 @@ TEST_CASE("reduction scheduler: column partials fit a block's 48 KiB of static s
       // Distinct reductions (equal ones would be computed once).
       const std::vector<Tensor> all = {sum(xc, {0}), amax(xc, {0}), mean(xc * xc, {0}),
                                        amin(xc, {0}), mean(xc, {0}), sum(xc * xc, {0})};
-      for (int i = 0; i < n; ++i) fb.output("r" + std::to_string(i), all[static_cast<size_t>(i)]);
+      for (int i = 0; i < n; ++i) fb.output(fmt::format("r{}", i), all[static_cast<size_t>(i)]);
       auto f = fb.finish();
       const Bindings sizes{{"M", D == 1024 ? 65536 : 64}, {"D", D}};
       INFO(dtypeName(t) << ", " << n << " reductions, D=" << D);
