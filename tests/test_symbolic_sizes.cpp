@@ -183,6 +183,37 @@ TEST_CASE("symbolic sizes: layer norm over 100 row counts compiles once; tiers t
     CHECK(test::has(lst[DumpStage::Schedule], "tier grid"));
     CHECK(lk.size_args == std::vector<std::string>{"N"});
   }
+  {
+    // Found by fuzz_fusions --symbolic: outputs stored through a reshape of the value iterated
+    // ([N, 4, C/4, H, W] written as [N, C, H, W], then permuted): the outermost iterated dim is
+    // that value's, not the output's (reading the output's dims past its rank threw bad_alloc).
+    auto rf = parseFusion(
+        "fusion fz10289 {\n"
+        "  in x0: bf16[N, C, H, W]\n"
+        "  t1: f32[N, C, H, W] = cast(x0, to=f32)\n"
+        "  t2: f32[N, C, H, 1b] = amax(t1, dims=[3], keepdim=true)\n"
+        "  t3: f32[N, C, H, W] = cast(x0, to=f32)\n"
+        "  t4: f32[N, C, H, W] = gelu(t3)\n"
+        "  t5: f32[N, C, H, W] = add(t1, t3)\n"
+        "  t6: f32[1b, C, 1b, 1b] = amin(t4, dims=[0, 2, 3], keepdim=true)\n"
+        "  t7: f32[1b, C, 1b, 1b] = amin(t3, dims=[0, 2, 3], keepdim=true)\n"
+        "  t8: f32[N, 4, C/4, H, W] = reshape(t1, shape=[N, 4, C/4, H, W])\n"
+        "  t9: f32[1b, 4, 1b, 1b, W] = sum(t8, dims=[0, 2, 3], keepdim=true)\n"
+        "  t10: f32[N, 4, C/4, H, W] = div(t8, t9)\n"
+        "  t11: f32[N, C, H, W] = reshape(t10, shape=[N, C, H, W])\n"
+        "  t12: f32[N, C, H, 1b] = sum(t5, dims=[3], keepdim=true)\n"
+        "  t13: f32[1b, 1b, 1b, W] = amin(t11, dims=[0, 1, 2], keepdim=true)\n"
+        "  t14: f32[C, W, N, H] = permute(t11, order=[1, 3, 0, 2])\n"
+        "  out y0 = t14\n"
+        "  out y1 = t2\n"
+        "}\n");
+    const Bindings rs{{"N", 3}, {"C", 12}, {"H", 31}, {"W", 31}};
+    for (const auto& layout : std::vector<std::map<std::string, std::vector<int>>>{{}, {{"x0", {3, 0, 1, 2}}}}) {
+      const auto plan = compilePlan(*rf, rs, test::descsFor(*rf, rs, layout), symbolicOptions());
+      CHECK(plan.kernels.size() >= 2);
+      for (const auto& pk : plan.kernels) LOOM_CHECK_PTXAS(pk.kernel.ptx, 90);
+    }
+  }
   // Found by fuzz_compile: group norm of one image addresses its weights by the row itself.
   auto gn = findExample("group_norm")->build(DType::F64);
   const Bindings one{{"N", 1}, {"C", 512}, {"H", 28}, {"W", 28}};

@@ -395,7 +395,7 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   k.vec = vectorWidth(roots, k, opts.tuning, &narrowed);
   placeAccesses(f, inputs, stores, plan, out_strides, k);
   placeGrid(k, narrowed, opts);
-  if (opts.tuning.symbolic) makeSymbolic(f, sizes, inputs, k, opts);
+  if (opts.tuning.symbolic) makeSymbolic(f, sizes, inputs, k, opts, cores.empty() ? *f.outputs()[0].value : *cores[0]);
   return k;
 }
 

@@ -70,8 +70,9 @@ int64_t pointwiseGrid(const PointwiseKernel& k, int64_t chunks, const CompileOpt
 
 // LOOM_TUNE_SYMBOLIC (schedule/pointwise_symbolic.cpp): makes the outermost size of `k` a kernel
 // parameter where every tensor names it as one symbol, and says so (or why not) in its reason.
+// `iterated`: the value whose dims `k.order` names (the outputs', or the value they reshape).
 void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, PointwiseKernel& k,
-                  const CompileOptions& opts);
+                  const CompileOptions& opts, const ir::Value& iterated);
 
 std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
                                                  const std::vector<TensorDesc>& inputs,

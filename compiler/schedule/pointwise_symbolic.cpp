@@ -18,11 +18,12 @@ namespace loom::schedule {
 namespace {
 
 // The symbol every tensor's outermost iterated dim is, where it is exactly one symbol that no
-// tensor names any other way (a compound extent such as N*C keeps every size known).
-std::optional<std::string> outerSymbol(const ir::Fusion& f, const PointwiseKernel& k) {
-  if (k.order.empty() || f.outputs().empty()) return std::nullopt;
-  const auto out_shape = f.outputs()[0].value->shape();
-  const Extent& outer = out_shape[static_cast<size_t>(k.order[0])];
+// tensor names any other way (a compound extent such as N*C keeps every size known). `iterated`:
+// the value whose dims the iteration follows (the outputs', or the value they reshape).
+std::optional<std::string> outerSymbol(const ir::Fusion& f, const PointwiseKernel& k, const ir::Value& iterated) {
+  const auto dims = iterated.shape();
+  if (k.order.empty() || static_cast<size_t>(k.order[0]) >= dims.size()) return std::nullopt;
+  const Extent& outer = dims[static_cast<size_t>(k.order[0])];
   const auto syms = outer.symbols();
   if (syms.size() != 1 || !(outer == Extent::symbol(syms[0])) || !symbolOnlyWhole(f, syms[0])) return std::nullopt;
   return syms[0];
@@ -48,8 +49,8 @@ int64_t pointwiseGrid(const PointwiseKernel& k, int64_t chunks, const CompileOpt
 }
 
 void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, PointwiseKernel& k,
-                  const CompileOptions& opts) {
-  auto s = outerSymbol(f, k);
+                  const CompileOptions& opts, const ir::Value& iterated) {
+  auto s = outerSymbol(f, k, iterated);
   if (!s) {
     k.reason += "; every size known (no single symbol is the outermost dim of every tensor)";
     return;
