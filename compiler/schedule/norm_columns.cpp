@@ -169,9 +169,7 @@ int fewerBlocksForTail(const NormKernel& k, const ColumnShape& s, const CompileO
 
 // `n` rounded up to a multiple of a quarter of its power of two (5 of 32 -> 5, 129 -> 160).
 int64_t quarterOctave(int64_t n) {
-  int64_t p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int64_t step = std::max<int64_t>(1, p / 4);
+  const int64_t step = std::max<int64_t>(1, floorPow2(n) / 4);
   return (n + step - 1) / step * step;
 }
 

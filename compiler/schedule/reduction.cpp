@@ -150,12 +150,12 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts, bool by_c
                                   "the normalization scheduler's", k.rows(), k.rowElems());
     if (!by_class || units < 64) return why;
     *only_as_class = std::move(why);
+    // Those short rows take a thread a unit of the class's least count, so that the loads of a
+    // row are in flight at once (H100, weight gradients of 1 to 6 us: 1.1-1.4x faster than at 4
+    // units a thread, level with the normalization kernel they replace:
+    // bench/results/2026-11-27-h100-stop44-batch-classes.md).
+    if (units < kLongRowUnits && !opts.tuning.red_block) r.block = std::clamp(nextPow2(units), 32, 512);
   }
-  // Those short rows take a thread a unit of the class's least count, so that the loads of a row
-  // are in flight at once (H100, weight gradients of 1 to 6 us: 1.1-1.4x faster than at 4 units
-  // a thread, level with the normalization kernel they replace:
-  // bench/results/2026-11-27-h100-stop44-batch-classes.md).
-  if (r.split < 2 && units < kLongRowUnits && !opts.tuning.red_block) r.block = std::clamp(nextPow2(units), 32, 512);
   r.grid = k.rows() * r.split;
   if (!opts.tuning.red_unroll) r.unroll = classUnroll(r, units, int64_t{r.block} * r.split);
   return "";
