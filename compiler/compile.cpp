@@ -67,7 +67,7 @@ std::string keyTail(const CompileOptions& opts) {
 
 std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const Bindings& sizes,
                        const CompileOptions& opts) {
-  std::string key = ir::printFusion(f);
+  std::string key = ir::fusionText(f);
   for (const auto& d : inputs) key += d.str() + "\n";
   const std::vector<std::string> from_inputs = f.symbols();
   std::set<std::string> named(from_inputs.begin(), from_inputs.end());
@@ -81,7 +81,7 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
 
 std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& sizes,
                                            const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
-                                           const schedule::Planned* planned) {
+                                           const schedule::Planned* planned, const std::vector<KnownClass>& known) {
   if (!opts.tuning.symbolic) return std::nullopt;
   std::optional<schedule::Planned> own;
   if (!planned) {
@@ -93,13 +93,18 @@ std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& 
   if (!p || p->size_args.empty()) return std::nullopt;
   SymbolicClass c;
   // The kernel IR as its fingerprint (every field of every node; printing it took longer than
-  // lowering it). The launch's other parameters travel with the cached kernel: they too must be
-  // the class's.
+  // lowering it), or an earlier size's whose schedule lowers as this one's. The launch's other
+  // parameters travel with the cached kernel: they too must be the class's.
+  for (const KnownClass& k : known)
+    if (p->lowers_as && k.planned && !k.ir_hash.empty() && p->lowers_as(*k.planned)) {
+      c.ir_hash = k.ir_hash;
+      break;
+    }
+  if (c.ir_hash.empty()) c.ir_hash = kir::fingerprint(p->lower()).hex();
   const auto& l = p->launch;
-  c.key = "symbolic\n" + ir::printFusion(f) +
-          fmt::format("kernel ir {}\nlaunch block {} shared {} cluster {} cooperative {} workspace {}\n",
-                      kir::fingerprint(p->lower()).hex(), l.block, l.shared_bytes, l.cluster, l.cooperative,
-                      l.workspace_bytes) +
+  c.key = "symbolic\n" + ir::fusionText(f) +
+          fmt::format("kernel ir {}\nlaunch block {} shared {} cluster {} cooperative {} workspace {}\n", c.ir_hash,
+                      l.block, l.shared_bytes, l.cluster, l.cooperative, l.workspace_bytes) +
           keyTail(opts);
   c.grid = static_cast<unsigned>(p->launch.grid);
   c.outputs = p->outputs;

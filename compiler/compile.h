@@ -73,14 +73,23 @@ std::string compileKey(const ir::Fusion& f, const std::vector<TensorDesc>& input
 // size (compileKey is its key).
 struct SymbolicClass {
   std::string key;
+  std::string ir_hash;  // the kernel IR's fingerprint (hex)
   unsigned grid = 1;
   std::vector<TensorDesc> outputs;
   std::vector<int64_t> size_values;
 };
+// The class of this segment at an earlier size: its schedule there and its kernel IR's fingerprint.
+struct KnownClass {
+  const schedule::Planned* planned = nullptr;
+  std::string ir_hash;
+};
 // `planned`: f's schedule for these sizes and options where the caller has it (the segmenter's).
+// `known`: earlier sizes' classes of this segment; one whose schedule lowers as this one's
+// (schedule::Planned::lowers_as) gives its fingerprint, and the kernel IR is not lowered again.
 std::optional<SymbolicClass> symbolicClass(const ir::Fusion& f, const Bindings& sizes,
                                            const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
-                                           const schedule::Planned* planned = nullptr);
+                                           const schedule::Planned* planned = nullptr,
+                                           const std::vector<KnownClass>& known = {});
 
 // Planning only (segments, schedules, kernel IR; no LLVM): per kernel of the plan for these
 // sizes with `opts` (LOOM_TUNE_SYMBOLIC set), its symbolicClass key, or "" where that kernel
@@ -104,6 +113,7 @@ struct PlannedKernel {
   CompiledKernel kernel;  // of a symbolic kernel: grid and outputs for these sizes
   std::vector<TensorRef> args;  // one per kernel parameter: the segment's inputs, then outputs
   std::vector<int64_t> size_values;  // kernel.size_args' values for these sizes
+  std::string ir_hash;               // its class's kernel IR fingerprint (SymbolicClass); "" if exact
 };
 
 // A fusion as the kernels it runs as, in launch order.
@@ -129,9 +139,12 @@ CompiledPlan compilePlan(const ir::Fusion& f, const Bindings& sizes,
 // kernel would know every size or is not compiled), and compilePlan then segments anew. Plans
 // 3 kernels where segmenting searched ~80 candidates (group norm backward). The segmentation is
 // the earlier size's, which this size's own search might have drawn otherwise (its thresholds
-// weigh bytes); each kernel is its class's, as compilePlan's would be.
+// weigh bytes); each kernel is its class's, as compilePlan's would be. A kernel whose schedule
+// lowers as that of `earlier`'s or `others`' kernel (earlier sizes' plans) takes that one's class
+// without lowering its kernel IR again (symbolicClass).
 std::optional<CompiledPlan> replanLike(const CompiledPlan& earlier, const ir::Fusion& f, const Bindings& sizes,
                                        const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
-                                       const std::function<std::optional<CompiledKernel>(const std::string&)>& lookup);
+                                       const std::function<std::optional<CompiledKernel>(const std::string&)>& lookup,
+                                       const std::vector<const CompiledPlan*>& others = {});
 
 }  // namespace loom

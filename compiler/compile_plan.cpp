@@ -27,11 +27,12 @@ using Lookup = std::function<std::optional<CompiledKernel>(const std::string&)>;
 
 // The plan of segmentation `shared` at these sizes: each segment's kernel from `lookup` or
 // compiled. With `cached_only`, nullopt (nothing compiled) where a kernel is not in `lookup`'s
-// caches or knows every size.
+// caches or knows every size. `known`: earlier sizes' plans, whose kernels' classes each
+// segment may be found in without lowering it (symbolicClass).
 std::optional<CompiledPlan> planSegments(const ir::Fusion& given, std::shared_ptr<const segment::SegmentPlan> shared,
                                          const Bindings& sizes, const std::vector<TensorDesc>& inputs,
                                          const CompileOptions& opts, StageText* stages, const Lookup& lookup,
-                                         bool cached_only) {
+                                         bool cached_only, const std::vector<const CompiledPlan*>& known = {}) {
   const segment::SegmentPlan& sp = *shared;
   // The segments' fusion: the given one, or its rewrite (same inputs and outputs, in order).
   const ir::Fusion& f = sp.fusion(given);
@@ -67,7 +68,12 @@ std::optional<CompiledPlan> planSegments(const ir::Fusion& given, std::shared_pt
   auto optsOf = [&](size_t s) -> const CompileOptions& { return classes[s] ? opts : exact; };
   for (size_t s = 0; s < n; ++s) {
     const auto& seg = sp.segments[s];
-    classes[s] = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts, seg.planned.get());
+    std::vector<KnownClass> earlier;
+    for (const CompiledPlan* q : known)
+      if (q && q->segment_plan && s < q->segment_plan->segments.size() && s < q->kernels.size() &&
+          !q->kernels[s].ir_hash.empty())
+        earlier.push_back({q->segment_plan->segments[s].planned.get(), q->kernels[s].ir_hash});
+    classes[s] = symbolicClass(*seg.sub.fusion, sizes, seg.input_descs, opts, seg.planned.get(), earlier);
     keys[s] = classes[s] ? classes[s]->key : compileKey(*seg.sub.fusion, seg.input_descs, sizes, exact);
     if (lookup) kernels[s] = lookup(keys[s]);
     if (cached_only && (!classes[s] || !kernels[s])) return std::nullopt;
@@ -110,6 +116,7 @@ std::optional<CompiledPlan> planSegments(const ir::Fusion& given, std::shared_pt
       pk.kernel.grid = cls->grid;
       pk.kernel.outputs = cls->outputs;
       pk.size_values = cls->size_values;
+      pk.ir_hash = cls->ir_hash;
       LOOM_ASSERT(pk.size_values.size() == pk.kernel.size_args.size(), "kernel {} takes {} sizes, {} given",
                   pk.kernel.name, pk.kernel.size_args.size(), pk.size_values.size());
     }
@@ -166,14 +173,16 @@ CompiledPlan compilePlan(const ir::Fusion& given, const Bindings& sizes,
 
 std::optional<CompiledPlan> replanLike(const CompiledPlan& earlier, const ir::Fusion& given, const Bindings& sizes,
                                        const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
-                                       const Lookup& lookup) {
+                                       const Lookup& lookup, const std::vector<const CompiledPlan*>& others) {
   if (!earlier.segment_plan || !opts.tuning.symbolic || !lookup) return std::nullopt;
   for (const auto& pk : earlier.kernels)
     if (pk.kernel.size_args.empty()) return std::nullopt;  // a kernel of exact sizes: not a class of sizes
   auto sp = segment::rescheduleSegments(*earlier.segment_plan, given, sizes, inputs, opts);
   if (!sp) return std::nullopt;
+  std::vector<const CompiledPlan*> known{&earlier};
+  known.insert(known.end(), others.begin(), others.end());
   return planSegments(given, std::make_shared<const segment::SegmentPlan>(std::move(*sp)), sizes, inputs, opts,
-                      nullptr, lookup, true);
+                      nullptr, lookup, true, known);
 }
 
 }  // namespace loom

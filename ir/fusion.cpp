@@ -22,6 +22,18 @@ std::string typeStr(DType dtype, const std::vector<Axis>& axes) {
 
 Fusion::Fusion(std::string name) : name_(std::move(name)) {}
 
+std::shared_ptr<const void> Fusion::derived(const std::string& what,
+                                            const std::function<std::shared_ptr<const void>()>& make) const {
+  if (!finished_) return make();
+  {
+    std::lock_guard<std::mutex> lock(derived_mu_);
+    if (auto it = derived_.find(what); it != derived_.end()) return it->second;
+  }
+  std::shared_ptr<const void> made = make();  // (unlocked: `make` may ask for other facts)
+  std::lock_guard<std::mutex> lock(derived_mu_);
+  return derived_.emplace(what, std::move(made)).first->second;  // a racing thread's, if first
+}
+
 static bool isIdentifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   return std::all_of(s.begin(), s.end(),

@@ -2,7 +2,10 @@
 // A fusion: a graph of ops over tensor values, with named inputs and outputs. It owns its
 // values and ops. Every factory checks its arguments (ir/infer.cpp) and throws loom::Error with
 // what was wrong; a Fusion that exists is well-formed.
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +54,13 @@ class Fusion {
   // Set by FusionBuilder::finish: from then on the fusion is immutable, and adding an input, an
   // op or an output (through a tensor handle kept from building) is a loom::Error.
   void markFinished() { finished_ = true; }
+  bool finished() const { return finished_; }
+
+  // A fact derived from this fusion alone (its domain analysis, its text): `make`'s result, kept
+  // under `what` once the fusion is finished (it then never changes), so that scheduling it at
+  // another size does not derive it again; made afresh each time before. Thread-safe.
+  std::shared_ptr<const void> derived(const std::string& what,
+                                      const std::function<std::shared_ptr<const void>()>& make) const;
 
  private:
   void checkOpen(std::string_view what) const;
@@ -65,6 +75,8 @@ class Fusion {
   std::vector<Output> outputs_;
   int next_temp_ = 0;
   bool finished_ = false;
+  mutable std::mutex derived_mu_;
+  mutable std::map<std::string, std::shared_ptr<const void>> derived_;
 };
 
 // Structural equality: same inputs, ops (kinds, attributes, operands), value names and outputs.

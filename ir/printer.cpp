@@ -109,6 +109,11 @@ std::string printOp(const Op& op) {
   return fmt::format("{} = {}({})", lhs, op.name(), args);
 }
 
+std::string fusionText(const Fusion& f) {
+  return *std::static_pointer_cast<const std::string>(
+      f.derived("text", [&] { return std::make_shared<const std::string>(printFusion(f)); }));
+}
+
 std::string printFusion(const Fusion& f) {
   std::string s = "fusion " + fusionName(f.name()) + " {\n";
   for (const Value* v : f.inputs()) s += fmt::format("  in {}: {}\n", v->name(), v->typeString());

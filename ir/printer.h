@@ -33,6 +33,8 @@
 namespace loom::ir {
 
 std::string printFusion(const Fusion& f);
+// printFusion's text, kept with a finished fusion (Fusion::derived): printed once.
+std::string fusionText(const Fusion& f);
 std::ostream& operator<<(std::ostream& os, const Fusion& f);
 
 // One op line without indentation or newline, e.g. `t1: f32[N] = neg(x)`.

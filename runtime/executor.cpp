@@ -226,6 +226,9 @@ bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>
   return false;
 }
 
+// How many earlier sizes' plans a new size's kernels are compared with (Executor::prepare).
+constexpr size_t kKnownPlans = 8;
+
 static void countKernels(const CompiledPlan& plan, CompileStats& st) {
   st.kernels = static_cast<int>(plan.kernels.size());
   st.runtime_size_kernels = static_cast<int>(std::count_if(
@@ -271,7 +274,17 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   // A new size of runtime-sized kernels: the earlier signature's segments, where their classes
   // are compiled (planning each kernel, not a search over segmentations); else a plan anew.
   std::optional<CompiledPlan> replanned;
-  if (like) replanned = replanLike(like->plan, f_, bound, descs, opts, lookup);
+  if (like) {
+    // The other classes already planned for this signature's sizes (most recent first), whose
+    // kernel IR a kernel of the same schedule need not lower again.
+    std::vector<const CompiledPlan*> others;
+    entries_->forEach([&](Entry& e) {
+      if (&e != like && e.runtime_sized && others.size() < kKnownPlans &&
+          runtime::secondValueOfLeadingSize(f_, e.bound, bound))
+        others.push_back(&e.plan);
+    });
+    replanned = replanLike(like->plan, f_, bound, descs, opts, lookup, others);
+  }
   entry->plan = replanned ? std::move(*replanned) : compilePlan(f_, bound, descs, opts, nullptr, lookup);
   countKernels(entry->plan, st);
   st.plan_ms = msSince(p0) - st.disk_ms;

@@ -134,6 +134,11 @@ void uniteOp(const ir::Op* op, DomainState st) {
 
 }  // namespace
 
+std::shared_ptr<const DomainAnalysis> domainsOf(const ir::Fusion& f) {
+  return std::static_pointer_cast<const DomainAnalysis>(
+      f.derived("domains", [&] { return std::make_shared<const DomainAnalysis>(f); }));
+}
+
 DomainAnalysis::DomainAnalysis(const ir::Fusion& f) {
   UnionFind uf;
   std::vector<Extent> extent;                  // per domain

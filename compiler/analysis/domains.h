@@ -51,4 +51,8 @@ class DomainAnalysis {
   std::vector<std::string> conflicts_;
 };
 
+// The domain analysis of `f`, kept with a finished fusion (ir::Fusion::derived): each schedule
+// of a segment at another size reads the one made first.
+std::shared_ptr<const DomainAnalysis> domainsOf(const ir::Fusion& f);
+
 }  // namespace loom::analysis

@@ -51,6 +51,18 @@ struct ENode {
   double correction = 0;            // Reduce of VarMean
 };
 
+// Whether `a` and `b` are the same expression, node for node (two schedules of one fusion build
+// equal trees apart; `origin` is compared as the op it points to).
+bool sameExpr(const EPtr& a, const EPtr& b);
+
+// An expression compared by structure, not address: a scheduler's parameters holding one compare
+// equal across sizes whose schedules are the same (scheduler.h, Planned::lowers_as).
+struct ExprRef : EPtr {
+  ExprRef() = default;
+  ExprRef(EPtr p) : EPtr(std::move(p)) {}  // NOLINT: an EPtr is one
+  bool operator==(const ExprRef& o) const { return sameExpr(*this, o); }
+};
+
 // Thrown when a fusion cannot be lowered this way; `what` is a sentence for the user.
 struct NotPointwise {
   std::string reason;

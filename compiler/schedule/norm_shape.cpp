@@ -263,7 +263,8 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
     if (why_not) *why_not = std::move(w);
     return std::nullopt;
   };
-  analysis::DomainAnalysis da(f);
+  const std::shared_ptr<const analysis::DomainAnalysis> kept = analysis::domainsOf(f);
+  const analysis::DomainAnalysis& da = *kept;
   if (!da.conflicts().empty()) return reject(da.conflicts()[0]);
   const std::optional<ReducedSets> sets = reducedSets(f, da, &why);
   if (!sets) return reject(why);

@@ -96,4 +96,16 @@ void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vec
                           k.size_max);
 }
 
+NormKernel sizeBlanked(const ir::Fusion& f, const NormKernel& k) {
+  NormKernel b = k;
+  if (!b.outer_shape.empty()) b.outer_shape[0] = 0;  // (the lowering reads `size_max` rows and the parameter)
+  b.size_value = 0;
+  b.row_sets = 0;
+  if (!k.columns && !k.grid_sync) b.grid = 0;  // (launched at `grid_max` blocks; persistent grids keep theirs)
+  b.reason.clear();
+  b.two_pass_faster.clear();
+  b.outputs = descsWithSize(outputValues(f), k.outputs, k.size_symbol, 0);
+  return b;
+}
+
 }  // namespace loom::schedule

@@ -145,7 +145,8 @@ struct NormKernel {
     bool column = false;    // a value of column reductions: written once, after they are combined
     bool sub_row = false;   // a value of a sub-row reduction: written once per row and kept position
     Access row_access = Access::Gather;  // over `row_vec` neighbouring rows
-    lower::EPtr value;
+    lower::ExprRef value;
+    bool operator==(const Store&) const = default;
   };
   std::vector<Store> stores;
   std::vector<TensorDesc> outputs;
@@ -163,11 +164,14 @@ struct NormKernel {
   int64_t rows() const;
   bool symbolic() const { return !size_symbol.empty(); }
   int64_t rowElems() const;
+  bool operator==(const NormKernel&) const = default;
 };
 
 // LOOM_TUNE_SYMBOLIC (schedule/norm_symbolic.cpp): makes the row count of `k` a kernel
 // parameter where its tier and its tensors allow, and says so (or why not) in its reason.
 void makeNormSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, NormKernel& k);
+// `k` with the parameters its symbolic size sets cleared (same_lowering.h).
+NormKernel sizeBlanked(const ir::Fusion& f, const NormKernel& k);
 
 std::optional<NormKernel> scheduleNormalization(const ir::Fusion& f, const Bindings& sizes,
                                                 const std::vector<TensorDesc>& inputs,

@@ -4,6 +4,7 @@
 
 #include "compiler/schedule/norm_lower.h"
 #include "compiler/schedule/normalization.h"
+#include "compiler/schedule/same_lowering.h"
 #include "compiler/schedule/scheduler.h"
 
 namespace loom::schedule {
@@ -31,8 +32,10 @@ class NormalizationScheduler final : public Scheduler {
     p.two_pass_faster = k->two_pass_faster;
     if (k->symbolic()) p.size_args.push_back({k->size_symbol, k->size_value});
     auto kernel = std::make_shared<const NormKernel>(std::move(*k));
-    const Tuning tune = opts.tuning;
-    p.lower = [&f, kernel, inputs, tune]() { return lowerNormalization(f, *kernel, inputs, tune); };
+    auto in = std::make_shared<const LoweringInput<NormKernel>>(LoweringInput<NormKernel>{&f, kernel, inputs, opts.tuning});
+    p.lower = [in]() { return lowerNormalization(*in->f, *in->kernel, in->inputs, in->tune); };
+    if (kernel->symbolic()) p.lowers_as = lowersAs(in, p.scheduler, sizeBlanked);
+    p.lowering = in;
     p.detail = [&f, kernel]() { return printNormKernel(f, *kernel); };
     return p;
   }

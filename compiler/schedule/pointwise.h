@@ -42,7 +42,8 @@ struct PointwiseKernel {
     std::vector<int64_t> strides;  // over iter_shape
     DType dtype;
     Access access = Access::Vector;
-    lower::EPtr value;          // leaves' strides are over iter_shape too
+    lower::ExprRef value;       // leaves' strides are over iter_shape too
+    bool operator==(const Store&) const = default;
   };
   std::vector<Store> stores;
   std::vector<TensorDesc> outputs;  // what the runtime allocates (or the aliased input)
@@ -55,6 +56,7 @@ struct PointwiseKernel {
   std::string size_symbol;
   int64_t size_value = 0, size_factor = 1, size_max = 0, grid_max = 0;
 
+  bool operator==(const PointwiseKernel&) const = default;
   int64_t numel() const {
     int64_t n = 1;
     for (auto e : iter_shape) n *= e;
@@ -73,6 +75,9 @@ int64_t pointwiseGrid(const PointwiseKernel& k, int64_t chunks, const CompileOpt
 // `iterated`: the value whose dims `k.order` names (the outputs', or the value they reshape).
 void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs, PointwiseKernel& k,
                   const CompileOptions& opts, const ir::Value& iterated);
+
+// `k` with the parameters its symbolic size sets cleared (same_lowering.h).
+PointwiseKernel sizeBlanked(const ir::Fusion& f, const PointwiseKernel& k);
 
 std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bindings& sizes,
                                                  const std::vector<TensorDesc>& inputs,

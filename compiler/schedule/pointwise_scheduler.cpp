@@ -4,6 +4,7 @@
 
 #include "compiler/schedule/pointwise.h"
 #include "compiler/schedule/pointwise_lower.h"
+#include "compiler/schedule/same_lowering.h"
 #include "compiler/schedule/scheduler.h"
 
 namespace loom::schedule {
@@ -31,7 +32,10 @@ class PointwiseScheduler final : public Scheduler {
     p.first_pass = "pointwise-loop";
     if (!k->size_symbol.empty()) p.size_args.push_back({k->size_symbol, k->size_value});
     auto kernel = std::make_shared<const PointwiseKernel>(std::move(*k));
-    p.lower = [&f, kernel, inputs]() { return lowerPointwise(f, *kernel, inputs); };
+    auto in = std::make_shared<const LoweringInput<PointwiseKernel>>(LoweringInput<PointwiseKernel>{&f, kernel, inputs, opts.tuning});
+    p.lower = [in]() { return lowerPointwise(*in->f, *in->kernel, in->inputs); };
+    if (!kernel->size_symbol.empty()) p.lowers_as = lowersAs(in, p.scheduler, sizeBlanked);
+    p.lowering = in;
     p.detail = [&f, kernel]() { return printKernel(f, *kernel); };
     return p;
   }

@@ -94,4 +94,14 @@ void makeSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<
                           *s, n, *s, k.size_max);
 }
 
+PointwiseKernel sizeBlanked(const ir::Fusion& f, const PointwiseKernel& k) {
+  PointwiseKernel b = k;
+  if (!b.iter_shape.empty()) b.iter_shape[0] = 0;  // (the lowering reads `size_factor` and the parameter)
+  b.size_value = 0;
+  b.grid = 0;  // (launched at `grid_max` blocks)
+  b.reason.clear();
+  b.outputs = descsWithSize(outputValues(f), k.outputs, k.size_symbol, 0);
+  return b;
+}
+
 }  // namespace loom::schedule

@@ -59,6 +59,7 @@ struct ReductionKernel {
   int64_t rowsPerBlock() const { return layout == Layout::Outer ? int64_t{bx} * k.vec : 1; }
   // Elements (inner: vectors) of a row each block's threads walk: the row's, over `split`.
   int64_t rowUnits() const { return layout == Layout::Outer ? k.rowElems() : k.rowElems() / k.vec; }
+  bool operator==(const ReductionKernel&) const = default;
 };
 
 // The symbol a symbolic kernel (LOOM_TUNE_SYMBOLIC) would take at run time: the outermost
@@ -72,6 +73,9 @@ std::string reducedSizeCandidate(const ir::Fusion& f, const Bindings& sizes, con
 // its reason).
 void makeReductionSymbolic(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
                            ReductionKernel& r);
+
+// `r` with the parameters its symbolic count sets cleared (same_lowering.h).
+ReductionKernel sizeBlanked(const ir::Fusion& f, const ReductionKernel& r);
 
 std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bindings& sizes,
                                                  const std::vector<TensorDesc>& inputs,

@@ -4,6 +4,7 @@
 
 #include "compiler/schedule/reduction.h"
 #include "compiler/schedule/reduction_lower.h"
+#include "compiler/schedule/same_lowering.h"
 #include "compiler/schedule/scheduler.h"
 
 namespace loom::schedule {
@@ -30,7 +31,10 @@ class ReductionScheduler final : public Scheduler {
     p.output_alias = r->k.output_alias;
     p.first_pass = "reduction-blocks";
     auto kernel = std::make_shared<const ReductionKernel>(std::move(*r));
-    p.lower = [&f, kernel, inputs]() { return lowerReduction(f, *kernel, inputs); };
+    auto in = std::make_shared<const LoweringInput<ReductionKernel>>(LoweringInput<ReductionKernel>{&f, kernel, inputs, opts.tuning});
+    p.lower = [in]() { return lowerReduction(*in->f, *in->kernel, in->inputs); };
+    if (kernel->symbolic()) p.lowers_as = lowersAs(in, p.scheduler, sizeBlanked);
+    p.lowering = in;
     p.detail = [&f, kernel]() { return printNormKernel(f, kernel->k); };
     return p;
   }

@@ -28,9 +28,7 @@ std::string reducedSizeBlocker(const ir::Fusion& f, const std::vector<TensorDesc
     if (axis < leaf.strides.size() && leaf.strides[axis] != 0 && !names(in, s))
       return fmt::format("input `{}` moves along {} but does not name it", in->name(), s);
   }
-  std::vector<const ir::Value*> outs;
-  for (const auto& o : f.outputs()) outs.push_back(o.value);
-  if (!outermostInMemory(f.inputs(), inputs, s) || !outermostInMemory(outs, r.k.outputs, s))
+  if (!outermostInMemory(f.inputs(), inputs, s) || !outermostInMemory(outputValues(f), r.k.outputs, s))
     return fmt::format("{} is not outermost in every tensor's memory", s);
   return "";
 }
@@ -96,6 +94,17 @@ void makeReductionSymbolic(const ir::Fusion& f, const Bindings& sizes, const std
   r.size_max = largestFitting(n, fits);
   r.reason += fmt::format("; {} = {} a kernel parameter (symbolic): this kernel serves {} from 1 to {}", s, n, s,
                           r.size_max);
+}
+
+ReductionKernel sizeBlanked(const ir::Fusion& f, const ReductionKernel& r) {
+  ReductionKernel b = r;
+  if (!b.k.red_shape.empty()) b.k.red_shape[0] = 0;  // (the lowering reads the count from the parameter)
+  b.size_value = 0;
+  b.reason.clear();
+  b.k.reason.clear();
+  b.k.two_pass_faster.clear();
+  b.k.outputs = descsWithSize(outputValues(f), r.k.outputs, r.size_symbol, 0);
+  return b;
 }
 
 }  // namespace loom::schedule

@@ -39,6 +39,12 @@ struct Planned {
   // The kernel IR, and the name of the pass that makes it.
   std::function<kir::Kernel()> lower;
   std::string first_pass;
+  // A kernel taking its size at run time: whether `other`, this segment's plan at another size,
+  // lowers to the kernel IR this one does, so that its class needs no lowering again (its
+  // scheduler's parameters, inputs and tuning are these but for what the size sets, which the
+  // lowering reads only as the kernel's size parameter: same_lowering.h). Unset: lower to know.
+  std::function<bool(const Planned& other)> lowers_as;
+  std::shared_ptr<const void> lowering;  // what `lower` reads, as its scheduler keeps it
   // The sizes the kernel takes at run time, with their values here (kir::Kernel::sizes).
   std::vector<std::pair<std::string, int64_t>> size_args;
   // Non-empty: why two kernels, a reduction and a pointwise pass (in either order), run faster

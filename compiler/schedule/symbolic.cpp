@@ -56,11 +56,15 @@ std::string sizeBlocker(const ir::Fusion& f, const std::vector<TensorDesc>& inpu
     if (!leaf.strides.empty() && leaf.strides[0] != 0 && !names(in, s))
       return fmt::format("input `{}` moves along {} but does not name it", in->name(), s);
   }
-  std::vector<const ir::Value*> outs;
-  for (const auto& o : f.outputs()) outs.push_back(o.value);
-  if (!outermostInMemory(f.inputs(), inputs, s) || !outermostInMemory(outs, outputs, s))
+  if (!outermostInMemory(f.inputs(), inputs, s) || !outermostInMemory(outputValues(f), outputs, s))
     return fmt::format("{} is not outermost in every tensor's memory", s);
   return "";
+}
+
+std::vector<const ir::Value*> outputValues(const ir::Fusion& f) {
+  std::vector<const ir::Value*> outs;
+  for (const auto& o : f.outputs()) outs.push_back(o.value);
+  return outs;
 }
 
 std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
@@ -75,9 +79,7 @@ std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& value
 
 std::vector<kir::Param> paramsAtLargest(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                                         const std::vector<TensorDesc>& outputs, const std::string& s, int64_t max) {
-  std::vector<const ir::Value*> outs;
-  for (const auto& o : f.outputs()) outs.push_back(o.value);
-  return kir::fusionParams(f, descsWithSize(f.inputs(), inputs, s, max), descsWithSize(outs, outputs, s, max));
+  return kir::fusionParams(f, descsWithSize(f.inputs(), inputs, s, max), descsWithSize(outputValues(f), outputs, s, max));
 }
 
 int64_t largestFitting(int64_t n, const std::function<bool(int64_t)>& fits) {

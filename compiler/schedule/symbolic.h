@@ -43,6 +43,9 @@ std::string sizeBlocker(const ir::Fusion& f, const std::vector<TensorDesc>& inpu
                         const std::vector<TensorDesc>& outputs, const std::map<lower::Leaf, kir::Access>& loads,
                         const std::string& s);
 
+// `f`'s output values, in order (the values of a kernel's output descs).
+std::vector<const ir::Value*> outputValues(const ir::Fusion& f);
+
 // `descs` (of `values`) with every dim named `s` at `value`: the tensors a kernel serving sizes
 // up to `value` may reach, which the verifier bounds its accesses by.
 std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,

@@ -38,7 +38,8 @@ std::vector<int> innerDims(const ir::Op* op, const analysis::DomainAnalysis& da,
 }  // namespace
 
 std::unique_ptr<ir::Fusion> splitReductions(const ir::Fusion& f) {
-  analysis::DomainAnalysis da(f);
+  const std::shared_ptr<const analysis::DomainAnalysis> kept = analysis::domainsOf(f);
+  const analysis::DomainAnalysis& da = *kept;
   if (!da.conflicts().empty()) return nullptr;
   std::vector<std::vector<int>> sets;
   for (const ir::Op* op : f.ops())
@@ -97,6 +98,7 @@ std::unique_ptr<ir::Fusion> splitReductions(const ir::Fusion& f) {
     copy(op, args);
   }
   for (const auto& o : f.outputs()) g->addOutput(o.name, map.at(o.value), o.alias ? map.at(o.alias) : nullptr);
+  g->markFinished();
   return g;
 }
 

@@ -72,6 +72,7 @@ SubFusion extractSegment(const ir::Fusion& f, const std::vector<const ir::Op*>& 
     s.fusion->addOutput(v->name(), map.at(v));
     s.outputs.push_back(v);
   }
+  s.fusion->markFinished();  // (never changed from here: its derived facts are kept with it)
   return s;
 }
 
