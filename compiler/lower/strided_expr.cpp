@@ -1,7 +1,10 @@
 #include "compiler/lower/strided_expr.h"
 
+#include <cstring>
 #include <functional>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "ir/error.h"
 #include "ir/reshape_groups.h"
@@ -59,8 +62,8 @@ std::vector<int64_t> reshapeStrides(const std::vector<int64_t>& strides, const s
   return reshapeLeaf(Leaf{-1, 0, strides}, in_shape, out_shape, ir::reshapeGroups(ie, oe), op).strides;
 }
 
-EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn) {
-  std::map<const ENode*, EPtr> memo;
+std::vector<EPtr> mapLeaves(const std::vector<EPtr>& roots, const std::function<Leaf(const Leaf&)>& fn) {
+  std::unordered_map<const ENode*, EPtr> memo;
   std::function<EPtr(const EPtr&)> go = [&](const EPtr& n) -> EPtr {
     auto it = memo.find(n.get());
     if (it != memo.end()) return it->second;
@@ -74,20 +77,32 @@ EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn) {
       for (auto& a : c.args) a = go(a);
       out = node(std::move(c));
     }
-    memo[n.get()] = out;
+    memo.emplace(n.get(), out);
     return out;
   };
-  return go(e);
+  std::vector<EPtr> out;
+  out.reserve(roots.size());
+  for (const auto& r : roots) out.push_back(go(r));
+  return out;
 }
 
-void visitPostOrder(const std::vector<EPtr>& roots, const std::function<void(const ENode&)>& fn) {
-  std::set<const ENode*> seen;
-  std::function<void(const EPtr&)> go = [&](const EPtr& n) {
-    if (!seen.insert(n.get()).second) return;
-    for (const auto& a : n->args) go(a);
+EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn) { return mapLeaves(std::vector<EPtr>{e}, fn)[0]; }
+
+namespace {
+struct PostOrder {
+  const std::function<void(const ENode&)>& fn;
+  std::unordered_set<const ENode*> seen;
+  void go(const ENode* n) {
+    if (!seen.insert(n).second) return;
+    for (const auto& a : n->args) go(a.get());
     fn(*n);
-  };
-  for (const auto& r : roots) go(r);
+  }
+};
+}  // namespace
+
+void visitPostOrder(const std::vector<EPtr>& roots, const std::function<void(const ENode&)>& fn) {
+  PostOrder v{fn, {}};
+  for (const auto& r : roots) v.go(r.get());
 }
 
 bool sameExpr(const EPtr& a, const EPtr& b) {
@@ -108,10 +123,46 @@ bool sameExpr(const EPtr& a, const EPtr& b) {
   return eq(a.get(), b.get());
 }
 
+namespace {
+// A node as hashCons merges it: every field but `origin` (constants by their bits: -0 is not 0,
+// and a NaN is itself).
+struct ConsKey {
+  int kind, dtype, op;
+  std::vector<const ENode*> args;
+  Leaf leaf;
+  std::uint64_t value, correction;
+  int out_index;
+  bool over_rows;
+  std::vector<int> sub_atoms;
+  bool operator==(const ConsKey&) const = default;
+};
+std::uint64_t bitsOf(double d) {
+  std::uint64_t b;
+  std::memcpy(&b, &d, sizeof b);
+  return b;
+}
+struct ConsHash {
+  size_t operator()(const ConsKey& k) const {
+    size_t h = static_cast<size_t>(k.kind) * 0x9e3779b97f4a7c15ULL;
+    auto mix = [&h](std::uint64_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    mix(static_cast<std::uint64_t>(k.dtype));
+    mix(static_cast<std::uint64_t>(k.op));
+    for (const ENode* a : k.args) mix(reinterpret_cast<std::uintptr_t>(a));
+    mix(static_cast<std::uint64_t>(k.leaf.input));
+    mix(static_cast<std::uint64_t>(k.leaf.offset));
+    for (int64_t s : k.leaf.strides) mix(static_cast<std::uint64_t>(s));
+    mix(k.value);
+    mix(k.correction);
+    mix(static_cast<std::uint64_t>(k.out_index) * 2 + k.over_rows);
+    for (int a : k.sub_atoms) mix(static_cast<std::uint64_t>(a));
+    return h;
+  }
+};
+}  // namespace
+
 std::vector<EPtr> hashCons(const std::vector<EPtr>& roots) {
-  using Key = std::tuple<int, int, int, std::vector<const ENode*>, Leaf, double, int, double, bool, std::vector<int>>;
-  std::map<Key, EPtr> table;
-  std::map<const ENode*, EPtr> done;
+  std::unordered_map<ConsKey, EPtr, ConsHash> table;
+  std::unordered_map<const ENode*, EPtr> done;
   std::function<EPtr(const EPtr&)> go = [&](const EPtr& n) -> EPtr {
     auto it = done.find(n.get());
     if (it != done.end()) return it->second;
@@ -121,11 +172,11 @@ std::vector<EPtr> hashCons(const std::vector<EPtr>& roots) {
       a = go(a);
       args.push_back(a.get());
     }
-    Key k{static_cast<int>(c.kind), static_cast<int>(c.dtype), static_cast<int>(c.op), args,
-          c.leaf, c.value, c.out_index, c.correction, c.over_rows, c.sub_atoms};
+    ConsKey k{static_cast<int>(c.kind), static_cast<int>(c.dtype), static_cast<int>(c.op), std::move(args),
+              c.leaf, bitsOf(c.value), bitsOf(c.correction), c.out_index, c.over_rows, c.sub_atoms};
     auto t = table.find(k);
-    EPtr out = t != table.end() ? t->second : (table[k] = node(std::move(c)));
-    done[n.get()] = out;
+    EPtr out = t != table.end() ? t->second : table.emplace(std::move(k), node(std::move(c))).first->second;
+    done.emplace(n.get(), out);
     return out;
   };
   std::vector<EPtr> out;

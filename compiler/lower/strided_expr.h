@@ -93,6 +93,8 @@ std::vector<int64_t> reshapeStrides(const std::vector<int64_t>& strides, const s
 
 // Applies `fn` to every leaf (sharing unchanged subtrees).
 EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn);
+// The same over several roots, each shared node mapped once.
+std::vector<EPtr> mapLeaves(const std::vector<EPtr>& roots, const std::function<Leaf(const Leaf&)>& fn);
 // Merges structurally equal nodes (the same load, constant or op on the same operands), so
 // each value is computed once however many outputs and views reach it.
 std::vector<EPtr> hashCons(const std::vector<EPtr>& roots);

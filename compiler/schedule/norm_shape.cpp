@@ -468,17 +468,14 @@ int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, c
     for (size_t i = 0; i < s.size(); ++i) m += (shape[i] - 1) * std::abs(s[i]);
     max_offset = std::max(max_offset, m + vec);
   };
-  std::vector<EPtr> remapped;
-  for (const auto& r : ax.roots)
-    remapped.push_back(lower::mapLeaves(r, [&](const Leaf& l) {
-      Leaf n{l.input, l.offset, ax.axisStrides(l.strides)};
-      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
-      k.load_access[n] = k.peel ? peeledAccess(k, d.dtype, n.offset, n.strides, d.align_bytes, vec)
-                                : chooseAccess(d.dtype, n.offset, n.strides, d.align_bytes, vec);
-      track(n.offset, n.strides);
-      return n;
-    }));
-  remapped = lower::hashCons(remapped);
+  std::vector<EPtr> remapped = lower::hashCons(lower::mapLeaves(ax.roots, [&](const Leaf& l) {
+    Leaf n{l.input, l.offset, ax.axisStrides(l.strides)};
+    const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+    k.load_access[n] = k.peel ? peeledAccess(k, d.dtype, n.offset, n.strides, d.align_bytes, vec)
+                              : chooseAccess(d.dtype, n.offset, n.strides, d.align_bytes, vec);
+    track(n.offset, n.strides);
+    return n;
+  }));
   // The grid tier's workspace regions: one a reduction, up to kMaxSubRowValues a sub-row one.
   int reductions = 0;
   lower::visitPostOrder(remapped, [&](const ENode& n) {

@@ -237,17 +237,13 @@ void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, c
     for (size_t i = 0; i < strides.size(); ++i) m += (k.iter_shape[i] - 1) * std::abs(strides[i]);
     max_offset = std::max(max_offset, m + vec);
   };
-  std::vector<EPtr> remapped;
-  for (const auto& r : roots) {
-    remapped.push_back(lower::mapLeaves(r, [&](const Leaf& l) {
-      Leaf n{l.input, l.offset, remap(l.strides)};
-      const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
-      k.load_access[n] = accessFor(d.dtype, n.offset, n.strides, d.align_bytes);
-      track(n.offset, n.strides);
-      return n;
-    }));
-  }
-  remapped = lower::hashCons(remapped);
+  const std::vector<EPtr> remapped = lower::hashCons(lower::mapLeaves(roots, [&](const Leaf& l) {
+    Leaf n{l.input, l.offset, remap(l.strides)};
+    const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
+    k.load_access[n] = accessFor(d.dtype, n.offset, n.strides, d.align_bytes);
+    track(n.offset, n.strides);
+    return n;
+  }));
   for (size_t j = 0; j < stores.size(); ++j) {
     const size_t i = static_cast<size_t>(stores[j].output);
     PointwiseKernel::Store s;

@@ -75,6 +75,7 @@ int runBenchSizes(const Args& a, const std::string& spec) {
   Executor ex(*l.fusion);
   std::map<CompileStats::Source, int> by_source;
   std::vector<double> first_ms, plan_ms, warm_ms, warm_plan_ms;  // warm: every kernel already in memory
+  std::vector<double> alloc_ms, run_ms, warm_prepare_ms;
   double llvm = 0, load = 0;
   std::set<std::string> kernels;
   int runtime_sized = 0;
@@ -89,9 +90,16 @@ int runBenchSizes(const Args& a, const std::string& spec) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<DeviceTensor> outs = ex.allocateOutputs(in, sizes);
     const CompileStats cs = ex.lastCompile();  // this size's first lookup; runInto finds it in memory
+    const auto t1 = std::chrono::steady_clock::now();
     ex.runInto(in, outs, sizes);
     dev.synchronize();
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const auto t2 = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(t2 - t0).count();
+    // Past its planning and loading: the outputs' allocation (and the plan's scratch), then the
+    // launches and the wait for them.
+    const double before = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    const double alloc = std::max(0.0, before - cs.total_ms);
+    const double run = std::chrono::duration<double, std::milli>(t2 - t1).count();
     by_source[cs.source]++;
     llvm += cs.llvm_ptx_ms;
     load += cs.load_ms;
@@ -100,6 +108,9 @@ int runBenchSizes(const Args& a, const std::string& spec) {
     if (cs.source == CompileStats::Source::MemoryCache) {
       warm_ms.push_back(ms);
       warm_plan_ms.push_back(cs.plan_ms);
+      warm_prepare_ms.push_back(cs.total_ms);
+      alloc_ms.push_back(alloc);
+      run_ms.push_back(run);
     }
     for (const auto& pk : ex.planFor(in, sizes).kernels) kernels.insert(pk.key);
     const char* src = cs.source == CompileStats::Source::Compiled    ? "compiled"
@@ -125,9 +136,10 @@ int runBenchSizes(const Args& a, const std::string& spec) {
       median(plan_ms), llvm, load);
   if (!warm_ms.empty())
     std::cout << fmt::format("first call of a size whose kernels were compiled already ({} sizes): median {:.2f} ms, "
-                             "max {:.2f} (planning: median {:.2f} ms)\n",
+                             "max {:.2f} (planning: median {:.2f} ms, of preparing {:.2f}; allocating the outputs "
+                             "{:.2f}; launching and waiting {:.2f})\n",
                              warm_ms.size(), median(warm_ms), *std::max_element(warm_ms.begin(), warm_ms.end()),
-                             median(warm_plan_ms));
+                             median(warm_plan_ms), median(warm_prepare_ms), median(alloc_ms), median(run_ms));
   return 0;
 }
 
