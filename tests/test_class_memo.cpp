@@ -44,13 +44,13 @@ struct Tally {
   std::vector<std::string> unsound, missed;
 };
 
-// Every pair of sizes of `sizes` of one case: each segment of the first size's segmentation,
+// Every pair of sizes of `sizes` of one case: each segment of the segmentation at `base_size`,
 // scheduled at each size, lowered and compared.
-void compareSizes(const std::string& what, const ir::Fusion& f, const std::string& sym, Bindings base,
-                  const std::vector<int64_t>& sizes, const std::map<std::string, std::vector<int>>& layouts,
-                  Tally& t) {
+void compareFrom(const std::string& what, const ir::Fusion& f, const std::string& sym, Bindings base,
+                 int64_t base_size, const std::vector<int64_t>& sizes,
+                 const std::map<std::string, std::vector<int>>& layouts, Tally& t) {
   const CompileOptions o = symbolicOptions();
-  base[sym] = sizes[0];
+  base[sym] = base_size;
   std::optional<segment::SegmentPlan> first;
   try {
     first = segment::segmentFusion(f, base, test::descsFor(f, base, layouts), o);
@@ -86,11 +86,21 @@ void compareSizes(const std::string& what, const ir::Fusion& f, const std::strin
         ++t.pairs;
         t.alike += alike;
         t.same_ir += same;
-        const std::string pair = fmt::format("{} k{} {}={} and {}", what, s, sym, at[i].n, at[j].n);
+        const std::string pair =
+            fmt::format("{} k{} of the plan at {}={}: {} and {}", what, s, sym, base_size, at[i].n, at[j].n);
         if (alike && !same) t.unsound.push_back(pair);
         if (same && !alike) t.missed.push_back(pair);
       }
     }
+}
+
+// The segmentations at the first and the last size (a plan may change with the size: more
+// segments where a sum is split in two), each scheduled at every size.
+void compareSizes(const std::string& what, const ir::Fusion& f, const std::string& sym, const Bindings& base,
+                  const std::vector<int64_t>& sizes, const std::map<std::string, std::vector<int>>& layouts,
+                  Tally& t) {
+  compareFrom(what, f, sym, base, sizes.front(), sizes, layouts, t);
+  compareFrom(what, f, sym, base, sizes.back(), sizes, layouts, t);
 }
 
 }  // namespace
@@ -117,6 +127,25 @@ TEST_CASE("schedules found alike at two sizes lower to the same kernel IR, over 
         if (in->shape().size() == 4) nhwc[in->name()] = {0, 2, 3, 1};
       if (!nhwc.empty()) compareSizes(what + " channels-last", *f, sym, e.default_sizes, sizes, nhwc, t);
     }
+  }
+  // Sizes of other dims the benchmarks time: instance norm backward's weight gradients split in
+  // two sums from N = 11 on (their partials [N, C, 1, 1], whose strides of one element grow with N).
+  struct Other {
+    const char* name;
+    DType dtype;
+    Bindings dims;
+    std::vector<int64_t> sizes;
+  };
+  for (const Other& o : std::vector<Other>{
+           {"instance_norm_backward", DType::F32, {{"C", 64}, {"H", 56}, {"W", 56}}, {2, 3, 11, 12, 13, 31, 33, 41}},
+           {"group_norm_backward", DType::F16, {{"C", 256}, {"H", 32}, {"W", 32}}, {2, 3, 5, 17, 33, 51}},
+           {"layer_norm_2d_backward", DType::F16, {{"C", 96}, {"H", 56}, {"W", 56}}, {1, 2, 3, 9, 17, 32}},
+           {"lstm_cell_backward", DType::F16, {{"H", 1024}}, {200, 255, 256, 299}},
+           {"layer_norm_backward", DType::BF16, {{"D", 4096}}, {129, 257, 4093, 4192}}}) {
+    auto f = findExample(o.name)->build(o.dtype);
+    Bindings base = findExample(o.name)->default_sizes;
+    for (const auto& [k, v] : o.dims) base[k] = v;
+    compareSizes(fmt::format("{} {}", o.name, dtypeName(o.dtype)), *f, leadingSymbol(*f), base, o.sizes, {}, t);
   }
   INFO(fmt::format("{} pairs, {} with the same kernel IR, {} found alike", t.pairs, t.same_ir, t.alike));
   for (const auto& u : t.unsound) UNSCOPED_INFO("found alike, kernel IR differs: " << u);

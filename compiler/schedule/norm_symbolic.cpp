@@ -104,7 +104,7 @@ NormKernel sizeBlanked(const ir::Fusion& f, const NormKernel& k) {
   if (!k.columns && !k.grid_sync) b.grid = 0;  // (launched at `grid_max` blocks; persistent grids keep theirs)
   b.reason.clear();
   b.two_pass_faster.clear();
-  b.outputs = descsWithSize(outputValues(f), k.outputs, k.size_symbol, 0);
+  b.outputs = descsForAnySize(outputValues(f), k.outputs, k.size_symbol);
   return b;
 }
 

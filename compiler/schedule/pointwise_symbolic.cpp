@@ -100,7 +100,7 @@ PointwiseKernel sizeBlanked(const ir::Fusion& f, const PointwiseKernel& k) {
   b.size_value = 0;
   b.grid = 0;  // (launched at `grid_max` blocks)
   b.reason.clear();
-  b.outputs = descsWithSize(outputValues(f), k.outputs, k.size_symbol, 0);
+  b.outputs = descsForAnySize(outputValues(f), k.outputs, k.size_symbol);
   return b;
 }
 

@@ -103,7 +103,7 @@ ReductionKernel sizeBlanked(const ir::Fusion& f, const ReductionKernel& r) {
   b.reason.clear();
   b.k.reason.clear();
   b.k.two_pass_faster.clear();
-  b.k.outputs = descsWithSize(outputValues(f), r.k.outputs, r.size_symbol, 0);
+  b.k.outputs = descsForAnySize(outputValues(f), r.k.outputs, r.size_symbol);
   return b;
 }
 

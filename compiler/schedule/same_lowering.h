@@ -36,7 +36,7 @@ std::function<bool(const Planned&)> lowersAs(std::shared_ptr<const LoweringInput
     const K& b = *o.kernel;
     const std::string& s = a.size_symbol;
     if (in->f != o.f || s.empty() || s != b.size_symbol || !(in->tune == o.tune)) return false;
-    if (descsWithSize(in->f->inputs(), in->inputs, s, 0) != descsWithSize(o.f->inputs(), o.inputs, s, 0)) return false;
+    if (descsForAnySize(in->f->inputs(), in->inputs, s) != descsForAnySize(o.f->inputs(), o.inputs, s)) return false;
     return blank(*in->f, a) == blank(*o.f, b);
   };
 }

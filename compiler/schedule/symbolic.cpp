@@ -77,6 +77,15 @@ std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& value
   return descs;
 }
 
+std::vector<TensorDesc> descsForAnySize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
+                                        const std::string& s) {
+  descs = descsWithSize(values, std::move(descs), s, 0);
+  for (TensorDesc& d : descs)
+    for (size_t i = 0; i < d.shape.size() && i < d.strides.size(); ++i)
+      if (d.shape[i] == 1) d.strides[i] = 0;
+  return descs;
+}
+
 std::vector<kir::Param> paramsAtLargest(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                                         const std::vector<TensorDesc>& outputs, const std::string& s, int64_t max) {
   return kir::fusionParams(f, descsWithSize(f.inputs(), inputs, s, max), descsWithSize(outputValues(f), outputs, s, max));

@@ -51,6 +51,11 @@ std::vector<const ir::Value*> outputValues(const ir::Fusion& f);
 std::vector<TensorDesc> descsWithSize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
                                       const std::string& s, int64_t value);
 
+// `descs` (of `values`) as a kernel serving every value of `s` sees them: the dims named `s` at 0,
+// and the strides of dims of one element (never stepped along) at 0.
+std::vector<TensorDesc> descsForAnySize(const std::vector<const ir::Value*>& values, std::vector<TensorDesc> descs,
+                                        const std::string& s);
+
 // A symbolic kernel's parameters: `f`'s tensors as `kir::fusionParams` makes them, every dim named
 // `s` at `max` (the largest size it serves, which the verifier bounds its accesses by).
 std::vector<kir::Param> paramsAtLargest(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
