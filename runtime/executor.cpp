@@ -251,6 +251,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   Entry* like = nullptr;
   opts.tuning.symbolic = runtimeSizes(bound, descs, &like);
   CompileStats st;
+  st.sizes_ms = msSince(t0);
   st.source = CompileStats::Source::MemoryCache;
   // Each kernel: the process-wide memory cache, then the disk cache, then a compile.
   auto lookup = [&](const std::string& key) -> std::optional<CompiledKernel> {
@@ -316,11 +317,13 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     }
     entry->loaded.push_back(loaded);
   }
+  const auto b0 = std::chrono::steady_clock::now();
   for (size_t k = 0; k < entry->plan.kernels.size(); ++k) {
     const CompiledKernel& ck = entry->plan.kernels[k].kernel;
     if (ck.cooperative) runtime::checkResidentAtOnce(entry->loaded[k]->kernel, launchConfig(ck));
   }
   if (entry->usesScratch()) entry->scratchFor(stream_, *workspaces_);  // (the stream it is prepared on: none made at its first launch)
+  st.buffers_ms = msSince(b0);
   // The loaded kernels hold the code; the plan keeps its keys' digests (a key holds the printed
   // fusion, KiBs).
   for (auto& pk : entry->plan.kernels) {

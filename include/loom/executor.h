@@ -67,7 +67,9 @@ struct CompileStats {
   double load_ms = 0;      // cuModuleLoadData (0 on a memory hit)
   double disk_ms = 0;      // reading and checking disk-cache entries
   double plan_ms = 0;      // segmenting, scheduling and lowering to the keys (the rest of the plan)
-  double total_ms = 0;     // the whole first-call overhead (the rest: buffers, residency checks)
+  double sizes_ms = 0;     // binding the sizes, choosing exact or runtime-sized kernels
+  double buffers_ms = 0;   // residency checks, intermediates and workspaces
+  double total_ms = 0;     // the whole first-call overhead
   // Kernels of the plan that take a size at run time (LOOM_TUNE_SYMBOLIC, or by default from a
   // second value of a leading size on: runtime/dynamic_sizes.h), of `kernels`.
   int runtime_size_kernels = 0, kernels = 0;

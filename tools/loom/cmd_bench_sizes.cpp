@@ -75,7 +75,7 @@ int runBenchSizes(const Args& a, const std::string& spec) {
   Executor ex(*l.fusion);
   std::map<CompileStats::Source, int> by_source;
   std::vector<double> first_ms, plan_ms, warm_ms, warm_plan_ms;  // warm: every kernel already in memory
-  std::vector<double> alloc_ms, run_ms, warm_prepare_ms;
+  std::vector<double> alloc_ms, run_ms, warm_prepare_ms, warm_sizes_ms, warm_buffers_ms;
   double llvm = 0, load = 0;
   std::set<std::string> kernels;
   int runtime_sized = 0;
@@ -109,6 +109,8 @@ int runBenchSizes(const Args& a, const std::string& spec) {
       warm_ms.push_back(ms);
       warm_plan_ms.push_back(cs.plan_ms);
       warm_prepare_ms.push_back(cs.total_ms);
+      warm_sizes_ms.push_back(cs.sizes_ms);
+      warm_buffers_ms.push_back(cs.buffers_ms);
       alloc_ms.push_back(alloc);
       run_ms.push_back(run);
     }
@@ -136,10 +138,11 @@ int runBenchSizes(const Args& a, const std::string& spec) {
       median(plan_ms), llvm, load);
   if (!warm_ms.empty())
     std::cout << fmt::format("first call of a size whose kernels were compiled already ({} sizes): median {:.2f} ms, "
-                             "max {:.2f} (planning: median {:.2f} ms, of preparing {:.2f}; allocating the outputs "
-                             "{:.2f}; launching and waiting {:.2f})\n",
+                             "max {:.2f} (medians: preparing {:.2f} ms, of which binding sizes {:.2f}, planning {:.2f}, "
+                             "buffers {:.2f}; allocating the outputs {:.2f}; launching and waiting {:.2f})\n",
                              warm_ms.size(), median(warm_ms), *std::max_element(warm_ms.begin(), warm_ms.end()),
-                             median(warm_plan_ms), median(warm_prepare_ms), median(alloc_ms), median(run_ms));
+                             median(warm_prepare_ms), median(warm_sizes_ms), median(warm_plan_ms),
+                             median(warm_buffers_ms), median(alloc_ms), median(run_ms));
   return 0;
 }
 
