@@ -13,7 +13,8 @@ S=("layer_norm --dim D=4096 --sizes N=4093:4192"
    "group_norm_backward --dim C=256 --dim H=32 --dim W=32 --sizes N=2:51"
    "instance_norm_backward --dtype f32 --dim C=64 --dim H=56 --dim W=56 --sizes N=2:41"
    "lstm_cell_backward --dim H=1024 --sizes B=200:299"
-   "softmax_backward --dim D=4096 --sizes N=4093:4192")
+   "softmax_backward --dim D=4096 --sizes N=4093:4192"
+   "layer_norm_2d_backward --dim C=96 --dim H=56 --dim W=56 --sizes N=1:32")
 for round in 1 2; do
   for s in "${S[@]}"; do
     for b in .device-old .device; do
