@@ -223,6 +223,7 @@ std::unique_ptr<ir::Fusion> Parser::parseFile() {
   }
   if (ts_.peek().kind != text::TokKind::End)
     ts_.expected("end of input after the fusion's closing `}` (a file holds one fusion)");
+  f_->markFinished();  // (as FusionBuilder::finish: complete, never changed from here)
   return std::move(f_);
 }
 
