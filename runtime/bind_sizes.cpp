@@ -23,12 +23,14 @@ std::optional<std::string> soleSymbol(const Extent& e) {
   return e.powers()[0].first;
 }
 
-// Evaluates `e`, adding `where` to the error when it is not a whole number.
-int64_t evaluateAt(const Extent& e, const Bindings& b, const std::string& where) {
+// Evaluates `e`, adding `where()` to the error when it is not a whole number (made only then:
+// every new input signature binds every extent of the fusion).
+template <class Where>
+int64_t evaluateAt(const Extent& e, const Bindings& b, const Where& where) {
   try {
     return e.evaluate(b);
   } catch (const Error& err) {
-    fail("{}: {}", where, err.what());
+    fail("{}: {}", where(), err.what());
   }
 }
 
@@ -36,15 +38,12 @@ int64_t evaluateAt(const Extent& e, const Bindings& b, const std::string& where)
 // bytes past kMaxTensorBytes (the address space a process has), is a user error naming it.
 void checkSize(const ir::Value* v, const Bindings& b) {
   __int128 count = 1;
-  std::vector<std::string> dims;
   for (const auto& a : v->axes()) {
-    const int64_t e = a.broadcast ? 1 : a.extent.evaluate(b);
-    dims.push_back(std::to_string(e));
-    count *= e;
+    count *= a.broadcast ? 1 : a.extent.evaluate(b);
     if (count > std::numeric_limits<int64_t>::max()) count = static_cast<__int128>(std::numeric_limits<int64_t>::max()) + 1;
   }
   const auto shown = [&] { return fmt::format("`{}` {} = {}[{}]", v->name(), v->typeString(), dtypeName(v->dtype()),
-                                              fmt::join(dims, ", ")); };
+                                              fmt::join(evalShape(v, b), ", ")); };
   LOOM_USER_CHECK(count <= std::numeric_limits<int64_t>::max(), "{} has more than 2^63 - 1 elements, which no "
                   "size in loom (or on a GPU) can count; give smaller sizes", shown());
   const __int128 bytes = count * dtypeBytes(v->dtype());
@@ -142,7 +141,7 @@ Bindings bindShapes(const ir::Fusion& f, const std::vector<DType>& dtypes,
         LOOM_USER_CHECK(b.count(sym), "size `{}` is not known: input `{}` dim {} has extent {}, "
                         "which does not determine it alone; give {} (e.g. {}=64) or add an input "
                         "dim of extent {}", sym, v->name(), d, a.extent.str(), sym, sym, sym);
-      const int64_t want = evaluateAt(a.extent, b, fmt::format("input `{}` dim {}", v->name(), d));
+      const int64_t want = evaluateAt(a.extent, b, [&] { return fmt::format("input `{}` dim {}", v->name(), d); });
       if (want == size) continue;
       std::string why;
       for (const auto& sym : a.extent.symbols())
@@ -158,19 +157,21 @@ Bindings bindShapes(const ir::Fusion& f, const std::vector<DType>& dtypes,
     }
   }
   // Every symbol used anywhere must be known now (reshape targets, slices, `full`).
-  auto need = [&](const Extent& e, const std::string& where) {
-    for (const auto& sym : e.symbols())
+  auto need = [&](const Extent& e, const auto& where) {
+    for (const auto& [sym, power] : e.powers())
       LOOM_USER_CHECK(b.count(sym), "size `{}` is not known: {} uses it but no input determines "
-                      "it; give it (e.g. {}=64)", sym, where, sym);
+                      "it; give it (e.g. {}=64)", sym, where(), sym);
     (void)evaluateAt(e, b, where);  // whole numbers only (C/32 with C=100 fails)
   };
-  for (const ir::Value* v : f.values())
-    for (const auto& a : v->axes()) need(a.extent, fmt::format("`{}` {}", v->name(), v->typeString()));
-  for (const ir::Value* v : f.values()) checkSize(v, b);
+  const std::vector<const ir::Value*> values = f.values();
+  for (const ir::Value* v : values)
+    for (const auto& a : v->axes()) need(a.extent, [&] { return fmt::format("`{}` {}", v->name(), v->typeString()); });
+  for (const ir::Value* v : values) checkSize(v, b);
   for (const ir::Op* op : f.ops())
     if (const auto* s = std::get_if<ir::SliceAttrs>(&op->attrs())) {
-      for (const auto& e : s->starts) need(e, fmt::format("the slice producing `{}`", op->output()->name()));
-      for (const auto& e : s->stops) need(e, fmt::format("the slice producing `{}`", op->output()->name()));
+      auto where = [&] { return fmt::format("the slice producing `{}`", op->output()->name()); };
+      for (const auto& e : s->starts) need(e, where);
+      for (const auto& e : s->stops) need(e, where);
     }
   return b;
 }
