@@ -74,6 +74,9 @@ TEST_CASE("expressions compare by structure: sameExpr and ExprRef", "[lower]") {
   CHECK_FALSE(sameExpr(tree(16, 1.0), tree(32, 1.0)));  // another stride
   CHECK_FALSE(sameExpr(tree(16, 1.0), tree(16, 2.0)));  // another constant
   CHECK_FALSE(sameExpr(tree(16, 1.0), nullptr));
+  CHECK_FALSE(sameExpr(tree(16, 0.0), tree(16, -0.0)));  // constants by their bits
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(sameExpr(tree(16, nan), tree(16, nan)));
   struct Holder {
     ExprRef value;
     bool operator==(const Holder&) const = default;

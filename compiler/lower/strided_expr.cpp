@@ -105,6 +105,10 @@ void visitPostOrder(const std::vector<EPtr>& roots, const std::function<void(con
   for (const auto& r : roots) v.go(r.get());
 }
 
+namespace {
+bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+}  // namespace
+
 bool sameExpr(const EPtr& a, const EPtr& b) {
   std::set<std::pair<const ENode*, const ENode*>> same;  // pairs found equal (shared operands)
   std::function<bool(const ENode*, const ENode*)> eq = [&](const ENode* x, const ENode* y) {
@@ -112,8 +116,9 @@ bool sameExpr(const EPtr& a, const EPtr& b) {
     if (!x || !y) return false;
     if (same.count({x, y})) return true;
     if (x->kind != y->kind || x->dtype != y->dtype || x->op != y->op || x->args.size() != y->args.size() ||
-        !(x->leaf == y->leaf) || x->value != y->value || x->origin != y->origin || x->out_index != y->out_index ||
-        x->over_rows != y->over_rows || x->sub_atoms != y->sub_atoms || x->correction != y->correction)
+        !(x->leaf == y->leaf) || !sameBits(x->value, y->value) || x->origin != y->origin ||
+        x->out_index != y->out_index || x->over_rows != y->over_rows || x->sub_atoms != y->sub_atoms ||
+        !sameBits(x->correction, y->correction))
       return false;
     for (size_t i = 0; i < x->args.size(); ++i)
       if (!eq(x->args[i].get(), y->args[i].get())) return false;

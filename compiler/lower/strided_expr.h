@@ -52,7 +52,7 @@ struct ENode {
 };
 
 // Whether `a` and `b` are the same expression, node for node (two schedules of one fusion build
-// equal trees apart; `origin` is compared as the op it points to).
+// equal trees apart; `origin` is compared as the op it points to, constants by their bits).
 bool sameExpr(const EPtr& a, const EPtr& b);
 
 // An expression compared by structure, not address: a scheduler's parameters holding one compare

@@ -162,7 +162,7 @@ void NormLowering::gridSets(const ExprP& group) {
     };
     // The same for every block of a group: its barriers stay matched.
     // (A symbolic count may leave any group a set short: unless one group walks them all.)
-    if ((k_.symbolic() && G > 1) || k_.row_sets % G != 0) b_.uniformIf(b_.op(kir::IndexOp::Lt, set, row_sets), "set", body);
+    if (k_.symbolic() ? G > 1 : k_.row_sets % G != 0) b_.uniformIf(b_.op(kir::IndexOp::Lt, set, row_sets), "set", body);
     else body();
     return carried;
   }, 1, trips_at_run);

@@ -142,7 +142,10 @@ kir::Kernel lowerPointwise(const ir::Fusion& f, const PointwiseKernel& k,
   } else {
     out.params = kir::fusionParams(f, inputs, k.outputs);
   }
-  const int64_t per = k.numel() / std::max<int64_t>(1, k.size_value);
+  // Elements a unit of a symbolic size: from the factor and the inner axes, not the size's own
+  // value (which a kernel serving many sizes must not read: same_lowering.h).
+  int64_t per = symbolic ? k.size_factor : k.numel();
+  for (size_t d = 1; symbolic && d < k.iter_shape.size(); ++d) per *= k.iter_shape[d];
   const ExprP numel = symbolic ? kir::mul(iv(sizeVar(k.size_symbol)), kir::intConst(per)) : kir::intConst(k.numel());
   PointwiseLowering low(f, k, numel);
   out.noalias = low.noalias();

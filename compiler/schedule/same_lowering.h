@@ -2,7 +2,7 @@
 // Two sizes of one segment whose kernel takes the size at run time lower to the same kernel IR
 // where what their lowering reads is the same but for what the size sets: the class of a new
 // size is then known without lowering it again (compile.cpp, symbolicClass). Each scheduler says
-// which of its parameters the size sets (`blank`); tests/test_symbolic_sizes.cpp checks, over
+// which of its parameters the size sets (`blank`); tests/test_class_memo.cpp checks, over
 // the built-ins and many sizes, that plans found alike this way have the kernel IR a fresh
 // lowering gives.
 #include <memory>
