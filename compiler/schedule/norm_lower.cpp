@@ -550,17 +550,26 @@ void NormLowering::storeAll() {
     }, unroll);
     return;
   }
-  forEachChunk({}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
-    for (const auto& s : k_.stores) {
-      if (s.row_only || s.column || s.sub_row) continue;
-      ExprP v = eval(*s.value, ch);
-      const int lanes = lanesOf(ch);
-      if (v->type.lanes != lanes) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, lanes), {v}));
-      storeChunk(s, v, ch, b_.op(kir::IndexOp::And, row_valid_, ch.valid));
-    }
-    if (k_.col_smem) foldSmemColumns(ch);
-    return carried;
-  });
+  // Rows past the count (blocks whose rows may pass it) store nothing: one test around the
+  // loop, not one a chunk inside it (a branch in every trip of a kernel taking its rows at run
+  // time). Not in column kernels, whose partials folded here test the row themselves and whose
+  // values bound in the loop are read after it.
+  const bool around = !every_row_ && !k_.columns;
+  auto elements = [&] {
+    forEachChunk({}, [&](Chunk& ch, const std::vector<ExprP>& carried) {
+      for (const auto& s : k_.stores) {
+        if (s.row_only || s.column || s.sub_row) continue;
+        ExprP v = eval(*s.value, ch);
+        const int lanes = lanesOf(ch);
+        if (v->type.lanes != lanes) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(s.dtype, lanes), {v}));
+        storeChunk(s, v, ch, around ? ch.valid : b_.op(kir::IndexOp::And, row_valid_, ch.valid));
+      }
+      if (k_.col_smem) foldSmemColumns(ch);
+      return carried;
+    });
+  };
+  if (around) b_.ifThen(row_valid_, "row_stores", elements);
+  else elements();
 }
 
 }  // namespace norm_lower_detail
