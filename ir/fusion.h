@@ -54,7 +54,6 @@ class Fusion {
   // Set by FusionBuilder::finish: from then on the fusion is immutable, and adding an input, an
   // op or an output (through a tensor handle kept from building) is a loom::Error.
   void markFinished() { finished_ = true; }
-  bool finished() const { return finished_; }
 
   // A fact derived from this fusion alone (its domain analysis, its text): `make`'s result, kept
   // under `what` once the fusion is finished (it then never changes), so that scheduling it at

@@ -190,18 +190,20 @@ static bool sameInputs(const std::vector<TensorDesc>& descs, const std::vector<D
 // they come: no planning on this path, which every further size takes), or where such an
 // earlier exact signature would share a kernel class with these (both planned; an earlier
 // signature's classes are kept, this one's are planned again where a later one asks).
-// `like`: an earlier signature of runtime-sized kernels whose sizes differ from these in one
-// leading size, whose plan's segments this one may take (compile.h, replanLike), or null.
-bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs, Entry** like) {
-  *like = nullptr;
+// `sized`: the earlier signatures of runtime-sized kernels whose sizes differ from these in one
+// leading size, most recent first; the first one's plan's segments this one may take, and every
+// one's kernel classes (compile.h, replanLike).
+bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs,
+                            std::vector<Entry*>* sized) {
+  sized->clear();
   if (tuning_.no_auto_symbolic && !tuning_.symbolic) return false;
   std::vector<Entry*> earlier;
   entries_->forEach([&](Entry& e) {
     if (!runtime::secondValueOfLeadingSize(f_, e.bound, bound)) return;
-    if (e.runtime_sized && !*like) *like = &e;
+    if (e.runtime_sized) sized->push_back(&e);
     earlier.push_back(&e);
   });
-  if (tuning_.symbolic || *like) return true;
+  if (tuning_.symbolic || !sized->empty()) return true;
   if (earlier.empty()) return false;
   CompileOptions sym{currentDevice(), tuning_};
   sym.tuning.symbolic = true;
@@ -248,8 +250,8 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   auto t0 = std::chrono::steady_clock::now();
   Bindings bound = bindSizes(f_, inputs, sizes);
   CompileOptions opts{currentDevice(), tuning_};
-  Entry* like = nullptr;
-  opts.tuning.symbolic = runtimeSizes(bound, descs, &like);
+  std::vector<Entry*> sized;
+  opts.tuning.symbolic = runtimeSizes(bound, descs, &sized);
   CompileStats st;
   st.sizes_ms = msSince(t0);
   st.source = CompileStats::Source::MemoryCache;
@@ -275,16 +277,12 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   // A new size of runtime-sized kernels: the earlier signature's segments, where their classes
   // are compiled (planning each kernel, not a search over segmentations); else a plan anew.
   std::optional<CompiledPlan> replanned;
-  if (like) {
+  if (!sized.empty()) {
     // The other classes already planned for this signature's sizes (most recent first), whose
     // kernel IR a kernel of the same schedule need not lower again.
     std::vector<const CompiledPlan*> others;
-    entries_->forEach([&](Entry& e) {
-      if (&e != like && e.runtime_sized && others.size() < kKnownPlans &&
-          runtime::secondValueOfLeadingSize(f_, e.bound, bound))
-        others.push_back(&e.plan);
-    });
-    replanned = replanLike(like->plan, f_, bound, descs, opts, lookup, others);
+    for (size_t i = 1; i < sized.size() && others.size() < kKnownPlans; ++i) others.push_back(&sized[i]->plan);
+    replanned = replanLike(sized.front()->plan, f_, bound, descs, opts, lookup, others);
   }
   entry->plan = replanned ? std::move(*replanned) : compilePlan(f_, bound, descs, opts, nullptr, lookup);
   countKernels(entry->plan, st);

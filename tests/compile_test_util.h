@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/codegen/ptxas_check.h"
+#include "compiler/compile_options.h"
 #include "compiler/tensor_desc.h"
 #include "frontend/internal_api.h"
 #include "runtime/environment_options.h"
@@ -31,6 +32,13 @@ inline std::string ptxasErrors(const std::string& ptx, int sm, int* spill_bytes 
 
 // Whether `text` (a dump, a schedule's reason, PTX) contains `what`.
 inline bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+// sm_90 with 132 SMs, kernels taking their leading size at run time (LOOM_TUNE_SYMBOLIC).
+inline CompileOptions symbolicOptions() {
+  CompileOptions o{{90, 132}};
+  o.tuning.symbolic = true;
+  return o;
+}
 
 inline std::vector<TensorDesc> descsFor(const ir::Fusion& f, const Bindings& sizes,
                                         const std::map<std::string, std::vector<int>>& layouts = {}) {

@@ -20,14 +20,9 @@
 #include "tests/compile_test_util.h"
 
 using namespace loom;
+using loom::test::symbolicOptions;
 
 namespace {
-
-CompileOptions symbolicOptions() {
-  CompileOptions o{{90, 132}};
-  o.tuning.symbolic = true;
-  return o;
-}
 
 // The symbol of `f`'s main input's first dim, or "".
 std::string leadingSymbol(const ir::Fusion& f) {

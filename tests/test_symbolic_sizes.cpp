@@ -20,14 +20,9 @@
 #include "tests/compile_test_util.h"
 
 using namespace loom;
+using loom::test::symbolicOptions;
 
 namespace {
-
-CompileOptions symbolicOptions() {
-  CompileOptions o{{90, 132}};
-  o.tuning.symbolic = true;
-  return o;
-}
 
 struct Sweep {
   int compiles = 0;

@@ -32,10 +32,9 @@ class NormalizationScheduler final : public Scheduler {
     p.two_pass_faster = k->two_pass_faster;
     if (k->symbolic()) p.size_args.push_back({k->size_symbol, k->size_value});
     auto kernel = std::make_shared<const NormKernel>(std::move(*k));
-    auto in = std::make_shared<const LoweringInput<NormKernel>>(LoweringInput<NormKernel>{&f, kernel, inputs, opts.tuning});
-    p.lower = [in]() { return lowerNormalization(*in->f, *in->kernel, in->inputs, in->tune); };
-    if (kernel->symbolic()) p.lowers_as = lowersAs(in, p.scheduler, sizeBlanked);
-    p.lowering = in;
+    setLowering(p, f, kernel, inputs, opts.tuning, [](const LoweringInput<NormKernel>& in) {
+      return lowerNormalization(*in.f, *in.kernel, in.inputs, in.tune);
+    });
     p.detail = [&f, kernel]() { return printNormKernel(f, *kernel); };
     return p;
   }

@@ -32,10 +32,9 @@ class PointwiseScheduler final : public Scheduler {
     p.first_pass = "pointwise-loop";
     if (!k->size_symbol.empty()) p.size_args.push_back({k->size_symbol, k->size_value});
     auto kernel = std::make_shared<const PointwiseKernel>(std::move(*k));
-    auto in = std::make_shared<const LoweringInput<PointwiseKernel>>(LoweringInput<PointwiseKernel>{&f, kernel, inputs, opts.tuning});
-    p.lower = [in]() { return lowerPointwise(*in->f, *in->kernel, in->inputs); };
-    if (!kernel->size_symbol.empty()) p.lowers_as = lowersAs(in, p.scheduler, sizeBlanked);
-    p.lowering = in;
+    setLowering(p, f, kernel, inputs, opts.tuning, [](const LoweringInput<PointwiseKernel>& in) {
+      return lowerPointwise(*in.f, *in.kernel, in.inputs);
+    });
     p.detail = [&f, kernel]() { return printKernel(f, *kernel); };
     return p;
   }

@@ -31,10 +31,9 @@ class ReductionScheduler final : public Scheduler {
     p.output_alias = r->k.output_alias;
     p.first_pass = "reduction-blocks";
     auto kernel = std::make_shared<const ReductionKernel>(std::move(*r));
-    auto in = std::make_shared<const LoweringInput<ReductionKernel>>(LoweringInput<ReductionKernel>{&f, kernel, inputs, opts.tuning});
-    p.lower = [in]() { return lowerReduction(*in->f, *in->kernel, in->inputs); };
-    if (kernel->symbolic()) p.lowers_as = lowersAs(in, p.scheduler, sizeBlanked);
-    p.lowering = in;
+    setLowering(p, f, kernel, inputs, opts.tuning, [](const LoweringInput<ReductionKernel>& in) {
+      return lowerReduction(*in.f, *in.kernel, in.inputs);
+    });
     p.detail = [&f, kernel]() { return printNormKernel(f, kernel->k); };
     return p;
   }

@@ -139,7 +139,8 @@ class Executor {
  private:
   struct Entry;
   LOOM_HIDDEN Entry& prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes);
-  LOOM_HIDDEN bool runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs, Entry** like);
+  LOOM_HIDDEN bool runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>& descs,
+                                std::vector<Entry*>* sized);
   LOOM_HIDDEN Entry& entryFor(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs);
   struct Scratch;
   LOOM_HIDDEN Scratch* scratchFor(Entry& e);
