@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/analysis/domains.h"
 #include "compiler/segment/segmenter.h"
 #include "compiler/segment/split_reductions.h"
 #include "reference/compare.h"
@@ -230,6 +231,38 @@ TEST_CASE("conflicting splits of one domain cannot share a kernel", "[segment]")
   CHECK(all.find("split two incompatible ways") != std::string::npos);
 }
 
+TEST_CASE("sums of the same shape over independent inputs share a kernel, unless that would conflict", "[segment]") {
+  FusionBuilder fb("two_sums");
+  auto a = fb.input("a", DType::F32, {"N", "C"});
+  auto b = fb.input("b", DType::F16, {"N", "C"});
+  fb.output("s", sum(a, {0}));
+  fb.output("t", amax(b, {0}));
+  fb.output("rows", sum(b, {1}));  // the other dims: a kernel of its own
+  auto f = fb.finish();
+  auto p = plan(*f, {{"N", 300}, {"C", 70}});
+  INFO(p.str(*f));
+  REQUIRE(p.segments.size() == 2);
+  CHECK(p.segments[0].ops.size() == 2);
+  CHECK(p.segments[0].scheduler == "reduction");
+  auto d = analysis::domainsOf(*f);
+  CHECK(d->conflicts().empty());
+  CHECK(d->axisAtoms(a.value(), 0) == d->axisAtoms(b.value(), 0));
+  CHECK(d->axisAtoms(a.value(), 1) == d->axisAtoms(b.value(), 1));
+
+  // Aligned, a's C would be split both as (2, C/2) and as (4, C/4): left apart, no conflict.
+  FusionBuilder cb("apart");
+  auto x = cb.input("x", DType::F32, {"N", 8});
+  auto y = cb.input("y", DType::F32, {"N", 8});
+  cb.output("sx", sum(x, {0}));
+  cb.output("sy", sum(y, {0}));
+  cb.output("rx", reshape(x, {"N", 2, 4}));
+  cb.output("ry", reshape(y, {"N", 4, 2}));
+  auto g = cb.finish();
+  auto dg = analysis::domainsOf(*g);
+  CHECK(dg->conflicts().empty());
+  CHECK(dg->axisAtoms(x.value(), 1) != dg->axisAtoms(y.value(), 1));
+}
+
 TEST_CASE("a row too long for registers stays one kernel and the schedule says where it lives", "[segment]") {
   auto f = findExample("layer_norm")->buildDefault();
   // 2^22 f16 elements: slices in every SM's shared memory (the grid tier); one more element
@@ -346,7 +379,7 @@ TEST_CASE("sums split in two steps where the rows' kernel takes the first: less 
   // W of each channel beside the rows (sub-row reductions: x and dy read once), then over N.
   const Bindings big{{"N", 32}, {"C", 128}, {"H", 256}, {"W", 256}};
   auto p = plan(*gn, big);
-  REQUIRE(p.segments.size() == 3);
+  REQUIRE(p.segments.size() == 2);  // the rows' kernel, then both sums over N in one
   REQUIRE(p.rewritten);
   CHECK(p.segments[0].scheduler == "normalization");
   CHECK(p.segments[0].sub.outputs.size() == 3);  // dx, and the sums of each (n, c)
@@ -354,16 +387,18 @@ TEST_CASE("sums split in two steps where the rows' kernel takes the first: less 
   CHECK(p.bytes() < p.one_kernel_bytes + (uint64_t{1} << 20));
   CHECK(has(p.str(*gn), "as written: 2 kernels moving 2684.37 MB (this plan"));
   // The plan's dot graph is the rewritten fusion's.
-  CHECK(has(p.dot(*gn), "(kernel 3)"));
-  // Small images: the split plan moves less, but not a kernel's worth less: as written.
+  CHECK(has(p.dot(*gn), "(kernel 2)"));
+  CHECK_FALSE(has(p.dot(*gn), "(kernel 3)"));
+  REQUIRE(p.segments[1].ops.size() == 2);
+  // Small images: the split plan is as many kernels and moves less: split too.
   auto small = plan(*gn, {{"N", 8}, {"C", 64}, {"H", 32}, {"W", 32}});
   CHECK(small.segments.size() == 2);
-  CHECK_FALSE(small.rewritten);
-  CHECK(has(small.str(*gn), "in two steps (that part first): 3 kernels moving"));
+  CHECK(small.rewritten);
+  CHECK(has(small.str(*gn), "as written: 2 kernels moving"));
   // Channels-last: a chunk's lanes are the channels each sum keeps (lane k in channel k of the
   // group), the rows split over the grid: split too.
   auto nhwc = plan(*gn, big, {{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}});
-  REQUIRE(nhwc.segments.size() == 3);
+  REQUIRE(nhwc.segments.size() == 2);
   CHECK(nhwc.rewritten);
   CHECK(has(nhwc.segments[0].params, "tier grid"));
   CHECK(has(nhwc.segments[0].params, "sub-row reductions"));
@@ -371,7 +406,7 @@ TEST_CASE("sums split in two steps where the rows' kernel takes the first: less 
   // Instance norm backward: the first step is the rows' own sum (per image and channel).
   auto in = findExample("instance_norm_backward")->build(DType::F16);
   auto ip = plan(*in, {{"N", 32}, {"C", 64}, {"H", 128}, {"W", 128}});
-  REQUIRE(ip.segments.size() == 3);
+  REQUIRE(ip.segments.size() == 2);
   CHECK(ip.bytes() < ip.one_kernel_bytes + (uint64_t{1} << 20));
   // Layer norm backward's dw and db reduce none of the rows' atoms: nothing to split.
   auto ln = findExample("layer_norm_backward")->build(DType::F16);

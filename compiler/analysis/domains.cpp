@@ -132,6 +132,39 @@ void uniteOp(const ir::Op* op, DomainState st) {
   }
 }
 
+// Reductions of one shape and reduced dims in parts of the fusion that share no value (the dw
+// and db sums of two split partials; column sums of two inputs) iterate one space: their
+// inputs' axes are united position by position. Returns whether any were.
+bool alignIndependentReductions(const ir::Fusion& f, UnionFind& uf, const std::vector<std::vector<int>>& dom) {
+  UnionFind parts;  // over value ids: values an op joins
+  for (size_t i = 0; i < f.values().size(); ++i) parts.add();
+  for (const ir::Op* op : f.ops()) {
+    std::vector<const ir::Value*> vs(op->inputs().begin(), op->inputs().end());
+    vs.insert(vs.end(), op->outputs().begin(), op->outputs().end());
+    for (size_t i = 1; i < vs.size(); ++i) parts.unite(vs[0]->id(), vs[i]->id());
+  }
+  bool united = false;
+  std::vector<const ir::Op*> seen;
+  for (const ir::Op* op : f.ops()) {
+    if (op->family() != ir::OpFamily::Reduce && op->family() != ir::OpFamily::VarMean) continue;
+    const ir::Value* in = op->input(0);
+    for (const ir::Op* o : seen) {
+      const ir::Value* oin = o->input(0);
+      if (oin->axes() != in->axes() || o->attr<ir::ReduceAttrs>().dims != op->attr<ir::ReduceAttrs>().dims ||
+          parts.find(oin->id()) == parts.find(in->id()))
+        continue;
+      const auto& da = dom[static_cast<size_t>(oin->id())];
+      const auto& db = dom[static_cast<size_t>(in->id())];
+      for (size_t i = 0; i < da.size(); ++i)
+        if (da[i] >= 0 && db[i] >= 0) uf.unite(da[i], db[i]);
+      parts.unite(oin->id(), in->id());
+      united = true;
+    }
+    seen.push_back(op);
+  }
+  return united;
+}
+
 }  // namespace
 
 std::shared_ptr<const DomainAnalysis> domainsOf(const ir::Fusion& f) {
@@ -140,6 +173,17 @@ std::shared_ptr<const DomainAnalysis> domainsOf(const ir::Fusion& f) {
 }
 
 DomainAnalysis::DomainAnalysis(const ir::Fusion& f) {
+  // Parts aligned only where that leaves every tensor on the atoms (no new conflict).
+  if (build(f, /*align=*/true) && !conflicts_.empty()) {
+    atoms_.clear();
+    axis_atoms_.clear();
+    reduced_.clear();
+    conflicts_.clear();
+    build(f, /*align=*/false);
+  }
+}
+
+bool DomainAnalysis::build(const ir::Fusion& f, bool align) {
   UnionFind uf;
   std::vector<Extent> extent;                  // per domain
   std::vector<std::vector<int>> dom;           // [value id][axis] -> domain, -1 for broadcast
@@ -161,6 +205,7 @@ DomainAnalysis::DomainAnalysis(const ir::Fusion& f) {
   std::vector<std::vector<int>> reduced_domains(f.ops().size());
   for (const ir::Op* op : f.ops())
     uniteOp(op, {uf, dom, defs, conflicts_, reduced_domains[static_cast<size_t>(op->id())]});
+  const bool aligned = align && alignIndependentReductions(f, uf, dom);
 
   // Atoms: a class with a definition expands into its parts' atoms; every definition of a
   // class must expand to the same atoms.
@@ -233,6 +278,7 @@ DomainAnalysis::DomainAnalysis(const ir::Fusion& f) {
       for (int c : expand(dm)) s.insert(atomIndex(uf.find(c)));
     reduced_[static_cast<size_t>(op->id())] = {s.begin(), s.end()};
   }
+  return aligned;
 }
 
 const std::vector<int>& DomainAnalysis::axisAtoms(const ir::Value* v, int axis) const {

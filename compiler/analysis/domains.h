@@ -6,6 +6,9 @@
 // Group norm reshapes [N, C, H, W] -> [N, 32, C/32, H, W], reduces (C/32, H, W) and reshapes
 // back: C is split into the atoms (32, C/32), so every tensor of the fusion is indexed by the
 // atoms N, 32, C/32, H, W, and the reduced atoms are {C/32, H, W} for the whole fusion.
+//
+// Reductions of the same shape and dims in parts of a fusion that share no value (the second
+// steps of two split column sums) are aligned onto the same atoms, so they can share a kernel.
 #include <string>
 #include <vector>
 
@@ -45,6 +48,8 @@ class DomainAnalysis {
                                const Bindings& sizes) const;
 
  private:
+  bool build(const ir::Fusion& f, bool align);  // whether independent reductions were aligned
+
   std::vector<Atom> atoms_;
   std::vector<std::vector<std::vector<int>>> axis_atoms_;  // [value id][axis] -> atoms
   std::vector<std::vector<int>> reduced_;                  // [op id] -> atoms
