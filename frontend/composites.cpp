@@ -248,19 +248,27 @@ Tensor combineGates(const char* op, Tensor ig, Tensor hg, std::optional<Tensor> 
 }
 }  // namespace
 
-LstmCellResult lstm_cell(Tensor input_gates, Tensor hidden_gates, Tensor cx,
-                         std::optional<Tensor> input_bias, std::optional<Tensor> hidden_bias) {
+namespace {
+// The LSTM cell; with `workspace`, also its activated gates side by side in the gates' dtype.
+LstmCellWorkspace lstmCell(Tensor input_gates, Tensor hidden_gates, Tensor cx, std::optional<Tensor> input_bias,
+                           std::optional<Tensor> hidden_bias, bool workspace) {
   Tensor g = combineGates("lstm_cell", input_gates, hidden_gates, input_bias, hidden_bias, 4);
   auto parts = chunk(g, 4, 1);
   checkParam("lstm_cell", "cx", cx, parts[0].shape());
   Tensor i = sigmoid(parts[0]), f = sigmoid(parts[1]), c = tanh(parts[2]), o = sigmoid(parts[3]);
   Tensor cy = f * toCompute(cx) + i * c;
   Tensor hy = o * tanh(cy);
-  return {cast(hy, input_gates.dtype()), cast(cy, cx.dtype())};
+  LstmCellWorkspace out{cast(hy, input_gates.dtype()), cast(cy, cx.dtype()), {}};
+  if (workspace) {
+    const DType t = input_gates.dtype();
+    out.workspace = concat({cast(i, t), cast(f, t), cast(c, t), cast(o, t)}, 1);
+  }
+  return out;
 }
 
-Tensor gru_cell(Tensor input_gates, Tensor hidden_gates, Tensor hx,
-                std::optional<Tensor> input_bias, std::optional<Tensor> hidden_bias) {
+// The GRU cell; with `workspace`, also r, z, n, hx and the hidden n-gate (with its bias).
+GruCellWorkspace gruCell(Tensor input_gates, Tensor hidden_gates, Tensor hx, std::optional<Tensor> input_bias,
+                         std::optional<Tensor> hidden_bias, bool workspace) {
   LOOM_USER_CHECK(input_gates.rank() == 2 && input_gates.shape() == hidden_gates.shape(),
                   "gru_cell: input_gates and hidden_gates must both be [B, 3*H]");
   // PyTorch's GRU: r and z use the summed gates; n adds r * (hidden n-gate + its bias).
@@ -281,9 +289,37 @@ Tensor gru_cell(Tensor input_gates, Tensor hidden_gates, Tensor hx,
   };
   Tensor r = sigmoid(gate(ic, ib, 0) + gate(hc, hb, 0));
   Tensor z = sigmoid(gate(ic, ib, 1) + gate(hc, hb, 1));
-  Tensor n = tanh(gate(ic, ib, 2) + r * gate(hc, hb, 2));
+  Tensor in = gate(ic, ib, 2), hn = gate(hc, hb, 2);
+  Tensor n = tanh(in + r * hn);
   Tensor hy = (1.0 - z) * n + z * toCompute(hx);
-  return cast(hy, hx.dtype());
+  GruCellWorkspace out{cast(hy, hx.dtype()), {}};
+  if (workspace) {
+    const DType t = input_gates.dtype();
+    out.workspace = concat({cast(r, t), cast(z, t), cast(n, t), cast(hx, t), cast(hn, t)}, 1);
+  }
+  return out;
+}
+}  // namespace
+
+LstmCellResult lstm_cell(Tensor input_gates, Tensor hidden_gates, Tensor cx,
+                         std::optional<Tensor> input_bias, std::optional<Tensor> hidden_bias) {
+  auto r = lstmCell(input_gates, hidden_gates, cx, input_bias, hidden_bias, false);
+  return {r.hy, r.cy};
+}
+
+LstmCellWorkspace lstm_cell_with_workspace(Tensor input_gates, Tensor hidden_gates, Tensor cx,
+                                           std::optional<Tensor> input_bias, std::optional<Tensor> hidden_bias) {
+  return lstmCell(input_gates, hidden_gates, cx, input_bias, hidden_bias, true);
+}
+
+Tensor gru_cell(Tensor input_gates, Tensor hidden_gates, Tensor hx,
+                std::optional<Tensor> input_bias, std::optional<Tensor> hidden_bias) {
+  return gruCell(input_gates, hidden_gates, hx, input_bias, hidden_bias, false).hy;
+}
+
+GruCellWorkspace gru_cell_with_workspace(Tensor input_gates, Tensor hidden_gates, Tensor hx,
+                                         std::optional<Tensor> input_bias, std::optional<Tensor> hidden_bias) {
+  return gruCell(input_gates, hidden_gates, hx, input_bias, hidden_bias, true);
 }
 
 }  // namespace loom

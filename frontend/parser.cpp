@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "frontend/parse_values.h"
+#include "frontend/text_composites.h"
 
 namespace loom {
 
@@ -199,6 +200,8 @@ class Parser {
   void parseInput();
   void parseOutput();
   void parseOpLine();
+  void parseCompositeCall(const std::vector<Target>& targets);
+  void parseCompositeArgument(const text::CompositeSpec& spec, text::CompositeArgs& args, bool* keywords);
   Target parseTarget();
   Call parseCall();
   void parseArgument(Call& c, bool* keywords);
@@ -210,6 +213,7 @@ class Parser {
   TokenStream ts_;
   std::unique_ptr<ir::Fusion> f_;
   std::map<std::string, Loc> defined_;
+  std::map<std::string, const ir::Value*> bound_;  // names a composite call's results are given
 };
 
 std::unique_ptr<ir::Fusion> Parser::parseFile() {
@@ -249,15 +253,20 @@ const Token& Parser::newName(std::string_view what) {
   if (it != defined_.end())
     ts_.error(t.loc, fmt::format("`{}` is already defined at line {}, column {}", t.text,
                                  it->second.line, it->second.col));
+  if (f_->findValue(t.text))
+    ts_.error(t.loc, fmt::format("`{}` is already the name of a value a composite call made; choose another name",
+                                 t.text));
   defined_[t.text] = t.loc;
   return t;
 }
 
 const ir::Value* Parser::parseValueRef(std::string_view what) {
   const Token& t = ts_.expectIdent(what);
+  if (auto it = bound_.find(t.text); it != bound_.end()) return it->second;
   if (const ir::Value* v = f_->findValue(t.text)) return v;
   std::vector<std::string> names;
   for (const ir::Value* v : f_->values()) names.push_back(v->name());
+  for (const auto& [name, v] : bound_) names.push_back(name);
   ts_.error(t.loc, fmt::format("unknown value `{}`{}", t.text, suggest(t.text, names)));
 }
 
@@ -294,6 +303,9 @@ void Parser::parseOpLine() {
   while (ts_.accept(',')) targets.push_back(parseTarget());
   if (!ts_.peek().is('=')) ts_.expected(targets.back().type ? "`=`" : "`:` or `=`");
   ts_.next();
+  ir::OpKind primitive;
+  if (ts_.peek().isIdent() && !ir::parseOpKind(ts_.peek().text, &primitive) && text::findComposite(ts_.peek().text))
+    return parseCompositeCall(targets);
   Call c = parseCall();
   std::vector<std::string> names;
   for (const auto& t : targets) names.push_back(t.name);
@@ -321,6 +333,7 @@ Call Parser::parseCall() {
   if (!ir::parseOpKind(name.text, &c.kind)) {
     std::vector<std::string> ops;
     for (ir::OpKind k : ir::allOpKinds()) ops.emplace_back(ir::opName(k));
+    for (const auto& spec : text::composites()) ops.emplace_back(spec.name);
     ts_.error(name.loc, fmt::format("unknown op `{}`{}", name.text, suggest(name.text, ops)));
   }
   ts_.expect('(');
@@ -336,6 +349,89 @@ Call Parser::parseCall() {
       ts_.error(close.loc, fmt::format("`{}` needs the attribute `{}`", ir::opName(c.kind), s.key));
   ts_.next();
   return c;
+}
+
+// A composite's call (text_composites.h): its ops are added here, its results bound to the names.
+void Parser::parseCompositeCall(const std::vector<Target>& targets) {
+  const Token& name = ts_.next();
+  const text::CompositeSpec& spec = *text::findComposite(name.text);
+  text::CompositeArgs args{spec.name, {}, {}, targets.size()};
+  ts_.expect('(');
+  bool keywords = false;
+  if (!ts_.peek().is(')')) {
+    do parseCompositeArgument(spec, args, &keywords);
+    while (ts_.accept(','));
+  }
+  const Token& close = ts_.peek();
+  if (!close.is(')')) ts_.expected("`,` or `)`");
+  args.operands.resize(spec.operands.size());
+  for (size_t i = 0; i < spec.operands.size(); ++i)
+    if (spec.operands[i].back() != '?' && !args.operands[i])
+      ts_.error(close.loc, fmt::format("`{}` needs its operand `{}`; its operands are {} (? marks optional ones)",
+                                       spec.name, spec.operands[i], fmt::join(spec.operands, ", ")));
+  for (const auto& p : spec.params)
+    if (p.required && !args.params.count(p.key))
+      ts_.error(close.loc, fmt::format("`{}` needs the parameter `{}`", spec.name, p.key));
+  ts_.next();
+  auto results = ts_.located(name.loc, [&] { return spec.build(args); });
+  if (results.size() != targets.size()) {
+    std::vector<std::string_view> got;
+    for (const auto& r : results) got.push_back(r.name);
+    ts_.error(name.loc, fmt::format("`{}` gives {} value{} here ({}) but {} name{} given; its results: {}",
+                                    spec.name, results.size(), results.size() == 1 ? "" : "s", fmt::join(got, ", "),
+                                    targets.size(), targets.size() == 1 ? " is" : "s are", spec.results));
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const ir::Value* v = results[i].value.value();
+    const auto& decl = targets[i].type;
+    if (decl && (decl->dtype != v->dtype() || decl->axes != v->axes()))
+      ts_.error(decl->loc, fmt::format("`{}` is declared as {} but `{}` gives its {} type {}", targets[i].name,
+                                       ir::typeStr(decl->dtype, decl->axes), spec.name, results[i].name,
+                                       v->typeString()));
+    bound_[targets[i].name] = v;
+  }
+}
+
+// An operand (a value name, or `none` for an optional one left out) or a `key=value` parameter.
+void Parser::parseCompositeArgument(const text::CompositeSpec& spec, text::CompositeArgs& args, bool* keywords) {
+  if (ts_.peek().isIdent() && ts_.peek(1).is('=')) {
+    *keywords = true;
+    const Token& key = ts_.next();
+    auto p = std::find_if(spec.params.begin(), spec.params.end(), [&](const auto& q) { return q.key == key.text; });
+    if (p == spec.params.end()) {
+      std::vector<std::string_view> keys;
+      for (const auto& q : spec.params) keys.push_back(q.key);
+      ts_.error(key.loc, keys.empty() ? fmt::format("`{}` takes no parameters", spec.name)
+                                      : fmt::format("`{}` has no parameter `{}`; its parameters are {}", spec.name,
+                                                    key.text, fmt::join(keys, ", ")));
+    }
+    if (args.params.count(key.text)) ts_.error(key.loc, fmt::format("`{}` is given twice", key.text));
+    ts_.expect('=');
+    switch (p->kind) {
+      case text::ParamKind::Number: args.params[key.text] = text::parseNumber(ts_); break;
+      case text::ParamKind::Int: args.params[key.text] = text::parseInt(ts_); break;
+      case text::ParamKind::Bool: args.params[key.text] = text::parseBool(ts_); break;
+      case text::ParamKind::Extents:
+        args.params[key.text] = text::parseList(ts_, [&] { return text::parseExtent(ts_); });
+        break;
+    }
+    return;
+  }
+  if (*keywords) ts_.expected("`key=value` (operands come before parameters)");
+  const size_t i = args.operands.size();
+  if (i == spec.operands.size())
+    ts_.error(ts_.peek().loc, fmt::format("`{}` takes {} operand{} ({})", spec.name, spec.operands.size(),
+                                          spec.operands.size() == 1 ? "" : "s", fmt::join(spec.operands, ", ")));
+  const Token& t = ts_.peek();
+  if (t.isIdent("none") && !bound_.count("none") && !f_->findValue("none")) {
+    if (spec.operands[i].back() != '?')
+      ts_.error(t.loc, fmt::format("`{}`'s operand `{}` is required: `none` leaves out only an optional one",
+                                   spec.name, spec.operands[i]));
+    ts_.next();
+    args.operands.emplace_back(std::nullopt);
+    return;
+  }
+  args.operands.emplace_back(Tensor(f_.get(), parseValueRef("an operand name")));
 }
 
 // An operand (a value name; the number of a `const`) or a `key=value` attribute.

@@ -93,11 +93,27 @@ struct LstmCellResult {
 LstmCellResult lstm_cell(Tensor input_gates, Tensor hidden_gates, Tensor cx,
                          std::optional<Tensor> input_bias = std::nullopt,
                          std::optional<Tensor> hidden_bias = std::nullopt);
+// aten._thnn_fused_lstm_cell: also the workspace lstm_cell_backward reads, [B, 4H] in the gates'
+// dtype: the activated gates sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) side by side.
+struct LstmCellWorkspace {
+  Tensor hy, cy, workspace;
+};
+LstmCellWorkspace lstm_cell_with_workspace(Tensor input_gates, Tensor hidden_gates, Tensor cx,
+                                           std::optional<Tensor> input_bias = std::nullopt,
+                                           std::optional<Tensor> hidden_bias = std::nullopt);
 
 // The pointwise part of a GRU cell: gates [B, 3H] read as r, z, n slices; returns hy.
 Tensor gru_cell(Tensor input_gates, Tensor hidden_gates, Tensor hx,
                 std::optional<Tensor> input_bias = std::nullopt,
                 std::optional<Tensor> hidden_bias = std::nullopt);
+// aten._thnn_fused_gru_cell: also the workspace gru_cell_backward reads, [B, 5H] in the gates'
+// dtype: r, z, n (activated), hx, and the hidden n-gate with its bias.
+struct GruCellWorkspace {
+  Tensor hy, workspace;
+};
+GruCellWorkspace gru_cell_with_workspace(Tensor input_gates, Tensor hidden_gates, Tensor hx,
+                                         std::optional<Tensor> input_bias = std::nullopt,
+                                         std::optional<Tensor> hidden_bias = std::nullopt);
 
 // The dtype math runs in for `t` (f32 for f16/bf16) and a cast to it.
 Tensor toCompute(Tensor t);
