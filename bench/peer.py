@@ -94,12 +94,22 @@ def twins(torch, F, w, inputs):
                 dy, x, [x.shape[-1]], mean, rstd, wt, b, [True, True, True]))
         return fn, fn, "eager: aten.native_layer_norm_backward"
     if f == "rms_norm_backward":
-        def fn(dy, x, rstd, wt):  # the exact derivative of F.rms_norm, in f32
+        def formula(dy, x, rstd, wt):  # the exact derivative of F.rms_norm, in f32
             xh = x.float() * rstd
             wdy = dy.float() * wt.float()
             dx = rstd * (wdy - xh * (wdy * xh).mean(-1, keepdim=True))
             return dx.to(x.dtype), (dy.float() * xh).sum(0).to(wt.dtype)
-        return fn, fn, "eager: the formula in f32 (PyTorch has no fused RMS norm backward to call)"
+
+        def fused(dy, x, rstd, wt):  # F.rms_norm's own backward, where this PyTorch has it
+            return tuple(torch.ops.aten._fused_rms_norm_backward(dy, x, [x.shape[-1]], rstd, wt, [True, True]))
+        try:
+            got, want = fused(*inputs), formula(*inputs)
+            if all(torch.allclose(g.float(), r.float(), rtol=5e-2, atol=5e-2) for g, r in zip(got, want)):
+                return fused, fused, "eager: aten._fused_rms_norm_backward (F.rms_norm's backward)"
+            why = "aten._fused_rms_norm_backward disagrees with the formula"
+        except Exception as e:  # noqa: BLE001
+            why = f"aten._fused_rms_norm_backward not usable here: {type(e).__name__}"
+        return formula, formula, f"eager: the formula in f32 ({why})"
     if f == "softmax_backward":
         def fn(dy, y):
             return (torch.ops.aten._softmax_backward_data(dy, y, -1, y.dtype),)

@@ -6,6 +6,7 @@
 # $OUT/ncu-NAME.txt.   bash scripts/profile_norm.sh 'group_norm.*nhwc|softmax_32768x65536'
 # SASS=1 also samples warp stalls per instruction (a second ncu pass) into $OUT/sass-NAME.csv
 # and prints where the samples fall (scripts/sass_hotspots.py): the share of each phase.
+# COUNT=K profiles the first K launches (a plan of K kernels: each of its kernels once).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
@@ -24,14 +25,14 @@ source scripts/workloads.sh
 one() {
   local name=$1
   shift
-  # The first launch of a kernel whose name starts with loom_ (the bench's warm-up).
-  timeout 300 "$NCU" --clock-control none -k regex:^loom -c 1 \
+  # The first launch(es) of a kernel whose name starts with loom_ (the bench's warm-up).
+  timeout 300 "$NCU" --clock-control none -k regex:^loom -c "${COUNT:-1}" \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
     --section Occupancy --section WarpStateStats --section SchedulerStats \
     --metrics dram__bytes_read.sum,dram__bytes_write.sum,$pipes,$stalls \
     "$L" bench "$@" --iters 1 >"$out/ncu-$name.txt" 2>&1
   echo "== $name ($*)"
-  grep -E "^\s+(Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Block Size|Grid Size|Dynamic Shared Memory Per Block|Static Shared Memory Per Block|Warp Cycles Per Issued Instruction|Issued Warp Per Scheduler|No Eligible|Active Warps Per Scheduler|Eligible Warps Per Scheduler)\b" \
+  grep -E "^\s+(loom_[A-Za-z0-9_]+ \(|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Block Size|Grid Size|Dynamic Shared Memory Per Block|Static Shared Memory Per Block|Warp Cycles Per Issued Instruction|Issued Warp Per Scheduler|No Eligible|Active Warps Per Scheduler|Eligible Warps Per Scheduler)\b" \
     "$out/ncu-$name.txt" | sed 's/  */ /g'
   grep -E "dram__bytes|issue_stalled|pipe_|wavefronts" "$out/ncu-$name.txt" | sed 's/  */ /g;s/smsp__average_warps_issue_stalled_//;s/_per_issue_active.ratio//'
   if [ "${SASS:-0}" = 1 ]; then

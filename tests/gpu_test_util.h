@@ -91,9 +91,10 @@ inline void checkOnGpu(const ir::Fusion& f, const Bindings& sizes,
 }
 
 // Random inputs of `f` on the GPU (seeded from `seed`, dense).
-inline std::vector<DeviceTensor> randomDeviceInputs(const ir::Fusion& f, const Bindings& sizes, uint64_t seed) {
+inline std::vector<DeviceTensor> randomDeviceInputs(const ir::Fusion& f, const Bindings& sizes, uint64_t seed,
+                                                    const std::map<std::string, std::vector<int>>& layouts = {}) {
   std::vector<DeviceTensor> dev;
-  for (const auto& h : randomHostInputs(f, sizes, {}, seed)) dev.push_back(DeviceTensor::fromHost(h));
+  for (const auto& h : randomHostInputs(f, sizes, layouts, seed)) dev.push_back(DeviceTensor::fromHost(h));
   return dev;
 }
 
@@ -107,11 +108,12 @@ inline std::vector<std::vector<char>> outputBytes(const std::vector<DeviceTensor
   return all;
 }
 
-// Random inputs (seeded from `seed`), then 10 runs into fresh poisoned outputs: every output's
-// bytes the same each time (reductions split over blocks combine in a fixed order).
-inline void checkBitwiseRepeatable(const ir::Fusion& f, const Bindings& sizes, uint64_t seed) {
+// Random inputs (seeded from `seed`, in `layouts`), then 10 runs into fresh poisoned outputs:
+// every output's bytes the same each time (reductions split over blocks combine in a fixed order).
+inline void checkBitwiseRepeatable(const ir::Fusion& f, const Bindings& sizes, uint64_t seed,
+                                   const std::map<std::string, std::vector<int>>& layouts = {}) {
   Executor ex(f);
-  const std::vector<DeviceTensor> dev = randomDeviceInputs(f, sizes, seed);
+  const std::vector<DeviceTensor> dev = randomDeviceInputs(f, sizes, seed, layouts);
   std::vector<std::vector<char>> first;
   for (int run = 0; run < 10; ++run) {
     auto outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);

@@ -1,8 +1,8 @@
 // [gpu]: every backward built-in end to end against the float64 reference, in f32, f16 and bf16,
 // NCHW and channels-last where it is an image op, at its default sizes and at odd ones (rows of
-// 1, sizes no vector width divides); the recurrent cells' one kernel (gate gradients stored as
-// their bias sums read them) at batch sizes that do and do not split; its bias gradients bitwise
-// the same from run to run, and on two streams at once.
+// 1, 3, 1531 and 65544, sizes no vector width divides, a batch of one); the recurrent cells' one
+// kernel (gate gradients stored as their bias sums read them) at batch sizes that do and do not
+// split; parameter gradients bitwise the same from run to run, and on two streams at once.
 #include <catch2/catch.hpp>
 
 #include "frontend/examples_backward.h"
@@ -69,6 +69,60 @@ TEST_CASE("backward built-ins at odd sizes", "[gpu][backward]") {
         INFO(name << " " << dtypeName(t) << " B=" << sizes["B"] << " H=" << sizes["H"]);
         test::checkOnGpu(*findExample(name)->build(t), sizes);
       }
+}
+
+// Issue 22's odd shapes for every norm's backward, each in the three float dtypes and, for the
+// image norms, both layouts: rows of 1, 3, 1531 and 65544; channels no vector width divides;
+// a batch of one.
+TEST_CASE("backward built-ins at odd shapes in every float dtype and layout", "[gpu][backward]") {
+  if (!test::haveGpu()) return;
+  const std::vector<Bindings> rows = {{{"N", 1}, {"D", 4099}}, {{"N", 3}, {"D", 1531}}, {{"N", 1531}, {"D", 203}},
+                                      {{"N", 65544}, {"D", 77}}};
+  const std::vector<Bindings> images = {{{"N", 1}, {"C", 96}, {"H", 7}, {"W", 9}},
+                                        {{"N", 3}, {"C", 160}, {"H", 13}, {"W", 11}},
+                                        {{"N", 5}, {"C", 77}, {"H", 5}, {"W", 6}}};
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    for (const char* name : {"layer_norm_backward", "rms_norm_backward", "softmax_backward", "log_softmax_backward"})
+      for (const Bindings& sizes : rows) {
+        INFO(name << " " << dtypeName(t) << " N=" << sizes.at("N") << " D=" << sizes.at("D"));
+        test::checkOnGpu(*findExample(name)->build(t), sizes);
+      }
+    for (const char* name : {"group_norm_backward", "batch_norm_backward", "instance_norm_backward",
+                             "layer_norm_2d_backward"})
+      for (const Bindings& sizes : images) {
+        if (std::string(name) == "group_norm_backward" && sizes.at("C") % 32 != 0) continue;  // 32 groups
+        auto f = findExample(name)->build(t);
+        for (bool nhwc : {false, true}) {
+          INFO(name << " " << dtypeName(t) << (nhwc ? " channels-last" : "") << " N=" << sizes.at("N")
+                    << " C=" << sizes.at("C") << " H=" << sizes.at("H") << " W=" << sizes.at("W"));
+          test::checkOnGpu(*f, sizes, nhwc ? test::channelsLastImages(*f) : std::map<std::string, std::vector<int>>{});
+        }
+      }
+  }
+}
+
+// dw and db are sums split over blocks (grid partials, cluster partials, a second step over N):
+// combined in a fixed order, so every run gives the same bits.
+TEST_CASE("the norms' parameter gradients are bitwise the same from run to run", "[gpu][backward]") {
+  if (!test::haveGpu()) return;
+  struct Case {
+    const char* name;
+    Bindings sizes;
+  };
+  for (const Case& c : {Case{"layer_norm_backward", {{"N", 4096}, {"D", 4096}}},
+                        Case{"rms_norm_backward", {{"N", 2048}, {"D", 16384}}},
+                        Case{"group_norm_backward", {{"N", 8}, {"C", 128}, {"H", 64}, {"W", 64}}},
+                        Case{"batch_norm_backward", {{"N", 64}, {"C", 64}, {"H", 28}, {"W", 28}}},
+                        Case{"instance_norm_backward", {{"N", 8}, {"C", 64}, {"H", 64}, {"W", 64}}},
+                        Case{"layer_norm_2d_backward", {{"N", 16}, {"C", 192}, {"H", 28}, {"W", 28}}}}) {
+    auto f = findExample(c.name)->build(DType::F16);
+    for (bool nhwc : {false, true}) {
+      if (nhwc && test::mainInput(*f)->rank() != 4) continue;
+      INFO(c.name << (nhwc ? " channels-last" : ""));
+      test::checkBitwiseRepeatable(*f, c.sizes, 21,
+                                   nhwc ? test::channelsLastImages(*f) : std::map<std::string, std::vector<int>>{});
+    }
+  }
 }
 
 TEST_CASE("the recurrent cells' bias gradients are bitwise the same from run to run", "[gpu][backward]") {
