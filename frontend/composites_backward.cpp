@@ -250,7 +250,9 @@ LstmCellGrads lstm_cell_backward(std::optional<Tensor> dhy, std::optional<Tensor
     go = dh * tc * sigmoidGrad(o);
   }
   if (dcy) gc = gc ? *gc + toCompute(*dcy) : toCompute(*dcy);
-  if (!go) go = full(cx.fusion(), {cx.size(0), cx.size(1)}, 0.0, i.dtype());
+  // No dhy: PyTorch's zero dhy through the same product, so the o gate's gradient lies on the
+  // cell's own dims (a fill would be a tensor of its own, its concat piece unrelated to the rest).
+  if (!go) go = 0.0 * tc * sigmoidGrad(o);
   std::vector<Tensor> grads = {*gc * g * sigmoidGrad(i), *gc * cxc * sigmoidGrad(f),
                                *gc * i * tanhGrad(g), *go};
   LstmCellGrads out;

@@ -13,6 +13,7 @@
 #include "compiler/segment/split_reductions.h"
 #include "reference/compare.h"
 #include "runtime/bind_sizes.h"
+#include "frontend/composites_backward.h"
 #include "frontend/internal_api.h"
 #include "frontend/parser.h"
 
@@ -114,6 +115,41 @@ TEST_CASE("recurrent cells' backward: one kernel, the gate gradients stored as t
       const auto& d = lp.segments[0].output_descs[0];
       CHECK(d.strides.back() == 1);
     }
+  }
+}
+
+// A segment may read no input at all (a sum of a fill): the normalization scheduler's atom order
+// came from the largest input and read past an empty list (a crash at 73c25f8).
+TEST_CASE("reductions of a fill, beside an input's or alone, are planned", "[segment]") {
+  for (bool with_input : {true, false}) {
+    auto f = parseFusion(std::string("fusion z {\n") + (with_input ? "  in x: f32[N, D]\n" : "") +
+                         "  z: f32[N, D] = full(value=1.5, dtype=f32, shape=[N, D])\n"
+                         "  s: f32[N] = sum(z, dims=[1])\n" +
+                         (with_input ? "  t: f32[N] = sum(x, dims=[1])\n  out t = t\n" : "") + "  out s = s\n}\n");
+    auto p = plan(*f, {{"N", 64}, {"D", 100}});
+    INFO(p.str(*f));
+    CHECK(p.segments.size() == 1);
+  }
+}
+
+// With dhy or dcy left out, the cell's gradients still lie on one [B, H] space: no op joins cx
+// and cy then (the workspace's gate slices do not unite their sliced dim), but inputs of one
+// type are aligned.
+TEST_CASE("lstm_cell_backward with dhy or dcy left out is one kernel", "[segment]") {
+  for (bool has_dhy : {false, true}) {
+    FusionBuilder fb("lstm_partial");
+    auto g = fb.input("g", DType::F16, {"B", "H"});
+    auto cx = fb.input("cx", DType::F16, {"B", "H"});
+    auto cy = fb.input("cy", DType::F16, {"B", "H"});
+    auto ws = fb.input("ws", DType::F16, {"B", Extent(4) * Extent::symbol("H")});
+    auto r = has_dhy ? lstm_cell_backward(g, std::nullopt, cx, cy, ws) : lstm_cell_backward(std::nullopt, g, cx, cy, ws);
+    fb.output("dgates", r.grad_gates);
+    fb.output("dcx", r.grad_cx);
+    fb.output("dbias", *r.grad_bias);
+    auto f = fb.finish();
+    INFO((has_dhy ? "dhy only" : "dcy only") << "\n" << plan(*f, {{"B", 7}, {"H", 129}}).str(*f));
+    CHECK(plan(*f, {{"B", 7}, {"H", 129}}).segments.size() == 1);
+    CHECK(plan(*f, {{"B", 256}, {"H", 1024}}).segments.size() == 1);
   }
 }
 

@@ -132,10 +132,11 @@ void uniteOp(const ir::Op* op, DomainState st) {
   }
 }
 
-// Reductions of one shape and reduced dims in parts of the fusion that share no value (the dw
-// and db sums of two split partials; column sums of two inputs) iterate one space: their
-// inputs' axes are united position by position. Returns whether any were.
-bool alignIndependentReductions(const ir::Fusion& f, UnionFind& uf, const std::vector<std::vector<int>>& dom) {
+// What no op says is the same but lines up iterates one space: inputs of one type (an LSTM cell's
+// cx and cy, where no op joins them) and, in parts of the fusion that share no value, reductions
+// of one shape and reduced dims (the dw and db sums of two split partials; column sums of two
+// inputs) have their axes united position by position. Returns whether any were.
+bool alignIndependentParts(const ir::Fusion& f, UnionFind& uf, const std::vector<std::vector<int>>& dom) {
   UnionFind parts;  // over value ids: values an op joins
   for (size_t i = 0; i < f.values().size(); ++i) parts.add();
   for (const ir::Op* op : f.ops()) {
@@ -144,22 +145,29 @@ bool alignIndependentReductions(const ir::Fusion& f, UnionFind& uf, const std::v
     for (size_t i = 1; i < vs.size(); ++i) parts.unite(vs[0]->id(), vs[i]->id());
   }
   bool united = false;
+  auto align = [&](const ir::Value* a, const ir::Value* b) {
+    const auto& da = dom[static_cast<size_t>(a->id())];
+    const auto& db = dom[static_cast<size_t>(b->id())];
+    for (size_t i = 0; i < da.size(); ++i)
+      if (da[i] >= 0 && db[i] >= 0 && uf.find(da[i]) != uf.find(db[i])) {
+        uf.unite(da[i], db[i]);
+        united = true;
+      }
+    parts.unite(a->id(), b->id());
+  };
+  // Inputs: also within one part, where ops joined only some of their dims (cx and cy reach the
+  // gates' slices of one workspace, whose sliced dim no op unites).
+  const auto& ins = f.inputs();
+  for (size_t i = 0; i < ins.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (ins[i]->rank() > 0 && ins[j]->axes() == ins[i]->axes()) align(ins[j], ins[i]);
   std::vector<const ir::Op*> seen;
   for (const ir::Op* op : f.ops()) {
     if (op->family() != ir::OpFamily::Reduce && op->family() != ir::OpFamily::VarMean) continue;
-    const ir::Value* in = op->input(0);
-    for (const ir::Op* o : seen) {
-      const ir::Value* oin = o->input(0);
-      if (oin->axes() != in->axes() || o->attr<ir::ReduceAttrs>().dims != op->attr<ir::ReduceAttrs>().dims ||
-          parts.find(oin->id()) == parts.find(in->id()))
-        continue;
-      const auto& da = dom[static_cast<size_t>(oin->id())];
-      const auto& db = dom[static_cast<size_t>(in->id())];
-      for (size_t i = 0; i < da.size(); ++i)
-        if (da[i] >= 0 && db[i] >= 0) uf.unite(da[i], db[i]);
-      parts.unite(oin->id(), in->id());
-      united = true;
-    }
+    for (const ir::Op* o : seen)
+      if (o->attr<ir::ReduceAttrs>().dims == op->attr<ir::ReduceAttrs>().dims && o->input(0)->axes() == op->input(0)->axes() &&
+          parts.find(o->input(0)->id()) != parts.find(op->input(0)->id()))
+        align(o->input(0), op->input(0));
     seen.push_back(op);
   }
   return united;
@@ -205,7 +213,7 @@ bool DomainAnalysis::build(const ir::Fusion& f, bool align) {
   std::vector<std::vector<int>> reduced_domains(f.ops().size());
   for (const ir::Op* op : f.ops())
     uniteOp(op, {uf, dom, defs, conflicts_, reduced_domains[static_cast<size_t>(op->id())]});
-  const bool aligned = align && alignIndependentReductions(f, uf, dom);
+  const bool aligned = align && alignIndependentParts(f, uf, dom);
 
   // Atoms: a class with a definition expands into its parts' atoms; every definition of a
   // class must expand to the same atoms.

@@ -7,8 +7,9 @@
 // back: C is split into the atoms (32, C/32), so every tensor of the fusion is indexed by the
 // atoms N, 32, C/32, H, W, and the reduced atoms are {C/32, H, W} for the whole fusion.
 //
-// Reductions of the same shape and dims in parts of a fusion that share no value (the second
-// steps of two split column sums) are aligned onto the same atoms, so they can share a kernel.
+// Parts of a fusion that share no value are aligned onto the same atoms where they line up
+// (inputs of one type; reductions of one shape and dims, as the second steps of two split column
+// sums), so they can share a kernel.
 #include <string>
 #include <vector>
 
@@ -48,7 +49,7 @@ class DomainAnalysis {
                                const Bindings& sizes) const;
 
  private:
-  bool build(const ir::Fusion& f, bool align);  // whether independent reductions were aligned
+  bool build(const ir::Fusion& f, bool align);  // whether independent parts were aligned
 
   std::vector<Atom> atoms_;
   std::vector<std::vector<std::vector<int>>> axis_atoms_;  // [value id][axis] -> atoms

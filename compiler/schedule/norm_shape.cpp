@@ -122,8 +122,10 @@ std::vector<int> atomOrder(const ir::Fusion& f, const Bindings& sizes, const std
       dominant = static_cast<int>(i);
     }
   }
-  std::vector<int> order = da.memoryOrder(f.inputs()[static_cast<size_t>(dominant)],
-                                          inputs[static_cast<size_t>(dominant)].strides, sizes);
+  std::vector<int> order;  // (a segment reading no input, a fill's reductions: the atoms as numbered)
+  if (dominant >= 0)
+    order = da.memoryOrder(f.inputs()[static_cast<size_t>(dominant)], inputs[static_cast<size_t>(dominant)].strides,
+                           sizes);
   const Leaf* read = nullptr;
   lower::visitPostOrder(roots, [&](const ENode& n) {
     if (!read && n.kind == ENode::Kind::Load && n.leaf.input == dominant) read = &n.leaf;
