@@ -162,6 +162,23 @@ def twins(torch, F, w, inputs):
         def fn(dhy, ws):  # (grad_input_gates, grad_hidden_gates, grad_hx, grad_input_bias, grad_hidden_bias)
             return tuple(torch.ops.aten._thnn_fused_gru_cell_backward(dhy, ws, True))
         return fn, fn, "eager: aten._thnn_fused_gru_cell_backward"
+    if f == "layer_norm_train":
+        def fn(x, dy, wt, b):  # F.layer_norm's forward with its statistics, then its backward
+            y, mean, rstd = torch.ops.aten.native_layer_norm(x, [x.shape[-1]], wt, b, 1e-5)
+            dx, dw, db = torch.ops.aten.native_layer_norm_backward(dy, x, [x.shape[-1]], mean, rstd, wt, b,
+                                                                   [True, True, True])
+            return y, dx, dw, db
+        return fn, fn, "eager: aten.native_layer_norm, then aten.native_layer_norm_backward"
+    if f == "lstm_cell_train":
+        aten = torch.ops.aten
+
+        def fn(ig, hg, cx, bias, dcy):  # the fused cell with its workspace, then its backward without dhy
+            # (the fused cell takes both biases or none: loom's one bias beside a zero one)
+            hy, cy, ws = aten._thnn_fused_lstm_cell(ig, hg, cx, bias, torch.zeros_like(bias))
+            # (the impl takes no undefined grad_hy: an absent one is zero, as loom's none)
+            g, gcx, gb = aten._thnn_fused_lstm_cell_backward_impl(torch.zeros_like(cx), dcy, cx, cy, ws, True)
+            return hy, cy, g, gcx, gb
+        return fn, fn, "eager: aten._thnn_fused_lstm_cell, then aten._thnn_fused_lstm_cell_backward_impl"
     if f == "sum_all":
         def fn(x):
             return (x.sum(dtype=torch.float32),)

@@ -129,6 +129,14 @@ def input_specs(w):
             return [("dhy", t, [b, h], -1.0, 1.0), ("workspace", t, [b, 5 * h], 0.0, 1.0)]
         return [("dhy", t, [b, h], -1.0, 1.0), ("dcy", t, [b, h], -1.0, 1.0), ("cx", t, [b, h], -1.0, 1.0),
                 ("cy", t, [b, h], -1.0, 1.0), ("workspace", t, [b, 4 * h], 0.0, 1.0)]
+    if f == "layer_norm_train":  # examples/fusions/layer_norm_train.loom: forward and backward in calls
+        n, d = _need(w, "N", "D")
+        return [("x", t, [n, d], -1.0, 1.0), ("dy", t, [n, d], -1.0, 1.0), ("w", t, [d], -1.0, 1.0),
+                ("b", t, [d], -1.0, 1.0)]
+    if f == "lstm_cell_train":  # examples/fusions/lstm_cell_train.loom: the cell, then dgates from dcy
+        b, h = _need(w, "B", "H")
+        return [("input_gates", t, [b, 4 * h], -1.0, 1.0), ("hidden_gates", t, [b, 4 * h], -1.0, 1.0),
+                ("cx", t, [b, h], -1.0, 1.0), ("bias", t, [4 * h], -1.0, 1.0), ("dcy", t, [b, h], -1.0, 1.0)]
     if f == "sum_all":  # examples/fusions/sum_all.loom: every element to one value
         (n,) = _need(w, "N")
         return [("x", t, [n], -1.0, 1.0)]
@@ -189,6 +197,13 @@ def output_specs(w):
         b, h = ins["dhy"][2]
         return [("dinput_gates", w.dtype, [b, 3 * h]), ("dhidden_gates", w.dtype, [b, 3 * h]),
                 ("dhx", w.dtype, [b, h]), ("dinput_bias", w.dtype, [3 * h]), ("dhidden_bias", w.dtype, [3 * h])]
+    if f == "layer_norm_train":
+        n, d = ins["x"][2]
+        return [("y", w.dtype, [n, d]), ("dx", w.dtype, [n, d]), ("dw", w.dtype, [d]), ("db", w.dtype, [d])]
+    if f == "lstm_cell_train":
+        b, h = ins["cx"][2]
+        return [("hy", w.dtype, [b, h]), ("cy", w.dtype, [b, h]), ("dgates", w.dtype, [b, 4 * h]),
+                ("dcx", w.dtype, [b, h]), ("dbias", w.dtype, [4 * h])]
     if f == "sum_all":
         return [("s", "f32", [])]
     if f == "column_sum":
