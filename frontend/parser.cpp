@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <variant>
 
 #include "frontend/parse_values.h"
@@ -202,6 +203,7 @@ class Parser {
   void parseOpLine();
   void parseCompositeCall(const std::vector<Target>& targets);
   void parseCompositeArgument(const text::CompositeSpec& spec, text::CompositeArgs& args, bool* keywords);
+  void bindResult(const std::string& name, const ir::Value* v, size_t made_from);
   Target parseTarget();
   Call parseCall();
   void parseArgument(Call& c, bool* keywords);
@@ -213,7 +215,8 @@ class Parser {
   TokenStream ts_;
   std::unique_ptr<ir::Fusion> f_;
   std::map<std::string, Loc> defined_;
-  std::map<std::string, const ir::Value*> bound_;  // names a composite call's results are given
+  std::map<std::string, const ir::Value*> bound_;  // names of composite results not renamed to them
+  std::set<const ir::Value*> renamed_;              // composite results named by the text
 };
 
 std::unique_ptr<ir::Fusion> Parser::parseFile() {
@@ -373,6 +376,7 @@ void Parser::parseCompositeCall(const std::vector<Target>& targets) {
     if (p.required && !args.params.count(p.key))
       ts_.error(close.loc, fmt::format("`{}` needs the parameter `{}`", spec.name, p.key));
   ts_.next();
+  const size_t made_from = f_->values().size();  // values with ids from here on are this call's
   auto results = ts_.located(name.loc, [&] { return spec.build(args); });
   if (results.size() != targets.size()) {
     std::vector<std::string_view> got;
@@ -388,8 +392,24 @@ void Parser::parseCompositeCall(const std::vector<Target>& targets) {
       ts_.error(decl->loc, fmt::format("`{}` is declared as {} but `{}` gives its {} type {}", targets[i].name,
                                        ir::typeStr(decl->dtype, decl->axes), spec.name, results[i].name,
                                        v->typeString()));
-    bound_[targets[i].name] = v;
+    bindResult(targets[i].name, v, made_from);
   }
+}
+
+// A composite call's result takes the name on the left where the call made it (a value of its
+// own, named once); an operand it returns unchanged, or a value named already, is bound to it.
+void Parser::bindResult(const std::string& name, const ir::Value* v, size_t made_from) {
+  if (v->isInput() || static_cast<size_t>(v->id()) < made_from || v->name() == name || renamed_.count(v)) {
+    bound_[name] = v;
+    return;
+  }
+  if (const ir::Value* clash = f_->findValue(name)) {  // a value of this call took the name: another
+    std::string other = name;
+    for (int k = 2; f_->findValue(other) || defined_.count(other); ++k) other = fmt::format("{}_{}", name, k);
+    f_->renameValue(clash, other);
+  }
+  f_->renameValue(v, name);
+  renamed_.insert(v);
 }
 
 // An operand (a value name, or `none` for an optional one left out) or a `key=value` parameter.

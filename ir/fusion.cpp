@@ -101,6 +101,16 @@ const Op* Fusion::addOp(OpKind kind, std::vector<const Value*> inputs, Attrs att
   return ops_.back().get();
 }
 
+void Fusion::renameValue(const Value* v, const std::string& name) {
+  checkOpen("a value's new name");
+  checkOwned(v, fmt::format("value renamed `{}`", name));
+  LOOM_USER_CHECK(!v->isInput(), "input `{}` cannot be renamed `{}`", v->name(), name);
+  LOOM_USER_CHECK(isIdentifier(name), "`{}` is not a valid value name", name);
+  const Value* other = findValue(name);
+  LOOM_USER_CHECK(other == nullptr || other == v, "fusion `{}` already has a value named `{}`", name_, name);
+  values_[static_cast<size_t>(v->id())]->name_ = name;
+}
+
 void Fusion::addOutput(const std::string& name, const Value* v, const Value* alias) {
   checkOpen("an output");
   checkOwned(v, fmt::format("output `{}`", name));
@@ -175,31 +185,35 @@ void Fusion::verify() const {
                     o.name, o.value->name());
 }
 
-static bool sameValue(const Value* a, const Value* b) {
+namespace {
+// The same value in both: by name, or by position (id) where `names` is false, and by type.
+bool sameValue(const Value* a, const Value* b, bool names) {
   if (!a || !b) return a == b;
-  return a->name() == b->name() && a->dtype() == b->dtype() && a->axes() == b->axes();
+  const bool same = names ? a->name() == b->name() : a->id() == b->id() && a->isInput() == b->isInput();
+  return same && a->dtype() == b->dtype() && a->axes() == b->axes();
 }
+}  // namespace
 
-bool structurallyEqual(const Fusion& a, const Fusion& b) {
+bool structurallyEqual(const Fusion& a, const Fusion& b, bool value_names) {
+  auto same = [&](const Value* x, const Value* y) { return sameValue(x, y, value_names); };
   if (a.name() != b.name() || a.inputs().size() != b.inputs().size()) return false;
   for (size_t i = 0; i < a.inputs().size(); ++i)
-    if (!sameValue(a.inputs()[i], b.inputs()[i])) return false;
+    if (!sameValue(a.inputs()[i], b.inputs()[i], true)) return false;
   auto oa = a.ops(), ob = b.ops();
   if (oa.size() != ob.size()) return false;
   for (size_t i = 0; i < oa.size(); ++i) {
     if (oa[i]->kind() != ob[i]->kind() || !(oa[i]->attrs() == ob[i]->attrs())) return false;
     if (oa[i]->inputs().size() != ob[i]->inputs().size()) return false;
     for (size_t j = 0; j < oa[i]->inputs().size(); ++j)
-      if (!sameValue(oa[i]->input(j), ob[i]->input(j))) return false;
+      if (!same(oa[i]->input(j), ob[i]->input(j))) return false;
     if (oa[i]->outputs().size() != ob[i]->outputs().size()) return false;
     for (size_t j = 0; j < oa[i]->outputs().size(); ++j)
-      if (!sameValue(oa[i]->output(j), ob[i]->output(j))) return false;
+      if (!same(oa[i]->output(j), ob[i]->output(j))) return false;
   }
   if (a.outputs().size() != b.outputs().size()) return false;
   for (size_t i = 0; i < a.outputs().size(); ++i) {
     const auto &x = a.outputs()[i], &y = b.outputs()[i];
-    if (x.name != y.name || !sameValue(x.value, y.value) || !sameValue(x.alias, y.alias))
-      return false;
+    if (x.name != y.name || !same(x.value, y.value) || !same(x.alias, y.alias)) return false;
   }
   return true;
 }

@@ -34,6 +34,9 @@ class Fusion {
   const Op* addOp(OpKind kind, std::vector<const Value*> inputs, Attrs attrs = NoAttrs{},
                   std::vector<std::string> output_names = {});
   void addOutput(const std::string& name, const Value* v, const Value* alias = nullptr);
+  // Gives an op's output `v` the unused `name` (the text format names a composite call's results
+  // so); only while the fusion is open, never an input.
+  void renameValue(const Value* v, const std::string& name);
 
   const std::vector<const Value*>& inputs() const { return inputs_; }
   const std::vector<Output>& outputs() const { return outputs_; }
@@ -79,7 +82,8 @@ class Fusion {
 };
 
 // Structural equality: same inputs, ops (kinds, attributes, operands), value names and outputs.
-bool structurallyEqual(const Fusion& a, const Fusion& b);
+// Without `value_names`, the values of ops are matched by their place instead of their names.
+bool structurallyEqual(const Fusion& a, const Fusion& b, bool value_names = true);
 
 // Output types of an op (the checking half of addOp); throws loom::Error.
 struct TypedOutput {

@@ -284,6 +284,12 @@ TEST_CASE("sums of the same shape over independent inputs share a kernel, unless
   CHECK(d->conflicts().empty());
   CHECK(d->axisAtoms(a.value(), 0) == d->axisAtoms(b.value(), 0));
   CHECK(d->axisAtoms(a.value(), 1) == d->axisAtoms(b.value(), 1));
+  // b stored transposed: one kernel would read one of them across its layout, so a kernel each
+  // (b's row and column reductions together).
+  auto t = plan(*f, {{"N", 300}, {"C", 70}}, {{"b", {1, 0}}});
+  REQUIRE(t.segments.size() == 2);
+  CHECK(t.segments[0].ops.size() == 1);
+  CHECK(has(t.str(*f), "parts of it that share no value lay out their dims in different orders"));
 
   // Aligned, a's C would be split both as (2, C/2) and as (4, C/4): left apart, no conflict.
   FusionBuilder cb("apart");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -149,6 +150,44 @@ std::vector<int> atomOrder(const ir::Fusion& f, const Bindings& sizes, const std
   return order;
 }
 
+// Parts of the fusion that share no value iterate one space only where the domain analysis
+// aligned them (two independent column sums): where their largest inputs lay the shared atoms out
+// in different orders, one kernel would read one part across its layout. Why not, or "".
+std::string independentLayouts(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
+                               const analysis::DomainAnalysis& da) {
+  std::vector<int> part(f.values().size());
+  std::iota(part.begin(), part.end(), 0);
+  std::function<int(int)> find = [&](int x) { return part[static_cast<size_t>(x)] == x ? x : part[static_cast<size_t>(x)] = find(part[static_cast<size_t>(x)]); };
+  for (const ir::Op* op : f.ops()) {
+    std::vector<const ir::Value*> vs(op->inputs().begin(), op->inputs().end());
+    vs.insert(vs.end(), op->outputs().begin(), op->outputs().end());
+    for (size_t i = 1; i < vs.size(); ++i) part[static_cast<size_t>(find(vs[i]->id()))] = find(vs[0]->id());
+  }
+  std::map<int, size_t> largest;  // part -> its input of most elements
+  auto elements = [&](size_t i) {
+    int64_t n = 1;
+    for (auto e : inputs[i].shape) n *= e;
+    return n;
+  };
+  for (size_t i = 0; i < f.inputs().size(); ++i) {
+    auto [it, fresh] = largest.emplace(find(f.inputs()[i]->id()), i);
+    if (!fresh && elements(i) > elements(it->second)) it->second = i;
+  }
+  std::vector<std::vector<int>> orders;
+  for (const auto& [p, i] : largest) orders.push_back(da.memoryOrder(f.inputs()[i], inputs[i].strides, sizes));
+  for (size_t a = 1; a < orders.size(); ++a) {
+    std::vector<int> common_a, common_0;
+    for (int x : orders[a])
+      if (std::find(orders[0].begin(), orders[0].end(), x) != orders[0].end()) common_a.push_back(x);
+    for (int x : orders[0])
+      if (std::find(orders[a].begin(), orders[a].end(), x) != orders[a].end()) common_0.push_back(x);
+    if (common_a != common_0)
+      return fmt::format("parts of it that share no value lay out their dims in different orders ({} against {}): "
+                         "a kernel each reads its own in order", da.atomSetStr(common_0), da.atomSetStr(common_a));
+  }
+  return "";
+}
+
 // The values an output stores: itself, or a concat's pieces.
 std::vector<const ir::Value*> storedPieces(const ir::Value* v) {
   if (!v->isInput() && v->definition()->family() == ir::OpFamily::Concat) return v->definition()->inputs();
@@ -268,6 +307,7 @@ std::optional<NormAxes> normAxes(const ir::Fusion& f, const Bindings& sizes, con
   const std::shared_ptr<const analysis::DomainAnalysis> kept = analysis::domainsOf(f);
   const analysis::DomainAnalysis& da = *kept;
   if (!da.conflicts().empty()) return reject(da.conflicts()[0]);
+  if (std::string w = independentLayouts(f, sizes, inputs, da); !w.empty()) return reject(w);
   const std::optional<ReducedSets> sets = reducedSets(f, da, &why);
   if (!sets) return reject(why);
   const std::vector<int>* red = &sets->row;

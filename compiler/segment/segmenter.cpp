@@ -358,18 +358,19 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
   } catch (const Error&) {
     return plan;  // (a rewrite no plan takes: the fusion as written)
   }
-  auto cost = [](const SegmentPlan& p) { return p.bytes() + kKernelBytes * p.segments.size(); };
   auto line = [](const SegmentPlan& p) {
     return fmt::format("{} kernel{} moving {}", p.segments.size(), p.segments.size() == 1 ? "" : "s", megabytes(p.bytes()));
   };
   const char* what = "sums over atoms another reduction's rows partly reduce, in two steps (that part first)";
-  // The rewrite must win by a kernel's weight: its bytes say nothing of how its kernels'
-  // schedules differ (a rows kernel that also keeps sub-row sums may read narrower vectors),
-  // and a kernel's weight less is within a small plan's noise.
-  if (cost(split) + kKernelBytes <= cost(plan)) {
+  // The rewrite must win by a kernel's weight even where it has no more kernels: its bytes say
+  // nothing of how its kernels' schedules differ (a rows kernel that also keeps sub-row sums may
+  // read narrower vectors), and less than a kernel's weight is within a small plan's noise.
+  const double saved = static_cast<double>(plan.bytes()) - static_cast<double>(split.bytes());
+  const double more = static_cast<double>(split.segments.size()) - static_cast<double>(plan.segments.size());
+  if (saved > static_cast<double>(kKernelBytes) * (more == 0 ? 1 : more)) {
     split.rewritten = std::move(g);
-    split.alternatives.push_back(fmt::format("as written: {} (this plan, {}, moves a kernel's weight less or more, "
-                                             "a kernel weighed as {})", line(plan), what, megabytes(kKernelBytes)));
+    split.alternatives.push_back(fmt::format("as written: {} (this plan, {}, moves more than a kernel's weight "
+                                             "less, a kernel weighed as {})", line(plan), what, megabytes(kKernelBytes)));
     return split;
   }
   plan.alternatives.push_back(fmt::format("{}: {} (not a kernel's weight less, a kernel weighed as {})", what,
