@@ -44,6 +44,19 @@ def ms_of(fn):
     return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
 
 
+def best_triton(kernel, args, n):
+    """(ms, BLOCK, warps): the fastest of a small sweep of one-tile-per-program launches."""
+    best = None
+    for block, warps in [(1024, 4), (2048, 4), (4096, 4), (4096, 8), (8192, 8), (16384, 16)]:
+        grid = (triton.cdiv(n, block),)
+        f = lambda: kernel[grid](*args, n, BLOCK=block, num_warps=warps)
+        f()
+        t = ms_of(f)
+        if best is None or t < best[0]:
+            best = (t, block, warps)
+    return best
+
+
 def loom_bench(loom, fusion, extra):
     try:
         out = subprocess.run([loom, "bench", fusion, *extra, "--json"],
@@ -66,14 +79,7 @@ def adds(loom, specs):
         bytes_moved = 3 * n * a.element_size()
         gbps = lambda ms: round(bytes_moved / (ms * 1e6))
         t_torch = ms_of(lambda: torch.add(a, b, out=c))
-        best = None
-        for block, warps in [(1024, 4), (2048, 4), (4096, 4), (4096, 8), (8192, 8), (16384, 16)]:
-            grid = (triton.cdiv(n, block),)
-            f = lambda: add_kernel[grid](a, b, c, n, BLOCK=block, num_warps=warps)
-            f()
-            t = ms_of(f)
-            if best is None or t < best[0]:
-                best = (t, block, warps)
+        best = best_triton(add_kernel, (a, b, c), n)
         r = {"dtype": dt, "elements": n, "MB_moved": round(bytes_moved / 1e6, 1), "torch_GBps": gbps(t_torch),
              "triton_GBps": gbps(best[0]), "triton_cfg": f"BLOCK={best[1]} warps={best[2]}",
              "loom": loom_bench(loom, "add", ["--dtype", dt, "--dim", f"N={n}"])}
@@ -99,14 +105,7 @@ def main():
         dst = torch.empty_like(src)
         bytes_moved = 4 * n
         t_torch = ms_of(lambda: dst.copy_(src))
-        best = None
-        for block, warps in [(1024, 4), (2048, 4), (4096, 4), (4096, 8), (8192, 8), (16384, 16)]:
-            grid = (triton.cdiv(n, block),)
-            f = lambda: copy_kernel[grid](src, dst, n, BLOCK=block, num_warps=warps)
-            f()
-            t = ms_of(f)
-            if best is None or t < best[0]:
-                best = (t, block, warps)
+        best = best_triton(copy_kernel, (src, dst), n)
         loom = loom_bench(args.loom, args.fusion, ["--dim", f"N={n}"])
         gbps = lambda ms: bytes_moved / (ms * 1e6)
         r = {"read_MB": round(2 * n / 1e6, 1), "like": label, "torch_GBps": round(gbps(t_torch)),

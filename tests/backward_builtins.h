@@ -1,12 +1,14 @@
 #pragma once
 // Shared by the tests that walk every built-in: which one is its main input (the backward
-// built-ins without an `x`), the channels-last layouts of its image inputs, and which backward
-// built-ins are more than one kernel today.
+// built-ins without an `x`), the channels-last layouts of its image inputs, which backward
+// built-ins are more than one kernel today, and the LSTM cell's backward with one gradient.
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "frontend/builder.h"
+#include "frontend/composites_backward.h"
 #include "ir/fusion.h"
 
 namespace loom::test {
@@ -41,6 +43,20 @@ inline std::map<std::string, std::vector<int>> channelsLastImages(const ir::Fusi
   for (const ir::Value* v : f.inputs())
     if ((v->name() == "x" || v->name() == "dy") && v->rank() == 4) lay[v->name()] = {0, 2, 3, 1};
   return lay;
+}
+
+// lstm_cell_backward with one incoming gradient `g` left out: g is dhy (no dcy) or dcy (no dhy).
+inline Fusion lstmCellBackwardOneGradient(DType t, bool g_is_dhy) {
+  FusionBuilder fb("lstm_partial");
+  auto g = fb.input("g", t, {"B", "H"});
+  auto cx = fb.input("cx", t, {"B", "H"});
+  auto cy = fb.input("cy", t, {"B", "H"});
+  auto ws = fb.input("ws", t, {"B", Extent(4) * Extent::symbol("H")});
+  auto r = g_is_dhy ? lstm_cell_backward(g, std::nullopt, cx, cy, ws) : lstm_cell_backward(std::nullopt, g, cx, cy, ws);
+  fb.output("dgates", r.grad_gates);
+  fb.output("dcx", r.grad_cx);
+  fb.output("dbias", *r.grad_bias);
+  return fb.finish();
 }
 
 }  // namespace loom::test

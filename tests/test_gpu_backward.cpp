@@ -5,7 +5,6 @@
 // split; parameter gradients bitwise the same from run to run, and on two streams at once.
 #include <catch2/catch.hpp>
 
-#include "frontend/composites_backward.h"
 #include "frontend/examples_backward.h"
 #include "runtime/device.h"
 #include "tests/backward_builtins.h"
@@ -108,16 +107,7 @@ TEST_CASE("lstm_cell_backward with dhy or dcy left out matches the reference", "
   if (!test::haveGpu()) return;
   for (DType t : {DType::F32, DType::F16, DType::BF16})
     for (bool has_dhy : {false, true}) {
-      FusionBuilder fb("lstm_partial");
-      auto g = fb.input("g", t, {"B", "H"});
-      auto cx = fb.input("cx", t, {"B", "H"});
-      auto cy = fb.input("cy", t, {"B", "H"});
-      auto ws = fb.input("ws", t, {"B", Extent(4) * Extent::symbol("H")});
-      auto r = has_dhy ? lstm_cell_backward(g, std::nullopt, cx, cy, ws) : lstm_cell_backward(std::nullopt, g, cx, cy, ws);
-      fb.output("dgates", r.grad_gates);
-      fb.output("dcx", r.grad_cx);
-      fb.output("dbias", *r.grad_bias);
-      auto f = fb.finish();
+      auto f = test::lstmCellBackwardOneGradient(t, has_dhy);
       for (auto sizes : {Bindings{{"B", 256}, {"H", 1024}}, Bindings{{"B", 7}, {"H", 129}}}) {
         INFO(dtypeName(t) << (has_dhy ? " dhy only" : " dcy only") << " B=" << sizes["B"]);
         test::checkOnGpu(*f, sizes);

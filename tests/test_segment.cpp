@@ -13,7 +13,6 @@
 #include "compiler/segment/split_reductions.h"
 #include "reference/compare.h"
 #include "runtime/bind_sizes.h"
-#include "frontend/composites_backward.h"
 #include "frontend/internal_api.h"
 #include "frontend/parser.h"
 
@@ -137,16 +136,7 @@ TEST_CASE("reductions of a fill, beside an input's or alone, are planned", "[seg
 // type are aligned.
 TEST_CASE("lstm_cell_backward with dhy or dcy left out is one kernel", "[segment]") {
   for (bool has_dhy : {false, true}) {
-    FusionBuilder fb("lstm_partial");
-    auto g = fb.input("g", DType::F16, {"B", "H"});
-    auto cx = fb.input("cx", DType::F16, {"B", "H"});
-    auto cy = fb.input("cy", DType::F16, {"B", "H"});
-    auto ws = fb.input("ws", DType::F16, {"B", Extent(4) * Extent::symbol("H")});
-    auto r = has_dhy ? lstm_cell_backward(g, std::nullopt, cx, cy, ws) : lstm_cell_backward(std::nullopt, g, cx, cy, ws);
-    fb.output("dgates", r.grad_gates);
-    fb.output("dcx", r.grad_cx);
-    fb.output("dbias", *r.grad_bias);
-    auto f = fb.finish();
+    auto f = loom::test::lstmCellBackwardOneGradient(DType::F16, has_dhy);
     INFO((has_dhy ? "dhy only" : "dcy only") << "\n" << plan(*f, {{"B", 7}, {"H", 129}}).str(*f));
     CHECK(plan(*f, {{"B", 7}, {"H", 129}}).segments.size() == 1);
     CHECK(plan(*f, {{"B", 256}, {"H", 1024}}).segments.size() == 1);

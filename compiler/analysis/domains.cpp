@@ -137,13 +137,10 @@ void uniteOp(const ir::Op* op, DomainState st) {
 // of one shape and reduced dims (the dw and db sums of two split partials; column sums of two
 // inputs) have their axes united position by position. Returns whether any were.
 bool alignIndependentParts(const ir::Fusion& f, UnionFind& uf, const std::vector<std::vector<int>>& dom) {
-  UnionFind parts;  // over value ids: values an op joins
-  for (size_t i = 0; i < f.values().size(); ++i) parts.add();
-  for (const ir::Op* op : f.ops()) {
-    std::vector<const ir::Value*> vs(op->inputs().begin(), op->inputs().end());
-    vs.insert(vs.end(), op->outputs().begin(), op->outputs().end());
-    for (size_t i = 1; i < vs.size(); ++i) parts.unite(vs[0]->id(), vs[i]->id());
-  }
+  UnionFind parts;  // over value ids: valueParts, then the parts aligned here
+  const std::vector<int> part = valueParts(f);
+  for (size_t i = 0; i < part.size(); ++i) parts.add();
+  for (size_t i = 0; i < part.size(); ++i) parts.unite(static_cast<int>(i), part[i]);
   bool united = false;
   auto align = [&](const ir::Value* a, const ir::Value* b) {
     const auto& da = dom[static_cast<size_t>(a->id())];
@@ -174,6 +171,19 @@ bool alignIndependentParts(const ir::Fusion& f, UnionFind& uf, const std::vector
 }
 
 }  // namespace
+
+std::vector<int> valueParts(const ir::Fusion& f) {
+  UnionFind parts;
+  for (size_t i = 0; i < f.values().size(); ++i) parts.add();
+  for (const ir::Op* op : f.ops()) {
+    std::vector<const ir::Value*> vs(op->inputs().begin(), op->inputs().end());
+    vs.insert(vs.end(), op->outputs().begin(), op->outputs().end());
+    for (size_t i = 1; i < vs.size(); ++i) parts.unite(vs[0]->id(), vs[i]->id());
+  }
+  std::vector<int> out;
+  for (size_t i = 0; i < f.values().size(); ++i) out.push_back(parts.find(static_cast<int>(i)));
+  return out;
+}
 
 std::shared_ptr<const DomainAnalysis> domainsOf(const ir::Fusion& f) {
   return std::static_pointer_cast<const DomainAnalysis>(

@@ -57,6 +57,10 @@ class DomainAnalysis {
   std::vector<std::string> conflicts_;
 };
 
+// Each value's part of `f`: values an op joins (its operands and outputs) are one part; the
+// number is the smallest value id of the part.
+std::vector<int> valueParts(const ir::Fusion& f);
+
 // The domain analysis of `f`, kept with a finished fusion (ir::Fusion::derived): each schedule
 // of a segment at another size reads the one made first.
 std::shared_ptr<const DomainAnalysis> domainsOf(const ir::Fusion& f);

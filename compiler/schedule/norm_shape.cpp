@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <functional>
 #include <map>
 #include <numeric>
 
@@ -116,8 +115,7 @@ std::vector<int> atomOrder(const ir::Fusion& f, const Bindings& sizes, const std
   int dominant = -1;
   int64_t best = -1;
   for (size_t i = 0; i < f.inputs().size(); ++i) {
-    int64_t n = 1;
-    for (auto s : inputs[i].shape) n *= s;
+    const int64_t n = inputs[i].numel();
     if (n > best) {
       best = n;
       dominant = static_cast<int>(i);
@@ -155,23 +153,11 @@ std::vector<int> atomOrder(const ir::Fusion& f, const Bindings& sizes, const std
 // in different orders, one kernel would read one part across its layout. Why not, or "".
 std::string independentLayouts(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs,
                                const analysis::DomainAnalysis& da) {
-  std::vector<int> part(f.values().size());
-  std::iota(part.begin(), part.end(), 0);
-  std::function<int(int)> find = [&](int x) { return part[static_cast<size_t>(x)] == x ? x : part[static_cast<size_t>(x)] = find(part[static_cast<size_t>(x)]); };
-  for (const ir::Op* op : f.ops()) {
-    std::vector<const ir::Value*> vs(op->inputs().begin(), op->inputs().end());
-    vs.insert(vs.end(), op->outputs().begin(), op->outputs().end());
-    for (size_t i = 1; i < vs.size(); ++i) part[static_cast<size_t>(find(vs[i]->id()))] = find(vs[0]->id());
-  }
+  const std::vector<int> part = analysis::valueParts(f);
   std::map<int, size_t> largest;  // part -> its input of most elements
-  auto elements = [&](size_t i) {
-    int64_t n = 1;
-    for (auto e : inputs[i].shape) n *= e;
-    return n;
-  };
   for (size_t i = 0; i < f.inputs().size(); ++i) {
-    auto [it, fresh] = largest.emplace(find(f.inputs()[i]->id()), i);
-    if (!fresh && elements(i) > elements(it->second)) it->second = i;
+    auto [it, fresh] = largest.emplace(part[static_cast<size_t>(f.inputs()[i]->id())], i);
+    if (!fresh && inputs[i].numel() > inputs[it->second].numel()) it->second = i;
   }
   std::vector<std::vector<int>> orders;
   for (const auto& [p, i] : largest) orders.push_back(da.memoryOrder(f.inputs()[i], inputs[i].strides, sizes));
