@@ -88,7 +88,8 @@ def main():
                 n = 0 if norms == "torch" else loom.torch.swap(model, only=only)
                 if keep == "keep":
                     for m in model.modules():
-                        if isinstance(m, loom.torch.nn.LayerNorm2d):
+                        if isinstance(m, loom.torch.nn.LayerNorm2d) or \
+                                getattr(type(m), "_loom_family", None) is loom.torch.nn.layer_norm_2d_forward:
                             m.channels_last_out = False
                 run = torch.compile(model) if mode == "compile" else \
                     torch.compile(model, mode="reduce-overhead") if mode == "graphs" else model

@@ -295,7 +295,7 @@ loom_status loom_options_set_size(loom_options* o, const char* name, int64_t val
     need(o, "loom_options_set_size", "options");
     need(name, "loom_options_set_size", "name");
     LOOM_USER_CHECK(*name, "size names are not empty");
-    LOOM_USER_CHECK(value > 0, "size {}={}: sizes must be positive", name, value);
+    LOOM_USER_CHECK(value >= 0, "size {}={}: sizes must be 0 or more", name, value);
     o->sizes[name] = value;
   });
 }

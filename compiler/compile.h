@@ -124,7 +124,16 @@ struct CompiledPlan {
   std::vector<int> output_alias;    // input index per output, or -1
   std::string segments;             // the segmentation, as `loom segment` prints it
   std::shared_ptr<const segment::SegmentPlan> segment_plan;  // the segments themselves (replanLike)
+  // A plan at a size of 0 (emptyPlan) whose outputs are not all empty: a reduction over an empty
+  // dim, whose values (a sum's 0, a mean's NaN) the reference evaluator computes on the host.
+  bool host_reference = false;
 };
+
+// Whether a size bound in `sizes` or a dim of `inputs` is 0: such a fusion runs as emptyPlan.
+bool hasEmptySize(const Bindings& sizes, const std::vector<TensorDesc>& inputs);
+// The plan of a fusion at a size of 0: no kernels; outputs row-major (an aliased one its input's
+// desc), with host_reference set where one of them has elements.
+CompiledPlan emptyPlan(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs);
 
 // Segments the fusion and compiles every segment. `lookup`, when given, is asked for each
 // kernel's key first (the runtime's caches) and compiles only on a miss.

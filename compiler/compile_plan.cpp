@@ -6,6 +6,8 @@
 #include "compiler/compile.h"
 #include "compiler/schedule/scheduler.h"
 #include "compiler/segment/segmenter.h"
+#include <fmt/ranges.h>
+
 #include "ir/error.h"
 
 namespace loom {
@@ -164,9 +166,44 @@ std::optional<CompiledPlan> planSegments(const ir::Fusion& given, std::shared_pt
 
 }  // namespace
 
+bool hasEmptySize(const Bindings& sizes, const std::vector<TensorDesc>& inputs) {
+  return !segment::emptySizeReason(sizes, inputs).empty();
+}
+
+CompiledPlan emptyPlan(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs) {
+  CompiledPlan plan;
+  plan.outputs.resize(f.outputs().size());
+  plan.output_alias.assign(f.outputs().size(), -1);
+  for (size_t i = 0; i < f.outputs().size(); ++i) {
+    const auto& o = f.outputs()[i];
+    for (size_t j = 0; j < f.inputs().size(); ++j)
+      if (f.inputs()[j] == o.alias) plan.output_alias[i] = static_cast<int>(j);
+    if (plan.output_alias[i] >= 0) {
+      plan.outputs[i] = inputs[static_cast<size_t>(plan.output_alias[i])];
+    } else {
+      TensorDesc& d = plan.outputs[i];
+      d.dtype = o.value->dtype();
+      for (const Extent& e : o.value->shape()) d.shape.push_back(e.evaluate(sizes));
+      d.strides = contiguousStrides(d.shape);
+    }
+    plan.host_reference = plan.host_reference || plan.outputs[i].numel() > 0;
+  }
+  plan.segments = fmt::format("fusion {}: 0 kernels ({}); {}\n", f.name(), segment::emptySizeReason(sizes, inputs),
+                              plan.host_reference ? "the outputs with elements (reductions over an empty dim) are "
+                                                    "computed on the host by the reference evaluator"
+                                                  : "every output is empty");
+  return plan;
+}
+
 CompiledPlan compilePlan(const ir::Fusion& given, const Bindings& sizes,
                          const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                          StageText* stages, const Lookup& lookup) {
+  if (hasEmptySize(sizes, inputs)) {
+    given.verify();
+    CompiledPlan plan = emptyPlan(given, sizes, inputs);
+    if (stages) (*stages)[DumpStage::Segments] = plan.segments;
+    return plan;
+  }
   auto sp = std::make_shared<const segment::SegmentPlan>(segment::segmentFusion(given, sizes, inputs, opts));  // verifies it first
   return *planSegments(given, std::move(sp), sizes, inputs, opts, stages, lookup, false);
 }

@@ -115,9 +115,11 @@ struct BatchNormTrain {
   BatchNormResult r;
   VarMean stats;
 };
+// `momentum_t`, where given, is the momentum as a scalar tensor (in place of `momentum`).
 BatchNormTrain batchNormTrain(Tensor x, std::optional<Tensor> running_mean,
                               std::optional<Tensor> running_var, std::optional<Tensor> weight,
-                              std::optional<Tensor> bias, double momentum, double eps) {
+                              std::optional<Tensor> bias, double momentum, double eps,
+                              std::optional<Tensor> momentum_t = std::nullopt) {
   Tensor xc = toCompute(x);
   auto expand = [&](Tensor p) { return perChannel(p, x.rank()); };
   std::vector<int> dims = {0};
@@ -133,8 +135,14 @@ BatchNormTrain batchNormTrain(Tensor x, std::optional<Tensor> running_mean,
     std::optional<Tensor> rm, rv, new_rm, new_rv;
     if (running_mean) rm = cast(*running_mean, stats.mean.dtype());
     if (running_var) rv = cast(*running_var, stats.var.dtype());
-    if (rm) new_rm = *rm * (1.0 - momentum) + stats.mean * momentum;
-    if (rv) new_rv = *rv * (1.0 - momentum) + unbiased * momentum;
+    if (momentum_t) {
+      Tensor m = cast(*momentum_t, stats.var.dtype());
+      if (rm) new_rm = *rm * (1.0 - m) + stats.mean * m;
+      if (rv) new_rv = *rv * (1.0 - m) + unbiased * m;
+    } else {
+      if (rm) new_rm = *rm * (1.0 - momentum) + stats.mean * momentum;
+      if (rv) new_rv = *rv * (1.0 - momentum) + unbiased * momentum;
+    }
     r.y = cast(y, x.dtype());
     if (new_rm) r.running_mean = cast(*new_rm, running_mean->dtype());
     if (new_rv) r.running_var = cast(*new_rv, running_var->dtype());
@@ -163,6 +171,16 @@ BatchNormStats batch_norm_with_stats(Tensor x, std::optional<Tensor> running_mea
                                      std::optional<Tensor> bias, double momentum, double eps) {
   checkBatchNorm(x, running_mean, running_var, weight, bias);
   auto t = batchNormTrain(x, running_mean, running_var, weight, bias, momentum, eps);
+  return {t.r.y, t.r.running_mean, t.r.running_var, t.stats.mean, rsqrt(t.stats.var + eps)};
+}
+
+BatchNormStats batch_norm_with_stats(Tensor x, std::optional<Tensor> running_mean,
+                                     std::optional<Tensor> running_var, std::optional<Tensor> weight,
+                                     std::optional<Tensor> bias, Tensor momentum, double eps) {
+  checkBatchNorm(x, running_mean, running_var, weight, bias);
+  LOOM_USER_CHECK(momentum.rank() == 0, "batch_norm: momentum `{}` {} must be a scalar", momentum.name(),
+                  momentum.value()->typeString());
+  auto t = batchNormTrain(x, running_mean, running_var, weight, bias, 0.0, eps, momentum);
   return {t.r.y, t.r.running_mean, t.r.running_var, t.stats.mean, rsqrt(t.stats.var + eps)};
 }
 

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "frontend/examples.h"
+#include "frontend/framework_ops.h"
 #include "frontend/parser.h"
 #include "ir/error.h"
 #include "ir/fusion.h"
@@ -40,6 +41,10 @@ Fusion Fusion::builtin(const std::string& name, std::optional<DType> dtype) {
   return Fusion(loadFusion(e.name, nullptr, dtype));
 }
 
+Fusion Fusion::frameworkOp(const std::string& op, const std::string& params) {
+  return Fusion(buildFrameworkOp(op, parseOpParams(params)));
+}
+
 Bindings Fusion::builtinSizes(const std::string& name) { return builtinNamed(name).default_sizes; }
 
 std::vector<std::string> Fusion::builtinNames() {
@@ -66,6 +71,18 @@ std::vector<std::string> Fusion::outputNames() const {
   std::vector<std::string> names;
   for (const auto& o : held().outputs()) names.push_back(o.name);
   return names;
+}
+
+std::vector<int> Fusion::outputAliases() const {
+  const ir::Fusion& f = held();
+  std::vector<int> out;
+  for (const auto& o : f.outputs()) {
+    int alias = -1;
+    for (size_t j = 0; j < f.inputs().size(); ++j)
+      if (o.alias && f.inputs()[j] == o.alias) alias = static_cast<int>(j);
+    out.push_back(alias);
+  }
+  return out;
 }
 
 std::string Fusion::str() const { return ir::printFusion(held()); }

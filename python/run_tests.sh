@@ -11,7 +11,10 @@ lib=$(cd "$build" && pwd)/lib/libloom.so.0
 for py in python3 /usr/bin/python3; do
   if command -v "$py" >/dev/null && "$py" -c "import numpy, pytest" 2>/dev/null; then
     cd "$here"
-    LOOM_LIBRARY=$lib exec "$py" -m pytest -q -p no:cacheprovider tests "$@"
+    # Test files named in the arguments: those alone; else every test.
+    paths=(tests)
+    for a in "$@"; do [[ $a == tests/* ]] && paths=(); done
+    LOOM_LIBRARY=$lib exec "$py" -m pytest -q -p no:cacheprovider "${paths[@]}" "$@"
   fi
 done
 echo "error: no python3 with numpy and pytest found; run scripts/install_deps.sh (python3-numpy, python3-pytest)" >&2

@@ -12,7 +12,9 @@
 #include "runtime/device.h"
 #include "runtime/dynamic_sizes.h"
 #include "runtime/cubin_worker.h"
+#include "reference/reference.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/memory_raw.h"
 #include "runtime/module_image.h"
 #include "runtime/signature_lru.h"
 
@@ -74,6 +76,7 @@ struct Executor::Entry {
   Bindings sizes;  // the sizes given beside the inputs (symbols the inputs do not determine)
   Bindings bound;  // every size, bound
   bool runtime_sized = false;  // compiled with LOOM_TUNE_SYMBOLIC (by the knob, or automatically)
+  bool empty = false;          // a size of 0: emptyPlan's (no kernels)
   // An exact signature's symbolicClassKeys as digests (fnv1a), once asked (runtimeSizes).
   std::optional<std::vector<std::uint64_t>> classes;
   CompiledPlan plan;
@@ -199,7 +202,7 @@ bool Executor::runtimeSizes(const Bindings& bound, const std::vector<TensorDesc>
   if (tuning_.no_auto_symbolic && !tuning_.symbolic) return false;
   std::vector<Entry*> earlier;
   entries_->forEach([&](Entry& e) {
-    if (!runtime::secondValueOfLeadingSize(f_, e.bound, bound)) return;
+    if (e.empty || !runtime::secondValueOfLeadingSize(f_, e.bound, bound)) return;
     if (e.runtime_sized) sized->push_back(&e);
     earlier.push_back(&e);
   });
@@ -251,7 +254,8 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   Bindings bound = bindSizes(f_, inputs, sizes);
   CompileOptions opts{currentDevice(), tuning_};
   std::vector<Entry*> sized;
-  opts.tuning.symbolic = runtimeSizes(bound, descs, &sized);
+  const bool empty = hasEmptySize(bound, descs);
+  opts.tuning.symbolic = !empty && runtimeSizes(bound, descs, &sized);
   CompileStats st;
   st.sizes_ms = msSince(t0);
   st.source = CompileStats::Source::MemoryCache;
@@ -273,6 +277,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
   entry->sizes = sizes;
   entry->bound = bound;
   entry->runtime_sized = opts.tuning.symbolic;
+  entry->empty = empty;
   const auto p0 = std::chrono::steady_clock::now();
   // A new size of runtime-sized kernels: the earlier signature's segments, where their classes
   // are compiled (planning each kernel, not a search over segmentations); else a plan anew.
@@ -284,7 +289,8 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
     for (size_t i = 1; i < sized.size() && others.size() < kKnownPlans; ++i) others.push_back(&sized[i]->plan);
     replanned = replanLike(sized.front()->plan, f_, bound, descs, opts, lookup, others);
   }
-  entry->plan = replanned ? std::move(*replanned) : compilePlan(f_, bound, descs, opts, nullptr, lookup);
+  entry->plan = empty ? emptyPlan(f_, bound, descs)
+              : replanned ? std::move(*replanned) : compilePlan(f_, bound, descs, opts, nullptr, lookup);
   countKernels(entry->plan, st);
   st.plan_ms = msSince(p0) - st.disk_ms;
   for (const auto& pk : entry->plan.kernels) {
@@ -482,8 +488,28 @@ void Executor::launchOne(Entry& e, size_t k, Scratch* scratch, const std::vector
   runtime::launch(e.loaded[k]->kernel, launchConfig(pk.kernel), args, stream_);
 }
 
+// A plan at a size of 0 whose outputs have elements (emptyPlan): the reference evaluator's values,
+// copied in after the GPU finishes what it has queued (the inputs' elements may be written there).
+void Executor::runOnHost(Entry& e, const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs) {
+  LOOM_USER_CHECK(!(runtime::streamId(stream_) & runtime::kCapturedStream),
+                  "fusion `{}` at a size of 0 computes its non-empty outputs on the host, which a CUDA graph "
+                  "cannot capture: run it once outside the capture, or give it sizes with elements", f_.name());
+  runtime::Device::get().synchronize();
+  std::vector<HostTensor> host;
+  for (const DeviceTensor& t : inputs) host.push_back(t.toHost());
+  std::vector<HostTensor> ref = evaluateReference(f_, host, e.sizes);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const DeviceTensor& out = outputs[i];
+    if (out.numel() == 0) continue;
+    LOOM_ASSERT(out.strides() == contiguousStrides(out.shape()) && ref[i].dtype() == out.dtype(),
+                "output `{}` of an empty-size plan is not row-major {}", f_.outputs()[i].name, dtypeName(out.dtype()));
+    runtime::copyFromHostRaw(out.ptr(), ref[i].data(), out.spanBytes());
+  }
+}
+
 void Executor::launchAll(Entry& e, const std::vector<DeviceTensor>& inputs,
                          const std::vector<DeviceTensor>& outputs) {
+  if (e.plan.host_reference) return runOnHost(e, inputs, outputs);
   Scratch* scratch = scratchFor(e);  // (asks the stream's id once a launch of the plan)
   for (size_t k = 0; k < e.plan.kernels.size(); ++k) launchOne(e, k, scratch, inputs, outputs);
 }

@@ -11,6 +11,15 @@ for py in python3 /usr/bin/python3; do
   command -v "$py" > /dev/null || continue
   site=$("$py" -m site --user-site) && mkdir -p "$site" && echo "$PWD/python" > "$site/loom.pth"
 done
+# loom.torch's C++ extension, where PyTorch is importable: built now into loom's cache (else at
+# the first `import loom.torch`; without PyTorch there is nothing to build).
+for py in python3 /usr/bin/python3; do
+  if command -v "$py" > /dev/null && "$py" -c "import torch" 2>/dev/null; then
+    echo "building loom.torch's extension with $py (about a minute the first time)"
+    PYTHONPATH=$PWD/python "$py" -c "import loom.torch.ops as o; print('loom.torch:', 'compiled extension' if o.EXTENSION else o.WHY)"
+    break
+  fi
+done
 loom=${LOOM_BUILD_DIR:-build}/bin/loom
 show() { echo; echo "\$ loom $*"; "$loom" "$@"; }
 show examples

@@ -66,7 +66,7 @@ TEST_CASE("framework op parameters are checked", "[framework_ops]") {
   CHECK(parseOpParams(" x = f16 ,eps=1e-6") == OpParams{{"x", "f16"}, {"eps", "1e-6"}});
   CHECK_THROWS_WITH(parseOpParams("x=f16,,eps=1"), Catch::Contains("`` must look like key=value"));
   CHECK_THROWS_WITH(buildFrameworkOp("rms_norm", {{"x", "f16"}, {"b", "f32"}}),
-                    Catch::Contains("op `rms_norm` takes no parameter `b`; it takes: eps, rank, w, x"));
+                    Catch::Contains("op `rms_norm` takes no parameter `b`; it takes: eps, rank, stats, w, x"));
   CHECK_THROWS_WITH(buildFrameworkOp("group_norm", {{"x", "f16"}}), Catch::Contains("`groups` (a whole number) is needed"));
   CHECK_THROWS_WITH(buildFrameworkOp("layer_norm", {{"x", "f8"}}), Catch::Contains("x=f8 is not a dtype"));
   CHECK_THROWS_WITH(buildFrameworkOp("instance_norm", {{"x", "f16"}, {"rank", "2"}}),

@@ -2,7 +2,7 @@
 // dropped with their intermediates, planned again when they come back), and runs the plan of
 // the sizes it is given where two signatures share their inputs; a thread with no current context
 // launches what another prepared, and a caller's own current context stays current; loom runs on
-// one GPU a process.
+// one GPU a process; a fusion at a size of 0 runs as no kernels.
 #include <catch2/catch.hpp>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -11,6 +11,7 @@
 #include <functional>
 #include <thread>
 
+#include "frontend/framework_ops.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "tests/gpu_test_util.h"
@@ -214,4 +215,23 @@ TEST_CASE("loom runs on one GPU a process: selectDevice names it, or refuses ano
   REQUIRE(runtime::driver().cuMemAllocHost_v2(&pinned, 4096) == CUDA_SUCCESS);
   CHECK(runtime::pointerDevice(pinned, "pinned") == -1);
   runtime::driver().cuMemFreeHost(pinned);
+}
+
+TEST_CASE("a fusion at a size of 0 runs as no kernels, and a reduction over an empty dim gives the reference's values",
+          "[gpu][executor][empty]") {
+  if (!test::haveGpu()) return;
+  // Every output empty: no kernels.
+  auto ln = buildFrameworkOp("layer_norm", {{"x", "f16"}, {"w", "f32"}, {"b", "f32"}});
+  test::checkOnGpu(*ln, {{"N", 0}, {"D", 64}});
+  Executor ex(*ln);
+  auto empty = test::randomDeviceInputs(*ln, {{"N", 0}, {"D", 64}}, 3);
+  CHECK(ex.planFor(empty).kernels.empty());
+  // dw and db of an empty batch: sums over no rows, 0 (computed on the host).
+  auto lnb = buildFrameworkOp("layer_norm_backward", {{"x", "f32"}, {"w", "f32"}, {"b", "f32"}});
+  test::checkOnGpu(*lnb, {{"N", 0}, {"D", 40}});
+  auto colsum = parseFusion("fusion colsum {\n  in x: f32[M, D]\n  s: f32[D] = sum(x, dims=[0])\n"
+                            "  m: f32[D] = mean(x, dims=[0])\n  out s = s\n  out m = m\n}\n");
+  test::checkOnGpu(*colsum, {{"M", 0}, {"D", 7}});
+  // The same Executor then runs a size with elements as any other.
+  test::checkOnGpu(*colsum, {{"M", 5}, {"D", 7}});
 }

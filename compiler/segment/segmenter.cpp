@@ -346,8 +346,24 @@ SegmentPlan Segmenter::run() {
 // kernels is taken where it moves this much less per kernel more.
 constexpr uint64_t kKernelBytes = uint64_t{16} << 20;
 
+std::string emptySizeReason(const Bindings& sizes, const std::vector<TensorDesc>& inputs) {
+  std::vector<std::string> zero;
+  for (const auto& [name, v] : sizes)
+    if (v == 0) zero.push_back(name);
+  if (!zero.empty()) return fmt::format("{} {} 0: no kernels", fmt::join(zero, ", "), zero.size() > 1 ? "are" : "is");
+  for (const TensorDesc& d : inputs)
+    if (d.numel() == 0) return "an input has no elements: no kernels";
+  return "";
+}
+
 SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
+  if (std::string why = emptySizeReason(sizes, inputs); !why.empty()) {
+    f.verify();
+    SegmentPlan empty;
+    empty.whole_rejections.push_back(why);
+    return empty;
+  }
   SegmentPlan plan = Segmenter(f, sizes, inputs, opts).run();
   if (plan.segments.size() < 2 || opts.tuning.no_split_reductions) return plan;
   std::shared_ptr<const ir::Fusion> g = splitReductions(f);

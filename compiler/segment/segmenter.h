@@ -49,6 +49,11 @@ struct SegmentPlan {
   std::string dot(const ir::Fusion& f) const;
 };
 
+// Why a fusion at these sizes runs as no kernels (a size, or a dim of an input, is 0: every
+// output is empty, or a reduction over an empty dim that the runtime computes on the host), or
+// "" where it does not.
+std::string emptySizeReason(const Bindings& sizes, const std::vector<TensorDesc>& inputs);
+
 // Which scheduler accepts `f` for these inputs; nullopt with each scheduler's reason.
 struct Accepted {
   std::string scheduler, params;

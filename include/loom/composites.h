@@ -66,6 +66,12 @@ BatchNormStats batch_norm_with_stats(Tensor x, std::optional<Tensor> running_mea
                                      std::optional<Tensor> running_var,
                                      std::optional<Tensor> weight, std::optional<Tensor> bias,
                                      double momentum = 0.1, double eps = 1e-5);
+// The same with the momentum as a scalar tensor, read at run time: PyTorch's cumulative average
+// (momentum=None) passes 1 / num_batches_tracked, which changes every step.
+BatchNormStats batch_norm_with_stats(Tensor x, std::optional<Tensor> running_mean,
+                                     std::optional<Tensor> running_var,
+                                     std::optional<Tensor> weight, std::optional<Tensor> bias,
+                                     Tensor momentum, double eps = 1e-5);
 
 // torch.nn.functional.instance_norm (use_input_stats=True) on [N, C, *spatial].
 Tensor instance_norm(Tensor x, std::optional<Tensor> weight = std::nullopt,

@@ -45,11 +45,9 @@ class DeviceTensor {
   size_t spanBytes() const;
   // Fills the tensor's span with a byte pattern (0xff: NaN for floats), to catch unwritten output.
   void poison(uint8_t byte = 0xff);
-#ifdef LOOM_INTERNAL_API
-  // loom's own code: the same wrapped tensor at another caller-owned address (the C ABI's
-  // repeated signature); checked as wrap checks a pointer.
-  LOOM_HIDDEN void rebind(uintptr_t ptr);
-#endif
+  // The same wrapped tensor at another caller-owned address (a repeated signature: the C ABI's
+  // and the PyTorch extension's calls), checked as wrap checks a pointer.
+  void rebind(uintptr_t ptr);
 
  private:
   std::shared_ptr<runtime::DeviceBuffer> buf_;

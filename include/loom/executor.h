@@ -13,6 +13,11 @@
 // column sums can differ in their last bits with the sizes an Executor saw before it; each
 // signature's own results stay bitwise the same from run to run.
 //
+// A size of 0 (an empty batch, zero rows) plans no kernels: the outputs are allocated as they
+// are (row-major; empty ones have no elements to write) and a launch does nothing, except where
+// an output still has elements (a reduction over an empty dim): the float64 reference computes
+// it on the host after the GPU finishes what it has queued (not inside a CUDA graph capture).
+//
 // One Executor serves one host thread at a time (its plans and its stream are not guarded).
 // Each plan keeps its intermediates per stream it runs on, and each kernel its grid-reduction
 // workspace per stream (one for every signature the kernel serves), reused by every launch there
@@ -145,6 +150,8 @@ class Executor {
   struct Scratch;
   LOOM_HIDDEN Scratch* scratchFor(Entry& e);
   LOOM_HIDDEN void launchOne(Entry& e, size_t k, Scratch* scratch, const std::vector<DeviceTensor>& inputs,
+                             const std::vector<DeviceTensor>& outputs);
+  LOOM_HIDDEN void runOnHost(Entry& e, const std::vector<DeviceTensor>& inputs,
                              const std::vector<DeviceTensor>& outputs);
   LOOM_HIDDEN void launchAll(Entry& e, const std::vector<DeviceTensor>& inputs,
                              const std::vector<DeviceTensor>& outputs);

@@ -33,6 +33,10 @@ class Fusion {
   // (default: the built-in's own); its example sizes, what `loom run NAME` uses.
   static Fusion builtin(const std::string& name, std::optional<DType> dtype = std::nullopt);
   static Bindings builtinSizes(const std::string& name);
+  // A framework op (loom_builtins_json lists them: a norm's forward with the statistics its backward reads, or that
+  // backward) with its parameters as "key=value,..." text, e.g. ("layer_norm", "x=f16,w=f32"):
+  // what a framework integration runs for a module (the C ABI's loom_fusion_op).
+  static Fusion frameworkOp(const std::string& op, const std::string& params);
   static std::vector<std::string> builtinNames();
 
   Fusion(Fusion&&) noexcept;
@@ -42,6 +46,9 @@ class Fusion {
   const std::string& name() const;
   std::vector<std::string> inputNames() const;
   std::vector<std::string> outputNames() const;
+  // Per output, the index of the input it is written back into in place (batch norm's running
+  // statistics), or -1.
+  std::vector<int> outputAliases() const;
   // The text format: parse(str()) gives the same fusion.
   std::string str() const;
 

@@ -104,7 +104,7 @@ loom_status loom_fusion_dump(const loom_fusion* f, const char* stage, const loom
 /* ---- options (all optional; NULL options are the defaults) ---- */
 loom_status loom_options_create(loom_options** out);
 void loom_options_free(loom_options* o);
-/* Binds size symbol `name` (> 0). Sizes not given come from the tensors (run, eval) or a
+/* Binds size symbol `name` (>= 0; at 0 a fusion runs as no kernels). Sizes not given come from the tensors (run, eval) or a
  * built-in's defaults (segments, dump). */
 loom_status loom_options_set_size(loom_options* o, const char* name, int64_t value);
 /* Memory order of input `input` for segments and dumps: "nchw", "nhwc" (also "contiguous",

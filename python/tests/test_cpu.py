@@ -130,8 +130,10 @@ def test_errors():
         f.segments(knobs={"LOOM_TUNE_NOTHING": 1})
     with pytest.raises(loom.InputError, match="loom emits PTX for"):
         f.dump("ptx", target=(75, 40))
-    with pytest.raises(loom.InputError, match="sizes must be positive"):
-        f.segments({"N": 0})
+    with pytest.raises(loom.InputError, match="sizes must be 0 or more"):
+        f.segments({"N": -1})
+    assert f.segments({"N": 0})["kernels"] == 0  # a size of 0: no kernels, said as such
+    assert f.segments({"N": 0})["rejections"] == ["N is 0: no kernels"]
     with pytest.raises(loom.ArgumentError, match="is not a whole number"):
         f.segments({"N": 2.5})
     with pytest.raises(loom.InputError, match="sass"):
@@ -171,3 +173,53 @@ def test_library_not_found():
     r = subprocess.run([sys.executable, "-c", "import loom"], env=env, capture_output=True, text=True,
                        cwd=Path(__file__).resolve().parents[1])
     assert r.returncode != 0 and "libloom.so.0 not found" in r.stderr and "LOOM_LIBRARY" in r.stderr
+
+
+@pytest.mark.parametrize("act", ["relu", "silu", "gelu", "gelu_tanh", "sigmoid", "tanh"])
+@pytest.mark.parametrize("op,extra,shape", [("layer_norm", {}, (3, 20)), ("group_norm", {"groups": 2}, (2, 6, 5)),
+                                            ("layer_norm_2d", {}, (2, 6, 5)), ("batch_norm", {}, (3, 6, 4))])
+def test_fused_activation_backward_is_the_forwards_gradient(op, extra, shape, act):
+    # In float64 on the reference evaluator: the backward op with act= against central differences
+    # of the forward op with act= (the activation's input recomputed from the statistics).
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(0)
+    fwd = loom.Fusion.op(op, x="f64", w="f64", b="f64", act=act, rank=len(shape), **extra)
+    bwd = loom.Fusion.op(op + "_backward", x="f64", w="f64", b="f64", act=act, rank=len(shape), **extra)
+    c = shape[-1] if op == "layer_norm" else shape[1]
+    x, w, b = rng.standard_normal(shape), rng.standard_normal(c), rng.standard_normal(c)
+    dy, v = rng.standard_normal(shape), rng.standard_normal(shape)
+
+    def run(f, **named):
+        return dict(zip(f.outputs, f.eval(*[named[n] for n in f.inputs])))
+
+    out = run(fwd, x=x, w=w, b=b)
+    stats = {k: v for k, v in out.items() if k != "y"}
+    if op == "batch_norm":
+        stats = {"save_mean": out["save_mean"], "save_invstd": out["save_invstd"]}
+    g = run(bwd, dy=dy, x=x, w=w, b=b, **stats)
+    h = 1e-6
+    numeric = (np.sum(dy * run(fwd, x=x + h * v, w=w, b=b)["y"]) - np.sum(dy * run(fwd, x=x - h * v, w=w, b=b)["y"])) / (2 * h)
+    assert abs(np.sum(g["dx"] * v) - numeric) < 1e-5 * max(1.0, abs(numeric))
+    u = rng.standard_normal(c)
+    numeric_w = (np.sum(dy * run(fwd, x=x, w=w + h * u, b=b)["y"]) - np.sum(dy * run(fwd, x=x, w=w - h * u, b=b)["y"])) / (2 * h)
+    assert abs(np.sum(g["dw"] * u) - numeric_w) < 1e-5 * max(1.0, abs(numeric_w))
+    numeric_b = (np.sum(dy * run(fwd, x=x, w=w, b=b + h * u)["y"]) - np.sum(dy * run(fwd, x=x, w=w, b=b - h * u)["y"])) / (2 * h)
+    assert abs(np.sum(g["db"] * u) - numeric_b) < 1e-5 * max(1.0, abs(numeric_b))
+
+
+def test_framework_op_forms():
+    # stats=0: y alone; batch norm's cumulative average reads num_batches_tracked (1 / its value).
+    np = pytest.importorskip("numpy")
+    assert loom.Fusion.op("layer_norm", x="f16", stats=0).outputs == ["y"]
+    assert loom.Fusion.op("rms_norm", x="f16", stats=0).outputs == ["y"]
+    f = loom.Fusion.op("batch_norm", x="f64", running="f64", cumulative=1, rank=3)
+    assert f.inputs == ["x", "running_mean", "running_var", "num_batches_tracked"]
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 3, 5))
+    rm, rv = rng.standard_normal(3), rng.random(3) + 0.5
+    out = dict(zip(f.outputs, f.eval(x, rm, rv, np.array(4, dtype=np.int64))))
+    mean, var = x.mean(axis=(0, 2)), x.var(axis=(0, 2), ddof=1)
+    assert np.allclose(out["new_running_mean"], rm * 0.75 + mean * 0.25)
+    assert np.allclose(out["new_running_var"], rv * 0.75 + var * 0.25)
+    with pytest.raises(loom.InputError, match="act=swish is not an activation"):
+        loom.Fusion.op("layer_norm", x="f16", act="swish")

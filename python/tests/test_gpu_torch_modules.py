@@ -202,18 +202,19 @@ def test_timm_convnext_swap():
 
 
 def test_swap_only_some_kinds():
-    # swap(only=...) takes the named drop-ins and leaves the rest PyTorch's / timm's.
+    # swap(only=...) takes the named families and leaves the rest PyTorch's / timm's; timm's
+    # classes stay themselves (subclassed: isinstance holds).
     timm = pytest.importorskip("timm")
     model = torch.nn.Sequential(timm.layers.LayerNorm2d(8), timm.layers.LayerNorm(8), torch.nn.LayerNorm(8),
                                 timm.layers.LayerNorm2d(8), torch.nn.GroupNorm(2, 8))
     assert loom.torch.swap(model, only="LayerNorm2d") == 2
     assert [type(m).__module__.split(".")[0] for m in model] == ["loom", "timm", "torch", "loom", "torch"]
-    assert isinstance(model[0], lnn.LayerNorm2d) and isinstance(model[3], lnn.LayerNorm2d)
+    assert isinstance(model[0], timm.layers.LayerNorm2d) and isinstance(model[3], timm.layers.LayerNorm2d)
     # The LayerNorm2d are loom's already: the two LayerNorm (timm's, PyTorch's) are what is left.
     assert loom.torch.swap(model, only=["LayerNorm", "LayerNorm2d"]) == 2
-    assert isinstance(model[1], lnn.LayerNorm) and isinstance(model[2], lnn.LayerNorm)
+    assert isinstance(model[1], timm.layers.LayerNorm) and isinstance(model[2], lnn.LayerNorm)
     assert not isinstance(model[4], lnn.GroupNorm)
-    with pytest.raises(ValueError, match=r"only=\['LayerNorm3d'\] names no drop-in"):
+    with pytest.raises(ValueError, match=r"only=\['LayerNorm3d'\] names no family"):
         loom.torch.swap(model, only={"LayerNorm3d"})
 
 
@@ -326,15 +327,16 @@ def test_double_backward_is_refused_not_silently_zero():
     # through the gradient) raises instead of dropping loom's part of the second derivative.
     m = lnn.LayerNorm(64).cuda()
     x = torch.randn(8, 64, device="cuda", requires_grad=True)
-    (g,) = torch.autograd.grad(m(x).pow(3).sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError, match="once_differentiable"):
+    with pytest.raises(RuntimeError, match="once"):
+        (g,) = torch.autograd.grad(m(x).pow(3).sum(), x, create_graph=True)
         g.sum().backward()
-    # The backward op called directly on tensors that want a gradient: its outputs refuse one.
+    # The backward op called directly on tensors that want a gradient refuses to give one.
     with torch.no_grad():
-        _, mean, rstd = loom.torch.ops.layer_norm(x, m.weight, m.bias, 1e-5)
-    dy = torch.randn(8, 64, device="cuda", requires_grad=True)
-    dx, dw, db = loom.torch.ops.layer_norm_backward(dy, x, mean, rstd, m.weight, m.bias)
+        _, mean, rstd = torch.ops.loom.layer_norm(x, m.weight, m.bias, 1e-5)
+        dy = torch.randn(8, 64, device="cuda")
+        dx, dw, db = torch.ops.loom.layer_norm_backward(dy, x, mean, rstd, m.weight, m.bias)
     ref_dx = torch.autograd.grad(torch.nn.functional.layer_norm(x, (64,), m.weight, m.bias), x, dy)[0]
     assert rel(dx, ref_dx) < 1e-4
     with pytest.raises(RuntimeError, match="has no derivative"):
+        dx, _, _ = torch.ops.loom.layer_norm_backward(dy.requires_grad_(), x, mean, rstd, m.weight, m.bias)
         dx.sum().backward()

@@ -152,7 +152,7 @@ static void test_options_segments_dumps(void) {
   EXPECT_ERROR(loom_fusion_dump(f, "sass", o, &s), LOOM_ERROR_INPUT, "sass");
   EXPECT_ERROR(loom_fusion_dump(f, "launch", o, &s), LOOM_ERROR_INPUT, "only while running");
   EXPECT_ERROR(loom_fusion_dump(f, NULL, o, &s), LOOM_ERROR_ARGUMENT, "`stage` is NULL");
-  EXPECT_ERROR(loom_options_set_size(o, "N", 0), LOOM_ERROR_INPUT, "sizes must be positive");
+  EXPECT_ERROR(loom_options_set_size(o, "N", -1), LOOM_ERROR_INPUT, "sizes must be 0 or more");
   EXPECT_ERROR(loom_options_set_size(NULL, "N", 3), LOOM_ERROR_ARGUMENT, "`options` is NULL");
   EXPECT_ERROR(loom_options_set_target(o, 75, 40), LOOM_ERROR_INPUT, "loom emits PTX for sm_");
   EXPECT_ERROR(loom_options_set_target(o, 90, 0), LOOM_ERROR_INPUT, "give 1 to 1024");

@@ -101,7 +101,7 @@ Loaded loadFromArgs(const Args& a, const std::string& cmd) {
                     "--dim {}: fusion `{}` has no size `{}`; its sizes are: {}", d,
                     l.fusion->name(), k, fmt::format("{}", fmt::join(syms, ", ")));
     int64_t v = parseInt(d.substr(eq + 1), "--dim " + d);
-    LOOM_USER_CHECK(v > 0, "--dim {}: sizes must be positive", d);
+    LOOM_USER_CHECK(v >= 0, "--dim {}: sizes must be 0 or more", d);
     l.sizes[k] = v;
   }
   return l;

@@ -65,7 +65,11 @@ int runDump(const Args& a) {
   StageText text;
   // Binding checks sizes against the fusion the same way a run would.
   Bindings bound = boundSizes(*l.fusion, descs, l.sizes);
-  compilePlan(*l.fusion, bound, descs, opts, &text);
+  const CompiledPlan plan = compilePlan(*l.fusion, bound, descs, opts, &text);
+  if (plan.kernels.empty() && stage != DumpStage::Segments) {  // a size of 0: no kernel has stages
+    std::cout << plan.segments;
+    return 0;
+  }
   auto it = text.find(stage);
   LOOM_USER_CHECK(it != text.end(), "stage `{}` has nothing to show for `{}` yet", stage_name,
                   l.fusion->name());

@@ -1,12 +1,14 @@
-"""loom inside PyTorch: custom ops for the norms (loom.torch.ops, with autograd through loom's
-backward kernels, and fake implementations so torch.compile takes them as opaque ops), drop-in
-modules (loom.torch.nn.LayerNorm, RMSNorm, GroupNorm, BatchNorm2d, InstanceNorm2d, LayerNorm2d,
-...), and swap(model), which turns a model's norms into loom's in place.
+"""loom inside PyTorch: loom's norms as drop-in modules (loom.torch.nn.LayerNorm, RMSNorm,
+GroupNorm, BatchNorm2d, InstanceNorm2d, LayerNorm2d, ...) with autograd through loom's backward
+kernels, swap(model), which turns a model's norms into loom's in place, and compile_fusion(),
+any loom fusion as a callable on torch tensors. Through a compiled extension (C++ over PyTorch's
+C++ API, built at first import into loom's cache) where it can be built, else through ctypes.
 
     import loom.torch
-    loom.torch.swap(model)      # e.g. timm convnext_base: its LayerNorm2d and LayerNorm
+    loom.torch.swap(model, report=True)   # e.g. timm convnext_base: its LayerNorm2d and LayerNorm
 """
 from . import nn, ops
-from .nn import swap
+from .fusion import CompiledFusion, compile_fusion
+from .swap import SwapReport, swap
 
-__all__ = ["nn", "ops", "swap"]
+__all__ = ["nn", "ops", "swap", "SwapReport", "compile_fusion", "CompiledFusion"]
