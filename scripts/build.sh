@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Configures (once) and builds loom into ${LOOM_BUILD_DIR:-build}.
+#   bash scripts/build.sh [ninja targets...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs what loom needs to build that is missing (Debian 12 packages). A no-op when all is there.
+#   bash scripts/install_deps.sh
 set -euo pipefail
 # python3-numpy and python3-pytest: the Python package's CPU tests (python/tests), under Debian's python3.
 # clang-14 and libclang-rt-14-dev: libFuzzer, for the parser's fuzzer (scripts/fuzz_parser.sh).

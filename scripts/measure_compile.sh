@@ -4,6 +4,7 @@
 # off: PTX through the driver's JIT, the cubin made in the background for the cache) and from
 # loom's disk cache (the cubin that process stored; with LOOM_CUBIN=0, PTX again); then host
 # time per launch of a cached kernel.
+#   bash scripts/measure_compile.sh
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
 export CUDA_CACHE_DISABLE=1
 L=.device/bin/loom

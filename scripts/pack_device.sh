@@ -3,6 +3,7 @@
 # the GPU machine (which has no LLVM), and that folder into .device.tar.xz (~40 MB: the CLI and
 # the tests link loom_static, LLVM included, so the folder itself is past the 64 MiB a call
 # carries): `carry` .device.tar.xz and start the command with `tar -xJf .device.tar.xz`.
+#   bash scripts/pack_device.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh

@@ -2,6 +2,7 @@
 # On the GPU machine (repo root, .device carried): loom alone, GB/s on the normalization shapes
 # of the speed table (no PyTorch: `bench/run.sh` is the comparison). Optional: a workload-name
 # regular expression. One line per workload: name, GB/s, % of copy, kernel µs.
+#   bash scripts/perf_norm.sh [WORKLOAD_REGEX]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}

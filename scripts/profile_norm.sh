@@ -7,6 +7,7 @@
 # SASS=1 also samples warp stalls per instruction (a second ncu pass) into $OUT/sass-NAME.csv
 # and prints where the samples fall (scripts/sass_hotspots.py): the share of each phase.
 # COUNT=K profiles the first K launches (a plan of K kernels: each of its kernels once).
+#   bash scripts/profile_norm.sh [WORKLOAD_REGEX]   (SASS=1: per-instruction stall samples too)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}

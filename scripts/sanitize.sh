@@ -7,6 +7,7 @@
 # vectors of rows split over the grid, and row and column reductions in one kernel (backward
 # passes). The pointwise scheduler (grid-stride, slices of gate matrices, concat outputs), and the
 # reduction scheduler (reductions to one value and column sums, split over blocks).
+#   bash scripts/sanitize.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}

@@ -2,6 +2,7 @@
 # Command 1 of the README: install what is missing, build, and show loom's main job on the
 # built-in group norm: its text form, its atoms, its segments and why, its kernel IR, and a run
 # checked against the CPU reference when a GPU is present.
+#   bash scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh loom_cli example_group_norm

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine (.device.tar.xz carried and unpacked; bash scripts/pack_device.sh here): the GPU soak of issue
-# 25. First every earlier finding (tests/soak/cases.txt), then CASES random fusions (every op,
+# On the GPU machine (.device.tar.xz carried and unpacked; bash scripts/pack_device.sh here): the GPU soak.
+# First every earlier finding (tests/soak/cases.txt), then CASES random fusions (every op,
 # dtype and layout, reductions to one value, two reduction patterns, gate matrices read as
 # slices, sizes that do not divide) through segment, every kernel
 # through ptxas, and `loom run` against the float64 reference (25 cases to a `loom run --batch`

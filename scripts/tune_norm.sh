@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: sweep threads per row for a few normalization shapes (tuning aid).
+#   bash scripts/tune_norm.sh
 export LD_LIBRARY_PATH=$PWD/.device/lib:${LD_LIBRARY_PATH:-}
 export LOOM_DISK_CACHE=0
 L=.device/bin/loom

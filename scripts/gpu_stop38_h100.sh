@@ -1,4 +1,0 @@
-bash scripts/gpu_ab_two_builds.sh 2 "group_norm_backward --dim N=32 --dim C=128 --dim H=256 --dim W=256 --dtype f16 --layout x=nhwc --layout dy=nhwc" "group_norm_backward --dim N=32 --dim C=128 --dim H=256 --dim W=256 --dtype bf16 --layout x=nhwc --layout dy=nhwc" 2>&1 | grep -v "rel err"
-for round in 1 2; do for b in .device-old .device; do echo "== first calls $round $b"; for w in "layer_norm_backward --dim D=1024 --sizes N=4000:4020" "layer_norm --dim D=4096 --sizes N=4093:4192" "rms_norm_backward --dim D=4096 --sizes N=2000:2020"; do LD_LIBRARY_PATH=$PWD/$b/lib $b/bin/loom bench $w 2>&1 | tail -1; done; done; done
-LOOM_COMMIT=6bac446 python3 bench/peer.py --workloads bench/workloads_backward.txt group_norm_backward 2>&1 | tail -3
-export LD_LIBRARY_PATH=$PWD/.device/lib; timeout 200 .device/bin/loom_tests "[gpu]~[huge]" 2>&1 | tail -2
