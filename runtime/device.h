@@ -40,7 +40,7 @@ class Device {
   const std::string& name() const { return name_; }
   int ccMajor() const { return cc_major_; }
   int ccMinor() const { return cc_minor_; }
-  int smVersion() const { return cc_major_ * 10 + cc_minor_; }  // 90 for an H100
+  int smVersion() const { return cc_major_ * 10 + cc_minor_; }  // 90 for sm_90
   int smCount() const { return sm_count_; }
   std::size_t totalMemory() const { return total_memory_; }
   int maxThreadsPerBlock() const { return max_threads_per_block_; }

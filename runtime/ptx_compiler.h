@@ -33,7 +33,7 @@ struct Cubin {
 // frame", "used 79 registers, ..., 72 stack", "68 bytes spill stores"): the largest of each.
 void readResourceLog(const std::string& log, Cubin& c);
 
-// Compiles `ptx` for sm_`sm` (90 for an H100). nullopt with `why` when no nvJitLink is found
+// Compiles `ptx` for sm_`sm` (90 for sm_90). nullopt with `why` when no nvJitLink is found
 // or it refuses the PTX (its error log, shortened); `label` names the kernel there.
 //
 // nvJitLink compiles PTX as relocatable code (ptxas -c), whose register allocation is not the

@@ -103,8 +103,7 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
   // Each chunk a thread holds carries one partial per column reduction beside the row's
   // values: up to 256 threads a row (a warp at least; several rows a block where the row is
   // short), more where a thread would hold more than 4 chunks. Fewer threads a row meet less
-  // often at the rows' block barriers: on the H100, layer_norm_backward f16 32768 x 4096 ran at
-  // 2622 GB/s with 256 threads a row (2 chunks) against 1939 with 512 (1 chunk).
+  // often at the rows' block barriers (docs/performance.md#column-threads).
   // A streamed row holds nothing between passes: 512 threads, up to kMaxChunks chunks each.
   int T = in_smem ? std::min(512, lim.max_block) : std::clamp(nextPow2(row_chunks), 32, std::min(256, lim.max_block));
   while ((row_chunks + T - 1) / T > (in_smem ? kMaxChunks : 4) && T < lim.max_block) T *= 2;
@@ -149,10 +148,8 @@ ColumnShape shapeColumns(const NormKernel& k, const BlockLimit& lim, const Compi
 // Blocks an SM, one fewer than the registers allow where that shortens the tail: each block
 // walks ceil(sets / grid) row sets, and the blocks of an SM share its bandwidth, so the rows
 // take about ceil(sets / (per_sm SMs)) x per_sm set-times. One block fewer is taken where that
-// is at least 10% less and leaves two an SM or more: layer_norm_backward f16 4096 x 1024 (2048
-// sets: 6 trips of 3 blocks an SM against 8 of 2) ran 13.9% faster at 2 on the H200, while at
-// equal trips fewer blocks lost (32768 x 1024: 8% at 2; rms_norm_backward 32768 x 1024: 12% at
-// 2 of 4), so the model is not trusted further down (bench/results/2026-11-26-h200-column-smem.md).
+// is at least 10% less and leaves two an SM or more; at equal trips fewer blocks lost, so the
+// model is not trusted further down (docs/performance.md#column-tail).
 // Not for a kernel that serves many row counts (symbolic sizes), nor under LOOM_TUNE_MIN_BLOCKS.
 int fewerBlocksForTail(const NormKernel& k, const ColumnShape& s, const CompileOptions& opts) {
   const int p = s.per_sm - 1;
@@ -181,8 +178,7 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   ColumnShape s = shapeColumns(k, lim, opts, cols, ColumnPlace::Registers);
   // The partials in shared memory beside the row in registers where that lets the next row's
   // loads in (loadsAhead), as many blocks an SM as before: the registers they free hold those
-  // loads. On the H200 layer_norm_backward f16 4096 x 4096 +5%, 32768 x 4096 +8%; more blocks
-  // an SM instead spilled and lost 10-14% (bench/results/2026-11-26-h200-column-smem.md).
+  // loads; more blocks an SM instead spill (docs/performance.md#column-smem-partials).
   // LOOM_TUNE_COLUMN_SMEM=1 or 0: always (blocks an SM as the registers allow) or never.
   const std::optional<int>& knob = opts.tuning.column_smem;
   auto aheadWith = [&](const ColumnShape& c, bool in_registers) {
@@ -200,9 +196,8 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   } else if (!knob && !opts.tuning.threads_per_row && s.fits && s.block == s.T && !aheadWith(s, false) &&
              2 * s.T <= std::min(512, lim.max_block)) {
     // Nor without the partials (4 chunks a thread): twice the threads a row, half the chunks
-    // each, which the loads ahead then fit (layer_norm_backward f16 4096 x 8192: 2359 -> 2609
-    // GB/s on the H200, one block of 512 an SM; at 2 chunks a thread, 4096 x 4096, the same
-    // lost 11%).
+    // each, which the loads ahead then fit; at 2 chunks a thread it loses
+    // (docs/performance.md#column-smem-partials).
     const ColumnShape b = shapeColumns(k, lim, opts, cols, ColumnPlace::SmemPartials, 2 * s.T);
     if (b.fits && aheadWith(b, false) && threadsPerSm(b) >= threadsPerSm(s)) s = b;
   }
@@ -215,10 +210,8 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
     // while one waits at a row's barrier the other's loads stream (their chunk loops unrolled
     // by 4, as many loads in flight a thread as before; fully unrolled, 8 chunks, it spilled and
     // ran at a third). Twice the blocks write and combine twice the partials, which each block
-    // repays only over enough rows: rms_norm_backward D = 16384 on the H200, GB/s, one block
-    // of 512 against two of 256 an SM: bf16 2048 rows 2067 -> 2275, f16 2048 2224 -> 2280,
-    // 4096 2959 -> 2985, 16384 3327 -> 3437, f16 8192 3292 -> 3241, but 1024 rows (4 a block)
-    // 2045 -> 1948 and 512 1508 -> 1389: taken where each block walks 6 rows or more. Layer
+    // repays only over enough rows: taken where each block walks 6 rows or more
+    // (docs/performance.md#column-two-streamed). Layer
     // norm's two reductions (128 KiB) let one block of 256 in, and stay as they were; so does a
     // kernel serving many row counts.
     if (in_smem.fits && !opts.tuning.threads_per_row && !opts.tuning.symbolic && in_smem.T >= 512) {
@@ -252,7 +245,7 @@ Decision<ColumnFit> placeColumns(NormKernel& k, const BlockLimit& lim, const Com
   // power of two (129 -> 160), so that the counts below a full grid share four grids an octave,
   // not one each (its blocks past the last set walk none): the grid is in its kernel IR (barrier
   // counts, the combine's partials), and each idle block costs the barrier and the combine time
-  // (H100, layer_norm_backward f16 257 x 1024: 10.1 us at 129 blocks, 12.4-13.1 at 256).
+  // (docs/performance.md#column-class-grid).
   k.grid = std::min<int64_t>(opts.tuning.symbolic ? quarterOctave(sets) : sets, int64_t{per_sm} * opts.device.sm_count);
   k.min_blocks_per_sm = per_sm;
   k.col_partials = k.grid;  // several rows a block: added in the block first

@@ -17,9 +17,8 @@ std::string columnStoresProblem(const NormKernel& k);
 // a thread, may load one row set ahead, so that the next row's loads are in flight while this
 // row's reductions wait at block barriers; empty where it does not. By default only for 16-bit
 // rows where a thread holds at most 80 values with them (the row's loads twice, and the column
-// partials where they are in registers): past that the registers spill. On the H200 rms_norm_backward bf16 8192 x 4096
-// (80 values) gained 12%, layer_norm_backward f16 4096 x 4096 (96) lost 1.5-2.4%, and f32 rows,
-// packed two a register no more, lost up to 11% (bench/results/2026-11-26-h200-row-prefetch.md).
+// partials where they are in registers): past that the registers spill, and f32 rows, packed
+// two a register no more, lose (docs/performance.md#row-prefetch).
 // LOOM_TUNE_ROW_PREFETCH=0 or 1: never or always.
 std::vector<std::pair<Leaf, DType>> loadsAhead(const NormKernel& k, int chunks, bool partials_in_registers,
                                                const Tuning& tune);

@@ -48,9 +48,9 @@ std::pair<int, int> heldByteRange(const std::set<Leaf>& held, const std::vector<
 int minSetRows(const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs, int row_vec);
 
 // The grid tier's fill buffers: 2 fills the next set's shared memory while the block works on
-// the current one, at half the shared memory per set. For tuning sweeps only: on an H100 it
-// measured faster for some channels-last shapes, slower for others and for long rows.
-// Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-fill-buffers
+// the current one, at half the shared memory per set. For tuning sweeps only: it measured
+// faster for some channels-last shapes, slower for others and for long rows
+// (docs/performance.md#grid-fill-buffers).
 int gridFillBuffers(const Tuning& tune);
 
 // Shared memory of one SM: 228 KiB on sm_90, 164 KiB on sm_80, 100 KiB on sm_86/89.

@@ -205,10 +205,8 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
       // More sets at once over fewer blocks each, two blocks an SM, where that fits (see gridShape):
       // with the pitch padded against bank conflicts (a pitch of 64 f16 rows put a warp's 8
       // elements of each row on one bank: 8 ways) where some split up to the SMs' allows it and
-      // its fewer groups take under 1.5 times the turns at the sets (batch_norm f16
-      // 64x1024x14x14: 16 sets, one turn of 16 groups, two of 15 padded: 20% slower), else as the
-      // fewest blocks fit. On the H100, channels-last instance_norm_backward +40-100%, forward
-      // +4-40% (bench/results/2026-11-26-h100-padded-sets.md).
+      // its fewer groups take under 1.5 times the turns at the sets (more turns lost), else as the
+      // fewest blocks fit (docs/performance.md#padded-sets).
       const GridShape plain = gridShape(sets, 2, G, opts, [&](int S) {
         return rowPitch(R, T, chunksAt(S), held, inputs, budget(2)).first != 0;
       });
@@ -353,9 +351,8 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
                                     opts, true, &out.groups, &out.split, &pairs);
     out.tier = NormTier::RowVectorsGrid;
     // Sets split over just two blocks: blocks up to the opt-in limit, a set (or part of one) a
-    // block, where they are enough for every SM: channels-last instance_norm_backward f16
-    // 64x512x28x28 on the H100 1279 GB/s against 679, and 1.4-2.0x at each such shape measured;
-    // sets over 4 blocks or more were mixed (bench/results/2026-11-26-h100-instance-norm-tiers.md).
+    // block, where they are enough for every SM; sets over 4 blocks or more were mixed
+    // (docs/performance.md#two-block-sets).
     if (row_place && pairs == 2) {
       std::optional<RowPlacement> block =
           placeRowVectors(k.rowElems(), k.rows(), held_leaves, inputs, path.row_vec, opts, blockSmemLimit(dev));

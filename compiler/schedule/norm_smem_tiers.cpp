@@ -137,9 +137,9 @@ bool rowsInRuns(const NormKernel& k) {
 // portable size) only where one block cannot hold it: one block of a whole row measured faster
 // than two of half of it. Once split, blocks of 64 KiB: three per SM keep the SM busy while one
 // waits at a cluster barrier (measured faster than blocks of 128 KiB).
-// Measurements: bench/results/2026-11-25-code-comment-measurements.md#cluster-split; clusters of
-// 16 (sm_90's non-portable size, LOOM_TUNE_CLUSTER=16) to keep rows of 1 MiB in blocks of 64 KiB
-// measured faster on the H200 and slower on the H100: bench/results/2026-11-26-cluster16.md
+// Clusters of 16 (sm_90's non-portable size, LOOM_TUNE_CLUSTER=16), which keep rows of 1 MiB in
+// blocks of 64 KiB, measured faster on one sm_90 part and slower on another
+// (docs/performance.md#cluster-split).
 constexpr int kMaxCluster = 16;
 
 // Threads a row of `rows_together` neighbouring rows a block, each split over `cs` blocks.
@@ -187,8 +187,7 @@ std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
   std::optional<SmemPlacement> p = placeAt(c, rows_together, cs);
   // A row within a block's shared memory until its chunks are padded to the block's threads
   // (batch norm backward over NCHW, f16 64x512x28x28: 196 KiB, 224 padded): split over a
-  // cluster, not left to the grid tier's barriers (H100: 317 -> 2033 GB/s,
-  // bench/results/2026-11-26-h100-padded-rows.md).
+  // cluster, not left to the grid tier's barriers (docs/performance.md#padded-rows).
   if (!p && cs == 1 && clusters && !tune.cluster && !tune.block_smem_kb) p = placeAt(c, rows_together, split64(2));
   return p;
 }
@@ -262,9 +261,7 @@ Decision<std::optional<GridChoice>> chooseGrid(const OnChip& c, int placed_rows)
       for (; groups >= 2 && !g; groups /= 2) g = gridAt(c, r, groups);
     }
   // Rows of two held loads or more: half as many neighbouring rows (64-byte lines, two sectors)
-  // in two groups rather than whole lines in one. Group norm backward f16 32x128x256x256
-  // channels-last (x and dy held) ran its first kernel at 1925 GB/s so against 1628 on the H200
-  // (bench/results/2026-11-26-h200-gn-backward-groups.md).
+  // in two groups rather than whole lines in one (docs/performance.md#grid-groups).
   if (!tune.no_grid_groups && !tune.grid_groups && !g && c.k.smem_leaves.size() >= 2 && c.max_rows_together >= 2 &&
       c.run_bytes * (c.max_rows_together / 2) >= 64)
     g = gridAt(c, c.max_rows_together / 2, 2);

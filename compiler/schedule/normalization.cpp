@@ -139,12 +139,9 @@ int finishLaunch(NormKernel& k, const CompileOptions& opts) {
 
 // Vectors of rows over the grid holding several loads, their sets meeting at grid barriers with
 // the memory idle between: a kernel of the reductions and a pointwise one measured faster where
-// each set takes every SM (one group: channels-last batch norm backward of long channels,
-// 1.6-2.8x), three loads or more are held (LSTM and GRU cell backward, 1.2-3.3x), or groups of
-// blocks take turns on two held loads of 24 MiB or more (channels-last batch norm backward f16
-// 64x512x28x28 1.59x, 64x2048x7x7 1.45x, f32 64x1024x14x14 1.40x on the H100); not on smaller
-// ones (0.52-0.85x on the H200 at 12.8 MB, 0.94-0.97x on the H100 at 19-21 MB).
-// bench/results/2026-11-26-h200-two-pass.md, 2026-11-26-h100-two-pass-groups.md. Empty: one kernel.
+// each set takes every SM (one group), three loads or more are held (LSTM and GRU cell
+// backward), or groups of blocks take turns on two held loads of 24 MiB or more; not on smaller
+// ones (docs/performance.md#two-pass). Empty: one kernel.
 std::string twoPassFaster(NormTier tier, const NormKernel& k, const std::set<Leaf>& held,
                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
   const bool grid = tier == NormTier::RowVectorsGrid || tier == NormTier::RowGridCutShort;

@@ -137,11 +137,8 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts, bool by_c
   // Rows that fill the GPU one block a row: long ones (1024 vectors or more) read in vectors
   // are still this scheduler's, one block a row folding in registers (the normalization
   // scheduler would hold such a row on chip for a second pass that one-pass reductions do not
-  // make: layer_norm_2d_backward's dw and db over 12544 elements took shared memory, one block
-  // an SM, 539 GB/s against 1874 here on the H200; over 6272, f16 32x768x14x14, the plan went
-  // from 378 to 602 GB/s on the H100 with 1024 vectors the bound instead of 2048:
-  // bench/results/2026-11-26-h100-reduction-mid-rows.md); short ones, or ones read an element
-  // at a time (7 x 7 images: 1023 there against 953 here), are its, many to a block.
+  // make, and would take shared memory for it: docs/performance.md#reduction-mid-rows); short
+  // ones, or ones read an element at a time, are its, many to a block.
   // A kernel serving a class of counts keeps them where a warp a row has two units a thread (one
   // block a row, looping to the count): the normalization scheduler would hold the row, so its
   // length, and every count its own kernel.
@@ -151,9 +148,7 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts, bool by_c
     if (!by_class || units < 64) return why;
     *only_as_class = std::move(why);
     // Those short rows take a thread a unit of the class's least count, so that the loads of a
-    // row are in flight at once (H100, weight gradients of 1 to 6 us: 1.1-1.4x faster than at 4
-    // units a thread, level with the normalization kernel they replace:
-    // bench/results/2026-11-27-h100-stop44-batch-classes.md).
+    // row are in flight at once (docs/performance.md#class-short-rows).
     if (units < kLongRowUnits && !opts.tuning.red_block) r.block = std::clamp(nextPow2(units), 32, 512);
   }
   r.grid = k.rows() * r.split;
@@ -164,10 +159,8 @@ std::string innerShape(ReductionKernel& r, const CompileOptions& opts, bool by_c
 // Tiles of 32 threads across the rows (a 512-byte line of f16 rows a warp) where there are
 // enough tiles to fill the GPU; fewer threads across (down to 8, and for long reductions no
 // fewer than read whole 128-byte lines of the narrowest input) where there are not, so that
-// each tile is split over fewer blocks and its last block has fewer partials to combine.
-// (H200: channels-last group norm backward's channel sums over 2M elements, f16 vectors of 4,
-// 0.417 ms with 8 threads across, 0.332 with 16; batch norm backward's over 1568, bf16, half
-// as fast with 16: bench/results/2026-11-26-cluster16.md.)
+// each tile is split over fewer blocks and its last block has fewer partials to combine
+// (docs/performance.md#threads-across).
 constexpr int64_t kLongColumns = 65536;
 // `partial_bytes`: a thread's partials, a value of each reduction's accumulator; `elem_bytes`:
 // the narrowest loaded element. The block's columns of threads meet in static shared memory, at
@@ -199,15 +192,9 @@ std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t p
   // Blocks a tile: as many as fill the GPU (`fill`), but no more than leave each thread down the
   // tile kOuterTrips trips of `unroll` loads (fewer blocks, each publishing its partial after
   // more loads); a short reduction (LSTM cell backward's bias gradient, 256 rows over 16 tiles:
-  // latency, not bytes) still takes a quarter of `fill`, down to one load a thread. Measured on
-  // the H200 over splits 4 to 264 (bench/results/2026-11-26-h200-reduction-splits.md): f16
-  // column sums 8192 x 1024 966 GB/s at 66 blocks a tile, 1316 at 16; 16384 x 256 425 at 264,
-  // 797 at 66; channels-last batch norm backward's channel sums 1776 at 132, 1850 at 98.
+  // latency, not bytes) still takes a quarter of `fill`, down to one load a thread.
   // Half the SM's threads, not all: a tile's last block then combines half the partials, and
-  // the loads in flight still cover the memory's latency. H100, blocks a tile capped at 66 to
-  // 528 (bench/results/2026-11-26-h100-column-split.md): channels-last batch_norm_backward's
-  // channel sums 1118 -> 1390 GB/s (f16 64x64x112x112, one tile: 1056 blocks -> 264 at best,
-  // 528 here 1252), 932 -> 1195 (bf16 64x128x56x56), column sums f16 1048576 x 64 1665 -> 1902.
+  // the loads in flight still cover the memory's latency (docs/performance.md#tile-splits).
   constexpr int64_t kOuterTrips = 4;
   const int64_t fill = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles;
   const int64_t half = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block / 2) / r.tiles;

@@ -342,8 +342,8 @@ SegmentPlan Segmenter::run() {
 
 }  // namespace
 
-// A kernel's launch and its ramp weighed as bytes moved (about 4 us at 4 TB/s): a plan of more
-// kernels is taken where it moves this much less per kernel more.
+// A kernel's launch and its ramp weighed as bytes moved (a few microseconds of copy
+// bandwidth): a plan of more kernels is taken where it moves this much less per kernel more.
 constexpr uint64_t kKernelBytes = uint64_t{16} << 20;
 
 std::string emptySizeReason(const Bindings& sizes, const std::vector<TensorDesc>& inputs) {

@@ -24,3 +24,27 @@ def test_scripts_are_maintained_tools_with_a_usage_line():
         head = "\n".join(p.read_text(encoding="utf-8").splitlines()[:25])
         said = re.search(rf"(bash|python3) scripts/{re.escape(p.name)}\b", head) or "Sourced by" in head
         assert said, f"{p.relative_to(ROOT)}: its header says nowhere how it is run (`bash scripts/{p.name} ...`)"
+
+
+_FIGURE = re.compile(r"\d[\d.,]*\s*(GB/s|TB/s)|\b(H100|H200|A100|V100|L40S?|RTX ?\d{4})\b")
+
+
+def test_code_comments_under_compiler_and_runtime_hold_no_measurements():
+    # Comments say why; the numbers behind a choice live in docs/performance.md (or bench/results).
+    anchors = set(re.findall(r"^### (\S+)$", (ROOT / "docs" / "performance.md").read_text(encoding="utf-8"), re.M))
+    bad, missing = [], []
+    for p in tracked("compiler/") + tracked("runtime/"):
+        if p.suffix not in (".h", ".cpp", ".def"):
+            continue
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            at = line.find("//")
+            if at < 0:
+                continue
+            comment = line[at:]
+            if _FIGURE.search(comment):
+                bad.append(f"{p.relative_to(ROOT)}:{n}: {comment.strip()}")
+            for a in re.findall(r"docs/performance\.md#([\w-]+)", comment):
+                if a not in anchors:
+                    missing.append(f"{p.relative_to(ROOT)}:{n}: #{a}")
+    assert not bad, "measurements in code comments (move them to docs/performance.md):\n" + "\n".join(bad)
+    assert not missing, "comments point at sections docs/performance.md lacks:\n" + "\n".join(missing)
