@@ -5,6 +5,11 @@
 #include "compiler/codegen/ptxas_check.h"
 #include "compiler/tuning.h"
 
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
 namespace loom {
 
 // tuningFromEnvironment (include/loom/tuning.h): every tuning.def variable that is set. A bad
@@ -13,5 +18,16 @@ namespace loom {
 
 // $LOOM_PTXAS (else the CUDA toolkit's ptxas found at build time) and $TMPDIR (else /tmp).
 codegen::PtxasTool ptxasFromEnvironment();
+
+// The value of environment variable `name`, nullopt where unset or empty: the runtime's one
+// read of the environment. `name` must be listed in runtime/environment.def or tuning.def, or
+// be one of the system's (HOME, TMPDIR, XDG_CACHE_HOME).
+std::optional<std::string> environmentValue(std::string_view name);
+
+// Every variable loom reads: environment.def's, then tuning.def's; each with what it sets.
+struct EnvironmentVariable {
+  std::string_view name, meaning;
+};
+const std::vector<EnvironmentVariable>& environmentVariables();
 
 }  // namespace loom

@@ -7,12 +7,13 @@
 #include <mutex>
 
 #include "ir/error.h"
+#include "reference/reference.h"
 #include "runtime/bind_sizes.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/dynamic_sizes.h"
 #include "runtime/cubin_worker.h"
-#include "reference/reference.h"
+#include "runtime/environment_options.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/memory_raw.h"
 #include "runtime/module_image.h"
@@ -146,8 +147,7 @@ struct Executor::Entries : runtime::SignatureLru<Entry> {
 // per-thread default stream, which skips the legacy stream's implicit synchronization.
 static runtime::StreamHandle launchStream() {
   static const runtime::StreamHandle s = [] {
-    const char* v = std::getenv("LOOM_STREAM");
-    return v && std::string(v) == "per-thread" ? runtime::StreamHandle{0x2} : runtime::StreamHandle{0};
+    return environmentValue("LOOM_STREAM") == "per-thread" ? runtime::StreamHandle{0x2} : runtime::StreamHandle{0};
   }();
   return s;
 }

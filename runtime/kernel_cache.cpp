@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "runtime/environment_options.h"
 
 namespace loom::runtime {
 
@@ -38,14 +39,13 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 bool diskCacheEnabled() {
-  const char* v = std::getenv("LOOM_DISK_CACHE");
-  return !(v && std::string(v) == "0");
+  return environmentValue("LOOM_DISK_CACHE") != "0";
 }
 
 std::string diskCacheDir() {
-  if (const char* d = std::getenv("LOOM_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/loom";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/loom";
+  if (auto d = environmentValue("LOOM_CACHE_DIR")) return *d;
+  if (auto x = environmentValue("XDG_CACHE_HOME")) return *x + "/loom";
+  if (auto h = environmentValue("HOME")) return *h + "/.cache/loom";
   return "/tmp/loom-cache";
 }
 

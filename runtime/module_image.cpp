@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ir/error.h"
+#include "runtime/environment_options.h"
 #include "runtime/ptx_compiler.h"
 
 namespace loom::runtime {
@@ -22,8 +23,7 @@ std::atomic<bool> g_no_compiler{false}, g_refused{false}, g_load_refused{false};
 
 bool cubinsEnabled() {
   static const bool on = [] {
-    const char* v = std::getenv("LOOM_CUBIN");
-    return !(v && std::string(v) == "0");
+    return environmentValue("LOOM_CUBIN") != "0";
   }();
   return on;
 }

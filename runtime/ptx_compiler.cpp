@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/environment_options.h"
+
 namespace loom::runtime {
 namespace {
 
@@ -42,7 +44,7 @@ struct Loaded {
 
 std::vector<std::string> candidates() {
   std::vector<std::string> c;
-  if (const char* p = std::getenv("LOOM_NVJITLINK"); p && *p) c.emplace_back(p);
+  if (auto p = environmentValue("LOOM_NVJITLINK")) c.push_back(*p);
   for (const char* so : {"libnvJitLink.so.13", "libnvJitLink.so.12"}) c.emplace_back(so);
   for (const char* root : {LOOM_CUDA_ROOT_DEFAULT, "/usr/local/cuda"})
     for (const char* so : {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"})

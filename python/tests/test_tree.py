@@ -48,3 +48,16 @@ def test_code_comments_under_compiler_and_runtime_hold_no_measurements():
                     missing.append(f"{p.relative_to(ROOT)}:{n}: #{a}")
     assert not bad, "measurements in code comments (move them to docs/performance.md):\n" + "\n".join(bad)
     assert not missing, "comments point at sections docs/performance.md lacks:\n" + "\n".join(missing)
+
+
+def test_every_environment_variable_read_is_listed():
+    # runtime/environment.def and include/loom/tuning.def list what loom reads; `loom env` prints them.
+    listed = set(re.findall(r"LOOM_ENV\((\w+),", (ROOT / "runtime" / "environment.def").read_text(encoding="utf-8")))
+    listed |= set(re.findall(r"LOOM_(?:KNOB|SWITCH)\((\w+),", (ROOT / "include" / "loom" / "tuning.def").read_text(encoding="utf-8")))
+    read = re.compile(r"""(?:getenv|environmentValue|environ\.get|environ\[)\(?\s*["'](LOOM_\w+)["']""")
+    unlisted = []
+    for p in tracked("ir/") + tracked("runtime/") + tracked("capi/") + tracked("tools/") + tracked("python/loom/"):
+        if p.suffix in (".h", ".cpp", ".py"):
+            unlisted += [f"{p.relative_to(ROOT)}: {name}" for name in read.findall(p.read_text(encoding="utf-8"))
+                         if name not in listed]
+    assert not unlisted, "read but not in runtime/environment.def:\n" + "\n".join(unlisted)

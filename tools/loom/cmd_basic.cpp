@@ -1,9 +1,10 @@
-// `loom examples`, `loom print`, `loom eval`.
+// `loom examples`, `loom env`, `loom print`, `loom eval`.
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
 
+#include "runtime/environment_options.h"
 #include "tools/loom/cli.h"
 
 namespace loom::cli {
@@ -16,6 +17,17 @@ int runExamples(const Args& a) {
     std::string sizes;
     for (const auto& [k, v] : e.default_sizes) sizes += fmt::format("{}{}={}", sizes.empty() ? "" : " ", k, v);
     std::cout << fmt::format("{:<{}} {}  [{}]\n", e.name, width, e.summary, sizes);
+  }
+  return 0;
+}
+
+int runEnv(const Args& a) {
+  LOOM_USER_CHECK(a.positionals().empty(), "`loom env` takes no arguments");
+  size_t width = 0;
+  for (const auto& v : environmentVariables()) width = std::max(width, v.name.size());
+  for (const auto& v : environmentVariables()) {
+    const auto set = environmentValue(v.name);
+    std::cout << fmt::format("{:<{}} {:<12} {}\n", v.name, width, set ? "=" + *set : "(unset)", v.meaning);
   }
   return 0;
 }

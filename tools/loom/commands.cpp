@@ -4,6 +4,7 @@
 namespace loom::cli {
 
 int runExamples(const Args& a);
+int runEnv(const Args& a);
 int runPrint(const Args& a);
 int runEval(const Args& a);
 int runDump(const Args& a);
@@ -18,6 +19,10 @@ const std::vector<Command>& commands() {
        "usage: loom examples\n\nLists the built-in fusions, one line each, with their default "
        "sizes.\nEach can be used wherever a command takes FUSION.\n",
        {}, {}, runExamples},
+      {"env", "list the environment variables loom reads, with their values",
+       "usage: loom env\n\nLists every environment variable loom reads (runtime/environment.def and the\n"
+       "tuning knobs of include/loom/tuning.def), its value here, and what it sets.\n",
+       {}, {}, runEnv},
       {"print", "print a fusion in loom's text format",
        "usage: loom print FUSION\n\nPrints FUSION (a built-in name or a text-format file) in the "
        "text format.\nThe output parses back to the same fusion: `loom print group_norm > g.loom; "
