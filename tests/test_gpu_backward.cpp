@@ -71,7 +71,7 @@ TEST_CASE("backward built-ins at odd sizes", "[gpu][backward]") {
       }
 }
 
-// Issue 22's odd shapes for every norm's backward, each in the three float dtypes and, for the
+// Odd shapes for every norm's backward, each in the three float dtypes and, for the
 // image norms, both layouts: rows of 1, 3, 1531 and 65544; channels no vector width divides;
 // a batch of one.
 TEST_CASE("backward built-ins at odd shapes in every float dtype and layout", "[gpu][backward]") {

@@ -1,4 +1,4 @@
-// CPU-only: LOOM_TUNE_SYMBOLIC (issue 23, deliverable 1, first step): pointwise kernels that
+// CPU-only: LOOM_TUNE_SYMBOLIC: pointwise kernels that
 // take their outermost size at run time, one compile per class of sizes whose schedule comes out
 // the same, and what the kernel IR, the PTX, the cache and the plan carry for it.
 #include <catch2/catch.hpp>
@@ -85,7 +85,7 @@ TEST_CASE("symbolic sizes: 100 batch sizes of a pointwise fusion compile once pe
 }
 
 TEST_CASE("symbolic sizes: layer norm over 100 row counts compiles once; tiers that count row sets do not", "[symbolic]") {
-  // Issue 23's measure: layer_norm with D = 4096 over 100 different N.
+  // The measure: layer_norm with D = 4096 over 100 different N.
   Sweep s = sweep("layer_norm", "N", 4093, 4192, symbolicOptions(), {{"D", 4096}});
   CHECK(s.compiles == 1);
   for (size_t i = 0; i < s.plans.size(); ++i) {
@@ -527,7 +527,7 @@ TEST_CASE("symbolic sizes: reductions over the batch take it at run time, one ke
   compileFusion(*inner, {{"N", 4096}, {"C", 64}}, test::descsFor(*inner, {{"N", 4096}, {"C", 64}}), symbolicOptions(), &ist);
   CHECK(test::has(ist[DumpStage::Schedule], "every size known (N is not outermost in every tensor's memory)"));
 
-  // Issue 23's backward built-ins over 40 batch sizes: their plans' reductions over N (group
+  // The backward built-ins over 40 batch sizes: their plans' reductions over N (group
   // norm's and instance norm's weight gradients, channels-last batch norm's statistics) and the
   // LSTM cell's bias gradient no longer compile per size.
   CHECK(sweep("group_norm_backward", "N", 33, 72, symbolicOptions(), {{"C", 64}, {"H", 16}, {"W", 16}}).compiles <= 5);
