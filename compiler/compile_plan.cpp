@@ -6,8 +6,6 @@
 #include "compiler/compile.h"
 #include "compiler/schedule/scheduler.h"
 #include "compiler/segment/segmenter.h"
-#include <fmt/ranges.h>
-
 #include "ir/error.h"
 
 namespace loom {
@@ -48,13 +46,8 @@ std::optional<CompiledPlan> planSegments(const ir::Fusion& given, std::shared_pt
   for (size_t i = 0; i < f.inputs().size(); ++i)
     where[f.inputs()[i]] = {TensorRef::Kind::Input, static_cast<int>(i)};
   plan.outputs.resize(f.outputs().size());
-  plan.output_alias.assign(f.outputs().size(), -1);
-  for (size_t i = 0; i < f.outputs().size(); ++i) {
-    const auto& o = f.outputs()[i];
-    // (segmentFusion refused outputs that are inputs themselves.)
-    for (size_t j = 0; j < f.inputs().size(); ++j)
-      if (f.inputs()[j] == o.alias) plan.output_alias[i] = static_cast<int>(j);
-  }
+  // (segmentFusion refused outputs that are inputs themselves.)
+  for (const auto& o : f.outputs()) plan.output_alias.push_back(f.inputIndex(o.alias));
   // Each segment's key and cached kernel first; the kernels no cache holds are compiled at once,
   // one thread each (each compile has its own LLVM context and target machine), unless stage
   // texts are being collected or dumped, whose order must stay the segments'.
@@ -173,11 +166,9 @@ bool hasEmptySize(const Bindings& sizes, const std::vector<TensorDesc>& inputs) 
 CompiledPlan emptyPlan(const ir::Fusion& f, const Bindings& sizes, const std::vector<TensorDesc>& inputs) {
   CompiledPlan plan;
   plan.outputs.resize(f.outputs().size());
-  plan.output_alias.assign(f.outputs().size(), -1);
   for (size_t i = 0; i < f.outputs().size(); ++i) {
     const auto& o = f.outputs()[i];
-    for (size_t j = 0; j < f.inputs().size(); ++j)
-      if (f.inputs()[j] == o.alias) plan.output_alias[i] = static_cast<int>(j);
+    plan.output_alias.push_back(f.inputIndex(o.alias));
     if (plan.output_alias[i] >= 0) {
       plan.outputs[i] = inputs[static_cast<size_t>(plan.output_alias[i])];
     } else {

@@ -15,17 +15,6 @@ Activation parseActivation(const std::string& op, const std::string& name) {
        name);
 }
 
-const char* activationName(Activation a) {
-  switch (a) {
-#define LOOM_ACT_NAME(n) \
-  case Activation::n:    \
-    return #n;
-    LOOM_ACTIVATIONS(LOOM_ACT_NAME)
-#undef LOOM_ACT_NAME
-  }
-  return "?";
-}
-
 Tensor applyActivation(Tensor z, Activation a) {
   switch (a) {
     case Activation::none: return z;

@@ -17,7 +17,6 @@ enum class Activation {
 
 // `name` as an Activation; a loom::Error naming `op` and the known names otherwise.
 Activation parseActivation(const std::string& op, const std::string& name);
-const char* activationName(Activation a);
 
 // act(z), in z's dtype (the caller casts).
 Tensor applyActivation(Tensor z, Activation a);

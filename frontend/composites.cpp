@@ -135,14 +135,14 @@ BatchNormTrain batchNormTrain(Tensor x, std::optional<Tensor> running_mean,
     std::optional<Tensor> rm, rv, new_rm, new_rv;
     if (running_mean) rm = cast(*running_mean, stats.mean.dtype());
     if (running_var) rv = cast(*running_var, stats.var.dtype());
-    if (momentum_t) {
-      Tensor m = cast(*momentum_t, stats.var.dtype());
+    auto update = [&](const auto& m) {  // (a double or a scalar tensor: the same ops)
       if (rm) new_rm = *rm * (1.0 - m) + stats.mean * m;
       if (rv) new_rv = *rv * (1.0 - m) + unbiased * m;
-    } else {
-      if (rm) new_rm = *rm * (1.0 - momentum) + stats.mean * momentum;
-      if (rv) new_rv = *rv * (1.0 - momentum) + unbiased * momentum;
-    }
+    };
+    if (momentum_t)
+      update(cast(*momentum_t, stats.var.dtype()));
+    else
+      update(momentum);
     r.y = cast(y, x.dtype());
     if (new_rm) r.running_mean = cast(*new_rm, running_mean->dtype());
     if (new_rv) r.running_var = cast(*new_rv, running_var->dtype());

@@ -135,11 +135,20 @@ void outputGrads(FusionBuilder& fb, const NormGrads& g) {
   if (g.db) fb.output("db", g.db);
 }
 
-// The forward's outputs: y, then (stats=1, the default) what its backward reads. `act` ends y
-// (rounded to x's dtype between the two, as PyTorch's separate norm and activation round).
+// A norm's y ended by `act` (rounded to y's dtype between the two, as PyTorch's separate norm
+// and activation modules round).
+Tensor activated(Tensor y, Activation act) {
+  return act == Activation::none ? y : cast(applyActivation(toCompute(y), act), y.dtype());
+}
+
+// `s` with its y ended by `act`.
+NormStats withActivation(NormStats s, Activation act) {
+  s.y = activated(s.y, act);
+  return s;
+}
+
+// The forward's outputs: y, then (stats=1, the default) what its backward reads.
 void outputStats(FusionBuilder& fb, Params& p, NormStats s) {
-  const Activation act = p.act();
-  if (act != Activation::none) s.y = cast(applyActivation(toCompute(s.y), act), s.y.dtype());
   fb.output("y", s.y);
   if (!p.flag("stats", true)) return;
   fb.output("mean", s.mean);
@@ -227,7 +236,7 @@ const std::vector<OpDef>& opDefs() {
          auto x = fb.input("x", xt, rowDims(r));
          auto w = optInput(fb, "w", p.optDtype("w"), {"D"});
          auto b = optInput(fb, "b", p.optDtype("b"), {"D"});
-         outputStats(fb, p, layer_norm_with_stats(x, {"D"}, w, b, p.number("eps", 1e-5)));
+         outputStats(fb, p, withActivation(layer_norm_with_stats(x, {"D"}, w, b, p.number("eps", 1e-5)), p.act()));
        }},
       {"layer_norm_backward", "dy, x [N, D], mean, rstd [N, 1], w, b [D] (optional): dx, dw, db; params x, w, b, act (none: the forward's act, recomputed from the statistics)",
        [](FusionBuilder& fb, Params& p) {
@@ -273,7 +282,7 @@ const std::vector<OpDef>& opDefs() {
          const int r = p.rank(3, 2);
          const int g = p.whole("groups");
          auto s = spatialInputs(fb, p, xt, r, true);
-         outputStats(fb, p, group_norm_with_stats(s.x, g, s.w, s.b, p.number("eps", 1e-5)));
+         outputStats(fb, p, withActivation(group_norm_with_stats(s.x, g, s.w, s.b, p.number("eps", 1e-5)), p.act()));
        }},
       {"group_norm_backward", "dy, x [N, C, S], mean, rstd [N, G], w [C] (optional): dx, dw, db; params x, groups, w, act (none; b [C] an input where given)",
        [](FusionBuilder& fb, Params& p) {
@@ -314,8 +323,7 @@ const std::vector<OpDef>& opDefs() {
          // inplace=0: the updated statistics as outputs of their own (a functional op's).
          const bool inplace = p.number("inplace", 1) != 0;
          const Activation act = p.act();
-         if (act != Activation::none) out.y = cast(applyActivation(toCompute(out.y), act), xt);
-         fb.output("y", out.y);
+         fb.output("y", activated(out.y, act));
          if (p.flag("stats", true)) {
            fb.output("save_mean", out.save_mean);
            fb.output("save_invstd", out.save_invstd);
@@ -374,7 +382,7 @@ const std::vector<OpDef>& opDefs() {
          const DType xt = p.dtype("x");
          const int r = p.rank(3, 3);
          auto s = spatialInputs(fb, p, xt, r, true);
-         outputStats(fb, p, layer_norm_2d_with_stats(s.x, s.w, s.b, p.number("eps", 1e-6)));
+         outputStats(fb, p, withActivation(layer_norm_2d_with_stats(s.x, s.w, s.b, p.number("eps", 1e-6)), p.act()));
        }},
       {"layer_norm_2d_backward", "dy, x [N, C, S], mean, rstd [N, 1, S], w [C] (optional): dx, dw, db; params x, w, act (none; b [C] an input where given)",
        [](FusionBuilder& fb, Params& p) {

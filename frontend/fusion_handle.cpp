@@ -76,12 +76,7 @@ std::vector<std::string> Fusion::outputNames() const {
 std::vector<int> Fusion::outputAliases() const {
   const ir::Fusion& f = held();
   std::vector<int> out;
-  for (const auto& o : f.outputs()) {
-    int alias = -1;
-    for (size_t j = 0; j < f.inputs().size(); ++j)
-      if (o.alias && f.inputs()[j] == o.alias) alias = static_cast<int>(j);
-    out.push_back(alias);
-  }
+  for (const auto& o : f.outputs()) out.push_back(f.inputIndex(o.alias));
   return out;
 }
 

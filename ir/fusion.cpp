@@ -157,6 +157,12 @@ const Value* Fusion::input(const std::string& name) const {
   fail("fusion `{}` has no input `{}`; its inputs are: {}", name_, name, names);
 }
 
+int Fusion::inputIndex(const Value* v) const {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (v && inputs_[i] == v) return static_cast<int>(i);
+  return -1;
+}
+
 std::vector<std::string> Fusion::symbols() const {
   std::set<std::string> s;
   for (const Value* v : inputs_)

@@ -45,6 +45,8 @@ class Fusion {
   std::vector<const Value*> values() const;
   const Value* findValue(const std::string& name) const;  // null if none
   const Value* input(const std::string& name) const;      // throws if none
+  // `v`'s index among the inputs, or -1 (also for null: an output's absent alias).
+  int inputIndex(const Value* v) const;
   // Every symbol used by input shapes, sorted.
   std::vector<std::string> symbols() const;
   // Ops that consume `v`, in creation order.

@@ -189,9 +189,7 @@ void planOutputs(const ir::Fusion& f, const Bindings& sizes, const std::vector<T
   for (size_t i = 0; i < f.outputs().size(); ++i) {
     const auto& o = f.outputs()[i];
     const std::vector<const ir::Value*> pieces = storedPieces(o.value);
-    int alias = -1;
-    for (size_t i = 0; i < f.inputs().size(); ++i)
-      if (f.inputs()[i] == o.alias) alias = static_cast<int>(i);
+    const int alias = f.inputIndex(o.alias);
     k.output_alias.push_back(alias);
     std::vector<int64_t> shape;
     for (const auto& a : o.value->axes()) shape.push_back(a.broadcast ? 1 : a.extent.evaluate(sizes));

@@ -77,11 +77,7 @@ struct StoreRoot {
 // Outputs (of their own shapes: a concat's is its pieces' joined): allocated contiguous in
 // iteration order, or written into their aliased input.
 // The input an output is written into, or -1.
-int aliasIndex(const ir::Fusion& f, const ir::Output& o) {
-  for (size_t i = 0; i < f.inputs().size(); ++i)
-    if (f.inputs()[i] == o.alias) return static_cast<int>(i);
-  return -1;
-}
+int aliasIndex(const ir::Fusion& f, const ir::Output& o) { return f.inputIndex(o.alias); }
 
 void placeOutputs(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                   const std::vector<std::vector<int64_t>>& shapes, PointwiseKernel& k) {
