@@ -4,7 +4,7 @@ loom.torch took (the compiled extension, or ctypes) is printed first; run it twi
 time with LOOM_TORCH_EXTENSION=0, for the two paths. `--python-function` adds LayerNorm through
 a thin torch.autograd.Function over the extension's op (the other place autograd could live).
 
-    python3 bench/torch_host.py [--calls 2000] [--rounds 5] [--python-function]
+    python3 bench/torch_host.py [--calls 2000] [--rounds 7] [--python-function]
 """
 import argparse
 import copy
@@ -34,18 +34,25 @@ def modules():
         pass
 
 
-def per_call_us(fn, calls, rounds):
-    for _ in range(20):
+def round_us(fn, calls):
+    t0 = time.perf_counter()
+    for _ in range(calls):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def paired_us(fns, calls, rounds):
+    """Median µs a call of each of fns, their rounds taken in turn (the host drifts over seconds)."""
+    for fn in fns:
+        for _ in range(20):
             fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    times = [[] for _ in fns]
+    for _ in range(rounds):
+        for t, fn in zip(times, fns):
+            t.append(round_us(fn, calls))
+    return [statistics.median(t) for t in times]
 
 
 def modes(m, x):
@@ -85,7 +92,7 @@ class PyFunctionLayerNorm(torch.nn.LayerNorm):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--python-function", action="store_true")
     a = ap.parse_args()
     path = "compiled extension" if ops.EXTENSION is not None else f"ctypes ({ops.WHY})"
@@ -104,8 +111,7 @@ def main():
         x = make().cuda()
         ms, ml = modes(stock, x), modes(mine, x)
         for mode in ms:
-            t = per_call_us(ms[mode], a.calls, a.rounds)
-            lo = per_call_us(ml[mode], a.calls, a.rounds)
+            t, lo = paired_us([ms[mode], ml[mode]], a.calls, a.rounds)
             print(f"{name:24} {mode:14} {t:9.1f} {lo:9.1f} {lo / t:10.2f}", flush=True)
 
 

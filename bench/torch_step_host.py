@@ -1,5 +1,5 @@
 """Where the time of a timm training step goes, stock norms against loom's (fp16 AMP, GradScaler,
-SGD with momentum, as bench/torch_convnext.py trains): the wall time of a forward + backward
+SGD with momentum, as bench/torch_train.py trains): the wall time of a forward + backward
 and the host time to enqueue it (from an idle GPU), the wall time of whole training steps back
 to back, then torch.profiler's host ops over whole steps side by side (the ops whose host time or
 count differs most), and loom's Python functions by own time (cProfile).

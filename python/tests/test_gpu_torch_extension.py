@@ -21,13 +21,7 @@ if ops.EXTENSION is None:
     pytest.skip(f"loom.torch runs its ctypes path: {ops.WHY}", allow_module_level=True)
 
 F = torch.nn.functional
-TOL = {torch.float16: 5e-3, torch.bfloat16: 4e-2, torch.float32: 1e-4}
-DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-
-
-def rel(got, want):
-    got, want = got.double(), want.double()
-    return ((got - want).norm() / max(want.norm().item(), 1e-30)).item()
+from torch_checks import DTYPES, TOL, rel  # noqa: E402
 
 
 def test_extension_is_the_path():
@@ -245,3 +239,46 @@ def test_cuda_graph_capture_through_the_extension():
     graph.replay()
     torch.cuda.synchronize()
     assert rel(y, F.group_norm(x.float(), 4, m.weight, m.bias)) < 5e-3
+
+
+def test_autograd_nodes_behave_as_pytorchs():
+    m = swapped(torch.nn.LayerNorm(96).cuda())
+    x = torch.randn(5, 96, device="cuda", requires_grad=True)
+    y = m(x)
+    assert y.grad_fn.name() == "loom::layer_norm_backward" and len(y.grad_fn.next_functions) == 3
+    # retain_graph: the same gradient twice, accumulated; then the saved tensors are freed.
+    y.sum().backward(retain_graph=True)
+    first = x.grad.clone()
+    y.sum().backward()
+    assert rel(x.grad, 2 * first) < 1e-6
+    with pytest.raises(RuntimeError, match="second time"):
+        y.sum().backward()
+    # x changed in place after the forward: PyTorch's version check, not a wrong gradient.
+    x2 = torch.randn(5, 96, device="cuda")
+    xg = x2.clone().requires_grad_()
+    h = xg * 1
+    y2 = m(h)
+    h.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y2.sum().backward()
+    # Only the weight wants a gradient (a frozen input): dw and db as PyTorch's, no dx.
+    m.zero_grad()
+    stock = copy.deepcopy(m)
+    stock.__class__ = torch.nn.LayerNorm
+    m(x2).pow(2).sum().backward()
+    stock(x2).pow(2).sum().backward()
+    assert rel(m.weight.grad, stock.weight.grad) < 1e-4 and rel(m.bias.grad, stock.bias.grad) < 1e-4
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: torch.nn.RMSNorm(48, elementwise_affine=False), (7, 48)),
+    (lambda: torch.nn.GroupNorm(4, 16, affine=False), (3, 16, 5, 5)),
+    (lambda: torch.nn.BatchNorm2d(16, affine=False), (3, 16, 5, 5)),
+    (lambda: torch.nn.InstanceNorm2d(16), (3, 16, 5, 5)),
+])
+def test_autograd_nodes_without_parameters(make, shape):
+    stock = make().cuda()
+    mine = copy.deepcopy(stock)
+    assert loom.torch.swap(mine) == 1
+    x = torch.randn(*shape, device="cuda")
+    check(stock, mine, x, torch.float32)

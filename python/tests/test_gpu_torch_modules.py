@@ -15,13 +15,7 @@ import loom.torch  # noqa: E402
 from loom.torch import nn as lnn  # noqa: E402
 
 F = torch.nn.functional
-TOL = {torch.float16: 5e-3, torch.bfloat16: 4e-2, torch.float32: 1e-4}
-DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-
-
-def rel(got, want):
-    got, want = got.double(), want.double()
-    return ((got - want).norm() / max(want.norm().item(), 1e-30)).item()
+from torch_checks import DTYPES, TOL, rel  # noqa: E402
 
 
 def compare(stock, mine, x, dtype, check_buffers=True):
@@ -138,7 +132,8 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.loom.layer_norm_2d.default, (img, c, c, 1e-6))
 
 
-def test_torch_compile_fullgraph(monkeypatch):
+@pytest.mark.parametrize("in_compile", ["loom", "torch"])
+def test_torch_compile_fullgraph(monkeypatch, in_compile):
     # (No conv bias before a norm: its gradient is zero, and rounding noise against noise. No TF32:
     # the compiled graph may pick other conv algorithms.)
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
@@ -148,10 +143,16 @@ def test_torch_compile_fullgraph(monkeypatch):
                                 torch.nn.Conv2d(32, 16, 1, bias=False), torch.nn.GELU(), torch.nn.GroupNorm(4, 16),
                                 torch.nn.GELU()).cuda()
     ref = copy.deepcopy(model)
-    assert loom.torch.swap(model) == 3
+    assert loom.torch.swap(model, in_compile=in_compile) == 3
     compiled = torch.compile(model, fullgraph=True)
     x = torch.randn(4, 3, 12, 12, device="cuda")
-    y, y_ref = compiled(x), ref(x)
+    compiled(x), ref(x)  # (compiles; both models' running statistics take this batch)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        y, y_ref = compiled(x), ref(x)
+        torch.cuda.synchronize()
+    # loom's kernels in the compiled graph only where asked for (else Inductor's own).
+    loom_kernels = [e.name for e in prof.events() if e.name.startswith("loom")]
+    assert bool(loom_kernels) == (in_compile == "loom"), loom_kernels[:3]
     assert rel(y, y_ref) < 1e-4, rel(y, y_ref)
     g = torch.randn_like(y)
     (y * g).sum().backward()

@@ -5,7 +5,10 @@ f32 math inside, and the output keeps the input's dtype. Where loom has no kerne
 configuration (a CPU tensor, inference with running statistics, InstanceNorm's running
 statistics), they run PyTorch's own forward.
 
-swap(model) turns a model's norms into loom's in place (swap.py says which it takes)."""
+swap(model) turns a model's norms into loom's in place (swap.py says which it takes).
+
+Under torch.compile a module runs PyTorch's forward, for Inductor to fuse with its neighbours,
+unless its `loom_in_compile` attribute is True (then loom's op, opaque to Inductor)."""
 import math
 
 import torch
@@ -114,9 +117,20 @@ def instance_norm_forward(m, x, act="none"):
     return ops.instance_norm(x, w, b, m.eps)
 
 
+_compiling = torch.compiler.is_compiling
+
+
+def torch_in_compile(m):
+    """Whether module m runs PyTorch's own forward now: while torch.compile traces it, unless its
+    `loom_in_compile` is set (swap(in_compile="loom")). Inductor then fuses the norm's math with
+    its neighbours (a residual add, an activation, casts), which loom's op, opaque to Inductor,
+    keeps apart."""
+    return _compiling() and not getattr(m, "loom_in_compile", False)
+
+
 def _forward_of(family, base):
     def forward(self, x):
-        y = family(self, x)
+        y = NotImplemented if torch_in_compile(self) else family(self, x)
         return base.forward(self, x) if y is NotImplemented else y
 
     forward.__doc__ = family.__doc__
@@ -152,7 +166,7 @@ class LayerNorm2d(torch.nn.LayerNorm):
         super().__init__(num_channels, eps=eps, elementwise_affine=affine)
 
     def forward(self, x):
-        y = layer_norm_2d_forward(self, x)
+        y = NotImplemented if torch_in_compile(self) else layer_norm_2d_forward(self, x)
         return _timm_layer_norm_2d(self, x) if y is NotImplemented else y
 
 

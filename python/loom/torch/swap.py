@@ -87,6 +87,8 @@ def _derive(cls, family, with_act):
 
     if with_act:
         def forward(self, x):
+            if _nn.torch_in_compile(self):
+                return own(self, x)
             name, after = _activation(self)
             y = family(self, x, name)
             if y is NotImplemented:
@@ -94,7 +96,7 @@ def _derive(cls, family, with_act):
             return y if after is None else after(y)
     else:
         def forward(self, x):
-            y = family(self, x)
+            y = NotImplemented if _nn.torch_in_compile(self) else family(self, x)
             return own(self, x) if y is NotImplemented else y
 
     t = type("Loom" + cls.__name__, (cls,), {"forward": forward, "__module__": __name__, "_loom_family": family,
@@ -116,10 +118,14 @@ def _hf_rms_ok(cls, m):
     return None
 
 
+def _is_loom(cls):
+    return cls.__module__ in (_nn.__name__, __name__) or getattr(cls, "_loom_family", None) is not None
+
+
 def _target(m):
     """(class to give m, None), (None, why it is left), or (None, None) for no norm at all."""
     cls = type(m)
-    if cls.__module__ in (_nn.__name__, __name__) or getattr(cls, "_loom_family", None):
+    if _is_loom(cls):
         return None, None  # already loom's
     if cls in _EXACT:
         return _EXACT[cls], None
@@ -170,11 +176,16 @@ def _only_matches(t, only):
                                                  any(o.startswith(name) for o in only))
 
 
-def swap(model, only=None, report=False):
+def swap(model, only=None, report=False, in_compile="torch"):
     """Turns every module of `model` that loom has a kernel for into loom's, in place. `only`: the
     names of the families to take (e.g. {"LayerNorm2d"}; LayerNorm, RMSNorm, HFRMSNorm, GroupNorm,
-    LayerNorm2d, BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d); by default all. Returns the number
-    swapped, or with report=True prints and returns a SwapReport."""
+    LayerNorm2d, BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d); by default all. `in_compile`: what the
+    modules run while torch.compile traces them: "torch" (PyTorch's forward, which Inductor fuses
+    with the norm's neighbours) or "loom" (loom's kernels as ops Inductor calls; docs/python.md
+    says where each wins). Returns the number swapped, or with report=True prints and returns a
+    SwapReport."""
+    if in_compile not in ("torch", "loom"):
+        raise ValueError(f"loom.torch.swap: in_compile={in_compile!r} is neither 'torch' nor 'loom'")
     if only is not None:
         only = {only} if isinstance(only, str) else set(only)
         known = {t.__name__ for t in _EXACT.values()} | set(_NAMES.values()) - {"BatchNorm", "InstanceNorm"}
@@ -185,6 +196,8 @@ def swap(model, only=None, report=False):
     swapped, left = [], []
     for name, m in model.named_modules():
         t, why = _target(m)
+        if _is_loom(type(m)):
+            m.loom_in_compile = in_compile == "loom"
         if t is None:
             if why:
                 left.append((name, type(m).__qualname__, why))
@@ -194,6 +207,7 @@ def swap(model, only=None, report=False):
             continue
         cls = type(m).__qualname__
         m.__class__ = t
+        m.loom_in_compile = in_compile == "loom"
         swapped.append((name, cls, _family_name(t)))
     if report:
         r = SwapReport(swapped, left)

@@ -1,13 +1,15 @@
 #include "autograd.h"
 
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/autograd.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
 
+#include "dispatch.h"
 #include "runner.h"
 
 namespace loom_torch {
 
-using torch::autograd::AutogradContext;
+using torch::autograd::SavedVariable;
 using torch::autograd::variable_list;
 
 bool allPlain(std::initializer_list<const at::Tensor*> ts) {
@@ -18,195 +20,218 @@ bool allPlain(std::initializer_list<const at::Tensor*> ts) {
 
 namespace {
 
-const at::Tensor* opt(const OptT& t) { return t ? &*t : nullptr; }
 at::Tensor orUndefined(const OptT& t) { return t ? *t : at::Tensor(); }
 OptT given(const at::Tensor& t) { return t.defined() ? OptT(t) : std::nullopt; }
 
-// loom's backward kernels have no derivative of their own: a double backward is refused.
-void onceDifferentiable(const char* op) {
-  TORCH_CHECK(!at::GradMode::is_enabled(), "loom::", op, " is differentiable once: loom's norms take no double "
-              "backward (create_graph=True through them); PyTorch's own modules do, for a gradient penalty");
-}
+// A norm's node in the autograd graph, written as PyTorch's generated nodes are (not through
+// torch::autograd::Function, whose bookkeeping costs more host time a call than the kernel's
+// launch): the tensors the backward reads, and the op's parameters in the subclass. Its next
+// edges are x, w and b (those the norm takes).
+struct NormNode : torch::autograd::Node {
+  SavedVariable x, mean, rstd, w, b;
 
-// An op through the dispatcher (below autograd: the caller holds AutoDispatchBelowADInplaceOrView).
-template <class Sig>
-c10::TypedOperatorHandle<Sig> handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
+  // The backward op: (dx, dw, db) from dy and the saved tensors.
+  virtual Three backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+                         const OptT& w, const OptT& b) = 0;
+
+  variable_list apply(variable_list&& grads) override {
+    variable_list out(num_outputs());
+    if (!grads[0].defined()) return out;
+    // loom's backward kernels have no derivative of their own: a double backward is refused.
+    TORCH_CHECK(!at::GradMode::is_enabled(), name(), ": loom's norms are differentiable once (no double backward or "
+                "create_graph=True through them); PyTorch's own modules are, for a gradient penalty");
+    at::Tensor xs = x.unpack(), ws = w.unpack(), bs = b.unpack();
+    auto [dx, dw, db] = backward(grads[0], xs, mean.unpack(), rstd.unpack(), given(ws), given(bs));
+    out[0] = dx;
+    if (out.size() > 1 && ws.defined()) out[1] = dw;
+    if (out.size() > 2 && bs.defined()) out[2] = db;
+    return out;
+  }
+  void release_variables() override {
+    for (SavedVariable* s : {&x, &mean, &rstd, &w, &b}) s->reset_data();
+  }
+};
+
+// Runs `forward` below autograd (it returns y and the statistics) and, where a gradient is
+// wanted, hangs a new Node on y: the statistics carry no gradient.
+template <class Node, class Fwd, class Setup>
+std::vector<at::Tensor> recorded(const at::Tensor& x, const OptT& w, const OptT& b, bool takesBias, Fwd&& forward,
+                                 Setup&& setup) {
+  const bool wanted = torch::autograd::compute_requires_grad(x, w, b);
+  std::vector<at::Tensor> out;
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [y, mean, rstd] = forward();
+    out = {y, mean, rstd};
+  }
+  if (!wanted) return out;
+  std::shared_ptr<Node> node(new Node(), torch::autograd::deleteNode);
+  setup(*node);
+  node->set_next_edges(takesBias ? torch::autograd::collect_next_edges(x, orUndefined(w), orUndefined(b))
+                                 : torch::autograd::collect_next_edges(x, orUndefined(w)));
+  node->x = SavedVariable(x, false);
+  node->w = SavedVariable(orUndefined(w), false);
+  node->b = SavedVariable(orUndefined(b), false);
+  node->mean = SavedVariable(out[1], false);
+  node->rstd = SavedVariable(out[2], false);
+  torch::autograd::set_history(out[0], node);
+  return out;
 }
 
 using ThreeSig = Three(const at::Tensor&, const OptT&, const OptT&, double, c10::string_view);
 using ThreeBwdSig = Three(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const OptT&,
                           const OptT&, c10::string_view);
 
-// Grads of the inputs a backward returns, undefined where the input was not given (or is
-// not a tensor).
-at::Tensor gradIf(bool given, const at::Tensor& g) { return given ? g : at::Tensor(); }
+// The backward ops' plain-tensor kernels are called directly; other tensors go through the
+// dispatcher (which AOT autograd traces).
+bool plainBackward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m, const at::Tensor& r, const OptT& w,
+                   const OptT& b) {
+  return allPlain({&dy, &x, &m, &r, opt(w), opt(b)});
+}
 
-struct LayerNormFn : torch::autograd::Function<LayerNormFn> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const OptT& w, const OptT& b, double eps,
-                               std::string act) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<ThreeSig>("loom::layer_norm");
-    auto [y, mean, rstd] = allPlain({&x, opt(w), opt(b)}) ? layerNorm(x, w, b, eps, act, true) : op.call(x, w, b, eps, act);
-    ctx->save_for_backward({x, orUndefined(w), orUndefined(b), mean, rstd});
-    ctx->saved_data["act"] = act;
-    ctx->mark_non_differentiable({mean, rstd});
-    return {y, mean, rstd};
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list g) {
-    if (!g[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
-    onceDifferentiable("layer_norm_backward");
-    auto s = ctx->get_saved_variables();
-    const std::string act = ctx->saved_data["act"].toStringRef();
+struct LayerNormNode : NormNode {
+  std::string act;
+  std::string name() const override { return "loom::layer_norm_backward"; }
+  Three backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m, const at::Tensor& r, const OptT& w,
+                 const OptT& b) override {
+    if (plainBackward(dy, x, m, r, w, b)) return layerNormBackward(dy, x, m, r, w, b, act);
     static auto op = handle<ThreeBwdSig>("loom::layer_norm_backward");
-    auto [dx, dw, db] = op.call(g[0], s[0], s[3], s[4], given(s[1]), given(s[2]), act);
-    return {dx, gradIf(s[1].defined(), dw), gradIf(s[2].defined(), db), at::Tensor(), at::Tensor()};
+    return op.call(dy, x, m, r, w, b, act);
   }
 };
 
-struct RmsNormFn : torch::autograd::Function<RmsNormFn> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const OptT& w, double eps) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const OptT&, double)>("loom::rms_norm");
-    auto [y, rstd] = allPlain({&x, opt(w)}) ? rmsNorm(x, w, eps, true) : op.call(x, w, eps);
-    ctx->save_for_backward({x, orUndefined(w), rstd});
-    ctx->mark_non_differentiable({rstd});
-    return {y, rstd};
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list g) {
-    if (!g[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
-    onceDifferentiable("rms_norm_backward");
-    auto s = ctx->get_saved_variables();
-    static auto op = handle<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                                                const OptT&)>("loom::rms_norm_backward");
-    auto [dx, dw] = op.call(g[0], s[0], s[2], given(s[1]));
-    return {dx, gradIf(s[1].defined(), dw), at::Tensor()};
+struct RmsNormNode : NormNode {
+  std::string name() const override { return "loom::rms_norm_backward"; }
+  Three backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor&, const at::Tensor& r, const OptT& w,
+                 const OptT&) override {
+    using Sig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, const OptT&);
+    static auto op = handle<Sig>("loom::rms_norm_backward");
+    auto [dx, dw] = allPlain({&dy, &x, &r, opt(w)}) ? rmsNormBackward(dy, x, r, w) : op.call(dy, x, r, w);
+    return {dx, dw, at::Tensor()};
   }
 };
 
-// The norms over channels share their backward's shape: (dy, x, mean, rstd, w, b, act), with
-// group norm's groups between.
-struct GroupNormFn : torch::autograd::Function<GroupNormFn> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const OptT& w, const OptT& b, int64_t groups,
-                               double eps, std::string act) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<Three(const at::Tensor&, const OptT&, const OptT&, int64_t, double, c10::string_view)>(
-        "loom::group_norm");
-    auto [y, mean, rstd] = allPlain({&x, opt(w), opt(b)}) ? groupNorm(x, w, b, groups, eps, act, true)
-                                                          : op.call(x, w, b, groups, eps, act);
-    ctx->save_for_backward({x, orUndefined(w), orUndefined(b), mean, rstd});
-    ctx->saved_data["act"] = act;
-    ctx->saved_data["groups"] = groups;
-    ctx->mark_non_differentiable({mean, rstd});
-    return {y, mean, rstd};
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list g) {
-    if (!g[0].defined()) return variable_list(6);
-    onceDifferentiable("group_norm_backward");
-    auto s = ctx->get_saved_variables();
+struct GroupNormNode : NormNode {
+  std::string act;
+  int64_t groups = 1;
+  std::string name() const override { return "loom::group_norm_backward"; }
+  Three backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m, const at::Tensor& r, const OptT& w,
+                 const OptT& b) override {
+    if (plainBackward(dy, x, m, r, w, b)) return groupNormBackward(dy, x, m, r, w, b, groups, act);
     static auto op = handle<Three(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                   const OptT&, const OptT&, int64_t, c10::string_view)>("loom::group_norm_backward");
-    auto [dx, dw, db] = op.call(g[0], s[0], s[3], s[4], given(s[1]), given(s[2]), ctx->saved_data["groups"].toInt(),
-                                ctx->saved_data["act"].toStringRef());
-    return {dx, gradIf(s[1].defined(), dw), gradIf(s[2].defined(), db), at::Tensor(), at::Tensor(), at::Tensor()};
+    return op.call(dy, x, m, r, w, b, groups, act);
   }
 };
 
-struct InstanceNormFn : torch::autograd::Function<InstanceNormFn> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const OptT& w, const OptT& b, double eps) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<Three(const at::Tensor&, const OptT&, const OptT&, double)>("loom::instance_norm");
-    auto [y, mean, rstd] = allPlain({&x, opt(w), opt(b)}) ? instanceNorm(x, w, b, eps, true) : op.call(x, w, b, eps);
-    ctx->save_for_backward({x, orUndefined(w), orUndefined(b), mean, rstd});
-    ctx->mark_non_differentiable({mean, rstd});
-    return {y, mean, rstd};
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list g) {
-    if (!g[0].defined()) return variable_list(4);
-    onceDifferentiable("instance_norm_backward");
-    auto s = ctx->get_saved_variables();
+struct InstanceNormNode : NormNode {
+  std::string name() const override { return "loom::instance_norm_backward"; }
+  Three backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m, const at::Tensor& r, const OptT& w,
+                 const OptT&) override {
+    if (plainBackward(dy, x, m, r, w, std::nullopt)) return instanceNormBackward(dy, x, m, r, w);
     static auto op = handle<Three(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                   const OptT&)>("loom::instance_norm_backward");
-    auto [dx, dw, db] = op.call(g[0], s[0], s[3], s[4], given(s[1]));
-    return {dx, gradIf(s[1].defined(), dw), gradIf(s[2].defined(), db), at::Tensor()};
+    return op.call(dy, x, m, r, w);
   }
 };
 
-struct LayerNorm2dFn : torch::autograd::Function<LayerNorm2dFn> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const OptT& w, const OptT& b, double eps,
-                               std::string act) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<ThreeSig>("loom::layer_norm_2d");
-    auto [y, mean, rstd] = allPlain({&x, opt(w), opt(b)}) ? layerNorm2d(x, w, b, eps, act, true) : op.call(x, w, b, eps, act);
-    ctx->save_for_backward({x, orUndefined(w), orUndefined(b), mean, rstd});
-    ctx->saved_data["act"] = act;
-    ctx->mark_non_differentiable({mean, rstd});
-    return {y, mean, rstd};
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list g) {
-    if (!g[0].defined()) return variable_list(5);
-    onceDifferentiable("layer_norm_2d_backward");
-    auto s = ctx->get_saved_variables();
+struct LayerNorm2dNode : NormNode {
+  std::string act;
+  std::string name() const override { return "loom::layer_norm_2d_backward"; }
+  Three backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m, const at::Tensor& r, const OptT& w,
+                 const OptT& b) override {
+    if (plainBackward(dy, x, m, r, w, b)) return layerNorm2dBackward(dy, x, m, r, w, b, act);
     static auto op = handle<ThreeBwdSig>("loom::layer_norm_2d_backward");
-    auto [dx, dw, db] = op.call(g[0], s[0], s[3], s[4], given(s[1]), given(s[2]), ctx->saved_data["act"].toStringRef());
-    return {dx, gradIf(s[1].defined(), dw), gradIf(s[2].defined(), db), at::Tensor(), at::Tensor()};
+    return op.call(dy, x, m, r, w, b, act);
   }
 };
 
-using BatchNormSig = Three(const at::Tensor&, const OptT&, const OptT&, const OptT&, const OptT&, const OptT&, double,
-                           double, c10::string_view);
-
-struct BatchNormFn : torch::autograd::Function<BatchNormFn> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const OptT& rm, const OptT& rv, const OptT& w,
-                               const OptT& b, const OptT& nbt, double momentum, double eps, std::string act) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<BatchNormSig>("loom::batch_norm");
-    auto [y, mean, invstd] = allPlain({&x, opt(rm), opt(rv), opt(w), opt(b), opt(nbt)})
-                                 ? batchNorm(x, rm, rv, w, b, nbt, momentum, eps, act, true)
-                                 : op.call(x, rm, rv, w, b, nbt, momentum, eps, act);
-    ctx->save_for_backward({x, orUndefined(w), orUndefined(b), mean, invstd});
-    ctx->saved_data["act"] = act;
-    ctx->mark_non_differentiable({mean, invstd});
-    return {y, mean, invstd};
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list g) {
-    if (!g[0].defined()) return variable_list(9);
-    onceDifferentiable("batch_norm_backward");
-    auto s = ctx->get_saved_variables();
+struct BatchNormNode : NormNode {
+  std::string act;
+  std::string name() const override { return "loom::batch_norm_backward"; }
+  Three backward(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m, const at::Tensor& r, const OptT& w,
+                 const OptT& b) override {
+    if (plainBackward(dy, x, m, r, w, b)) return batchNormBackward(dy, x, m, r, w, b, act);
     static auto op = handle<ThreeBwdSig>("loom::batch_norm_backward");
-    auto [dx, dw, db] = op.call(g[0], s[0], s[3], s[4], given(s[1]), given(s[2]), ctx->saved_data["act"].toStringRef());
-    variable_list out(9);
-    out[0] = dx;
-    out[3] = gradIf(s[1].defined(), dw);
-    out[4] = gradIf(s[2].defined(), db);
-    return out;
+    return op.call(dy, x, m, r, w, b, act);
   }
 };
+
+// The node's parameters: its activation, or nothing.
+auto withAct(const std::string& act) {
+  return [&act](auto& node) { node.act = act; };
+}
+auto nothing() {
+  return [](NormNode&) {};
+}
 
 }  // namespace
 
 std::vector<at::Tensor> layerNormGrad(const at::Tensor& x, const OptT& w, const OptT& b, double eps,
                                       const std::string& act) {
-  return LayerNormFn::apply(x, w, b, eps, act);
+  auto fwd = [&]() -> Three {
+    if (allPlain({&x, opt(w), opt(b)})) return layerNorm(x, w, b, eps, act, true);
+    static auto op = handle<ThreeSig>("loom::layer_norm");
+    return op.call(x, w, b, eps, act);
+  };
+  return recorded<LayerNormNode>(x, w, b, true, fwd, withAct(act));
 }
+
 std::vector<at::Tensor> rmsNormGrad(const at::Tensor& x, const OptT& w, double eps) {
-  return RmsNormFn::apply(x, w, eps);
+  auto fwd = [&]() -> Three {
+    static auto op = handle<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const OptT&, double)>("loom::rms_norm");
+    auto [y, rstd] = allPlain({&x, opt(w)}) ? rmsNorm(x, w, eps, true) : op.call(x, w, eps);
+    return {y, at::Tensor(), rstd};
+  };
+  auto out = recorded<RmsNormNode>(x, w, std::nullopt, false, fwd, nothing());
+  return {out[0], out[2]};
 }
+
 std::vector<at::Tensor> groupNormGrad(const at::Tensor& x, const OptT& w, const OptT& b, int64_t groups, double eps,
                                       const std::string& act) {
-  return GroupNormFn::apply(x, w, b, groups, eps, act);
+  auto fwd = [&]() -> Three {
+    if (allPlain({&x, opt(w), opt(b)})) return groupNorm(x, w, b, groups, eps, act, true);
+    static auto op = handle<Three(const at::Tensor&, const OptT&, const OptT&, int64_t, double, c10::string_view)>(
+        "loom::group_norm");
+    return op.call(x, w, b, groups, eps, act);
+  };
+  return recorded<GroupNormNode>(x, w, b, true, fwd, [&](GroupNormNode& node) {
+    node.act = act;
+    node.groups = groups;
+  });
 }
+
 std::vector<at::Tensor> instanceNormGrad(const at::Tensor& x, const OptT& w, const OptT& b, double eps) {
-  return InstanceNormFn::apply(x, w, b, eps);
+  auto fwd = [&]() -> Three {
+    if (allPlain({&x, opt(w), opt(b)})) return instanceNorm(x, w, b, eps, true);
+    static auto op = handle<Three(const at::Tensor&, const OptT&, const OptT&, double)>("loom::instance_norm");
+    return op.call(x, w, b, eps);
+  };
+  return recorded<InstanceNormNode>(x, w, b, true, fwd, nothing());
 }
+
 std::vector<at::Tensor> layerNorm2dGrad(const at::Tensor& x, const OptT& w, const OptT& b, double eps,
                                         const std::string& act) {
-  return LayerNorm2dFn::apply(x, w, b, eps, act);
+  auto fwd = [&]() -> Three {
+    if (allPlain({&x, opt(w), opt(b)})) return layerNorm2d(x, w, b, eps, act, true);
+    static auto op = handle<ThreeSig>("loom::layer_norm_2d");
+    return op.call(x, w, b, eps, act);
+  };
+  return recorded<LayerNorm2dNode>(x, w, b, true, fwd, withAct(act));
 }
-std::vector<at::Tensor> batchNormGrad(const at::Tensor& x, const OptT& running_mean, const OptT& running_var,
-                                      const OptT& w, const OptT& b, const OptT& num_batches_tracked, double momentum,
-                                      double eps, const std::string& act) {
-  return BatchNormFn::apply(x, running_mean, running_var, w, b, num_batches_tracked, momentum, eps, act);
+
+std::vector<at::Tensor> batchNormGrad(const at::Tensor& x, const OptT& rm, const OptT& rv, const OptT& w,
+                                      const OptT& b, const OptT& nbt, double momentum, double eps,
+                                      const std::string& act) {
+  using Sig = Three(const at::Tensor&, const OptT&, const OptT&, const OptT&, const OptT&, const OptT&, double, double,
+                    c10::string_view);
+  auto fwd = [&]() -> Three {
+    if (allPlain({&x, opt(rm), opt(rv), opt(w), opt(b), opt(nbt)}))
+      return batchNorm(x, rm, rv, w, b, nbt, momentum, eps, act, true);
+    static auto op = handle<Sig>("loom::batch_norm");
+    return op.call(x, rm, rv, w, b, nbt, momentum, eps, act);
+  };
+  return recorded<BatchNormNode>(x, w, b, true, fwd, withAct(act));
 }
 
 }  // namespace loom_torch

@@ -1,8 +1,8 @@
 #pragma once
-// loom's norms for autograd: torch::autograd::Functions whose forward runs the op below
-// autograd (the CUDA kernel directly for plain CUDA tensors, else through the dispatcher, which
-// AOT autograd traces) and whose backward runs loom's backward op. Registered as the ops'
-// Autograd kernels, and called directly by the eager entry points (module.cpp).
+// loom's norms for autograd: each forward runs the op below autograd (the CUDA kernel directly
+// for plain CUDA tensors, else through the dispatcher, which AOT autograd traces) and, where a
+// gradient is wanted, hangs a node on y whose backward runs loom's backward op. Registered as
+// the ops' Autograd kernels, and called directly by the eager entry points (module.cpp).
 #include <ATen/ATen.h>
 
 #include "norm_ops.h"
@@ -21,8 +21,5 @@ std::vector<at::Tensor> layerNorm2dGrad(const at::Tensor& x, const OptT& w, cons
 std::vector<at::Tensor> batchNormGrad(const at::Tensor& x, const OptT& running_mean, const OptT& running_var,
                                       const OptT& w, const OptT& b, const OptT& num_batches_tracked, double momentum,
                                       double eps, const std::string& act);
-
-// Whether these tensors are all plain CUDA tensors (runner.h plainCuda), absent ones aside.
-bool allPlain(std::initializer_list<const at::Tensor*> ts);
 
 }  // namespace loom_torch

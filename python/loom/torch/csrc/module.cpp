@@ -9,6 +9,7 @@
 #include <loom/error.h>
 
 #include "autograd.h"
+#include "dispatch.h"
 #include "norm_ops.h"
 #include "runner.h"
 
@@ -16,8 +17,6 @@ namespace loom_torch {
 namespace {
 
 using Str = c10::string_view;
-
-const at::Tensor* opt(const OptT& t) { return t ? &*t : nullptr; }
 
 bool wantsGrad(std::initializer_list<const at::Tensor*> ts) {
   if (!at::GradMode::is_enabled()) return false;
@@ -34,11 +33,6 @@ Three nonNull(Three t, const at::Tensor& x) {
   fill(std::get<1>(t));
   fill(std::get<2>(t));
   return t;
-}
-
-template <class Sig>
-c10::TypedOperatorHandle<Sig> handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
 }
 
 // ---- the ops' CUDA kernels (the dispatcher's; statistics always) ----
@@ -156,38 +150,41 @@ py::list fusionSpecs(int64_t id, const std::vector<at::Tensor>& like) {
 // ---- eager entry points: y alone without a gradient, through autograd with one ----
 
 at::Tensor eagerLayerNorm(const at::Tensor& x, const OptT& w, const OptT& b, double eps, const std::string& act) {
-  if (!allPlain({&x, opt(w), opt(b)})) return std::get<0>(handle<decltype(cudaLayerNorm)>("loom::layer_norm").call(x, w, b, eps, act));
+  static auto op = handle<decltype(cudaLayerNorm)>("loom::layer_norm");
+  if (!allPlain({&x, opt(w), opt(b)})) return std::get<0>(op.call(x, w, b, eps, act));
   if (wantsGrad({&x, opt(w), opt(b)})) return layerNormGrad(x, w, b, eps, act)[0];
   return std::get<0>(layerNorm(x, w, b, eps, act, false));
 }
 at::Tensor eagerRmsNorm(const at::Tensor& x, const OptT& w, double eps) {
-  if (!allPlain({&x, opt(w)})) return std::get<0>(handle<decltype(cudaRmsNorm)>("loom::rms_norm").call(x, w, eps));
+  static auto op = handle<decltype(cudaRmsNorm)>("loom::rms_norm");
+  if (!allPlain({&x, opt(w)})) return std::get<0>(op.call(x, w, eps));
   if (wantsGrad({&x, opt(w)})) return rmsNormGrad(x, w, eps)[0];
   return std::get<0>(rmsNorm(x, w, eps, false));
 }
 at::Tensor eagerGroupNorm(const at::Tensor& x, const OptT& w, const OptT& b, int64_t groups, double eps,
                           const std::string& act) {
-  if (!allPlain({&x, opt(w), opt(b)}))
-    return std::get<0>(handle<decltype(cudaGroupNorm)>("loom::group_norm").call(x, w, b, groups, eps, act));
+  static auto op = handle<decltype(cudaGroupNorm)>("loom::group_norm");
+  if (!allPlain({&x, opt(w), opt(b)})) return std::get<0>(op.call(x, w, b, groups, eps, act));
   if (wantsGrad({&x, opt(w), opt(b)})) return groupNormGrad(x, w, b, groups, eps, act)[0];
   return std::get<0>(groupNorm(x, w, b, groups, eps, act, false));
 }
 at::Tensor eagerInstanceNorm(const at::Tensor& x, const OptT& w, const OptT& b, double eps) {
-  if (!allPlain({&x, opt(w), opt(b)}))
-    return std::get<0>(handle<decltype(cudaInstanceNorm)>("loom::instance_norm").call(x, w, b, eps));
+  static auto op = handle<decltype(cudaInstanceNorm)>("loom::instance_norm");
+  if (!allPlain({&x, opt(w), opt(b)})) return std::get<0>(op.call(x, w, b, eps));
   if (wantsGrad({&x, opt(w), opt(b)})) return instanceNormGrad(x, w, b, eps)[0];
   return std::get<0>(instanceNorm(x, w, b, eps, false));
 }
 at::Tensor eagerLayerNorm2d(const at::Tensor& x, const OptT& w, const OptT& b, double eps, const std::string& act) {
-  if (!allPlain({&x, opt(w), opt(b)}))
-    return std::get<0>(handle<decltype(cudaLayerNorm2d)>("loom::layer_norm_2d").call(x, w, b, eps, act));
+  static auto op = handle<decltype(cudaLayerNorm2d)>("loom::layer_norm_2d");
+  if (!allPlain({&x, opt(w), opt(b)})) return std::get<0>(op.call(x, w, b, eps, act));
   if (wantsGrad({&x, opt(w), opt(b)})) return layerNorm2dGrad(x, w, b, eps, act)[0];
   return std::get<0>(layerNorm2d(x, w, b, eps, act, false));
 }
 at::Tensor eagerBatchNorm(const at::Tensor& x, const OptT& rm, const OptT& rv, const OptT& w, const OptT& b,
                           const OptT& nbt, double momentum, double eps, const std::string& act) {
+  static auto op = handle<decltype(cudaBatchNorm)>("loom::batch_norm");
   if (!allPlain({&x, opt(rm), opt(rv), opt(w), opt(b), opt(nbt)}))
-    return std::get<0>(handle<decltype(cudaBatchNorm)>("loom::batch_norm").call(x, rm, rv, w, b, nbt, momentum, eps, act));
+    return std::get<0>(op.call(x, rm, rv, w, b, nbt, momentum, eps, act));
   if (wantsGrad({&x, opt(w), opt(b)})) return batchNormGrad(x, rm, rv, w, b, nbt, momentum, eps, act)[0];
   return std::get<0>(batchNorm(x, rm, rv, w, b, nbt, momentum, eps, act, false));
 }
@@ -206,7 +203,10 @@ void noDerivative(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 std::vector<at::Tensor> eagerFusion(int64_t id, const std::vector<at::Tensor>& inputs) {
   for (const at::Tensor& t : inputs)
-    if (!plainCuda(t)) return handle<decltype(cudaFusion)>("loom::fusion").call(id, inputs);
+    if (!plainCuda(t)) {
+      static auto op = handle<decltype(cudaFusion)>("loom::fusion");
+      return op.call(id, inputs);
+    }
   return fusionRunner(id).run(inputs);
 }
 
