@@ -4,7 +4,7 @@ chose otherwise; the tag tells it loom takes any strides. Each variant runs in a
 a timm model with loom's norms swapped in (loom.torch.swap), fp16 AMP training steps under
 torch.compile, then one profiled step (CUDA kernels a step and their CUDA time) and images/s over
 the timed steps. (loom's ops carry no tag: measured, the tag changed no kernel, record
-bench/results/2026-11-27-h100-stop44-layout-tag.md.)
+bench/results/2026-11-27-h100-torch-layout-tag.md.)
 
     python3 bench/torch_layout_tags.py [--model convnext_atto] [--batch 64] [--layouts nchw,nhwc]
                                        [--steps 15] [--rounds 1] [--variants stock,untagged,tagged]

@@ -1,7 +1,7 @@
 // Research kernel (not part of loom's build; results in
-// bench/results/2026-11-23-h100-grid-tier-stop14.md and, for the last-arriver merge (MODE 32)
-// and the three-buffer pipeline (gnPipe, written but not yet measured),
-// bench/results/2026-11-23-h100-stop16-experiments.md): channels-last group norm on a cooperative grid,
+// bench/results/2026-11-23-h100-grid-tier.md and, for the last-arriver merge (MODE 32)
+// and the three-buffer pipeline (gnPipe),
+// bench/results/2026-11-23-h100-forward-experiments.md): channels-last group norm on a cooperative grid,
 // the design of loom's grid tier, with its choices as template parameters, so that each can be
 // timed alone on the H100 and the phases of a block's cycle measured with clock64.
 //
@@ -848,8 +848,8 @@ int main(int argc, char** argv) {
     snprintf(label, sizeof label, "copy of %d bytes of each 256", per * 16);
     printf("%-48s %7.1f us %6.0f GB/s\n", label, ms * 1e3, 2.0 * lines * per * 16 / (ms * 1e-3) / 1e9);
   }
-  // The measured variants (bench/results/2026-11-23-h100-grid-tier-stop14.md and
-  // 2026-11-23-h100-stop16-experiments.md): MODE bits 1
+  // The measured variants (bench/results/2026-11-23-h100-grid-tier.md and
+  // 2026-11-23-h100-forward-experiments.md): MODE bits 1
   // (no barrier wait), 2 (one piece of statistics), 8 (no merge), 16 (partials loaded first),
   // 32 (the last block to arrive merges and publishes the statistics; the others wait for it).
   runPipe<16, 1024>(c, "pipelined: R16 T1024, three buffers");

@@ -12,7 +12,7 @@
 // Slots alternate by parity: a block arrives for set i + 2 only after it has seen set i + 1's
 // flag, so every block has arrived for set i, and set i's merge (by its last block, before that
 // block's next arrival) is done. Counters and flags only grow within a launch; the last block
-// out zeroes them. Results: bench/results/2026-11-23-h100-stop16-experiments.md (1344-1482 GB/s,
+// out zeroes them. Results: bench/results/2026-11-23-h100-forward-experiments.md (1344-1482 GB/s,
 // against 2019-2034 for loom's design: slower; not pursued).
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 research/gn_nhwc_l2.cu -o /tmp/gnl2 && /tmp/gnl2

@@ -87,7 +87,7 @@ class Lowering {
         // warp order, as above), then every thread reads the totals, so that no thread holds n x
         // warps values beside the n x cluster it reads next (group norm backward's ten: 128
         // registers and spills, 92 and none this way; a block barrier more, which costs where the
-        // registers were no problem: bench/results/2026-11-26-h100-split-sums.md).
+        // registers were no problem: bench/results/2026-11-27-h100-split-sums.md).
         const std::string tbuf = bufferName(k_, "red_totals");
         k_.buffers.push_back({tbuf, "red_totals", Place::Smem, acc, int64_t{s.rows} * n, 8});
         ExprP tbase = b.mul(var(s.row_in_block, Type::i32()), i32Const(n));

@@ -79,7 +79,7 @@ struct GridShape {
 // `per_sm` blocks an SM allow, so that the fixed cost of a set (its barrier, the partials'
 // merge, filling and draining the pipeline) is paid for bigger slices and fewer times, and
 // more groups overlap.
-// Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-shape
+// Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#grid-shape
 GridShape gridShape(int64_t sets, int per_sm, int groups, const CompileOptions& opts,
                     const std::function<bool(int)>& fits);
 

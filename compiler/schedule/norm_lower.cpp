@@ -102,7 +102,7 @@ void NormLowering::blocks(const ExprP& blk) {
   // A grid of exactly the row sets (every size's, for a kernel serving many) whose sets are whole:
   // every block's rows are the tensor's, and their guard goes (it was the one difference between
   // a kernel taking its row count at run time and the specialized one, which ptxas then
-  // allocated differently: bench/results/2026-11-26-h200-symbolic-recheck.md).
+  // allocated differently: bench/results/2026-11-26-h200-symbolic-sizes.md).
   const int64_t rows_unit = k_.symbolic() ? k_.rows_factor : k_.rows();
   every_row_ = !tune_.no_unguarded_rows && !k_.rowTier() && rows_unit % k_.rows_per_block == 0;
   rowsAt(b_.bindAs("first_row", kir::mul(block, c(k_.rows_per_block))));

@@ -55,7 +55,7 @@ Chunk NormLowering::rowPiece(const ExprP& p, const ExprP& first_row) {
 void NormLowering::copyFill(const Leaf& l, DType t, const ExprP& first_row) {
   LOOM_ASSERT(k_.rowTier(), "a fill by loads and stores outside the row-vector tier");
   // Batches of 32 loads; over the grid (64 registers a thread) 16, which spill nothing.
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#copy-fill-batch
+  // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#copy-fill-batch
   int64_t U = k_.grid_sync ? 16 : 32;
   if (tune_.fill_batch) U = *tune_.fill_batch;
   U = std::min<int64_t>(U, unitTrips());

@@ -144,8 +144,8 @@ std::optional<RowPlacement> placeRowVectors(int64_t n, int64_t rows, const std::
     // against 16 measured faster there, slower at 760 threads an SM); rows read in vectors of
     // several rows too (layer_norm_2d_backward NCHW's dx +13%, column-major softmax and layer
     // norm +11-14%; one channels-last instance norm -3%).
-    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#place-row-vectors-threads,
-    // bench/results/2026-11-26-cluster16.md
+    // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#place-row-vectors-threads,
+    // bench/results/2026-11-26-h100-clusters-of-16.md
     const double blocks_per_sm = static_cast<double>((rows + R - 1) / R) / dev.sm_count;
     auto threadsPerSm = [&](int t, int64_t b) {
       return std::min(blocks_per_sm, static_cast<double>(smemBlocksPerSm(dev, b))) * R * t;
@@ -195,7 +195,7 @@ std::optional<RowPlacement> placeRowVectorsGrid(int64_t n, int64_t rows, int64_t
     // A block's chunks of a set split over S blocks.
     auto chunksAt = [&](int64_t S) { return (n + int64_t{T} * S - 1) / (int64_t{T} * S); };
     // Two groups at most: three (40 registers a thread) spilled and measured slower.
-    // Measurements: bench/results/2026-11-25-code-comment-measurements.md#place-row-vectors-grid-groups
+    // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#place-row-vectors-grid-groups
     // Each block beside the others takes kBlockSmemExtra.
     auto budget = [&](int per_sm) { return (smemPerSm(dev) / per_sm - kBlockSmemExtra) / gridFillBuffers(tune); };
     for (int G = tune_g ? 3 : 2; G >= 1; --G) {
@@ -341,7 +341,7 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   }
   // A row's element a piece (no vector of rows fits) where the blocks would leave most SMs idle:
   // a row a block instead, and no tier below (each takes more rows, or the whole GPU).
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#choose-row-tier-few-pieces
+  // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#choose-row-tier-few-pieces
   path.few_pieces = row_place && path.row_vec == 1 && blocksOf(*row_place) * 4 < dev.sm_count;
   if (path.few_pieces) path.too_few.swap(row_place);
   const bool more_tiers = path.row_vec > 0 && !path.few_pieces;
@@ -376,7 +376,7 @@ RowTierChoice chooseRowTier(const NormKernel& k, const std::set<Leaf>& held_leav
   // tier that do not divide the row axis, the last one cut short (its missing rows fill and
   // store nothing), where the rows hold 2048 elements an SM or more (far faster than a row a
   // block there; smaller ones measured level or slower).
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#choose-row-tier-partial-sets
+  // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#choose-row-tier-partial-sets
   path.partial_sets = more_tiers && !row_place && !opts.tuning.no_partial_sets &&
                       k.rows() * k.rowElems() >= int64_t{2048} * dev.sm_count;
   if (path.partial_sets) {

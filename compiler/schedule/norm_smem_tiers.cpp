@@ -91,7 +91,7 @@ Decision<std::optional<SmemPlacement>> chooseThreadFill(const OnChip& c, bool re
   // rather than 1024 of 64. Not where the passes would recompute math of the Unary family on
   // every element (softmax's exp), nor below a quarter of the GPU's thread slots: both
   // measured slower.
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#thread-fill
+  // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#thread-fill
   const Tuning& tune = c.opts.tuning;
   const NormKernel& k = c.k;
   if (!registers || !c.async_ok || tune.no_smem_rows || k.smem_leaves.empty() || tune.no_thread_fill) return {};
@@ -150,7 +150,7 @@ int threadsAt(const OnChip& c, int rows_together, int cs) {
   // norm backward over NCHW: x and dy, runs of H*W), or beside sub-row reductions (group norm
   // backward's channel sums: fewer warps to total them over): up to 16 chunks a thread, in
   // blocks half as large. bench/results/2026-11-26-h200-cluster-chunks.md,
-  // 2026-11-26-h100-split-sums.md
+  // 2026-11-27-h100-split-sums.md
   int64_t most_chunks =
       cs > 1 && c.k.smem_leaves.size() >= 2 && (rowsInRuns(c.k) || c.k.sub_rows) ? 2 * kMaxChunks : kMaxChunks;
   if (cs > 1 && tune.cluster_chunks) most_chunks = *tune.cluster_chunks;
@@ -250,7 +250,7 @@ Decision<std::optional<GridChoice>> chooseGrid(const OnChip& c, int placed_rows)
   // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).
   // Sets of one long row: more groups (up to 8) while each still walks four sets or more. Sets
   // of several rows: three groups first (512-thread blocks of 64 KiB, three per SM), then two.
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#grid-groups
+  // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#grid-groups
   if (tune.grid_groups)
     for (int r = c.max_rows_adjacent; r >= 1 && !g; r /= 2) g = gridAt(c, r, *tune.grid_groups);
   if (!tune.no_grid_groups)

@@ -9,7 +9,7 @@ namespace loom::schedule::norm_detail {
 Decision<BlockLimit> chooseBlockLimit(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const Tuning& tune) {
   // Blocks of 512 threads hold 128 registers a thread; blocks of 1024, at 64, spilled at sm_90.
   // For tuning sweeps only: LOOM_TUNE_WIDE_BLOCK=T (0: scheduled as f32 math).
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#f64-block-limit
+  // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#f64-block-limit
   const std::optional<int>& tune_wide = tune.wide_block;
   const bool f64 =
       std::any_of(inputs.begin(), inputs.end(), [](const TensorDesc& d) { return d.dtype == DType::F64; }) ||
@@ -34,7 +34,7 @@ Decision<Threads> chooseThreads(const NormKernel& k, const BlockLimit& lim, cons
   // Short rows read as contiguous vectors: a chunk per thread, for occupancy. Rows strided
   // along their reduction (NCHW LayerNorm2d) keep few threads, whose neighbours then read
   // neighbouring rows (many threads a row measured far slower there).
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#threads-per-row-short-rows
+  // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#threads-per-row-short-rows
   const bool contiguous_rows = !k.smem_leaves.empty() && std::all_of(k.smem_leaves.begin(), k.smem_leaves.end(),
       [&](const Leaf& l) { return k.load_access.at(l) == Access::Vector; });
   if (contiguous_rows && row_chunks <= 16) {

@@ -155,7 +155,7 @@ std::string twoPassFaster(NormTier tier, const NormKernel& k, const std::set<Lea
 // Rows strided along their reduction that no row-vector tier holds are read a load an element
 // (a row a block, each load one element of a 32-byte sector, as many blocks as rows): past
 // 1 MiB of them, a column reduction and a pointwise pass over whole lines are faster
-// (channels-last batch_norm_backward of 64 or 3 channels: bench/results/2026-11-26-h100-strided-two-pass.md).
+// (channels-last batch_norm_backward of 64 or 3 channels: bench/results/2026-11-26-h100-two-pass.md).
 // Empty: one kernel.
 std::string elementLoadsTwoPass(const NormKernel& k, const std::set<Leaf>& held, const std::vector<TensorDesc>& inputs,
                                 const CompileOptions& opts) {

@@ -183,7 +183,7 @@ AxisPlan collapseAxes(const std::vector<EPtr>& roots, const std::vector<int64_t>
 // (gate matrices read as slices: lstm_cell loads 17, gru_cell 13) take narrower vectors, down to
 // 2 lanes, while that is more than 96 bytes a thread, and so more threads (`*narrowed`). Two
 // streams keep 8 lanes: at 2 lanes they measured slower.
-// Measurements: bench/results/2026-11-25-code-comment-measurements.md#pointwise-narrow-vectors
+// Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#pointwise-narrow-vectors
 int vectorWidth(const std::vector<EPtr>& roots, PointwiseKernel& k, const Tuning& tune, bool* narrowed) {
   int max_bytes = 1;
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
@@ -269,7 +269,7 @@ void placeGrid(PointwiseKernel& k, bool narrowed, const CompileOptions& opts) {
   // One chunk per thread and as many blocks as that takes: the block scheduler hands each SM
   // a fresh block as one finishes, so the memory stays busy to the end (measured faster than a
   // grid-stride loop over 16 blocks per SM, and than 2 or 4 chunks a thread).
-  // Measurements: bench/results/2026-11-25-code-comment-measurements.md#pointwise-grid
+  // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#pointwise-grid
   k.unroll = 1;
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_UNROLL (chunks a thread per
   // trip), LOOM_TUNE_PW_BLOCKS_PER_SM (a grid-stride loop over that many blocks per SM:

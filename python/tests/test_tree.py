@@ -61,3 +61,42 @@ def test_every_environment_variable_read_is_listed():
             unlisted += [f"{p.relative_to(ROOT)}: {name}" for name in read.findall(p.read_text(encoding="utf-8"))
                          if name not in listed]
     assert not unlisted, "read but not in runtime/environment.def:\n" + "\n".join(unlisted)
+
+
+# Words that meant something only while loom was being built, not to a reader of the project: the
+# numbered steps of its development ("stop" and a number), working sessions, reviews by helpers,
+# tracker issue numbers. Neither a tracked file's name nor its text uses them; a record or comment
+# says what was measured or decided, at which commit.
+_DEVELOPMENT_TALK = re.compile(
+    r"(?<![a-z])stops?[ _-]?\d+"  # a numbered step, also inside a name (gpu_stopNN.sh, -stopNN-)
+    r"|\bthis stop\b|\bstop's\b"
+    r"|\bissues? ?#\d+|\bissues \d+ (?:and|or|to)\b|\bissue's\b"  # a tracker issue by number
+    r"|\bissue ?\d+(?!\s+(?:loads?|stores?|instructions?|copies|requests?|bytes|warps?|blocks?|times)\b)"
+    r"|\bsessions?\b"
+    r"|\b(?:helper|sub-?agent)(?:s|'s|s')? (?:sessions?|reviews?|reading)\b|\bsub-?agents?\b",
+    re.I)
+
+
+def test_no_tracked_file_speaks_of_development_steps_sessions_helpers_or_issue_numbers():
+    bad = []
+    for p in tracked("."):
+        name = p.relative_to(ROOT).as_posix()
+        m = _DEVELOPMENT_TALK.search(name)
+        if m:
+            bad.append(f"{name}: (its name) {m.group(0)!r}")
+        if not p.is_file() or p.is_symlink() or p == Path(__file__).resolve():
+            continue  # (this file names the words it looks for)
+        data = p.read_bytes()
+        if b"\0" in data:
+            continue  # binary
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # binary
+        for n, line in enumerate(text.splitlines(), 1):
+            found = [m.group(0) for m in _DEVELOPMENT_TALK.finditer(line)]
+            if found:
+                bad.append(f"{name}:{n}: {', '.join(repr(f) for f in found)}: {line.strip()[:160]}")
+    if bad:
+        pytest.fail(f"{len(bad)} lines of tracked files speak of development steps, sessions, helpers or issue "
+                    "numbers (reword them to speak of the project itself):\n" + "\n".join(bad), pytrace=False)

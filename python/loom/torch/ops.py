@@ -24,7 +24,7 @@ from . import _extension
 
 EXTENSION, WHY = _extension.load()
 if EXTENSION is None and WHY != "LOOM_TORCH_EXTENSION=0":
-    warnings.warn(f"loom.torch runs its ctypes path, at 2-3x PyTorch's host time a call: {WHY}", stacklevel=2)
+    warnings.warn(f"loom.torch runs its ctypes path, at up to 2.7x PyTorch's host time a call: {WHY}", stacklevel=2)
 
 # Whether batch norm's cumulative average (momentum=None) runs in loom's kernel.
 CUMULATIVE = EXTENSION is not None
