@@ -12,7 +12,7 @@
 #include "compiler/kir/fingerprint.h"
 #include "compiler/kir/pipeline.h"
 #include "compiler/kir/printer.h"
-#include "compiler/schedule/normalization.h"
+#include "compiler/schedule/row_kernel.h"
 #include "compiler/schedule/scheduler.h"
 #include "ir/error.h"
 #include "ir/printer.h"

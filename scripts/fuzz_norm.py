@@ -98,7 +98,7 @@ def args_for(f, dt, dims, layout):
 
 
 def tier(loom, a):
-    """The schedule's tiers (compiler/schedule/norm_tiers.def), joined by '+' across kernels."""
+    """The schedule's tiers (compiler/schedule/tiers.def), joined by '+' across kernels."""
     p = subprocess.run([loom, "dump", *a, "--stage", "schedule"], capture_output=True, text=True, timeout=120)
     names = re.findall(r"; tier ([^:;]+):", p.stdout)
     return "+".join(names) or ("pointwise" if p.returncode == 0 else "?")

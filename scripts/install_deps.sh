@@ -4,8 +4,9 @@
 set -euo pipefail
 # python3-numpy and python3-pytest: the Python package's CPU tests (python/tests), under Debian's python3.
 # clang-14 and libclang-rt-14-dev: libFuzzer, for the parser's fuzzer (scripts/fuzz_parser.sh).
-pkgs=(cmake ninja-build g++ llvm-19-dev libzstd-dev zlib1g-dev libfmt-dev catch2 python3-numpy python3-pytest
-      clang-14 libclang-rt-14-dev)
+# llvm-19-tools: FileCheck, for the stage tests (tests/stages).
+pkgs=(cmake ninja-build g++ llvm-19-dev llvm-19-tools libzstd-dev zlib1g-dev libfmt-dev catch2 python3-numpy
+      python3-pytest clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

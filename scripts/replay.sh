@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Kernel replay: compiles the fixed corpus (tests/replay/corpus.txt, bench/workloads.txt and
 # bench/workloads_backward.txt) for every target below and compares each kernel's PTX with the
-# reviewed baseline tests/replay/<target>.txt, listing every kernel that changed. CI runs the same comparison as
-# the ctests replay_<target>. A refactor shows "0 kernels changed"; a change of generated code
-# runs this with --update and commits the baselines' diff with it.
+# reviewed baseline tests/replay/<target>.txt, listing every kernel that changed; each line names
+# the kernel's scheduler, tier and launch beside its hash. CI runs the same comparison as the
+# ctests replay_<target>. A refactor shows "0 kernels changed"; a change of generated code runs
+# this with --update and commits the baselines' diff with it.
 #   bash scripts/replay.sh [--update] [--save DIR]   (DIR/<target>/NAME.kI.ptx: the PTX itself)
 set -euo pipefail
 cd "$(dirname "$0")/.."

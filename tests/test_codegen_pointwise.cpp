@@ -6,7 +6,7 @@
 
 #include "compiler/codegen/ptxas_check.h"
 #include "compiler/compile.h"
-#include "compiler/schedule/pointwise.h"
+#include "compiler/schedule/pointwise/pointwise.h"
 #include "frontend/internal_api.h"
 #include "tests/pointwise_fusions.h"
 

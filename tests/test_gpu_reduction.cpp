@@ -1,4 +1,4 @@
-// [gpu]: the reduction scheduler (compiler/schedule/reduction.h) end to end against the CPU
+// [gpu]: the reduction scheduler (compiler/schedule/reduction/reduction.h) end to end against the CPU
 // reference: full reductions, column sums with few and many columns, batch statistics in both
 // memory orders, every reduction kind and float dtype, odd and size-1 sizes; and bitwise equal
 // results from run to run however the blocks finish.
@@ -45,7 +45,7 @@ std::unique_ptr<ir::Fusion> channelSums(DType t) {
   return fb.finish();
 }
 
-// Outputs of every element beside the reductions that read them (schedule/reduction.h's element
+// Outputs of every element beside the reductions that read them (schedule/reduction/reduction.h's element
 // stores): test::biasGrad (columns, the outer layout), and a scaled copy beside row sums (the
 // inner layout).
 std::unique_ptr<ir::Fusion> scaleAndSum(DType t) {

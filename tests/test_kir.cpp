@@ -11,7 +11,7 @@
 #include "compiler/kir/printer.h"
 #include "compiler/kir/unroll.h"
 #include "compiler/kir/verifier.h"
-#include "compiler/schedule/pointwise_lower.h"
+#include "compiler/schedule/pointwise/lower.h"
 #include "frontend/internal_api.h"
 
 

@@ -1,4 +1,4 @@
-// CPU-only: normalization kernels with column reductions (NormKernel::columns): which fusions
+// CPU-only: normalization kernels with column reductions (RowKernel::columns): which fusions
 // get them (layer and RMS norm backward, a layer norm beside column sums, maxima and means),
 // which do not and why, and the kernel they compile to: a cooperative grid, the partials in a
 // workspace, one grid barrier, a fixed-order combine; ptxas accepts it.

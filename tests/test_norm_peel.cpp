@@ -1,4 +1,4 @@
-// CPU-only: rows whose length the vector does not divide (NormKernel::peel): whole vectors from
+// CPU-only: rows whose length the vector does not divide (RowKernel::peel): whole vectors from
 // each row's first aligned element, the edge one element a thread; which loads and stores stay
 // vectors, which tiers take it, and that the kernels pass the IR verifier and ptxas.
 #include <catch2/catch.hpp>
@@ -6,7 +6,8 @@
 #include "tests/compile_test_util.h"
 
 #include "compiler/compile.h"
-#include "compiler/schedule/normalization.h"
+#include "compiler/schedule/normalization/normalization.h"
+#include "compiler/schedule/row_kernel.h"
 #include "frontend/examples.h"
 #include "frontend/internal_api.h"
 
@@ -16,7 +17,7 @@ using loom::test::has;
 
 namespace {
 
-std::optional<schedule::NormKernel> scheduleOf(const ir::Fusion& f, const Bindings& sizes, bool no_peel = false) {
+std::optional<schedule::RowKernel> scheduleOf(const ir::Fusion& f, const Bindings& sizes, bool no_peel = false) {
   CompileOptions opts{{90, 132}};
   opts.tuning.no_peel = no_peel;
   std::string why;
@@ -26,7 +27,7 @@ std::optional<schedule::NormKernel> scheduleOf(const ir::Fusion& f, const Bindin
   return k;
 }
 
-kir::Access accessOf(const schedule::NormKernel& k, int input) {
+kir::Access accessOf(const schedule::RowKernel& k, int input) {
   for (const auto& [leaf, a] : k.load_access)
     if (leaf.input == input && leaf.strides.back() != 0) return a;
   FAIL("no load of input " << input << " along the row");

@@ -1,4 +1,4 @@
-// CPU-only: the normalization scheduler's tiers (compiler/schedule/norm_tiers.def) as typed
+// CPU-only: the normalization scheduler's tiers (compiler/schedule/tiers.def) as typed
 // values: each named once, and each reached by a shape whose schedule dump names it.
 #include <catch2/catch.hpp>
 
@@ -7,7 +7,8 @@
 #include "tests/compile_test_util.h"
 
 #include "compiler/compile.h"
-#include "compiler/schedule/normalization.h"
+#include "compiler/schedule/normalization/normalization.h"
+#include "compiler/schedule/row_kernel.h"
 #include "frontend/examples.h"
 
 using namespace loom;

@@ -9,7 +9,7 @@
 #include "tests/reduction_fusions.h"
 
 #include "compiler/compile.h"
-#include "compiler/schedule/reduction.h"
+#include "compiler/schedule/reduction/reduction.h"
 #include "compiler/schedule/scheduler.h"
 
 using namespace loom;

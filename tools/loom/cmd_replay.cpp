@@ -1,12 +1,15 @@
 // `loom replay CORPUS... --target sm_90/132 --baseline FILE [--update] [--save DIR]`: kernel
 // replay. Compiles every fusion of a fixed corpus for one target and compares each kernel's
-// PTX (by hash and length) with a stored, reviewed baseline, listing every kernel that changed.
+// PTX (by hash and length) with a stored, reviewed baseline, listing every kernel that changed
+// with what it came from (scheduler, tier, launch), so that a changed line says what changed.
 // A refactor shows "0 kernels changed"; a change of generated code updates the baseline in the
 // same commit (scripts/replay.sh --update).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+
+#include <fmt/ranges.h>
 
 #include "compiler/compile.h"
 #include "runtime/environment_options.h"
@@ -60,7 +63,38 @@ std::vector<Case> readCorpus(const std::string& path) {
   return out;
 }
 
-// One line per kernel: `name kI HASH BYTES`, or `name refused HASH` for a user error.
+// Each segment's scheduler and, where it names one, its tier, from the segmentation's text
+// (`segment 2: normalization scheduler, ...` and its `params: ...; tier NAME: ...` line).
+std::vector<std::string> segmentSchedules(const std::string& segments) {
+  std::vector<std::string> out;
+  std::istringstream in(segments);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("segment ", 0) == 0) {
+      const size_t colon = line.find(": "), end = line.find(" scheduler");
+      out.push_back(colon != std::string::npos && end != std::string::npos ? line.substr(colon + 2, end - colon - 2)
+                                                                           : "?");
+    } else if (!out.empty() && line.find("params:") != std::string::npos) {
+      const size_t t = line.find("; tier ");
+      if (t != std::string::npos) out.back() += ", tier " + line.substr(t + 7, line.find(':', t) - t - 7);
+    }
+  }
+  return out;
+}
+
+// What a kernel's PTX came from, for a reader of the baseline's diff: its scheduler and tier
+// (where the plan's segments are its kernels one for one) and its launch.
+std::string scheduleLine(const CompiledKernel& k, const std::string& schedule) {
+  std::string s = schedule.empty() ? "" : schedule + ", ";
+  s += fmt::format("grid {}, block {}", k.grid, k.block);
+  if (k.shared_bytes) s += fmt::format(", smem {}", k.shared_bytes);
+  if (k.cluster > 1) s += fmt::format(", cluster {}", k.cluster);
+  if (k.cooperative) s += ", cooperative";
+  if (k.workspace_bytes) s += fmt::format(", workspace {}", k.workspace_bytes);
+  if (!k.size_args.empty()) s += fmt::format(", sizes at run time {}", fmt::join(k.size_args, " "));
+  return s;
+}
+
+// One line per kernel: `name kI HASH BYTES | SCHEDULE`, or `name refused HASH` for a user error.
 std::vector<std::string> replayCase(const Case& c, const CompileOptions& opts, const std::string& save) {
   Args a(c.argv, {});
   std::vector<std::string> lines;
@@ -70,9 +104,13 @@ std::vector<std::string> replayCase(const Case& c, const CompileOptions& opts, c
     auto descs = describeInputs(*l.fusion, l.sizes, layouts);
     Bindings bound = boundSizes(*l.fusion, descs, l.sizes);
     auto plan = compilePlan(*l.fusion, bound, descs, opts);
+    const auto schedules = segmentSchedules(plan.segments);
+    const bool one_for_one = schedules.size() == plan.kernels.size();
     for (size_t i = 0; i < plan.kernels.size(); ++i) {
-      const std::string& ptx = plan.kernels[i].kernel.ptx;
-      lines.push_back(fmt::format("{} k{} {:016x} {}", c.name, i, runtime::fnv1a(ptx), ptx.size()));
+      const CompiledKernel& k = plan.kernels[i].kernel;
+      const std::string& ptx = k.ptx;
+      lines.push_back(fmt::format("{} k{} {:016x} {} | {}", c.name, i, runtime::fnv1a(ptx), ptx.size(),
+                                  scheduleLine(k, one_for_one ? schedules[i] : "")));
       if (!save.empty()) std::ofstream(fmt::format("{}/{}.k{}.ptx", save, c.name, i)) << ptx;
     }
   } catch (const Error& e) {
@@ -122,7 +160,7 @@ int runReplay(const Args& a) {
       for (auto& l : replayCase(c, opts, save)) now.push_back(std::move(l));
 
   const std::string header = fmt::format(
-      "# kernel replay baseline for {}: `name kernel PTX-hash PTX-bytes` per kernel (or\n"
+      "# kernel replay baseline for {}: `name kernel PTX-hash PTX-bytes | schedule` per kernel (or\n"
       "# `name refused MESSAGE-hash`). Written by scripts/replay.sh --update; review its diff.\n",
       *target);
   if (a.flag("update")) {

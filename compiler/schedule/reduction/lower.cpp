@@ -1,0 +1,433 @@
+#include "compiler/schedule/reduction/lower.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/kir/builder.h"
+#include "compiler/schedule/symbolic.h"
+#include "ir/error.h"
+
+namespace loom::schedule {
+
+namespace {
+
+using kir::ExprP;
+using kir::Type;
+using lower::ENode;
+
+ExprP c(int64_t v) { return kir::intConst(v); }
+
+using kir::combineOf;
+using kir::foldOf;
+
+// Where a value is evaluated: the kernel's coordinates (rows then reduced axes) and the lanes.
+struct Point {
+  std::vector<ExprP> idx;
+  int lanes = 1;
+  std::map<const ENode*, ExprP> memo;
+};
+
+class ReductionLowering {
+ public:
+  ReductionLowering(const ir::Fusion& f, const ReductionKernel& r, kir::Kernel& out)
+      : f_(f), r_(r), k_(r.k), out_(out) {}
+
+  void run() {
+    std::vector<lower::EPtr> roots;
+    for (const auto& st : k_.stores) roots.push_back(st.value);
+    lower::visitPostOrder(roots, [&](const ENode& n) {
+      if (n.kind == ENode::Kind::Reduce) reductions_.push_back(&n);
+    });
+    cache_ = out_.noalias ? kir::Cache::Invariant : kir::Cache::Default;
+    b_.spread("tid", kir::Mapping::Threads, r_.block, [&](const ExprP& tid) {
+      tid_ = tid;
+      b_.spread("blk", kir::Mapping::Blocks, r_.grid, [&](const ExprP& blk) {
+        ExprP block = b_.bindAs("block", kir::convert(blk, Type::idx()));
+        if (r_.split > 1) {
+          ExprP at = kir::intConst(static_cast<int64_t>(out_.params.size()) - 1);
+          ws_ = b_.bindAs("workspace", kir::intrinsic(kir::Intrinsic::ParamAddr, Type::addr(), {at}));
+        }
+        if (r_.layout == ReductionKernel::Layout::Inner) inner(block);
+        else outer(block);
+      });
+    });
+    out_.body = b_.take();
+  }
+
+ private:
+  DType acc(const ENode* r) const { return computeDType(r->dtype); }
+  ExprP identity(const ENode* r, int lanes) const {
+    return kir::combineIdentity(combineOf(r->op), acc(r), lanes);
+  }
+
+  ExprP eval(const ENode& n, Point& p) {
+    auto it = p.memo.find(&n);
+    if (it != p.memo.end()) return it->second;
+    ExprP out;
+    switch (n.kind) {
+      case ENode::Kind::Load: {
+        const auto& s = n.leaf.strides;
+        const bool outer = r_.layout == ReductionKernel::Layout::Outer;
+        const int64_t lane_stride = outer ? s[k_.outer_shape.size() - 1] : s.back();
+        const kir::Access a = p.lanes == 1 ? kir::Access::Gather : k_.load_access.at(n.leaf);
+        out = b_.bind(kir::load(n.leaf.input, n.dtype, kir::stridedOffset(n.leaf.offset, s, p.idx), p.lanes, a,
+                                lane_stride, cache_), "x");
+        break;
+      }
+      case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, p.lanes); break;
+      case ENode::Kind::Reduce: out = totals_.at(&n); break;
+      case ENode::Kind::Op: {
+        std::vector<ExprP> args;
+        for (const auto& a : n.args) args.push_back(eval(*a, p));
+        out = b_.bind(kir::math(n.op, n.dtype, args, p.lanes));
+        break;
+      }
+    }
+    return p.memo[&n] = out;
+  }
+
+  // The reduced operand of `r` at `p`, in its accumulator's dtype.
+  ExprP operand(const ENode* r, Point& p) {
+    ExprP v = eval(*r->args[0], p);
+    return r->args[0]->dtype == acc(r) ? v : b_.bind(kir::math(ir::OpKind::Cast, acc(r), {v}, p.lanes));
+  }
+
+  // `a` and `b` combined by reduction `r`'s combine, lane by lane.
+  ExprP fold(const ENode* r, const ExprP& a, const ExprP& b, int lanes) {
+    return b_.bind(kir::math(kir::combineOp(combineOf(r->op)), acc(r), {a, b}, lanes));
+  }
+
+  // Every reduction's fold of `values(unit)` (one value of `lanes` lanes each) over the units
+  // first + (m * U + u) * step, U = `unroll`, in that order: the U units of a trip are loaded
+  // before any is folded, and units from `count` on fold nothing (read at unit 0).
+  // `count_at_run` (symbolic kernels): the count read at run time, `count` its largest.
+  using UnitValues = std::function<std::vector<ExprP>(const ExprP& unit, const ExprP& valid)>;
+  std::vector<ExprP> foldUnits(const ExprP& first, int64_t step, int64_t count, int lanes, int unroll,
+                               const UnitValues& values, const ExprP& count_at_run = nullptr) {
+    const int U = unroll;
+    const int64_t per_thread = (count + step - 1) / step;
+    const int64_t trips = std::max<int64_t>(1, (per_thread + U - 1) / U);
+    // At least one trip: a count is at least 1.
+    const ExprP trips_at_run =
+        count_at_run ? kir::index(kir::IndexOp::Div, kir::add(count_at_run, c(step * U - 1)), c(step * U)) : nullptr;
+    const ExprP bound = count_at_run ? count_at_run : c(count);
+    std::vector<ExprP> init;
+    for (const ENode* r : reductions_) init.push_back(identity(r, lanes));
+    return b_.repeat("m", trips, init, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+      std::vector<std::vector<ExprP>> parts(U);
+      for (int u = 0; u < U; ++u) {
+        ExprP j = b_.add(first, b_.mul(b_.add(b_.mul(m, c(U)), c(u)), c(step)));
+        ExprP valid = b_.bind(kir::index(kir::IndexOp::Ult, j, bound));
+        std::vector<ExprP> v = values(b_.select(valid, j, c(0)), valid);
+        for (size_t i = 0; i < reductions_.size(); ++i)
+          parts[static_cast<size_t>(u)].push_back(b_.select(valid, v[i], identity(reductions_[i], lanes)));
+      }
+      std::vector<ExprP> next = carried;
+      for (int u = 0; u < U; ++u)
+        for (size_t i = 0; i < reductions_.size(); ++i)
+          next[i] = fold(reductions_[i], next[i], parts[static_cast<size_t>(u)][i], lanes);
+      return next;
+    }, 1, trips_at_run);
+  }
+
+  // The units (elements, or vectors of the inner layout) a row reduces: the largest a symbolic
+  // kernel serves; and their count, read at run time where the kernel takes its size (null from
+  // unitsAtRun where every size is known).
+  int64_t unitLanes() const { return r_.layout == ReductionKernel::Layout::Inner ? k_.vec : 1; }
+  int64_t mostUnits() const { return r_.symbolic() ? r_.reducedCount(r_.size_max) / unitLanes() : r_.rowUnits(); }
+  ExprP countOf(int64_t per) const {
+    if (!r_.symbolic()) return c(k_.rowElems() / per);
+    return kir::mul(kir::var(sizeVar(r_.size_symbol), Type::idx()), c(r_.reducedCount(1) / per));
+  }
+  ExprP unitsAtRun() const { return r_.symbolic() ? countOf(unitLanes()) : nullptr; }
+
+  // The thread's share of the elements: `at(unit)` gives a unit's point; with `fold_lanes`, the
+  // lanes of a unit are folded into one value (inner layout), else kept lane by lane.
+  std::vector<ExprP> accumulate(const ExprP& first, int64_t step, int lanes, bool fold_lanes,
+                                const std::function<Point(const ExprP&)>& at) {
+    return foldUnits(first, step, mostUnits(), fold_lanes ? 1 : lanes, r_.unroll, [&](const ExprP& j, const ExprP& valid) {
+      Point p = at(j);
+      storeElements(p, place_ok_ ? b_.op(kir::IndexOp::And, valid, place_ok_) : valid);
+      std::vector<ExprP> v;
+      for (const ENode* r : reductions_) {
+        ExprP x = operand(r, p);
+        const kir::Combine cb = combineOf(r->op);
+        if (fold_lanes)
+          x = b_.bind(kir::intrinsic(foldOf(cb), Type::data(acc(r), 1), {x, kir::combineIdentity(cb, acc(r))}));
+        v.push_back(x);
+      }
+      return v;
+    }, unitsAtRun());
+  }
+
+  // The element stores (schedule/reduction/reduction.h) at `p`, where `ok`: each output's value there,
+  // lanes along the layout's vector axis.
+  void storeElements(Point& p, const ExprP& ok) {
+    const size_t lane_axis = r_.layout == ReductionKernel::Layout::Outer ? k_.outer_shape.size() - 1
+                                                                          : k_.outer_shape.size() + k_.red_shape.size() - 1;
+    for (const auto& st : k_.stores) {
+      if (st.row_only) continue;
+      ExprP v = eval(*st.value, p);
+      if (v->type.lanes != p.lanes) v = b_.bind(kir::intrinsic(kir::Intrinsic::Splat, Type::data(st.dtype, p.lanes), {v}));
+      const kir::Access a = p.lanes == 1 ? kir::Access::Gather : st.access;
+      ExprP off = b_.bind(kir::stridedOffset(st.offset, st.strides, p.idx), "off");
+      b_.ifThen(ok, "estore", [&] {
+        b_.emit(kir::store(k_.num_inputs + st.output, off, v, a, st.strides[lane_axis]));
+      });
+    }
+  }
+
+  // Reduction i's partial of block `p` for row (or column) `row` in the workspace.
+  ExprP wsSlot(size_t i, const ExprP& p, const ExprP& row) {
+    ExprP entry = b_.add(b_.mul(b_.add(c(static_cast<int64_t>(i) * r_.split), p), c(k_.rows())), row);
+    ExprP byte = b_.add(c(r_.counter_bytes), b_.mul(entry, c(8)));
+    return b_.bind(kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(), {ws_, byte}));
+  }
+  ExprP counterAt(const ExprP& i) {
+    return b_.bind(kir::intrinsic(kir::Intrinsic::ByteAddr, Type::addr(), {ws_, b_.mul(i, c(4))}));
+  }
+
+  // After every thread has published: thread 0 counts the block in on counter `counter`
+  // (acquire-release); the block that makes it `split` runs `body` (the same branch for every
+  // thread of the block: the flag goes through shared memory).
+  void lastBlock(const ExprP& counter, const std::function<void()>& body) {
+    b_.emit(kir::barrier(kir::Barrier::Block));
+    const std::string flag = kir::bufferName(out_, "last_block");
+    out_.buffers.push_back({flag, "last_block", kir::Place::Smem, DType::F32, 1, 4});
+    b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "arrive", [&] {
+      ExprP before = b_.bind(kir::intrinsic(kir::Intrinsic::AtomAddAcqRel, Type::i32(), {counterAt(counter)}));
+      ExprP last = b_.op(kir::IndexOp::Eq, before, kir::i32Const(r_.split - 1));
+      b_.emit(kir::bufStore(flag, kir::i32Const(0),
+                            b_.select(last, kir::dataConst(DType::F32, 1, 1), kir::dataConst(DType::F32, 0, 1))));
+    });
+    b_.emit(kir::barrier(kir::Barrier::Block));
+    ExprP v = b_.bind(kir::bufLoad(flag, DType::F32, kir::i32Const(0)));
+    ExprP is_last = b_.convert(b_.math(ir::OpKind::Gt, DType::Bool, {v, kir::dataConst(DType::F32, 0, 1)}), Type::pred());
+    b_.uniformIf(is_last, "last_block", body);
+  }
+
+  // Every store of the row (or column) `row`, with the reductions' totals.
+  void epilogue(const ExprP& row, const std::vector<ExprP>& totals) {
+    for (size_t i = 0; i < reductions_.size(); ++i) {
+      const ENode* r = reductions_[i];
+      ExprP t = totals[i];
+      if (r->op == ir::OpKind::Mean) {
+        const ExprP n = r_.symbolic() ? b_.bind(kir::convert(countOf(1), Type::data(acc(r), 1)))
+                                      : kir::dataConst(acc(r), static_cast<double>(k_.rowElems()), 1);
+        t = b_.math(ir::OpKind::Div, acc(r), {t, n});
+      }
+      totals_[r] = r->dtype == acc(r) ? t : b_.bind(kir::math(ir::OpKind::Cast, r->dtype, {t}));
+    }
+    Point p;
+    p.idx = b_.unravel(row, k_.outer_shape, 1);
+    for (size_t d = 0; d < k_.red_shape.size(); ++d) p.idx.push_back(c(0));
+    for (const auto& st : k_.stores) {
+      if (!st.row_only) continue;  // an element store, written in the pass
+      ExprP v = eval(*st.value, p);
+      b_.emit(kir::store(k_.num_inputs + st.output, kir::stridedOffset(st.offset, st.strides, p.idx), v,
+                         kir::Access::Gather, 1));
+    }
+  }
+
+  void inner(const ExprP& block);
+  void outer(const ExprP& block);
+  std::vector<ExprP> blockColumns(const std::vector<ExprP>& parts, const ExprP& tx, const ExprP& ty);
+
+  std::vector<std::string> tile_bufs_;  // blockColumns' shared memory, a buffer a reduction
+
+  const ir::Fusion& f_;
+  const ReductionKernel& r_;
+  const RowKernel& k_;
+  kir::Kernel& out_;
+  kir::Builder b_;
+  kir::Cache cache_ = kir::Cache::Default;
+  ExprP tid_, ws_;
+  ExprP place_ok_;  // outer layout: the thread's rows are the tensor's (past them: clamped to row 0)
+  std::vector<const ENode*> reductions_;
+  std::map<const ENode*, ExprP> totals_;
+};
+
+// The inner layout: block `row * split + s` folds vectors s * T + t, then every T * split-th.
+void ReductionLowering::inner(const ExprP& block) {
+  const int T = r_.block;
+  const int64_t S = r_.split;
+  ExprP t = b_.bindAs("t_in_row", kir::convert(tid_, Type::idx()));
+  b_.bindAs("row_in_block", kir::index(kir::IndexOp::Div, tid_, kir::i32Const(T)));
+  b_.bindAs("lane", kir::index(kir::IndexOp::Rem, tid_, kir::i32Const(32)));
+  ExprP row = S > 1 ? b_.bindAs("row", kir::index(kir::IndexOp::Div, block, c(S))) : block;
+  ExprP s = S > 1 ? b_.bindAs("rank", kir::index(kir::IndexOp::Rem, block, c(S))) : c(0);
+  std::vector<ExprP> outer_idx = b_.unravel(row, k_.outer_shape, 1);
+  auto parts = accumulate(b_.add(b_.mul(s, c(T)), t), int64_t{T} * S, k_.vec, true, [&](const ExprP& j) {
+    Point p;
+    p.idx = outer_idx;
+    for (const auto& x : b_.unravel(j, k_.red_shape, k_.vec)) p.idx.push_back(x);
+    p.lanes = k_.vec;
+    return p;
+  });
+  auto combineBlock = [&](const std::vector<ExprP>& values, const std::string& stem) {
+    std::vector<ExprP> totals;
+    for (size_t i = 0; i < reductions_.size(); ++i) {
+      const std::string name = fmt::format("{}{}", stem, i);
+      b_.emit(kir::combine(name, values[i], {combineOf(reductions_[i]->op), k_.red_atoms, T, 1, "t_in_row",
+                                             "row_in_block", "lane", 1, kir::GridLevel{}}));
+      totals.push_back(kir::var(name, Type::data(acc(reductions_[i]), 1)));
+    }
+    return totals;
+  };
+  std::vector<ExprP> totals = combineBlock(parts, "block_total");
+  ExprP leader = b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0));
+  if (S == 1) {
+    b_.ifThen(leader, "store", [&] { epilogue(row, totals); });
+    return;
+  }
+  b_.ifThen(leader, "publish", [&] {
+    for (size_t i = 0; i < reductions_.size(); ++i) b_.emit(kir::globalStore(wsSlot(i, s, row), totals[i], 8));
+  });
+  lastBlock(row, [&] {
+    // Partials t, t + T, ... of the row, in that order.
+    auto sums = foldUnits(t, T, S, 1, 1, [&](const ExprP& p, const ExprP&) {
+      std::vector<ExprP> v;
+      for (size_t i = 0; i < reductions_.size(); ++i)
+        v.push_back(b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(acc(reductions_[i]), 1),
+                                           {wsSlot(i, p, row)})));
+      return v;
+    });
+    std::vector<ExprP> finals = combineBlock(sums, "row_total");
+    b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "store", [&] {
+      epilogue(row, finals);
+      b_.emit(kir::relaxedZero(counterAt(row)));
+    });
+  });
+}
+
+// Columns of threads through shared memory: thread (ty, tx) holds lanes tx * vec + l of the
+// tile's rows; thread `tid` gets the total of row tid of the tile over every ty, in ty order
+// (threads past the tile's rows get row 0's).
+std::vector<ExprP> ReductionLowering::blockColumns(const std::vector<ExprP>& parts, const ExprP& tx, const ExprP& ty) {
+  const int V = k_.vec, W = r_.bx * V;
+  // The last block's second use takes the first's buffers: lastBlock's barrier lies between the
+  // first's reads and the second's stores.
+  const bool again = !tile_bufs_.empty();
+  for (size_t i = 0; i < reductions_.size(); ++i) {
+    if (!again) {
+      tile_bufs_.push_back(kir::bufferName(out_, "tile_partials"));
+      out_.buffers.push_back({tile_bufs_.back(), "tile_partials", kir::Place::Smem, acc(reductions_[i]),
+                              int64_t{r_.by} * W, 8});
+    }
+    const std::string& buf = tile_bufs_[i];
+    ExprP base = b_.add(b_.mul(ty, kir::i32Const(W)), b_.mul(tx, kir::i32Const(V)));
+    for (int l = 0; l < V; ++l) {
+      ExprP lane = V == 1 ? parts[i]
+                          : b_.bind(kir::intrinsic(kir::Intrinsic::Lane, Type::data(acc(reductions_[i]), 1),
+                                                   {parts[i], kir::i32Const(l)}));
+      b_.emit(kir::bufStore(buf, b_.add(base, kir::i32Const(l)), lane));
+    }
+  }
+  b_.emit(kir::barrier(kir::Barrier::Block));
+  ExprP mine = b_.select(b_.op(kir::IndexOp::Ult, tid_, kir::i32Const(W)), tid_, kir::i32Const(0));
+  std::vector<ExprP> init;
+  for (const ENode* r : reductions_) init.push_back(identity(r, 1));
+  // In ty order, 8 rows of threads a trip.
+  const int per = std::min(r_.by, 8);
+  LOOM_ASSERT(r_.by % per == 0, "reduction: {} rows of threads in trips of {}", r_.by, per);
+  return b_.repeat("y", r_.by / per, init, [&](const ExprP& y, const std::vector<ExprP>& carried) {
+    std::vector<ExprP> next = carried;
+    ExprP row0 = b_.mul(b_.convert(y, Type::i32()), kir::i32Const(int64_t{per} * W));
+    for (int u = 0; u < per; ++u)
+      for (size_t i = 0; i < reductions_.size(); ++i) {
+        const ENode* r = reductions_[i];
+        ExprP at = b_.add(b_.add(mine, row0), kir::i32Const(int64_t{u} * W));
+        next[i] = fold(r, next[i], b_.bind(kir::bufLoad(tile_bufs_[i], acc(r), at)), 1);
+      }
+    return next;
+  });
+}
+
+// The outer layout: block `tile * split + s`; thread (ty, tx) folds rows tx * vec.. of the tile
+// at reduced elements s * by + ty, then every by * split-th.
+void ReductionLowering::outer(const ExprP& block) {
+  const int V = k_.vec, W = r_.bx * V;
+  const int64_t S = r_.split, C = k_.rows();
+  ExprP tx = b_.bindAs("tx", kir::index(kir::IndexOp::Rem, tid_, kir::i32Const(r_.bx)));
+  ExprP ty = b_.bindAs("ty", kir::index(kir::IndexOp::Div, tid_, kir::i32Const(r_.bx)));
+  ExprP tile = S > 1 ? b_.bindAs("tile", kir::index(kir::IndexOp::Div, block, c(S))) : block;
+  ExprP s = S > 1 ? b_.bindAs("rank", kir::index(kir::IndexOp::Rem, block, c(S))) : c(0);
+  ExprP col0 = b_.add(b_.mul(tile, c(W)), b_.mul(b_.convert(tx, Type::idx()), c(V)));
+  place_ok_ = b_.bind(kir::index(kir::IndexOp::Ult, col0, c(C)));
+  ExprP col = b_.select(place_ok_, col0, c(0));
+  std::vector<ExprP> outer_idx = b_.unravel(col, k_.outer_shape, 1);
+  ExprP first = b_.add(b_.mul(s, c(r_.by)), b_.convert(ty, Type::idx()));
+  // Reversed: unit j is element count - 1 - j (a unit past the count, which accumulate reads
+  // at unit 0, at the last element: a valid one either way; the clamp, never taken, bounds it
+  // for the verifier, whose ranges do not relate j to the count).
+  const ExprP count = countOf(1);
+  const ExprP last = r_.symbolic() ? kir::index(kir::IndexOp::Sub, count, c(1)) : c(k_.rowElems() - 1);
+  auto parts = accumulate(first, int64_t{r_.by} * S, V, false, [&](const ExprP& j) {
+    Point p;
+    p.idx = outer_idx;
+    ExprP e = j;
+    if (r_.reversed) {
+      e = b_.bind(kir::index(kir::IndexOp::Sub, last, j), "rev");
+      e = b_.select(b_.op(kir::IndexOp::Ult, e, count), e, c(0));
+    }
+    for (const auto& x : b_.unravel(e, k_.red_shape, 1)) p.idx.push_back(x);
+    p.lanes = V;
+    return p;
+  });
+  std::vector<ExprP> totals = blockColumns(parts, tx, ty);
+  ExprP row = b_.add(b_.mul(tile, c(W)), b_.convert(tid_, Type::idx()));
+  ExprP ok = b_.bind(kir::index(kir::IndexOp::Ult, row, c(C)));
+  ExprP mine = b_.select(ok, row, c(0));
+  ExprP owner = b_.op(kir::IndexOp::Ult, tid_, kir::i32Const(W));
+  if (S == 1) {
+    b_.ifThen(owner, "owner", [&] { b_.ifThen(ok, "store", [&] { epilogue(mine, totals); }); });
+    return;
+  }
+  b_.ifThen(owner, "owner", [&] {
+    b_.ifThen(ok, "publish", [&] {
+      for (size_t i = 0; i < reductions_.size(); ++i) b_.emit(kir::globalStore(wsSlot(i, s, mine), totals[i], 8));
+    });
+  });
+  lastBlock(tile, [&] {
+    // Partials ty, ty + by, ... of the thread's rows, `unroll` of them loaded before any is added.
+    auto sums = foldUnits(b_.convert(ty, Type::idx()), r_.by, S, V, r_.partial_unroll, [&](const ExprP& p, const ExprP&) {
+      std::vector<ExprP> v;
+      for (size_t i = 0; i < reductions_.size(); ++i) {
+        std::vector<ExprP> lanes;
+        for (int l = 0; l < V; ++l)
+          lanes.push_back(b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(acc(reductions_[i]), 1),
+                                                 {wsSlot(i, p, b_.add(col, c(l)))})));
+        v.push_back(V == 1 ? lanes[0]
+                           : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc(reductions_[i]), V), lanes)));
+      }
+      return v;
+    });
+    std::vector<ExprP> finals = blockColumns(sums, tx, ty);
+    b_.ifThen(owner, "owner", [&] { b_.ifThen(ok, "store", [&] { epilogue(mine, finals); }); });
+    b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "reset", [&] { b_.emit(kir::relaxedZero(counterAt(tile))); });
+  });
+}
+
+}  // namespace
+
+kir::Kernel lowerReduction(const ir::Fusion& f, const ReductionKernel& r, const std::vector<TensorDesc>& inputs) {
+  kir::Kernel out;
+  out.name = r.k.name;
+  out.scheduler = "reduction";
+  if (r.symbolic()) {
+    // The first reduced axis of the largest size served is the first dim of every tensor naming it.
+    out.params = paramsAtLargest(f, inputs, r.k.outputs, r.size_symbol, r.size_max);
+    out.sizes.push_back({sizeVar(r.size_symbol), r.size_max});
+  } else {
+    out.params = kir::fusionParams(f, inputs, r.k.outputs);
+  }
+  if (r.split > 1) out.params.push_back({"workspace", DType::I64, false, r.workspace_bytes, true});
+  out.noalias = kir::noAlias(r.k.output_alias);
+  out.index_bits = r.k.index64 ? 64 : 32;
+  out.launch = {r.grid, r.block};
+  ReductionLowering(f, r, out).run();
+  return out;
+}
+
+}  // namespace loom::schedule
