@@ -358,19 +358,19 @@ void ReductionLowering::outer(const ExprP& block) {
   ExprP col = b_.select(place_ok_, col0, c(0));
   std::vector<ExprP> outer_idx = b_.unravel(col, k_.outer_shape, 1);
   ExprP first = b_.add(b_.mul(s, c(r_.by)), b_.convert(ty, Type::idx()));
-  // Reversed: unit j is element count - 1 - j (a unit past the count, which accumulate reads
-  // at unit 0, at the last element: a valid one either way; the clamp, never taken, bounds it
-  // for the verifier, whose ranges do not relate j to the count).
+  // The reduced elements are walked from the last to the first, so that a kernel after this one
+  // reading the same tensors from their start finds the last read still in L2 (channels-last
+  // batch norm backward's dx after its channel sums): unit j is element count - 1 - j (a unit
+  // past the count, which accumulate reads at unit 0, at the last element: a valid one either
+  // way; the clamp, never taken, bounds it for the verifier, whose ranges do not relate j to the
+  // count).
   const ExprP count = countOf(1);
   const ExprP last = r_.symbolic() ? kir::index(kir::IndexOp::Sub, count, c(1)) : c(k_.rowElems() - 1);
   auto parts = accumulate(first, int64_t{r_.by} * S, V, false, [&](const ExprP& j) {
     Point p;
     p.idx = outer_idx;
-    ExprP e = j;
-    if (r_.reversed) {
-      e = b_.bind(kir::index(kir::IndexOp::Sub, last, j), "rev");
-      e = b_.select(b_.op(kir::IndexOp::Ult, e, count), e, c(0));
-    }
+    ExprP e = b_.bind(kir::index(kir::IndexOp::Sub, last, j), "rev");
+    e = b_.select(b_.op(kir::IndexOp::Ult, e, count), e, c(0));
     for (const auto& x : b_.unravel(e, k_.red_shape, 1)) p.idx.push_back(x);
     p.lanes = V;
     return p;

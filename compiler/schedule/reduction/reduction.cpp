@@ -297,10 +297,7 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
                            "of {}{}, {}{}; grid {}",
                            r.k.rows(), r.k.outer_atoms, r.k.rowElems(), r.k.red_atoms, r.block, r.k.vec,
                            vec_why.empty() ? "" : " (" + vec_why + ")", split_why, elements, r.grid);
-  if (outer && !opts.tuning.no_reversed_walk) {
-    r.reversed = true;
-    r.reason += "; elements walked from the last (what a kernel after it reads first stays in L2)";
-  }
+  if (outer) r.reason += "; elements walked from the last (what a kernel after it reads first stays in L2)";
   if (opts.tuning.symbolic) makeReductionSymbolic(f, sizes, inputs, r);
   // (Its count known after all, past the index range a class allows: the scheduler it was before,
   // as an exact compile of the same segment will find.)

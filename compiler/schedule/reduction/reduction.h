@@ -38,10 +38,6 @@ struct ReductionKernel {
   int64_t grid = 1;
   int unroll = 4;          // loads in flight per thread before they are folded
   int partial_unroll = 4;  // outer layout: the last block's loads of the partials in flight
-  // Outer layout: the threads walk the reduced elements from the last to the first, so that a
-  // kernel after this one reading the same tensors from their start finds the last read still in
-  // L2 (channels-last batch norm backward's dx after its channel sums).
-  bool reversed = false;
   int64_t counter_bytes = 0;  // workspace: one u32 counter per row (inner) or tile (outer)
   int64_t workspace_bytes = 0;
   std::string reason;
