@@ -18,6 +18,7 @@
 #include "ir/printer.h"
 #include "reference/reference.h"
 #include "runtime/bind_sizes.h"
+#include "runtime/environment_options.h"
 #include "runtime/memory_order.h"
 
 using namespace loom;
@@ -98,6 +99,7 @@ struct CompileView {
 };
 
 CompileView compileView(const loom_fusion& f, const loom_options* o) {
+  dumpsFromEnvironment();
   CompileView v;
   std::map<std::string, std::vector<int>> orders;
   if (o)

@@ -1,9 +1,9 @@
 #include "ir/dump.h"
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
-#include <set>
 
 #include "ir/error.h"
 
@@ -19,32 +19,8 @@ constexpr StageInfo kStages[] = {
 #undef LOOM_X
 };
 
-std::set<DumpStage> enabledFromEnv() {
-  std::set<DumpStage> out;
-  const char* env = std::getenv("LOOM_DUMP");
-  if (!env) return out;
-  std::string_view s(env);
-  while (!s.empty()) {
-    size_t c = s.find(',');
-    std::string_view item = s.substr(0, c);
-    if (item == "all") {
-      for (auto st : allDumpStages()) out.insert(st);
-    } else if (!item.empty()) {
-      bool found = false;
-      for (auto st : allDumpStages())
-        if (dumpStageName(st) == item) {
-          out.insert(st);
-          found = true;
-        }
-      if (!found)
-        std::fprintf(stderr, "loom: warning: LOOM_DUMP names unknown stage `%.*s`\n",
-                     static_cast<int>(item.size()), item.data());
-    }
-    if (c == std::string_view::npos) break;
-    s.remove_prefix(c + 1);
-  }
-  return out;
-}
+// The stages to print, one bit each: set by setDumpStages, read by every compile.
+std::atomic<uint32_t> g_enabled{0};
 }  // namespace
 
 std::string_view dumpStageName(DumpStage s) { return kStages[static_cast<int>(s)].name; }
@@ -68,10 +44,31 @@ DumpStage parseDumpStage(std::string_view name) {
   fail("unknown stage `{}`; stages are: {}", name, names);
 }
 
-bool dumpEnabled(DumpStage s) {
-  static const std::set<DumpStage> enabled = enabledFromEnv();
-  return enabled.count(s) > 0;
+void setDumpStages(std::string_view spec) {
+  uint32_t bits = 0;
+  while (!spec.empty()) {
+    size_t c = spec.find(',');
+    std::string_view item = spec.substr(0, c);
+    if (item == "all") {
+      for (auto st : allDumpStages()) bits |= 1u << static_cast<int>(st);
+    } else if (!item.empty()) {
+      bool found = false;
+      for (auto st : allDumpStages())
+        if (dumpStageName(st) == item) {
+          bits |= 1u << static_cast<int>(st);
+          found = true;
+        }
+      if (!found)
+        std::fprintf(stderr, "loom: warning: LOOM_DUMP names unknown stage `%.*s`\n",
+                     static_cast<int>(item.size()), item.data());
+    }
+    if (c == std::string_view::npos) break;
+    spec.remove_prefix(c + 1);
+  }
+  g_enabled.store(bits, std::memory_order_relaxed);
 }
+
+bool dumpEnabled(DumpStage s) { return (g_enabled.load(std::memory_order_relaxed) >> static_cast<int>(s)) & 1u; }
 
 void dumpIfEnabled(DumpStage s, std::string_view title, const std::string& text) {
   if (!dumpEnabled(s)) return;

@@ -30,7 +30,10 @@ std::string_view dumpStageHelp(DumpStage s);
 const std::vector<DumpStage>& allDumpStages();
 // Throws loom::Error listing the valid names.
 DumpStage parseDumpStage(std::string_view name);
-// True when LOOM_DUMP names the stage (read once).
+// The stages to print from now on: a LOOM_DUMP value (`ir,kir`, `all`; an unknown name is a
+// warning). The runtime sets it from the environment (dumpsFromEnvironment); none by default.
+void setDumpStages(std::string_view spec);
+// True when the stage is to be printed.
 bool dumpEnabled(DumpStage s);
 // Prints `text` under a header to stderr when the stage is enabled.
 void dumpIfEnabled(DumpStage s, std::string_view title, const std::string& text);

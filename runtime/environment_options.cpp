@@ -1,7 +1,9 @@
 #include "runtime/environment_options.h"
 
 #include <cstdlib>
+#include <mutex>
 
+#include "ir/dump.h"
 #include "ir/error.h"
 
 namespace loom {
@@ -34,6 +36,11 @@ Tuning tuningFromEnvironment() {
     if (const char* v = std::getenv(std::string(name).c_str())) return std::string(v);  // (set but empty: the knob's own error)
     return std::nullopt;
   });
+}
+
+void dumpsFromEnvironment() {
+  static std::once_flag once;
+  std::call_once(once, [] { setDumpStages(environmentValue("LOOM_DUMP").value_or("")); });
 }
 
 codegen::PtxasTool ptxasFromEnvironment() {

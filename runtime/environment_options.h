@@ -24,6 +24,10 @@ codegen::PtxasTool ptxasFromEnvironment();
 // be one of the system's (HOME, TMPDIR, XDG_CACHE_HOME).
 std::optional<std::string> environmentValue(std::string_view name);
 
+// LOOM_DUMP's stages given to the dump registry (ir/dump.h), once a process: by the Executor
+// and the CLI before they compile.
+void dumpsFromEnvironment();
+
 // Every variable loom reads: environment.def's, then tuning.def's; each with what it sets.
 struct EnvironmentVariable {
   std::string_view name, meaning;

@@ -171,6 +171,7 @@ Executor::Executor(const ir::Fusion& fusion, Tuning tuning)
     : f_(fusion), tuning_(std::move(tuning)), entries_(std::make_unique<Entries>()), stream_(launchStream()),
       workspaces_(std::make_unique<Workspaces>()) {
   fusion.verify();
+  dumpsFromEnvironment();
 }
 Executor::~Executor() = default;
 
@@ -240,6 +241,40 @@ static void countKernels(const CompiledPlan& plan, CompileStats& st) {
       plan.kernels.begin(), plan.kernels.end(), [](const PlannedKernel& pk) { return !pk.kernel.size_args.empty(); }));
 }
 
+// Each kernel of `plan` loaded (from the process-wide memory cache, else made a module now and
+// stored on disk where it was compiled), appended to `loaded`; the times into `st`.
+static void loadKernels(const CompiledPlan& plan, std::vector<std::shared_ptr<Loaded>>& loaded_out,
+                        CompileStats& st) {
+  for (const auto& pk : plan.kernels) {
+    std::shared_ptr<Loaded> loaded;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      auto it = memoryCache().find(pk.key);
+      if (it != memoryCache().end()) loaded = it->second;
+    }
+    if (!loaded) {
+      CompiledKernel k = pk.kernel;
+      if (k.llvm_ptx_ms > 0) {
+        st.source = CompileStats::Source::Compiled;
+        st.llvm_ptx_ms += k.llvm_ptx_ms;
+        st.plan_ms -= k.llvm_ptx_ms;
+        runtime::diskCacheStore(pk.key, k);
+      }
+      // Loaded now as the entry has it (PTX through the driver's JIT where it has no cubin for
+      // this GPU); its cubin is made in the background for the disk cache and the next process,
+      // held to the registers the JIT gave it.
+      runtime::Module mod = runtime::loadModule(k);
+      st.load_ms += mod.loadMs();
+      runtime::Kernel kern = mod.getKernel(k.name);
+      runtime::makeCubinLater(pk.key, k, runtime::Device::get().smVersion(), {kern.numRegs(), kern.localBytes()});
+      loaded = std::shared_ptr<Loaded>(new Loaded{std::move(k), std::move(mod), kern});
+      std::lock_guard<std::mutex> lock(g_mu);
+      memoryCache()[pk.key] = loaded;
+    }
+    loaded_out.push_back(loaded);
+  }
+}
+
 Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, const Bindings& sizes) {
   const runtime::ContextScope scope;  // (modules loaded and scratch made in loom's context)
   std::uint64_t hash = 0;
@@ -293,34 +328,7 @@ Executor::Entry& Executor::prepare(const std::vector<DeviceTensor>& inputs, cons
               : replanned ? std::move(*replanned) : compilePlan(f_, bound, descs, opts, nullptr, lookup);
   countKernels(entry->plan, st);
   st.plan_ms = msSince(p0) - st.disk_ms;
-  for (const auto& pk : entry->plan.kernels) {
-    std::shared_ptr<Loaded> loaded;
-    {
-      std::lock_guard<std::mutex> lock(g_mu);
-      auto it = memoryCache().find(pk.key);
-      if (it != memoryCache().end()) loaded = it->second;
-    }
-    if (!loaded) {
-      CompiledKernel k = pk.kernel;
-      if (k.llvm_ptx_ms > 0) {
-        st.source = CompileStats::Source::Compiled;
-        st.llvm_ptx_ms += k.llvm_ptx_ms;
-        st.plan_ms -= k.llvm_ptx_ms;
-        runtime::diskCacheStore(pk.key, k);
-      }
-      // Loaded now as the entry has it (PTX through the driver's JIT where it has no cubin for
-      // this GPU); its cubin is made in the background for the disk cache and the next process,
-      // held to the registers the JIT gave it.
-      runtime::Module mod = runtime::loadModule(k);
-      st.load_ms += mod.loadMs();
-      runtime::Kernel kern = mod.getKernel(k.name);
-      runtime::makeCubinLater(pk.key, k, runtime::Device::get().smVersion(), {kern.numRegs(), kern.localBytes()});
-      loaded = std::shared_ptr<Loaded>(new Loaded{std::move(k), std::move(mod), kern});
-      std::lock_guard<std::mutex> lock(g_mu);
-      memoryCache()[pk.key] = loaded;
-    }
-    entry->loaded.push_back(loaded);
-  }
+  loadKernels(entry->plan, entry->loaded, st);
   const auto b0 = std::chrono::steady_clock::now();
   for (size_t k = 0; k < entry->plan.kernels.size(); ++k) {
     const CompiledKernel& ck = entry->plan.kernels[k].kernel;

@@ -5,6 +5,7 @@
 
 #include <loom/version.h>
 
+#include "runtime/environment_options.h"
 #include "tools/loom/cli.h"
 
 namespace {
@@ -22,6 +23,7 @@ void printTopHelp() {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  loom::dumpsFromEnvironment();
   if (!args.empty() && args[0] == "--version") {
     std::cout << "loom " << LOOM_VERSION << "\n";
     return 0;

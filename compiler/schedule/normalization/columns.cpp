@@ -170,11 +170,11 @@ int64_t quarterOctave(int64_t n) {
   return (n + step - 1) / step * step;
 }
 
-}  // namespace
-
-Decision<ColumnFit> placeColumns(RowKernel& k, const BlockLimit& lim, const CompileOptions& opts) {
-  const std::vector<const ENode*> cols = columnReductions(k);
-  const int64_t row_chunks = k.rowElems() / k.vec;
+// The column kernel's shape: the partials in registers beside the row, in shared memory beside
+// it, or streamed with the row (and there two blocks an SM of half the threads:
+// `*two_streamed`).
+ColumnShape chooseColumnShape(const RowKernel& k, const BlockLimit& lim, const CompileOptions& opts,
+                              const std::vector<const ENode*>& cols, bool* two_streamed) {
   ColumnShape s = shapeColumns(k, lim, opts, cols, ColumnPlace::Registers);
   // The partials in shared memory beside the row in registers where that lets the next row's
   // loads in (loadsAhead), as many blocks an SM as before: the registers they free hold those
@@ -202,7 +202,6 @@ Decision<ColumnFit> placeColumns(RowKernel& k, const BlockLimit& lim, const Comp
     if (b.fits && aheadWith(b, false) && threadsPerSm(b) >= threadsPerSm(s)) s = b;
   }
   // A row too long for its partials beside it in registers: the partials in shared memory.
-  bool two_streamed = false;
   if (!s.fits) {
     const ColumnShape in_smem = shapeColumns(k, lim, opts, cols, ColumnPlace::Streamed);
     if (in_smem.fits) s = in_smem;
@@ -219,10 +218,20 @@ Decision<ColumnFit> placeColumns(RowKernel& k, const BlockLimit& lim, const Comp
       const int64_t blocks = int64_t{half.per_sm} * opts.device.sm_count;
       if (half.fits && half.per_sm >= 2 * in_smem.per_sm && k.rows() >= 6 * blocks) {
         s = half;
-        two_streamed = true;
+        *two_streamed = true;
       }
     }
   }
+  return s;
+}
+
+}  // namespace
+
+Decision<ColumnFit> placeColumns(RowKernel& k, const BlockLimit& lim, const CompileOptions& opts) {
+  const std::vector<const ENode*> cols = columnReductions(k);
+  const int64_t row_chunks = k.rowElems() / k.vec;
+  bool two_streamed = false;
+  const ColumnShape s = chooseColumnShape(k, lim, opts, cols, &two_streamed);
   ColumnFit fit;
   if (!s.fits)
     return {fit, fmt::format("the row and its column partials ({} values a thread, {} chunks of {}) do not fit the "
