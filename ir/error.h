@@ -1,5 +1,5 @@
 #pragma once
-// The error channels (include/loom/error.h, DESIGN.md) and how loom's code raises them.
+// The error channels (include/loom/error.h; docs/contributing.md, "Code style") and how loom's code raises them.
 #include <fmt/format.h>
 
 #include <loom/error.h>

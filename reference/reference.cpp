@@ -237,13 +237,17 @@ std::vector<HostTensor> evaluate(const ir::Fusion& f, const std::vector<HostTens
 
 }  // namespace
 
+// A fusion is verified before it is evaluated, as before it is compiled: one that parsed but is no
+// valid fusion (no outputs, an alias of the wrong shape) is a user error here too.
 std::vector<HostTensor> evaluateReference(const ir::Fusion& f, const std::vector<HostTensor>& inputs,
                                           const Bindings& given) {
+  f.verify();
   return evaluate(f, inputs, given, nullptr);
 }
 
 ReferenceWithBounds evaluateReferenceBounds(const ir::Fusion& f, const std::vector<HostTensor>& inputs,
                                             const Bindings& given) {
+  f.verify();
   ReferenceWithBounds r;
   r.values = evaluate(f, inputs, given, &r.bounds);
   return r;

@@ -49,6 +49,16 @@ TEST_CASE("a malformed file gives line:col and a non-zero status", "[cli]") {
   CHECK(r.out.find("error:") != std::string::npos);
 }
 
+TEST_CASE("a fusion that parses but is not valid is refused by eval as by segment", "[cli]") {
+  std::string path = tmpFile("no_outputs.loom", "fusion nothing {\n  in x: f32[N]\n  t: f32[N] = neg(x)\n}\n");
+  for (const char* cmd : {"eval", "segment"}) {
+    auto r = runLoom(std::string(cmd) + " " + path + " --dim N=4");
+    INFO(cmd);
+    CHECK(r.status != 0);
+    CHECK(r.out.find("has no outputs; declare at least one") != std::string::npos);
+  }
+}
+
 TEST_CASE("every subcommand has --help and rejects unknown options", "[cli]") {
   for (const char* c : {"examples", "print", "eval", "dump", "segment", "run", "bench"}) {
     INFO(c);

@@ -25,11 +25,11 @@ namespace loom {
 
 class Fusion {
  public:
-  // The text format (`loom dump --stage text` prints any fusion in it); an error names the
+  // The text format (`loom print` prints any fusion in it); an error names the
   // line and column.
   static Fusion parse(std::string_view text, std::string_view source_name = "<input>");
   static Fusion parseFile(const std::string& path);
-  // A built-in (`loom list`: layer_norm, group_norm, ...) with its main tensors in `dtype`
+  // A built-in (`loom examples`: layer_norm, group_norm, ...) with its main tensors in `dtype`
   // (default: the built-in's own); its example sizes, what `loom run NAME` uses.
   static Fusion builtin(const std::string& name, std::optional<DType> dtype = std::nullopt);
   static Bindings builtinSizes(const std::string& name);

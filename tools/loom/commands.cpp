@@ -52,7 +52,7 @@ const std::vector<Command>& commands() {
        "  --dim K=V        size of symbol K (default: the example's sizes)\n"
        "  --layout IN=L    memory order of input IN: nchw, nhwc, or dims outer->inner\n",
        {"json"}, {"dim", "layout", "dot", "dtype", "arch"}, runSegment},
-      {"dump", "print one compilation stage (ir, schedule, kernel, kir, llvm, ptx)",
+      {"dump", "print one compilation stage (ir, domains, segments, schedule, kernel, kir, llvm, ptx)",
        "usage: loom dump FUSION --stage STAGE [--arch sm_90] [--dim K=V]... [--layout IN=L]...\n\n"
        "Prints one stage of compiling FUSION for the given sizes and layouts. Needs no GPU.\n"
        "The same text is printed to stderr during any run by LOOM_DUMP=STAGE[,STAGE...].\n\n"
