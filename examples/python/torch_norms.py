@@ -31,9 +31,14 @@ for model in (stock, mine):
         opt.step()
         losses.append(round(loss.item(), 4))
     print("loom " if model is mine else "torch", losses)
-compiled = torch.compile(mine)  # loom's ops are opaque to torch.compile: no graph breaks
+# Under torch.compile the swapped modules give Inductor PyTorch's own forward, which it fuses with
+# the norms' neighbours (the stock model's graph):
+compiled = torch.compile(mine)
 print("compiled:", compiled(x).shape)
-# CUDA graphs replay loom's launches with no Python host time a call (forward and backward):
+# Or loom's kernels in the compiled graph, as ops opaque to Inductor (no graph breaks), which wins
+# where the norms are much of the step (group norm over channels-last images); CUDA graphs replay
+# loom's launches with no Python host time a call, forward and backward:
+loom.torch.swap(mine, in_compile="loom")
 graphed = torch.compile(mine, mode="reduce-overhead")
 for _ in range(3):
     with torch.autocast("cuda", dtype=torch.float16):

@@ -5,6 +5,10 @@ batch norm's state (running statistics in place, momentum=None, a refused batch 
 compile_fusion with and without a backward; torch.compile and CUDA graphs over the C++ ops.
 Skipped without torch or a GPU."""
 import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -282,3 +286,13 @@ def test_autograd_nodes_without_parameters(make, shape):
     assert loom.torch.swap(mine) == 1
     x = torch.randn(*shape, device="cuda")
     check(stock, mine, x, torch.float32)
+
+
+def test_the_example_a_user_copies_runs():
+    pytest.importorskip("timm")
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, str(root / "examples" / "python" / "torch_norms.py")], env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "extension: compiled" in r.stdout and "reduce-overhead: ok" in r.stdout, r.stdout[-3000:]
