@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 
 #include "ir/error.h"
 
@@ -35,12 +36,16 @@ const std::vector<DumpStage>& allDumpStages() {
   return all;
 }
 
-DumpStage parseDumpStage(std::string_view name) {
-  std::string names;
-  for (auto s : allDumpStages()) {
+std::optional<DumpStage> findDumpStage(std::string_view name) {
+  for (auto s : allDumpStages())
     if (dumpStageName(s) == name) return s;
-    names += (names.empty() ? "" : ", ") + std::string(dumpStageName(s));
-  }
+  return std::nullopt;
+}
+
+DumpStage parseDumpStage(std::string_view name) {
+  if (std::optional<DumpStage> s = findDumpStage(name)) return *s;
+  std::string names;
+  for (auto s : allDumpStages()) names += (names.empty() ? "" : ", ") + std::string(dumpStageName(s));
   fail("unknown stage `{}`; stages are: {}", name, names);
 }
 
@@ -52,13 +57,10 @@ void setDumpStages(std::string_view spec) {
     if (item == "all") {
       for (auto st : allDumpStages()) bits |= 1u << static_cast<int>(st);
     } else if (!item.empty()) {
-      bool found = false;
-      for (auto st : allDumpStages())
-        if (dumpStageName(st) == item) {
-          bits |= 1u << static_cast<int>(st);
-          found = true;
-        }
-      if (!found)
+      const std::optional<DumpStage> st = findDumpStage(item);
+      if (st)
+        bits |= 1u << static_cast<int>(*st);
+      else
         std::fprintf(stderr, "loom: warning: LOOM_DUMP names unknown stage `%.*s`\n",
                      static_cast<int>(item.size()), item.data());
     }

@@ -2,6 +2,7 @@
 // The one registry of debug dumps: LOOM_DUMP=ir,domains,segments,schedule,kernel,kir,llvm,ptx,launch
 // (or `all`) prints those stages to stderr while any program runs; `loom dump --stage` prints
 // the same text to stdout.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,8 @@ enum class DumpStage {
 std::string_view dumpStageName(DumpStage s);
 std::string_view dumpStageHelp(DumpStage s);
 const std::vector<DumpStage>& allDumpStages();
+// The stage of that name, or nullopt.
+std::optional<DumpStage> findDumpStage(std::string_view name);
 // Throws loom::Error listing the valid names.
 DumpStage parseDumpStage(std::string_view name);
 // The stages to print from now on: a LOOM_DUMP value (`ir,kir`, `all`; an unknown name is a

@@ -16,7 +16,7 @@ namespace loom::segment {
 struct Segment {
   std::vector<const ir::Op*> ops;
   SubFusion sub;
-  std::string scheduler;  // "pointwise" or "normalization"
+  std::string scheduler;  // "pointwise", "reduction" or "normalization" (schedulers.def)
   std::string params;     // the schedule's summary
   std::vector<TensorDesc> input_descs, output_descs;
   std::vector<std::string> rejections;  // why the segment stops where it does

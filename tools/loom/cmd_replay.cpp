@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "compiler/compile.h"
+#include "compiler/segment/segmenter.h"
 #include "runtime/environment_options.h"
 #include "runtime/kernel_cache.h"
 #include "tools/loom/cli.h"
@@ -63,20 +64,16 @@ std::vector<Case> readCorpus(const std::string& path) {
   return out;
 }
 
-// Each segment's scheduler and, where it names one, its tier, from the segmentation's text
-// (`segment 2: normalization scheduler, ...` and its `params: ...; tier NAME: ...` line).
-std::vector<std::string> segmentSchedules(const std::string& segments) {
+// Each segment's scheduler and, where its schedule's reason names one, its tier
+// (`...; tier NAME: ...`).
+std::vector<std::string> segmentSchedules(const segment::SegmentPlan* plan) {
   std::vector<std::string> out;
-  std::istringstream in(segments);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("segment ", 0) == 0) {
-      const size_t colon = line.find(": "), end = line.find(" scheduler");
-      out.push_back(colon != std::string::npos && end != std::string::npos ? line.substr(colon + 2, end - colon - 2)
-                                                                           : "?");
-    } else if (!out.empty() && line.find("params:") != std::string::npos) {
-      const size_t t = line.find("; tier ");
-      if (t != std::string::npos) out.back() += ", tier " + line.substr(t + 7, line.find(':', t) - t - 7);
-    }
+  if (!plan) return out;
+  for (const auto& seg : plan->segments) {
+    std::string s = seg.scheduler;
+    const size_t t = seg.params.find("; tier ");
+    if (t != std::string::npos) s += ", tier " + seg.params.substr(t + 7, seg.params.find(':', t) - t - 7);
+    out.push_back(std::move(s));
   }
   return out;
 }
@@ -104,7 +101,7 @@ std::vector<std::string> replayCase(const Case& c, const CompileOptions& opts, c
     auto descs = describeInputs(*l.fusion, l.sizes, layouts);
     Bindings bound = boundSizes(*l.fusion, descs, l.sizes);
     auto plan = compilePlan(*l.fusion, bound, descs, opts);
-    const auto schedules = segmentSchedules(plan.segments);
+    const auto schedules = segmentSchedules(plan.segment_plan.get());
     const bool one_for_one = schedules.size() == plan.kernels.size();
     for (size_t i = 0; i < plan.kernels.size(); ++i) {
       const CompiledKernel& k = plan.kernels[i].kernel;

@@ -196,8 +196,6 @@ def swap(model, only=None, report=False, in_compile="torch"):
     swapped, left = [], []
     for name, m in model.named_modules():
         t, why = _target(m)
-        if _is_loom(type(m)):
-            m.loom_in_compile = in_compile == "loom"
         if t is None:
             if why:
                 left.append((name, type(m).__qualname__, why))
@@ -207,8 +205,10 @@ def swap(model, only=None, report=False, in_compile="torch"):
             continue
         cls = type(m).__qualname__
         m.__class__ = t
-        m.loom_in_compile = in_compile == "loom"
         swapped.append((name, cls, _family_name(t)))
+    for m in model.modules():  # (those swapped now and those loom's before: the call says for both)
+        if _is_loom(type(m)):
+            m.loom_in_compile = in_compile == "loom"
     if report:
         r = SwapReport(swapped, left)
         print(r)
