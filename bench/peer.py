@@ -187,6 +187,11 @@ def twins(torch, F, w, inputs):
         def fn(x):
             return (x.sum(0, dtype=torch.float32),)
         return fn, fn, ""
+    if f == "column_var_mean":
+        def fn(x):  # f32 statistics of f16 columns (eager reads an f32 copy; torch.compile fuses the cast)
+            v, m = torch.var_mean(x.float(), 0, correction=0)
+            return v, m
+        return fn, fn, "torch.var_mean(x.float(), 0)"
     if f == "ln_colsum":
         def fn(x):  # layer norm in f32 without affine, then the column sums of that f32 result
             t4 = F.layer_norm(x.float(), (x.shape[-1],), eps=1e-5)

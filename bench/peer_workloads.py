@@ -140,7 +140,7 @@ def input_specs(w):
     if f == "sum_all":  # examples/fusions/sum_all.loom: every element to one value
         (n,) = _need(w, "N")
         return [("x", t, [n], -1.0, 1.0)]
-    if f == "column_sum":  # examples/fusions/column_sum.loom: sums down the columns, in f32
+    if f in ("column_sum", "column_var_mean"):  # examples/fusions/column_*.loom: down the columns, in f32
         m, d = _need(w, "M", "D")
         return [("x", t, [m, d], -1.0, 1.0)]
     if f in ("layer_norm", "rms_norm", "softmax", "log_softmax", "bias_gelu"):
@@ -208,6 +208,8 @@ def output_specs(w):
         return [("s", "f32", [])]
     if f == "column_sum":
         return [("s", "f32", ins["x"][2][1:])]
+    if f == "column_var_mean":
+        return [("var", "f32", ins["x"][2][1:]), ("mean", "f32", ins["x"][2][1:])]
     if f == "batch_norm":
         c = ins["x"][2][1]
         return [("y", w.dtype, ins["x"][2]), ("new_running_mean", "f32", [c]), ("new_running_var", "f32", [c])]

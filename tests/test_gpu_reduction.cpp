@@ -1,7 +1,7 @@
 // [gpu]: the reduction scheduler (compiler/schedule/reduction/reduction.h) end to end against the CPU
 // reference: full reductions, column sums with few and many columns, batch statistics in both
-// memory orders, every reduction kind and float dtype, odd and size-1 sizes; and bitwise equal
-// results from run to run however the blocks finish.
+// memory orders (sums, and var_mean's Welford statistics), every reduction kind and float dtype,
+// odd and size-1 sizes; and bitwise equal results from run to run however the blocks finish.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -42,6 +42,17 @@ std::unique_ptr<ir::Fusion> channelSums(DType t) {
   auto m = mean(xc, {0, 2, 3});
   fb.output("sumsq", sum(xc * xc, {0, 2, 3}));
   fb.output("new_running_mean", rm * 0.9 + m * 0.1, rm);
+  return fb.finish();
+}
+
+// var_mean over a dim: down the columns of [M, D] (dim 0, the outer layout: BatchNorm1d's
+// statistics) or along the rows (dim 1, the inner layout), f32 statistics of any float input.
+std::unique_ptr<ir::Fusion> varMean(DType t, int dim, double correction) {
+  FusionBuilder fb("var_mean_dim" + std::to_string(dim));
+  auto x = fb.input("x", t, {"M", "D"});
+  auto vm = var_mean(toCompute(x), {dim}, correction);
+  fb.output("var", vm.var);
+  fb.output("mean", vm.mean);
   return fb.finish();
 }
 
@@ -139,6 +150,40 @@ TEST_CASE("channel statistics as sums in NCHW and channels-last", "[gpu][reducti
       }
 }
 
+TEST_CASE("var_mean down long columns and along long rows: Welford partials over the grid", "[gpu][reduction]") {
+  if (!test::haveGpu()) return;
+  // Columns of 1, 3 and 65537 (no vector divides the last two), 771; rows of 1 and of 3.
+  for (DType t : {DType::F16, DType::BF16, DType::F32})
+    for (auto s : {Bindings{{"M", 1048576}, {"D", 64}}, Bindings{{"M", 100003}, {"D", 771}}, Bindings{{"M", 65536}, {"D", 1}},
+                   Bindings{{"M", 4099}, {"D", 3}}, Bindings{{"M", 1}, {"D", 65537}}, Bindings{{"M", 3}, {"D", 65537}}}) {
+      INFO("columns " << dtypeName(t) << " M=" << s.at("M") << " D=" << s.at("D"));
+      test::checkOnGpu(*varMean(t, 0, 0), s);
+    }
+  for (DType t : {DType::F16, DType::F32})
+    for (auto s : {Bindings{{"M", 4}, {"D", 1 << 22}}, Bindings{{"M", 3}, {"D", 1000003}}, Bindings{{"M", 1}, {"D", 65536}}}) {
+      INFO("rows " << dtypeName(t) << " M=" << s.at("M") << " D=" << s.at("D"));
+      test::checkOnGpu(*varMean(t, 1, 1), s);
+    }
+  // Far from zero, where a sum of squares in f32 would lose the variance to cancellation.
+  test::checkOnGpu(*varMean(DType::F32, 0, 1), {{"M", 500000}, {"D", 64}}, {}, 3, 1000.0, 1001.0);
+  test::checkOnGpu(*varMean(DType::F32, 1, 0), {{"M", 2}, {"D", 1 << 21}}, {}, 4, 1000.0, 1001.0);
+}
+
+TEST_CASE("batch norm training at ResNet's first shape and at odd ones, both memory orders", "[gpu][reduction]") {
+  if (!test::haveGpu()) return;
+  // Channels-last: the channel statistics split over the grid, then a pointwise pass.
+  const auto bn = findExample("batch_norm");
+  for (DType t : {DType::F16, DType::BF16})
+    for (auto s : {Bindings{{"N", 32}, {"C", 64}, {"H", 112}, {"W", 112}}, Bindings{{"N", 1}, {"C", 3}, {"H", 223}, {"W", 225}},
+                   Bindings{{"N", 7}, {"C", 771}, {"H", 13}, {"W", 11}}, Bindings{{"N", 1}, {"C", 1}, {"H", 300}, {"W", 301}}})
+      for (bool nhwc : {false, true}) {
+        INFO(dtypeName(t) << (nhwc ? " nhwc" : " nchw") << " N=" << s.at("N") << " C=" << s.at("C"));
+        std::map<std::string, std::vector<int>> layouts;
+        if (nhwc) layouts["x"] = {0, 2, 3, 1};
+        test::checkOnGpu(*bn->build(t), s, layouts);
+      }
+}
+
 TEST_CASE("norm backward of long rows: dw and db from partials in shared memory", "[gpu][reduction][columns]") {
   if (!test::haveGpu()) return;
   // One kernel whose threads keep their column partials in shared memory (D past what registers
@@ -155,7 +200,12 @@ TEST_CASE("split reductions are bitwise the same from run to run", "[gpu][reduct
   if (!test::haveGpu()) return;
   // The third to fifth: layer and RMS norm backward's dw (and db), column reductions of their one
   // kernel (the partials in registers, then in shared memory, then two blocks an SM of them).
-  for (int which = 0; which < 5; ++which) {
+  for (int which = 0; which < 7; ++which) {
+    if (which >= 5) {  // var_mean's Welford partials: columns (the outer layout), rows (the inner)
+      test::checkBitwiseRepeatable(*varMean(DType::F16, which == 5 ? 0 : 1, 0),
+                                   which == 5 ? Bindings{{"M", 1048576}, {"D", 64}} : Bindings{{"M", 4}, {"D", 1 << 22}}, 9);
+      continue;
+    }
     auto f = which == 0   ? fullReduce(DType::F32, "sum")
              : which == 1 ? colSums(DType::F16)
              : which == 2 ? findExample("layer_norm_backward")->build(DType::F32)

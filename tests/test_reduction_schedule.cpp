@@ -56,6 +56,59 @@ TEST_CASE("reduction scheduler: a full sum splits over the grid, a column sum ti
   CHECK(has(wide->reason, "1024 tiles, one block each"));
 }
 
+TEST_CASE("reduction scheduler: var_mean down tall, narrow columns as Welford partials over the grid", "[schedule][reduction]") {
+  // BatchNorm1d's statistics of [1048576, 64] f16: one tile of 64 columns, split over the GPU
+  // (it was one block a column, a load an element, in the normalization scheduler).
+  FusionBuilder fb("cols_var_mean");
+  auto x = fb.input("x", DType::F16, {"M", "D"});
+  auto vm = var_mean(toCompute(x), {0}, 0);
+  fb.output("var", vm.var);
+  fb.output("mean", vm.mean);
+  auto f = fb.finish();
+  std::vector<std::string> why;
+  auto p = planOf(*f, {{"M", 1048576}, {"D", 64}}, &why);
+  REQUIRE(p.has_value());
+  CHECK(p->scheduler == "reduction");
+  CHECK(has(p->reason, "outer layout: tiles of 64 neighbouring rows"));
+  CHECK(has(p->reason, "vectors of 8"));
+  CHECK(has(p->reason, "Welford statistics"));
+  CHECK(p->launch.grid >= 132);
+  // A workspace of three values (count, mean, M2) a column a block, beside the counter.
+  const int64_t split = p->launch.grid;
+  CHECK(p->launch.workspace_bytes == 128 + 3 * split * 64 * 8);
+  // Columns no vector divides: an element a lane.
+  auto odd = planOf(*f, {{"M", 100003}, {"D", 771}}, &why);
+  REQUIRE(odd.has_value());
+  CHECK(odd->scheduler == "reduction");
+  CHECK(has(odd->reason, "vectors of 1"));
+  // Long rows along memory (dim 1): the inner layout, split.
+  FusionBuilder fr("rows_var_mean");
+  auto r = fr.input("x", DType::F32, {"M", "D"});
+  auto rv = var_mean(r, {1}, 1);
+  fr.output("var", rv.var);
+  fr.output("mean", rv.mean);
+  auto g = fr.finish();
+  auto q = planOf(*g, {{"M", 4}, {"D", 1 << 22}}, &why);
+  REQUIRE(q.has_value());
+  CHECK(q->scheduler == "reduction");
+  CHECK(has(q->reason, "inner layout"));
+  CHECK(has(q->reason, "Welford statistics"));
+}
+
+TEST_CASE("channels-last batch norm of long channels: the statistics split over the grid, then a pointwise pass",
+          "[schedule][reduction]") {
+  // ResNet-50's first batch norm (64 channels over 128 x 112 x 112): the running statistics are
+  // values of the channels, computed beside the statistics; y is the pointwise pass.
+  auto f = findExample("batch_norm")->build(DType::F16);
+  const Bindings sizes{{"N", 128}, {"C", 64}, {"H", 112}, {"W", 112}};
+  auto plan = compilePlan(*f, sizes, descsFor(*f, sizes, {{"x", {0, 2, 3, 1}}}), CompileOptions{DeviceInfo{90, 132}});
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(has(plan.segments, "segment 1: reduction scheduler"));
+  CHECK(has(plan.segments, "segment 2: pointwise scheduler"));
+  CHECK(has(plan.segments, "read a load an element: two kernels"));
+  CHECK(plan.kernels[0].kernel.grid >= 132);
+}
+
 TEST_CASE("reduction scheduler: what it leaves to the normalization scheduler, and why", "[schedule][reduction]") {
   std::vector<std::string> why;
   // Outputs along the row (layer norm): the row is read again.

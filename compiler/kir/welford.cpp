@@ -22,7 +22,10 @@ Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y) {
   // has mean 0; inf + finite is inf, inf - inf NaN). Three instructions, none of them a
   // division. Finite means whose difference overflows (magnitudes past 1.7e38, opposite signs)
   // take the sum too, which is not their mean: wrong there, as inf was before.
-  mean = b.select(isFinite(b, acc, delta), mean, b.math(OpKind::Add, acc, {x.mean, y.mean}));
+  // (Means of several lanes, a row a lane, beside one count: a lane-wise choice.)
+  ExprP both = b.math(OpKind::Add, acc, {x.mean, y.mean});
+  mean = delta->type.lanes == 1 ? b.select(isFinite(b, acc, delta), mean, both)
+                                : b.math(OpKind::Where, acc, {isFinite(b, acc, delta), mean, both});
   // (x.m2 + y.m2) + delta^2 * x.n * fb, the product first.
   ExprP prod = b.math(OpKind::Mul, acc, {b.math(OpKind::Mul, acc, {b.math(OpKind::Mul, acc, {delta, delta}), x.n}), fb});
   ExprP m2 = b.math(OpKind::Add, acc, {b.math(OpKind::Add, acc, {x.m2, y.m2}), prod});

@@ -13,6 +13,7 @@ struct Stats {
 ExprP isFinite(Builder& b, DType acc, const ExprP& v);
 
 // b's share of the merged count is one division (div.approx in f32: a weight, not a result).
+// Means and M2s of several lanes (a row a lane) merge beside counts of one.
 Stats chanMerge(Builder& b, DType acc, const Stats& x, const Stats& y);
 
 // Elements of a row that block `rank` holds, as `acc`: a row of `row_chunks` chunks of `vec`

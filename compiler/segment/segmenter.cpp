@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/analysis/domains.h"
 #include "compiler/schedule/scheduler.h"
 #include "compiler/segment/split_reductions.h"
 #include "ir/error.h"
@@ -249,13 +250,48 @@ bool Segmenter::greedy(const std::vector<const ir::Op*>& all, bool must) {
 }
 
 // The same ops with every reduction of the fusion's inputs (and cheap functions of them) first,
-// in their order: reductions over the same atoms then share a kernel, and what reads them a
-// kernel of its own (batch norm backward's dx, pointwise); empty where that changes nothing.
+// in their order, then the ops of their rows alone (functions of the reductions and of the
+// inputs that vary along none of the atoms they reduce: batch norm's running statistics, its
+// rstd): reductions over the same atoms then share a kernel with what their rows compute, and
+// what reads them over every element a kernel of its own (batch norm's y, its backward's dx,
+// pointwise); empty where that changes nothing.
 std::vector<const ir::Op*> Segmenter::reductionsFirst(const std::vector<const ir::Op*>& order) const {
   std::vector<const ir::Op*> first, rest;
   for (const ir::Op* op : order) (ir::isReduction(op->kind()) && ofInputs(op) ? first : rest).push_back(op);
   if (first.empty()) return {};
-  first.insert(first.end(), rest.begin(), rest.end());
+  const std::shared_ptr<const analysis::DomainAnalysis> da = analysis::domainsOf(f_);
+  if (!da->conflicts().empty()) {
+    first.insert(first.end(), rest.begin(), rest.end());
+    return first == order ? std::vector<const ir::Op*>{} : first;
+  }
+  std::set<int> reduced;
+  for (const ir::Op* op : first)
+    for (int a : da->reducedAtoms(op)) reduced.insert(a);
+  std::set<const ir::Value*> of_rows;
+  for (const ir::Op* op : first) of_rows.insert(op->outputs().begin(), op->outputs().end());
+  auto rowValue = [&](const ir::Value* v) {
+    for (int d = 0; d < static_cast<int>(v->axes().size()); ++d)
+      for (int a : da->axisAtoms(v, d))
+        if (reduced.count(a)) return false;
+    return true;
+  };
+  auto available = [&](const ir::Value* v) {
+    return of_rows.count(v) ||
+           ((v->isInput() || v->definition()->inputs().empty() || cheap_.count(v->definition())) && rowValue(v));
+  };
+  std::vector<const ir::Op*> later;
+  for (const ir::Op* op : rest) {
+    const bool row = !ir::isReduction(op->kind()) &&
+                     std::all_of(op->inputs().begin(), op->inputs().end(), available) &&
+                     std::all_of(op->outputs().begin(), op->outputs().end(), rowValue);
+    if (!row) {
+      later.push_back(op);
+      continue;
+    }
+    first.push_back(op);
+    of_rows.insert(op->outputs().begin(), op->outputs().end());
+  }
+  first.insert(first.end(), later.begin(), later.end());
   return first == order ? std::vector<const ir::Op*>{} : first;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compiler/kir/builder.h"
+#include "compiler/schedule/reduction/accumulators.h"
 #include "compiler/schedule/symbolic.h"
 #include "ir/error.h"
 
@@ -15,6 +16,8 @@ namespace {
 using kir::ExprP;
 using kir::Type;
 using lower::ENode;
+using red_detail::Accumulator;
+using Values = std::vector<std::vector<ExprP>>;  // an accumulator's values, for each of the kernel's
 
 ExprP c(int64_t v) { return kir::intConst(v); }
 
@@ -39,6 +42,7 @@ class ReductionLowering {
     lower::visitPostOrder(roots, [&](const ENode& n) {
       if (n.kind == ENode::Kind::Reduce) reductions_.push_back(&n);
     });
+    acc_ = red_detail::accumulatorsOf(roots);
     cache_ = out_.noalias ? kir::Cache::Invariant : kir::Cache::Default;
     b_.spread("tid", kir::Mapping::Threads, r_.block, [&](const ExprP& tid) {
       tid_ = tid;
@@ -57,9 +61,7 @@ class ReductionLowering {
 
  private:
   DType acc(const ENode* r) const { return computeDType(r->dtype); }
-  ExprP identity(const ENode* r, int lanes) const {
-    return kir::combineIdentity(combineOf(r->op), acc(r), lanes);
-  }
+  const std::vector<Accumulator>& accs() const { return acc_.list; }
 
   ExprP eval(const ENode& n, Point& p) {
     auto it = p.memo.find(&n);
@@ -93,18 +95,16 @@ class ReductionLowering {
     return r->args[0]->dtype == acc(r) ? v : b_.bind(kir::math(ir::OpKind::Cast, acc(r), {v}, p.lanes));
   }
 
-  // `a` and `b` combined by reduction `r`'s combine, lane by lane.
-  ExprP fold(const ENode* r, const ExprP& a, const ExprP& b, int lanes) {
-    return b_.bind(kir::math(kir::combineOp(combineOf(r->op)), acc(r), {a, b}, lanes));
-  }
-
-  // Every reduction's fold of `values(unit)` (one value of `lanes` lanes each) over the units
-  // first + (m * U + u) * step, U = `unroll`, in that order: the U units of a trip are loaded
-  // before any is folded, and units from `count` on fold nothing (read at unit 0).
+  // Every accumulator's fold of `values(unit)` over the units first + (m * U + u) * step,
+  // U = `unroll`, in that order: the U units of a trip are loaded before any is folded, and
+  // units from `count` on fold nothing (read at unit 0). The values are elements (each
+  // accumulator's one: a plain one's lanes folded already where `fold` is Lanes, a triple's
+  // operand), or partials (every value of each accumulator) merged in unit order.
   // `count_at_run` (symbolic kernels): the count read at run time, `count` its largest.
-  using UnitValues = std::function<std::vector<ExprP>(const ExprP& unit, const ExprP& valid)>;
-  std::vector<ExprP> foldUnits(const ExprP& first, int64_t step, int64_t count, int lanes, int unroll,
-                               const UnitValues& values, const ExprP& count_at_run = nullptr) {
+  enum class Units { Lanes, ByLane, Partials };
+  using UnitValues = std::function<Values(const ExprP& unit, const ExprP& valid)>;
+  Values foldUnits(const ExprP& first, int64_t step, int64_t count, int lanes, int unroll, Units units,
+                   const UnitValues& values, const ExprP& count_at_run = nullptr) {
     const int U = unroll;
     const int64_t per_thread = (count + step - 1) / step;
     const int64_t trips = std::max<int64_t>(1, (per_thread + U - 1) / U);
@@ -113,22 +113,51 @@ class ReductionLowering {
         count_at_run ? kir::index(kir::IndexOp::Div, kir::add(count_at_run, c(step * U - 1)), c(step * U)) : nullptr;
     const ExprP bound = count_at_run ? count_at_run : c(count);
     std::vector<ExprP> init;
-    for (const ENode* r : reductions_) init.push_back(identity(r, lanes));
-    return b_.repeat("m", trips, init, [&](const ExprP& m, const std::vector<ExprP>& carried) {
-      std::vector<std::vector<ExprP>> parts(U);
+    for (const Accumulator& a : accs())
+      for (const ExprP& v : red_detail::identityOf(a, lanes)) init.push_back(v);
+    const bool partials = units == Units::Partials;
+    auto flat = b_.repeat("m", trips, init, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+      std::vector<Values> parts(U);
+      std::vector<ExprP> valid(U);
       for (int u = 0; u < U; ++u) {
         ExprP j = b_.add(first, b_.mul(b_.add(b_.mul(m, c(U)), c(u)), c(step)));
-        ExprP valid = b_.bind(kir::index(kir::IndexOp::Ult, j, bound));
-        std::vector<ExprP> v = values(b_.select(valid, j, c(0)), valid);
-        for (size_t i = 0; i < reductions_.size(); ++i)
-          parts[static_cast<size_t>(u)].push_back(b_.select(valid, v[i], identity(reductions_[i], lanes)));
+        valid[u] = b_.bind(kir::index(kir::IndexOp::Ult, j, bound));
+        Values v = values(b_.select(valid[u], j, c(0)), valid[u]);
+        for (size_t i = 0; i < accs().size(); ++i) {
+          std::vector<ExprP> id = red_detail::identityOf(accs()[i], lanes);
+          if (accs()[i].welford && !partials) {
+            parts[u].push_back(v[i]);  // the trip's statistics select their elements
+            continue;
+          }
+          std::vector<ExprP> p;
+          for (size_t x = 0; x < id.size(); ++x) p.push_back(b_.select(valid[u], v[i][x], id[x]));
+          parts[u].push_back(std::move(p));
+        }
       }
-      std::vector<ExprP> next = carried;
+      Values next;
+      for (const Accumulator& a : accs())
+        next.emplace_back(carried.begin() + a.slot, carried.begin() + a.slot + a.width());
       for (int u = 0; u < U; ++u)
-        for (size_t i = 0; i < reductions_.size(); ++i)
-          next[i] = fold(reductions_[i], next[i], parts[static_cast<size_t>(u)][i], lanes);
-      return next;
+        for (size_t i = 0; i < accs().size(); ++i)
+          if (partials || !accs()[i].welford) next[i] = red_detail::mergeInto(b_, accs()[i], next[i], parts[u][i]);
+      for (size_t i = 0; i < accs().size(); ++i) {
+        if (partials || !accs()[i].welford) continue;
+        std::vector<ExprP> trip;
+        for (int u = 0; u < U; ++u) trip.push_back(parts[u][i][0]);
+        next[i] = red_detail::foldTripStats(b_, accs()[i], next[i], trip, valid, units == Units::Lanes);
+      }
+      std::vector<ExprP> out;
+      for (const auto& n : next) out.insert(out.end(), n.begin(), n.end());
+      return out;
     }, 1, trips_at_run);
+    return unflatten(flat);
+  }
+
+  // A flat list of every accumulator's values, split by accumulator.
+  Values unflatten(const std::vector<ExprP>& flat) const {
+    Values out;
+    for (const Accumulator& a : accs()) out.emplace_back(flat.begin() + a.slot, flat.begin() + a.slot + a.width());
+    return out;
   }
 
   // The units (elements, or vectors of the inner layout) a row reduces: the largest a symbolic
@@ -144,18 +173,19 @@ class ReductionLowering {
 
   // The thread's share of the elements: `at(unit)` gives a unit's point; with `fold_lanes`, the
   // lanes of a unit are folded into one value (inner layout), else kept lane by lane.
-  std::vector<ExprP> accumulate(const ExprP& first, int64_t step, int lanes, bool fold_lanes,
-                                const std::function<Point(const ExprP&)>& at) {
-    return foldUnits(first, step, mostUnits(), fold_lanes ? 1 : lanes, r_.unroll, [&](const ExprP& j, const ExprP& valid) {
+  Values accumulate(const ExprP& first, int64_t step, int lanes, bool fold_lanes,
+                    const std::function<Point(const ExprP&)>& at) {
+    const Units units = fold_lanes ? Units::Lanes : Units::ByLane;
+    return foldUnits(first, step, mostUnits(), fold_lanes ? 1 : lanes, r_.unroll, units, [&](const ExprP& j, const ExprP& valid) {
       Point p = at(j);
       storeElements(p, place_ok_ ? b_.op(kir::IndexOp::And, valid, place_ok_) : valid);
-      std::vector<ExprP> v;
-      for (const ENode* r : reductions_) {
-        ExprP x = operand(r, p);
-        const kir::Combine cb = combineOf(r->op);
-        if (fold_lanes)
-          x = b_.bind(kir::intrinsic(foldOf(cb), Type::data(acc(r), 1), {x, kir::combineIdentity(cb, acc(r))}));
-        v.push_back(x);
+      Values v;
+      for (const Accumulator& a : accs()) {
+        ExprP x = operand(a.r, p);
+        const kir::Combine cb = combineOf(a.r->op);
+        if (fold_lanes && !a.welford)  // (a triple folds a trip's lanes with its statistics)
+          x = b_.bind(kir::intrinsic(foldOf(cb), Type::data(a.acc(), 1), {x, kir::combineIdentity(cb, a.acc())}));
+        v.push_back({x});
       }
       return v;
     }, unitsAtRun());
@@ -178,7 +208,7 @@ class ReductionLowering {
     }
   }
 
-  // Reduction i's partial of block `p` for row (or column) `row` in the workspace.
+  // Value i's (of the flat list) partial of block `p` for row (or column) `row` in the workspace.
   ExprP wsSlot(size_t i, const ExprP& p, const ExprP& row) {
     ExprP entry = b_.add(b_.mul(b_.add(c(static_cast<int64_t>(i) * r_.split), p), c(k_.rows())), row);
     ExprP byte = b_.add(c(r_.counter_bytes), b_.mul(entry, c(8)));
@@ -207,17 +237,15 @@ class ReductionLowering {
     b_.uniformIf(is_last, "last_block", body);
   }
 
-  // Every store of the row (or column) `row`, with the reductions' totals.
-  void epilogue(const ExprP& row, const std::vector<ExprP>& totals) {
-    for (size_t i = 0; i < reductions_.size(); ++i) {
-      const ENode* r = reductions_[i];
-      ExprP t = totals[i];
-      if (r->op == ir::OpKind::Mean) {
-        const ExprP n = r_.symbolic() ? b_.bind(kir::convert(countOf(1), Type::data(acc(r), 1)))
-                                      : kir::dataConst(acc(r), static_cast<double>(k_.rowElems()), 1);
-        t = b_.math(ir::OpKind::Div, acc(r), {t, n});
-      }
-      totals_[r] = r->dtype == acc(r) ? t : b_.bind(kir::math(ir::OpKind::Cast, r->dtype, {t}));
+  // Every store of the row (or column) `row`, with the accumulators' totals.
+  void epilogue(const ExprP& row, const Values& totals) {
+    for (const ENode* r : reductions_) {
+      const size_t i = acc_.of.at(r);
+      ExprP n;
+      if (r->op == ir::OpKind::Mean || r->op == ir::OpKind::VarMean)
+        n = r_.symbolic() ? b_.bind(kir::convert(countOf(1), Type::data(acc(r), 1)))
+                          : kir::dataConst(acc(r), static_cast<double>(k_.rowElems()), 1);
+      totals_[r] = red_detail::resultOf(b_, *r, accs()[i], totals[i], n);
     }
     Point p;
     p.idx = b_.unravel(row, k_.outer_shape, 1);
@@ -232,9 +260,13 @@ class ReductionLowering {
 
   void inner(const ExprP& block);
   void outer(const ExprP& block);
-  std::vector<ExprP> blockColumns(const std::vector<ExprP>& parts, const ExprP& tx, const ExprP& ty);
+  Values blockColumns(const Values& parts, const ExprP& tx, const ExprP& ty);
+  Values combineBlock(const Values& values, const std::string& stem, int threads);
+  // Every accumulator's values at `slot(value index)` of the workspace, as stores after the
+  // block's combine.
+  void publish(const Values& totals, const std::function<ExprP(size_t)>& slot);
 
-  std::vector<std::string> tile_bufs_;  // blockColumns' shared memory, a buffer a reduction
+  std::vector<std::string> tile_bufs_;  // blockColumns' shared memory, a buffer a value
 
   const ir::Fusion& f_;
   const ReductionKernel& r_;
@@ -244,7 +276,8 @@ class ReductionLowering {
   kir::Cache cache_ = kir::Cache::Default;
   ExprP tid_, ws_;
   ExprP place_ok_;  // outer layout: the thread's rows are the tensor's (past them: clamped to row 0)
-  std::vector<const ENode*> reductions_;
+  std::vector<const ENode*> reductions_;  // every reduction, in post order
+  red_detail::Accumulators acc_;
   std::map<const ENode*, ExprP> totals_;
 };
 
@@ -265,35 +298,26 @@ void ReductionLowering::inner(const ExprP& block) {
     p.lanes = k_.vec;
     return p;
   });
-  auto combineBlock = [&](const std::vector<ExprP>& values, const std::string& stem) {
-    std::vector<ExprP> totals;
-    for (size_t i = 0; i < reductions_.size(); ++i) {
-      const std::string name = fmt::format("{}{}", stem, i);
-      b_.emit(kir::combine(name, values[i], {combineOf(reductions_[i]->op), k_.red_atoms, T, 1, "t_in_row",
-                                             "row_in_block", "lane", 1, kir::GridLevel{}}));
-      totals.push_back(kir::var(name, Type::data(acc(reductions_[i]), 1)));
-    }
-    return totals;
-  };
-  std::vector<ExprP> totals = combineBlock(parts, "block_total");
+  Values totals = combineBlock(parts, "block_total", T);
   ExprP leader = b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0));
   if (S == 1) {
     b_.ifThen(leader, "store", [&] { epilogue(row, totals); });
     return;
   }
-  b_.ifThen(leader, "publish", [&] {
-    for (size_t i = 0; i < reductions_.size(); ++i) b_.emit(kir::globalStore(wsSlot(i, s, row), totals[i], 8));
-  });
+  b_.ifThen(leader, "publish", [&] { publish(totals, [&](size_t i) { return wsSlot(i, s, row); }); });
   lastBlock(row, [&] {
     // Partials t, t + T, ... of the row, in that order.
-    auto sums = foldUnits(t, T, S, 1, 1, [&](const ExprP& p, const ExprP&) {
-      std::vector<ExprP> v;
-      for (size_t i = 0; i < reductions_.size(); ++i)
-        v.push_back(b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(acc(reductions_[i]), 1),
-                                           {wsSlot(i, p, row)})));
+    auto sums = foldUnits(t, T, S, 1, 1, Units::Partials, [&](const ExprP& p, const ExprP&) {
+      Values v;
+      for (const Accumulator& a : accs()) {
+        v.emplace_back();
+        for (int x = 0; x < a.width(); ++x)
+          v.back().push_back(b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(a.acc(), 1),
+                                                    {wsSlot(static_cast<size_t>(a.slot + x), p, row)})));
+      }
       return v;
     });
-    std::vector<ExprP> finals = combineBlock(sums, "row_total");
+    Values finals = combineBlock(sums, "row_total", T);
     b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "store", [&] {
       epilogue(row, finals);
       b_.emit(kir::relaxedZero(counterAt(row)));
@@ -301,47 +325,84 @@ void ReductionLowering::inner(const ExprP& block) {
   });
 }
 
+// The inner layout's combine of the row's `threads` threads: every accumulator's values, in
+// names `stem` and its number.
+Values ReductionLowering::combineBlock(const Values& values, const std::string& stem, int threads) {
+  Values totals;
+  for (size_t i = 0; i < accs().size(); ++i) {
+    const Accumulator& a = accs()[i];
+    const std::string name = fmt::format("{}{}", stem, i);
+    const kir::CombineSpec spec{combineOf(a.r->op), k_.red_atoms, threads, 1, "t_in_row", "row_in_block", "lane", 1,
+                                kir::GridLevel{}};
+    if (!a.welford) {
+      b_.emit(kir::combine(name, values[i][0], spec));
+      totals.push_back({kir::var(name, Type::data(a.acc(), 1))});
+      continue;
+    }
+    std::vector<std::string> names = {name + "_n", name + "_mean", name + "_m2"};
+    b_.emit(kir::welford(names, values[i], spec));
+    totals.emplace_back();
+    for (const auto& n : names) totals.back().push_back(kir::var(n, Type::data(a.acc(), 1)));
+  }
+  return totals;
+}
+
+void ReductionLowering::publish(const Values& totals, const std::function<ExprP(size_t)>& slot) {
+  for (size_t i = 0; i < accs().size(); ++i)
+    for (int x = 0; x < accs()[i].width(); ++x)
+      b_.emit(kir::globalStore(slot(static_cast<size_t>(accs()[i].slot + x)), totals[i][static_cast<size_t>(x)], 8));
+}
+
 // Columns of threads through shared memory: thread (ty, tx) holds lanes tx * vec + l of the
 // tile's rows; thread `tid` gets the total of row tid of the tile over every ty, in ty order
 // (threads past the tile's rows get row 0's).
-std::vector<ExprP> ReductionLowering::blockColumns(const std::vector<ExprP>& parts, const ExprP& tx, const ExprP& ty) {
+Values ReductionLowering::blockColumns(const Values& parts, const ExprP& tx, const ExprP& ty) {
   const int V = k_.vec, W = r_.bx * V;
   // The last block's second use takes the first's buffers: lastBlock's barrier lies between the
   // first's reads and the second's stores.
   const bool again = !tile_bufs_.empty();
-  for (size_t i = 0; i < reductions_.size(); ++i) {
-    if (!again) {
-      tile_bufs_.push_back(kir::bufferName(out_, "tile_partials"));
-      out_.buffers.push_back({tile_bufs_.back(), "tile_partials", kir::Place::Smem, acc(reductions_[i]),
-                              int64_t{r_.by} * W, 8});
+  for (const Accumulator& a : accs())
+    for (int x = 0; x < a.width(); ++x) {
+      const size_t at = static_cast<size_t>(a.slot + x);
+      if (!again) {
+        tile_bufs_.push_back(kir::bufferName(out_, "tile_partials"));
+        out_.buffers.push_back({tile_bufs_.back(), "tile_partials", kir::Place::Smem, a.acc(), int64_t{r_.by} * W, 8});
+      }
+      const std::string& buf = tile_bufs_[at];
+      const ExprP& part = parts[static_cast<size_t>(&a - accs().data())][static_cast<size_t>(x)];
+      ExprP base = b_.add(b_.mul(ty, kir::i32Const(W)), b_.mul(tx, kir::i32Const(V)));
+      for (int l = 0; l < V; ++l) {
+        // (A triple's count, one for the thread's lanes, is stored for each.)
+        ExprP lane = part->type.lanes == 1
+                         ? part
+                         : b_.bind(kir::intrinsic(kir::Intrinsic::Lane, Type::data(a.acc(), 1), {part, kir::i32Const(l)}));
+        b_.emit(kir::bufStore(buf, b_.add(base, kir::i32Const(l)), lane));
+      }
     }
-    const std::string& buf = tile_bufs_[i];
-    ExprP base = b_.add(b_.mul(ty, kir::i32Const(W)), b_.mul(tx, kir::i32Const(V)));
-    for (int l = 0; l < V; ++l) {
-      ExprP lane = V == 1 ? parts[i]
-                          : b_.bind(kir::intrinsic(kir::Intrinsic::Lane, Type::data(acc(reductions_[i]), 1),
-                                                   {parts[i], kir::i32Const(l)}));
-      b_.emit(kir::bufStore(buf, b_.add(base, kir::i32Const(l)), lane));
-    }
-  }
   b_.emit(kir::barrier(kir::Barrier::Block));
   ExprP mine = b_.select(b_.op(kir::IndexOp::Ult, tid_, kir::i32Const(W)), tid_, kir::i32Const(0));
   std::vector<ExprP> init;
-  for (const ENode* r : reductions_) init.push_back(identity(r, 1));
+  for (const Accumulator& a : accs())
+    for (const ExprP& v : red_detail::identityOf(a, 1)) init.push_back(v);
   // In ty order, 8 rows of threads a trip.
   const int per = std::min(r_.by, 8);
   LOOM_ASSERT(r_.by % per == 0, "reduction: {} rows of threads in trips of {}", r_.by, per);
-  return b_.repeat("y", r_.by / per, init, [&](const ExprP& y, const std::vector<ExprP>& carried) {
-    std::vector<ExprP> next = carried;
+  return unflatten(b_.repeat("y", r_.by / per, init, [&](const ExprP& y, const std::vector<ExprP>& carried) {
+    Values next = unflatten(carried);
     ExprP row0 = b_.mul(b_.convert(y, Type::i32()), kir::i32Const(int64_t{per} * W));
     for (int u = 0; u < per; ++u)
-      for (size_t i = 0; i < reductions_.size(); ++i) {
-        const ENode* r = reductions_[i];
+      for (size_t i = 0; i < accs().size(); ++i) {
+        const Accumulator& a = accs()[i];
         ExprP at = b_.add(b_.add(mine, row0), kir::i32Const(int64_t{u} * W));
-        next[i] = fold(r, next[i], b_.bind(kir::bufLoad(tile_bufs_[i], acc(r), at)), 1);
+        std::vector<ExprP> part;
+        for (int x = 0; x < a.width(); ++x)
+          part.push_back(b_.bind(kir::bufLoad(tile_bufs_[static_cast<size_t>(a.slot + x)], a.acc(), at)));
+        next[i] = red_detail::mergeInto(b_, a, next[i], part);
       }
-    return next;
-  });
+    std::vector<ExprP> out;
+    for (const auto& n : next) out.insert(out.end(), n.begin(), n.end());
+    return out;
+  }));
 }
 
 // The outer layout: block `tile * split + s`; thread (ty, tx) folds rows tx * vec.. of the tile
@@ -375,7 +436,7 @@ void ReductionLowering::outer(const ExprP& block) {
     p.lanes = V;
     return p;
   });
-  std::vector<ExprP> totals = blockColumns(parts, tx, ty);
+  Values totals = blockColumns(parts, tx, ty);
   ExprP row = b_.add(b_.mul(tile, c(W)), b_.convert(tid_, Type::idx()));
   ExprP ok = b_.bind(kir::index(kir::IndexOp::Ult, row, c(C)));
   ExprP mine = b_.select(ok, row, c(0));
@@ -385,25 +446,28 @@ void ReductionLowering::outer(const ExprP& block) {
     return;
   }
   b_.ifThen(owner, "owner", [&] {
-    b_.ifThen(ok, "publish", [&] {
-      for (size_t i = 0; i < reductions_.size(); ++i) b_.emit(kir::globalStore(wsSlot(i, s, mine), totals[i], 8));
-    });
+    b_.ifThen(ok, "publish", [&] { publish(totals, [&](size_t i) { return wsSlot(i, s, mine); }); });
   });
   lastBlock(tile, [&] {
     // Partials ty, ty + by, ... of the thread's rows, `unroll` of them loaded before any is added.
-    auto sums = foldUnits(b_.convert(ty, Type::idx()), r_.by, S, V, r_.partial_unroll, [&](const ExprP& p, const ExprP&) {
-      std::vector<ExprP> v;
-      for (size_t i = 0; i < reductions_.size(); ++i) {
-        std::vector<ExprP> lanes;
-        for (int l = 0; l < V; ++l)
-          lanes.push_back(b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(acc(reductions_[i]), 1),
-                                                 {wsSlot(i, p, b_.add(col, c(l)))})));
-        v.push_back(V == 1 ? lanes[0]
-                           : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(acc(reductions_[i]), V), lanes)));
+    auto sums = foldUnits(b_.convert(ty, Type::idx()), r_.by, S, V, r_.partial_unroll, Units::Partials,
+                          [&](const ExprP& p, const ExprP&) {
+      Values v;
+      for (const Accumulator& a : accs()) {
+        v.emplace_back();
+        for (int x = 0; x < a.width(); ++x) {
+          // (A triple's count is the same for every row of a block: one load.)
+          const int lanes = a.welford && x == 0 ? 1 : V;
+          std::vector<ExprP> ls;
+          for (int l = 0; l < lanes; ++l)
+            ls.push_back(b_.bind(kir::intrinsic(kir::Intrinsic::RelaxedLoad, Type::data(a.acc(), 1),
+                                                {wsSlot(static_cast<size_t>(a.slot + x), p, b_.add(col, c(l)))})));
+          v.back().push_back(lanes == 1 ? ls[0] : b_.bind(kir::intrinsic(kir::Intrinsic::Concat, Type::data(a.acc(), V), ls)));
+        }
       }
       return v;
     });
-    std::vector<ExprP> finals = blockColumns(sums, tx, ty);
+    Values finals = blockColumns(sums, tx, ty);
     b_.ifThen(owner, "owner", [&] { b_.ifThen(ok, "store", [&] { epilogue(mine, finals); }); });
     b_.ifThen(b_.op(kir::IndexOp::Eq, tid_, kir::i32Const(0)), "reset", [&] { b_.emit(kir::relaxedZero(counterAt(tile))); });
   });

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/schedule/reduction/accumulators.h"
 #include "compiler/schedule/row_common.h"
 #include "compiler/schedule/row_shape.h"
 
@@ -54,10 +55,6 @@ std::string notReductionOnly(const NormAxes& ax, const std::vector<TensorDesc>& 
   lower::visitPostOrder(ax.roots, [&](const ENode& n) {
     if (n.kind != ENode::Kind::Reduce || !why.empty()) return;
     ++reductions;
-    if (n.op == ir::OpKind::VarMean) {
-      why = "var_mean takes Welford statistics, the normalization scheduler's";
-      return;
-    }
     lower::visitPostOrder({n.args[0]}, [&](const ENode& m) {
       if (m.kind == ENode::Kind::Reduce)
         why = "a reduction reads another one (a second pass over the row), the normalization scheduler's";
@@ -74,14 +71,22 @@ std::string notReductionOnly(const NormAxes& ax, const std::vector<TensorDesc>& 
   return why;
 }
 
-// Lanes along the innermost row axis (outer layout): 16 bytes of the widest reduced load,
-// fewer where the rows or a load's alignment do not allow them.
+// Lanes along the innermost row axis (outer layout): 16 bytes of the widest load the pass reads
+// (under a reduction or an element store; not the row's own values its stores read once, such
+// as batch norm's running statistics), fewer where the rows or a load's alignment do not allow
+// them.
 int outerVectorWidth(const NormAxes& ax, const std::vector<TensorDesc>& inputs) {
   const RowKernel& k = ax.k;
   const size_t nout = k.outer_shape.size();
   std::vector<std::pair<Leaf, TensorDesc>> loads;
   int max_bytes = 1;
+  std::vector<EPtr> streamed;
   lower::visitPostOrder(ax.roots, [&](const ENode& n) {
+    if (n.kind == ENode::Kind::Reduce) streamed.push_back(n.args[0]);
+  });
+  for (size_t i = 0; i < ax.store_atom_strides.size(); ++i)
+    if (!rowOnly(ax.axisStrides(ax.store_atom_strides[i]), nout)) streamed.push_back(ax.roots[i]);
+  lower::visitPostOrder(streamed, [&](const ENode& n) {
     if (n.kind != ENode::Kind::Load) return;
     Leaf l{n.leaf.input, n.leaf.offset, ax.axisStrides(n.leaf.strides)};
     if (l.strides[nout - 1] == 0) return;
@@ -251,15 +256,10 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
     }
   }
   r.k = std::move(k);
-  int reductions = 0;
-  int64_t partial_bytes = 0;
   std::vector<EPtr> roots;
   for (const auto& st : r.k.stores) roots.push_back(st.value);
-  lower::visitPostOrder(roots, [&](const ENode& n) {
-    if (n.kind != ENode::Kind::Reduce) return;
-    ++reductions;
-    partial_bytes += dtypeBytes(computeDType(n.dtype));
-  });
+  const red_detail::Accumulators accs = red_detail::accumulatorsOf(roots);
+  const int64_t partial_bytes = accs.partialBytes();
   int elem_bytes = 8;
   for (const auto& [leaf, access] : r.k.load_access)
     elem_bytes = std::min(elem_bytes, dtypeBytes(inputs[static_cast<size_t>(leaf.input)].dtype));
@@ -276,7 +276,7 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   if (r.split > 1) {
     const int64_t counters = outer ? r.tiles : r.k.rows();  // one a row or tile
     r.counter_bytes = (4 * counters + 127) / 128 * 128;
-    r.workspace_bytes = r.counter_bytes + int64_t{reductions} * r.split * r.k.rows() * 8;
+    r.workspace_bytes = r.counter_bytes + int64_t{accs.values} * r.split * r.k.rows() * 8;
   }
   const int64_t element_stores = std::count_if(r.k.stores.begin(), r.k.stores.end(), [](const auto& st) { return !st.row_only; });
   const std::string elements =
@@ -286,17 +286,20 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
                                 "block order by the last block to finish (deterministic)",
                                 outer ? "tile" : "row", r.split)
                   : "one block each";
+  const std::string stats = accs.anyWelford() ? "; var_mean as Welford statistics (count, mean, M2), each trip's "
+                                                "exact, merged by Chan's formula in a fixed order"
+                                              : "";
   if (outer)
     r.reason = fmt::format("{} rows over {} x {} elements over {}; outer layout: tiles of {} neighbouring "
-                           "rows ({} threads across them, vectors of {}, {} threads down the reduction), {} tiles, {}{}; "
+                           "rows ({} threads across them, vectors of {}, {} threads down the reduction), {} tiles, {}{}{}; "
                            "grid {} of {} threads",
                            r.k.rows(), r.k.outer_atoms, r.k.rowElems(), r.k.red_atoms, r.rowsPerBlock(), r.bx,
-                           r.k.vec, r.by, r.tiles, split_why, elements, r.grid, r.block);
+                           r.k.vec, r.by, r.tiles, split_why, stats, elements, r.grid, r.block);
   else
     r.reason = fmt::format("{} rows over {} x {} elements over {}; inner layout: {} threads a row, vectors "
-                           "of {}{}, {}{}; grid {}",
+                           "of {}{}, {}{}{}; grid {}",
                            r.k.rows(), r.k.outer_atoms, r.k.rowElems(), r.k.red_atoms, r.block, r.k.vec,
-                           vec_why.empty() ? "" : " (" + vec_why + ")", split_why, elements, r.grid);
+                           vec_why.empty() ? "" : " (" + vec_why + ")", split_why, stats, elements, r.grid);
   if (outer) r.reason += "; elements walked from the last (what a kernel after it reads first stays in L2)";
   if (opts.tuning.symbolic) makeReductionSymbolic(f, sizes, inputs, r);
   // (Its count known after all, past the index range a class allows: the scheduler it was before,

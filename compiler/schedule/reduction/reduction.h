@@ -8,7 +8,9 @@
 // over `split` blocks whose partials go to a global workspace. The last block of a row to
 // finish (an acquire-release counter per row, left at zero for the next launch) combines every
 // block's partial in block order, so the result is bitwise the same from run to run whichever
-// block finishes last. No cooperative launch, no float atomics.
+// block finishes last. No cooperative launch, no float atomics. var_mean's variance and mean
+// are one Welford triple (count, mean, M2) of partials, merged by Chan's formula in the same
+// fixed orders (schedule/reduction/accumulators.h).
 //
 // Two layouts, by which axis the reduced loads run along in memory:
 // - inner: the innermost reduced axis is contiguous (a full sum, batch statistics of NCHW):
