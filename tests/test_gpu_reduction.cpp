@@ -45,17 +45,6 @@ std::unique_ptr<ir::Fusion> channelSums(DType t) {
   return fb.finish();
 }
 
-// var_mean over a dim: down the columns of [M, D] (dim 0, the outer layout: BatchNorm1d's
-// statistics) or along the rows (dim 1, the inner layout), f32 statistics of any float input.
-std::unique_ptr<ir::Fusion> varMean(DType t, int dim, double correction) {
-  FusionBuilder fb("var_mean_dim" + std::to_string(dim));
-  auto x = fb.input("x", t, {"M", "D"});
-  auto vm = var_mean(toCompute(x), {dim}, correction);
-  fb.output("var", vm.var);
-  fb.output("mean", vm.mean);
-  return fb.finish();
-}
-
 // Outputs of every element beside the reductions that read them (schedule/reduction/reduction.h's element
 // stores): test::biasGrad (columns, the outer layout), and a scaled copy beside row sums (the
 // inner layout).
@@ -157,16 +146,16 @@ TEST_CASE("var_mean down long columns and along long rows: Welford partials over
     for (auto s : {Bindings{{"M", 1048576}, {"D", 64}}, Bindings{{"M", 100003}, {"D", 771}}, Bindings{{"M", 65536}, {"D", 1}},
                    Bindings{{"M", 4099}, {"D", 3}}, Bindings{{"M", 1}, {"D", 65537}}, Bindings{{"M", 3}, {"D", 65537}}}) {
       INFO("columns " << dtypeName(t) << " M=" << s.at("M") << " D=" << s.at("D"));
-      test::checkOnGpu(*varMean(t, 0, 0), s);
+      test::checkOnGpu(*test::varMean(t, 0, 0), s);
     }
   for (DType t : {DType::F16, DType::F32})
     for (auto s : {Bindings{{"M", 4}, {"D", 1 << 22}}, Bindings{{"M", 3}, {"D", 1000003}}, Bindings{{"M", 1}, {"D", 65536}}}) {
       INFO("rows " << dtypeName(t) << " M=" << s.at("M") << " D=" << s.at("D"));
-      test::checkOnGpu(*varMean(t, 1, 1), s);
+      test::checkOnGpu(*test::varMean(t, 1, 1), s);
     }
   // Far from zero, where a sum of squares in f32 would lose the variance to cancellation.
-  test::checkOnGpu(*varMean(DType::F32, 0, 1), {{"M", 500000}, {"D", 64}}, {}, 3, 1000.0, 1001.0);
-  test::checkOnGpu(*varMean(DType::F32, 1, 0), {{"M", 2}, {"D", 1 << 21}}, {}, 4, 1000.0, 1001.0);
+  test::checkOnGpu(*test::varMean(DType::F32, 0, 1), {{"M", 500000}, {"D", 64}}, {}, 3, 1000.0, 1001.0);
+  test::checkOnGpu(*test::varMean(DType::F32, 1, 0), {{"M", 2}, {"D", 1 << 21}}, {}, 4, 1000.0, 1001.0);
 }
 
 TEST_CASE("batch norm training at ResNet's first shape and at odd ones, both memory orders", "[gpu][reduction]") {
@@ -202,7 +191,7 @@ TEST_CASE("split reductions are bitwise the same from run to run", "[gpu][reduct
   // kernel (the partials in registers, then in shared memory, then two blocks an SM of them).
   for (int which = 0; which < 7; ++which) {
     if (which >= 5) {  // var_mean's Welford partials: columns (the outer layout), rows (the inner)
-      test::checkBitwiseRepeatable(*varMean(DType::F16, which == 5 ? 0 : 1, 0),
+      test::checkBitwiseRepeatable(*test::varMean(DType::F16, which == 5 ? 0 : 1, 0),
                                    which == 5 ? Bindings{{"M", 1048576}, {"D", 64}} : Bindings{{"M", 4}, {"D", 1 << 22}}, 9);
       continue;
     }

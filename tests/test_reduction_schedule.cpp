@@ -59,12 +59,7 @@ TEST_CASE("reduction scheduler: a full sum splits over the grid, a column sum ti
 TEST_CASE("reduction scheduler: var_mean down tall, narrow columns as Welford partials over the grid", "[schedule][reduction]") {
   // BatchNorm1d's statistics of [1048576, 64] f16: one tile of 64 columns, split over the GPU
   // (it was one block a column, a load an element, in the normalization scheduler).
-  FusionBuilder fb("cols_var_mean");
-  auto x = fb.input("x", DType::F16, {"M", "D"});
-  auto vm = var_mean(toCompute(x), {0}, 0);
-  fb.output("var", vm.var);
-  fb.output("mean", vm.mean);
-  auto f = fb.finish();
+  auto f = test::varMean(DType::F16, 0, 0);
   std::vector<std::string> why;
   auto p = planOf(*f, {{"M", 1048576}, {"D", 64}}, &why);
   REQUIRE(p.has_value());
@@ -82,12 +77,7 @@ TEST_CASE("reduction scheduler: var_mean down tall, narrow columns as Welford pa
   CHECK(odd->scheduler == "reduction");
   CHECK(has(odd->reason, "vectors of 1"));
   // Long rows along memory (dim 1): the inner layout, split.
-  FusionBuilder fr("rows_var_mean");
-  auto r = fr.input("x", DType::F32, {"M", "D"});
-  auto rv = var_mean(r, {1}, 1);
-  fr.output("var", rv.var);
-  fr.output("mean", rv.mean);
-  auto g = fr.finish();
+  auto g = test::varMean(DType::F32, 1, 1);
   auto q = planOf(*g, {{"M", 4}, {"D", 1 << 22}}, &why);
   REQUIRE(q.has_value());
   CHECK(q->scheduler == "reduction");

@@ -260,13 +260,11 @@ std::vector<const ir::Op*> Segmenter::reductionsFirst(const std::vector<const ir
   for (const ir::Op* op : order) (ir::isReduction(op->kind()) && ofInputs(op) ? first : rest).push_back(op);
   if (first.empty()) return {};
   const std::shared_ptr<const analysis::DomainAnalysis> da = analysis::domainsOf(f_);
-  if (!da->conflicts().empty()) {
-    first.insert(first.end(), rest.begin(), rest.end());
-    return first == order ? std::vector<const ir::Op*>{} : first;
-  }
+  const bool atoms = da->conflicts().empty();  // (conflicting domains: no row ops moved)
   std::set<int> reduced;
   for (const ir::Op* op : first)
-    for (int a : da->reducedAtoms(op)) reduced.insert(a);
+    if (atoms)
+      for (int a : da->reducedAtoms(op)) reduced.insert(a);
   std::set<const ir::Value*> of_rows;
   for (const ir::Op* op : first) of_rows.insert(op->outputs().begin(), op->outputs().end());
   auto rowValue = [&](const ir::Value* v) {
@@ -281,7 +279,7 @@ std::vector<const ir::Op*> Segmenter::reductionsFirst(const std::vector<const ir
   };
   std::vector<const ir::Op*> later;
   for (const ir::Op* op : rest) {
-    const bool row = !ir::isReduction(op->kind()) &&
+    const bool row = atoms && !ir::isReduction(op->kind()) &&
                      std::all_of(op->inputs().begin(), op->inputs().end(), available) &&
                      std::all_of(op->outputs().begin(), op->outputs().end(), rowValue);
     if (!row) {

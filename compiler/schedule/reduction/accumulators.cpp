@@ -29,6 +29,7 @@ Accumulators accumulatorsOf(const std::vector<lower::EPtr>& roots) {
   std::map<std::pair<const void*, double>, size_t> triples;  // (var_mean op or operand, correction)
   lower::visitPostOrder(roots, [&](const ENode& n) {
     if (n.kind != ENode::Kind::Reduce || out.of.count(&n)) return;
+    out.reductions.push_back(&n);
     if (n.op == ir::OpKind::VarMean) {
       const void* key = n.origin ? static_cast<const void*>(n.origin) : static_cast<const void*>(n.args[0].get());
       auto [it, fresh] = triples.emplace(std::make_pair(key, n.correction), out.list.size());

@@ -24,6 +24,7 @@ struct Accumulator {
 
 struct Accumulators {
   std::vector<Accumulator> list;
+  std::vector<const lower::ENode*> reductions;  // every reduction, in post order
   std::map<const lower::ENode*, size_t> of;  // each reduction's accumulator
   int values = 0;                            // the flat list's length
   bool anyWelford() const;

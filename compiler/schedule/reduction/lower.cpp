@@ -39,9 +39,6 @@ class ReductionLowering {
   void run() {
     std::vector<lower::EPtr> roots;
     for (const auto& st : k_.stores) roots.push_back(st.value);
-    lower::visitPostOrder(roots, [&](const ENode& n) {
-      if (n.kind == ENode::Kind::Reduce) reductions_.push_back(&n);
-    });
     acc_ = red_detail::accumulatorsOf(roots);
     cache_ = out_.noalias ? kir::Cache::Invariant : kir::Cache::Default;
     b_.spread("tid", kir::Mapping::Threads, r_.block, [&](const ExprP& tid) {
@@ -98,7 +95,7 @@ class ReductionLowering {
   // Every accumulator's fold of `values(unit)` over the units first + (m * U + u) * step,
   // U = `unroll`, in that order: the U units of a trip are loaded before any is folded, and
   // units from `count` on fold nothing (read at unit 0). The values are elements (each
-  // accumulator's one: a plain one's lanes folded already where `fold` is Lanes, a triple's
+  // accumulator's one: a plain one's lanes folded already where `units` is Lanes, a triple's
   // operand), or partials (every value of each accumulator) merged in unit order.
   // `count_at_run` (symbolic kernels): the count read at run time, `count` its largest.
   enum class Units { Lanes, ByLane, Partials };
@@ -112,11 +109,8 @@ class ReductionLowering {
     const ExprP trips_at_run =
         count_at_run ? kir::index(kir::IndexOp::Div, kir::add(count_at_run, c(step * U - 1)), c(step * U)) : nullptr;
     const ExprP bound = count_at_run ? count_at_run : c(count);
-    std::vector<ExprP> init;
-    for (const Accumulator& a : accs())
-      for (const ExprP& v : red_detail::identityOf(a, lanes)) init.push_back(v);
     const bool partials = units == Units::Partials;
-    auto flat = b_.repeat("m", trips, init, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+    auto flat = b_.repeat("m", trips, identities(lanes), [&](const ExprP& m, const std::vector<ExprP>& carried) {
       std::vector<Values> parts(U);
       std::vector<ExprP> valid(U);
       for (int u = 0; u < U; ++u) {
@@ -134,9 +128,7 @@ class ReductionLowering {
           parts[u].push_back(std::move(p));
         }
       }
-      Values next;
-      for (const Accumulator& a : accs())
-        next.emplace_back(carried.begin() + a.slot, carried.begin() + a.slot + a.width());
+      Values next = unflatten(carried);
       for (int u = 0; u < U; ++u)
         for (size_t i = 0; i < accs().size(); ++i)
           if (partials || !accs()[i].welford) next[i] = red_detail::mergeInto(b_, accs()[i], next[i], parts[u][i]);
@@ -146,18 +138,28 @@ class ReductionLowering {
         for (int u = 0; u < U; ++u) trip.push_back(parts[u][i][0]);
         next[i] = red_detail::foldTripStats(b_, accs()[i], next[i], trip, valid, units == Units::Lanes);
       }
-      std::vector<ExprP> out;
-      for (const auto& n : next) out.insert(out.end(), n.begin(), n.end());
-      return out;
+      return flatten(next);
     }, 1, trips_at_run);
     return unflatten(flat);
   }
 
-  // A flat list of every accumulator's values, split by accumulator.
+  // A flat list of every accumulator's values (a Repeat's carried values), split by
+  // accumulator; and back.
   Values unflatten(const std::vector<ExprP>& flat) const {
     Values out;
     for (const Accumulator& a : accs()) out.emplace_back(flat.begin() + a.slot, flat.begin() + a.slot + a.width());
     return out;
+  }
+  static std::vector<ExprP> flatten(const Values& values) {
+    std::vector<ExprP> out;
+    for (const auto& v : values) out.insert(out.end(), v.begin(), v.end());
+    return out;
+  }
+  // Every accumulator's identity, flat, `lanes` lanes each (a triple's count: one).
+  std::vector<ExprP> identities(int lanes) const {
+    Values ids;
+    for (const Accumulator& a : accs()) ids.push_back(red_detail::identityOf(a, lanes));
+    return flatten(ids);
   }
 
   // The units (elements, or vectors of the inner layout) a row reduces: the largest a symbolic
@@ -239,7 +241,7 @@ class ReductionLowering {
 
   // Every store of the row (or column) `row`, with the accumulators' totals.
   void epilogue(const ExprP& row, const Values& totals) {
-    for (const ENode* r : reductions_) {
+    for (const ENode* r : acc_.reductions) {
       const size_t i = acc_.of.at(r);
       ExprP n;
       if (r->op == ir::OpKind::Mean || r->op == ir::OpKind::VarMean)
@@ -276,7 +278,6 @@ class ReductionLowering {
   kir::Cache cache_ = kir::Cache::Default;
   ExprP tid_, ws_;
   ExprP place_ok_;  // outer layout: the thread's rows are the tensor's (past them: clamped to row 0)
-  std::vector<const ENode*> reductions_;  // every reduction, in post order
   red_detail::Accumulators acc_;
   std::map<const ENode*, ExprP> totals_;
 };
@@ -361,7 +362,8 @@ Values ReductionLowering::blockColumns(const Values& parts, const ExprP& tx, con
   // The last block's second use takes the first's buffers: lastBlock's barrier lies between the
   // first's reads and the second's stores.
   const bool again = !tile_bufs_.empty();
-  for (const Accumulator& a : accs())
+  for (size_t i = 0; i < accs().size(); ++i) {
+    const Accumulator& a = accs()[i];
     for (int x = 0; x < a.width(); ++x) {
       const size_t at = static_cast<size_t>(a.slot + x);
       if (!again) {
@@ -369,7 +371,7 @@ Values ReductionLowering::blockColumns(const Values& parts, const ExprP& tx, con
         out_.buffers.push_back({tile_bufs_.back(), "tile_partials", kir::Place::Smem, a.acc(), int64_t{r_.by} * W, 8});
       }
       const std::string& buf = tile_bufs_[at];
-      const ExprP& part = parts[static_cast<size_t>(&a - accs().data())][static_cast<size_t>(x)];
+      const ExprP& part = parts[i][static_cast<size_t>(x)];
       ExprP base = b_.add(b_.mul(ty, kir::i32Const(W)), b_.mul(tx, kir::i32Const(V)));
       for (int l = 0; l < V; ++l) {
         // (A triple's count, one for the thread's lanes, is stored for each.)
@@ -379,15 +381,13 @@ Values ReductionLowering::blockColumns(const Values& parts, const ExprP& tx, con
         b_.emit(kir::bufStore(buf, b_.add(base, kir::i32Const(l)), lane));
       }
     }
+  }
   b_.emit(kir::barrier(kir::Barrier::Block));
   ExprP mine = b_.select(b_.op(kir::IndexOp::Ult, tid_, kir::i32Const(W)), tid_, kir::i32Const(0));
-  std::vector<ExprP> init;
-  for (const Accumulator& a : accs())
-    for (const ExprP& v : red_detail::identityOf(a, 1)) init.push_back(v);
   // In ty order, 8 rows of threads a trip.
   const int per = std::min(r_.by, 8);
   LOOM_ASSERT(r_.by % per == 0, "reduction: {} rows of threads in trips of {}", r_.by, per);
-  return unflatten(b_.repeat("y", r_.by / per, init, [&](const ExprP& y, const std::vector<ExprP>& carried) {
+  return unflatten(b_.repeat("y", r_.by / per, identities(1), [&](const ExprP& y, const std::vector<ExprP>& carried) {
     Values next = unflatten(carried);
     ExprP row0 = b_.mul(b_.convert(y, Type::i32()), kir::i32Const(int64_t{per} * W));
     for (int u = 0; u < per; ++u)
@@ -399,9 +399,7 @@ Values ReductionLowering::blockColumns(const Values& parts, const ExprP& tx, con
           part.push_back(b_.bind(kir::bufLoad(tile_bufs_[static_cast<size_t>(a.slot + x)], a.acc(), at)));
         next[i] = red_detail::mergeInto(b_, a, next[i], part);
       }
-    std::vector<ExprP> out;
-    for (const auto& n : next) out.insert(out.end(), n.begin(), n.end());
-    return out;
+    return flatten(next);
   }));
 }
 
