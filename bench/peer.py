@@ -227,6 +227,10 @@ def twins(torch, F, w, inputs):
             return mixed, mixed, "group_norm mixed dtype (f16 x, f32 affine)"
         except Exception as e:  # noqa: BLE001 - an older PyTorch without the mixed kernel
             return amp, amp, f"group_norm via x.float() ({type(e).__name__})"
+    if f == "group_norm_silu":  # examples/fusions/group_norm_silu.loom: a UNet block's norm and activation
+        def fn(x, wt, b):  # an f16 model's own: f16 x, weight and bias (f32 inside)
+            return (F.silu(F.group_norm(x, 32, wt, b, 1e-5)),)
+        return fn, fn, "silu(group_norm(x)), x, weight and bias in one dtype"
     if f == "instance_norm":
         def fn(x, wt, b):
             return (F.instance_norm(x, None, None, wt, b, True, 0.1, 1e-5),)

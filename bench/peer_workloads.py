@@ -153,10 +153,10 @@ def input_specs(w):
             "log_softmax": x,
             "bias_gelu": x + [("b", t, [d], -1.0, 1.0)],
         }[f]
-    if f in ("group_norm", "instance_norm", "layer_norm_2d", "batch_norm"):
+    if f in ("group_norm", "group_norm_silu", "instance_norm", "layer_norm_2d", "batch_norm"):
         n, c, h, wd = _need(w, "N", "C", "H", "W")
         x = ("x", t, [n, c, h, wd], -1.0, 1.0)
-        pt = t if f == "layer_norm_2d" else "f32"
+        pt = t if f in ("layer_norm_2d", "group_norm_silu") else "f32"
         aff = [("w", pt, [c], -1.0, 1.0), ("b", pt, [c], -1.0, 1.0)]
         if f == "batch_norm":
             return [x, ("running_mean", "f32", [c], -1.0, 1.0), ("running_var", "f32", [c], 0.5, 1.0)] + aff

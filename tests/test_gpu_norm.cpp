@@ -152,6 +152,26 @@ TEST_CASE("small channels-last sets split over fewer blocks, several sets at onc
   }
 }
 
+TEST_CASE("channels-last groups of channels no power of two of vectors covers: several rows a block", "[gpu][norm]") {
+  if (!test::haveGpu()) return;
+  // 10, 20, 40 and 6 channels a group (5 or 3 chunks a pixel): each trip takes whole pixels of
+  // the block's 2, 4 or 8 rows, the threads past them idle; odd pixel counts, a batch of 1, rows
+  // in registers and in shared memory, forward and backward.
+  const std::map<std::string, std::vector<int>> nhwc{{"x", {0, 2, 3, 1}}, {"dy", {0, 2, 3, 1}}};
+  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+    for (auto sizes : {Bindings{{"N", 8}, {"C", 320}, {"H", 33}, {"W", 35}}, Bindings{{"N", 5}, {"C", 640}, {"H", 16}, {"W", 17}},
+                       Bindings{{"N", 7}, {"C", 1280}, {"H", 9}, {"W", 7}}, Bindings{{"N", 9}, {"C", 192}, {"H", 31}, {"W", 3}},
+                       Bindings{{"N", 1}, {"C", 320}, {"H", 13}, {"W", 11}}, Bindings{{"N", 8}, {"C", 320}, {"H", 64}, {"W", 64}},
+                       Bindings{{"N", 16}, {"C", 320}, {"H", 15}, {"W", 17}}, Bindings{{"N", 25}, {"C", 320}, {"H", 9}, {"W", 11}}}) {
+      for (const char* name : {"group_norm", "group_norm_backward"}) {
+        INFO(name << " " << dtypeName(t) << " N=" << sizes["N"] << " C=" << sizes["C"] << " H=" << sizes["H"]
+                  << " W=" << sizes["W"]);
+        test::checkOnGpu(*findExample(name)->build(t), sizes, nhwc);
+      }
+    }
+  }
+}
+
 TEST_CASE("image normalizations in NCHW and channels-last", "[gpu][norm]") {
   if (!test::haveGpu()) return;
   for (const char* name : {"group_norm", "instance_norm", "layer_norm_2d", "batch_norm"}) {

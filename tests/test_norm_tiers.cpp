@@ -200,3 +200,44 @@ TEST_CASE("the row-vector grid tier's blocks fit the SM together: two groups ove
     CHECK(per_sm * (k->smem_bytes + 5 * 1024) <= 228 * 1024);
   }
 }
+
+TEST_CASE("channels-last groups of few channels: several rows a block while the blocks fill the SMs", "[norm]") {
+  // 10 channels a group in vectors of 2: 5 chunks a pixel, no power of two. The rows go two (or
+  // more) a block in shared memory, also where registers would hold them, but not where the
+  // blocks would leave over a quarter of the SMs idle, nor in blocks of under 512 threads.
+  auto f = findExample("group_norm")->build(DType::F16);
+  const std::vector<int> nhwc = {0, 2, 3, 1};
+  struct Case {
+    Bindings sizes;
+    NormTier tier;
+    int rows_per_block;
+  };
+  const Case cases[] = {
+      {{{"N", 8}, {"C", 320}, {"H", 32}, {"W", 32}}, NormTier::SharedMemory, 2},  // registers would hold it
+      {{{"N", 8}, {"C", 320}, {"H", 64}, {"W", 64}}, NormTier::SharedMemory, 2},
+      {{{"N", 25}, {"C", 320}, {"H", 9}, {"W", 11}}, NormTier::SharedMemory, 8},
+      {{{"N", 2}, {"C", 320}, {"H", 64}, {"W", 64}}, NormTier::SharedMemory, 1},  // 32 blocks of 2 rows: too few
+      {{{"N", 8}, {"C", 1280}, {"H", 8}, {"W", 8}}, NormTier::Registers, 1},      // 2 rows: 128 threads a block
+  };
+  for (const Case& c : cases) {
+    std::string why;
+    auto k = schedule::scheduleNormalization(*f, c.sizes, descsFor(*f, c.sizes, {{"x", nhwc}}), CompileOptions{{90, 132}}, &why);
+    REQUIRE(k);
+    INFO(k->reason);
+    CHECK(k->tier == c.tier);
+    CHECK(k->rows_per_block == c.rows_per_block);
+    if (c.sizes.at("N") == 2) CHECK(test::has(k->reason, "would leave more than a quarter of the 132 SMs idle"));
+    // The ragged fill and stores lower and compile.
+    StageText st;
+    CHECK_NOTHROW(compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", nhwc}}), CompileOptions{{90, 132}}, &st));
+  }
+  // The switch keeps rows that fit registers there.
+  CompileOptions o{{90, 132}};
+  o.tuning.no_line_fill = true;
+  const Bindings s{{"N", 8}, {"C", 320}, {"H", 32}, {"W", 32}};
+  std::string why;
+  auto k = schedule::scheduleNormalization(*f, s, descsFor(*f, s, {{"x", nhwc}}), o, &why);
+  REQUIRE(k);
+  CHECK(k->tier == NormTier::Registers);
+  CHECK(k->rows_per_block == 1);
+}

@@ -303,27 +303,41 @@ Chunk NormLowering::unitChunk(const ExprP& m, const ExprP& first_row) {
   ExprP t = b_.convert(tid_, Type::idx());
   ExprP slot = b_.add(t, b_.mul(m, c(int64_t{L} * T)));
   ExprP r_sub = c(0);
+  // A thread keeps its row and its chunk of a position from trip to trip (what the stores
+  // hoist depends on them): T / q whole positions of each row a trip, the threads past them
+  // idle where q does not divide T (split rows: it does).
+  const bool ragged = raggedUnits();
   if (L > 1) {
-    LOOM_ASSERT(T % q == 0, "{} threads per row, {} chunks per position", T, q);
+    LOOM_ASSERT(!ragged || k_.split == 1, "{} threads per row, {} chunks per position, rows split", T, q);
     ExprP c_in = b_.urem(t, c(q));
     r_sub = b_.urem(b_.udiv(t, c(q)), c(L));
     slot = b_.add(b_.mul(b_.add(b_.udiv(t, c(q * L)), b_.mul(m, c(T / q))), c(q)), c_in);
   }
   ExprP row = b_.add(first_row, r_sub);
   ExprP row_ok = b_.op(kir::IndexOp::Ult, row, rows());
+  if (ragged) row_ok = b_.op(kir::IndexOp::And, row_ok, b_.op(kir::IndexOp::Ult, t, c(T / q * q * L)));
   // (The chunk's arguments in the order the emitter computed them.)
   ExprP k = b_.udiv(slot, c(T));
   ExprP tr = b_.urem(slot, c(T));
   std::vector<ExprP> outer = b_.unravel(b_.select(row_ok, row, lastRow()), k_.outer_shape, 1);
   Chunk ch = chunkOf(std::move(outer), tr, k);
   ch.valid = b_.op(kir::IndexOp::And, row_ok, ch.valid);
-  ch.slot = slot;
+  // (Ragged trips reach past the row's slots: their invalid chunks copy the last one again.)
+  if (!ragged) ch.slot = slot;
   ch.r_sub = b_.convert(r_sub, Type::i32());
   return ch;
 }
 
+bool NormLowering::raggedUnits() const {
+  return k_.rows_per_block > 1 && !k_.thread_fill && !k_.rowTier() &&
+         k_.threads_per_row % (k_.red_shape.back() / k_.vec) != 0;
+}
+
 int64_t NormLowering::unitTrips() const {
-  return k_.rowTier() ? (k_.rowVectorUnits() + k_.block - 1) / k_.block : k_.chunks;
+  if (k_.rowTier()) return (k_.rowVectorUnits() + k_.block - 1) / k_.block;
+  if (!raggedUnits()) return k_.chunks;
+  const int64_t q = k_.red_shape.back() / k_.vec, per_trip = k_.threads_per_row / q;
+  return (row_chunks_ / q + per_trip - 1) / per_trip;
 }
 
 Chunk NormLowering::rowChunk() {
@@ -399,8 +413,13 @@ bool NormLowering::issueFill(const ExprP& first_row) {
     b_.repeat("m", unitTrips(), {}, [&](const ExprP& m, const std::vector<ExprP>& carried) {
       if (!k_.rowTier()) {
         Chunk ch = unitChunk(m, first_row);
-        b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t,
-                               kir::stridedOffset(l.offset, l.strides, ch.idx), piece));
+        // (Ragged units' idle threads would write another row's slots: only valid ones copy.)
+        auto copy = [&] {
+          b_.emit(kir::asyncCopy("loom_row_smem", smemByte(l, t, ch), l.input, t,
+                                 kir::stridedOffset(l.offset, l.strides, ch.idx), piece));
+        };
+        if (raggedUnits()) b_.ifThen(ch.valid, "fill", copy);
+        else copy();
         return carried;
       }
       // Row vectors past the row's last element have no slot.

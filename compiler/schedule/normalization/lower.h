@@ -113,6 +113,9 @@ class NormLowering {
   // own chunk m).
   Chunk unitChunk(const ExprP& m, const ExprP& first_row);
   int64_t unitTrips() const;
+  // Several rows a block whose chunks at a position (q) do not divide a row's threads: each
+  // trip takes T / q whole positions of each row, the threads past them idle.
+  bool raggedUnits() const;
   int lanesOf(const Chunk& ch) const { return ch.lanes ? ch.lanes : ch.row_lanes ? k_.row_vec : k_.vec; }
   // A peeled row (RowKernel::peel) at outer coordinates `outer`: the elements before its first
   // aligned one (its head).

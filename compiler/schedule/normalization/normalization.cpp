@@ -95,9 +95,26 @@ void placeRows(RowKernel& k, const ir::Fusion& f, const std::vector<TensorDesc>&
     c.note(fill.why);
     return;
   }
+  // Rows the registers hold whose runs at a position are short and side by side (channels-last
+  // group norm, 10 channels a group): several a block in shared memory instead, filled by
+  // whole lines rather than loaded a run at a time.
+  if (regs.value.fits && chip.async_ok && chip.rows_in_runs && chip.max_rows_together > 1 && !opts.tuning.no_smem_rows &&
+      !opts.tuning.no_line_fill) {
+    const auto block = chooseOnChip(chip);
+    // Not in blocks of under 512 threads (short rows of a few chunks each): those measured
+    // slower than a row a block in registers (docs/performance.md#line-fill).
+    if (block.value && block.value->rows > 1 && block.value->cluster == 1 &&
+        block.value->rows * block.value->threads >= 512) {
+      applyPlacement(k, *block.value);
+      k.registers = false;
+      c.tier = NormTier::SharedMemory;
+      c.note(fmt::format("{}, not a row a block in registers", block.why));
+      return;
+    }
+  }
   if (!regs.value.fits && chip.async_ok && !opts.tuning.no_smem_rows) {
     const auto block = chooseOnChip(chip);
-    const auto grid = chooseGrid(chip, block.value ? block.value->rows : 0);
+    const auto grid = chooseGrid(chip, block.value ? block.value->rows_fit : 0);
     if (grid.value) {
       applyPlacement(k, grid.value->p);
       setGrid(k, grid.value->groups, grid.value->set_rows, reductions);

@@ -32,6 +32,19 @@ std::optional<SmemPlacement> OnChip::place(int rows, int t, int split, int per_s
   return SmemPlacement{rows, t, split, chunksAt(t, split), buffers, 1, bytes};
 }
 
+namespace {
+
+// Whether a held load's row lies in runs apart in memory (its reduced axes not one dense run).
+bool rowsInRuns(const RowKernel& k) {
+  const size_t nout = k.outer_shape.size();
+  for (const auto& l : k.smem_leaves)
+    for (size_t i = 0; i + 1 < k.red_shape.size(); ++i)
+      if (l.strides[nout + i] != l.strides[nout + i + 1] * k.red_shape[i + 1]) return true;
+  return false;
+}
+
+}  // namespace
+
 OnChip onChipFacts(const RowKernel& k, const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                    int max_block) {
   const DeviceInfo& dev = opts.device;
@@ -53,14 +66,17 @@ OnChip onChipFacts(const RowKernel& k, const std::vector<TensorDesc>& inputs, co
     c.async_ok = c.no_async.empty();
   }
   c.smem_limit = blockSmemLimit(dev);
+  c.rows_in_runs = rowsInRuns(k);
   // Neighbouring rows side by side in memory (group norm's groups in channels-last: each
   // pixel holds C/G channels of one group, then the next group's): a block takes `rows`
   // of them and fills shared memory with the pieces of all of them at each pixel together,
   // so that its loads cover whole 128-byte lines rather than a group's 8 or 32 bytes.
+  // Runs of chunks no power of two (10 channels a group in vectors of 2) go several rows to a
+  // block too, but not to a split row, whose blocks take runs of a power of two of chunks.
   const int64_t inner_run = k.red_shape.back();  // elements of a row at one outer position
   c.q = inner_run / k.vec;                       // chunks of them
   const size_t nout = k.outer_shape.size();
-  if (nout > 0 && (c.q & (c.q - 1)) == 0 && c.q <= 32) {
+  if (nout > 0 && c.q <= 32) {
     bool adjacent = true;
     int bytes = 1;
     for (const auto& l : k.smem_leaves) {
@@ -124,15 +140,6 @@ Decision<std::optional<SmemPlacement>> chooseThreadFill(const OnChip& c, bool re
 
 namespace {
 
-// Whether a held load's row lies in runs apart in memory (its reduced axes not one dense run).
-bool rowsInRuns(const RowKernel& k) {
-  const size_t nout = k.outer_shape.size();
-  for (const auto& l : k.smem_leaves)
-    for (size_t i = 0; i + 1 < k.red_shape.size(); ++i)
-      if (l.strides[nout + i] != l.strides[nout + i + 1] * k.red_shape[i + 1]) return true;
-  return false;
-}
-
 // `rows_together` neighbouring rows a block, each split over a cluster (at most 8 blocks, the
 // portable size) only where one block cannot hold it: one block of a whole row measured faster
 // than two of half of it. Once split, blocks of 64 KiB: three per SM keep the SM busy while one
@@ -152,7 +159,7 @@ int threadsAt(const OnChip& c, int rows_together, int cs) {
   // blocks half as large. bench/results/2026-11-26-h200-cluster-chunks.md,
   // 2026-11-27-h100-split-sums.md
   int64_t most_chunks =
-      cs > 1 && c.k.smem_leaves.size() >= 2 && (rowsInRuns(c.k) || c.k.sub_rows) ? 2 * kMaxChunks : kMaxChunks;
+      cs > 1 && c.k.smem_leaves.size() >= 2 && (c.rows_in_runs || c.k.sub_rows) ? 2 * kMaxChunks : kMaxChunks;
   if (cs > 1 && tune.cluster_chunks) most_chunks = *tune.cluster_chunks;
   int t = std::max(32, std::min(c.max_block / rows_together, nextPow2((block_chunks + most_chunks - 1) / most_chunks)));
   if (tune.threads_per_row) t = static_cast<int>(std::max<int64_t>(32, floorPow2(*tune.threads_per_row)));
@@ -161,7 +168,7 @@ int threadsAt(const OnChip& c, int rows_together, int cs) {
 
 std::optional<SmemPlacement> placeAt(const OnChip& c, int rows_together, int cs) {
   const int t = threadsAt(c, rows_together, cs);
-  if (rows_together > 1 && t % c.q != 0) return std::nullopt;
+  if (rows_together > 1 && cs > 1 && t % c.q != 0) return std::nullopt;
   std::optional<SmemPlacement> p = c.place(rows_together, t, cs);
   if (p) p->cluster = cs;
   return p;
@@ -195,9 +202,16 @@ std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
 }  // namespace
 
 Decision<std::optional<SmemPlacement>> chooseOnChip(const OnChip& c) {
+  const int64_t sms = c.opts.device.sm_count;
+  int fit = 0, fit_cluster = 1;
   for (int r = c.max_rows_together; r >= 1; r /= 2) {
-    const std::optional<SmemPlacement> p = onChipAt(c, r);
+    std::optional<SmemPlacement> p = onChipAt(c, r);
     if (!p) continue;
+    if (r > fit) fit = r, fit_cluster = p->cluster;
+    // Neighbouring rows a block only while the blocks still leave under a quarter of the SMs
+    // idle: whole lines do not make up for SMs with nothing to read.
+    if (r > 1 && !c.opts.tuning.rows_together && 4 * ((c.k.rows() + r - 1) / r) * p->cluster < 3 * sms) continue;
+    p->rows_fit = fit;
     std::string why;
     if (p->cluster > 1 && c.row_smem * r > c.smem_limit)
       why = fmt::format("{} row{} of {} KiB {} more than one block's shared memory holds", r, r == 1 ? "" : "s",
@@ -209,6 +223,9 @@ Decision<std::optional<SmemPlacement>> chooseOnChip(const OnChip& c) {
     if (r > 1)
       why += fmt::format("{}{} neighbouring rows a block, so that its loads cover whole 128-byte lines",
                          why.empty() ? "" : "; ", r);
+    if (fit > r)
+      why += fmt::format("{}not {} neighbouring rows a block: {} blocks would leave more than a quarter of the {} "
+                         "SMs idle", why.empty() ? "" : "; ", fit, (c.k.rows() + fit - 1) / fit * fit_cluster, sms);
     return {p, why};
   }
   return {};
@@ -245,7 +262,10 @@ Decision<std::optional<GridChoice>> chooseGrid(const OnChip& c, int placed_rows)
   // whole lines: the grid tier, with as many neighbouring rows per set as fit. Two groups where
   // both fit an SM with whole lines: the memory keeps streaming while a group waits at its
   // barrier (group norm 32x128x256x256 f16 channels-last).
-  if (placed_rows >= c.max_rows_together || c.opts.device.sm < 80 || tune.no_grid) return {};
+  // (Runs of chunks no power of two: the grid's sets take one row, no more than a block.)
+  const bool pow2_runs = (c.q & (c.q - 1)) == 0;
+  if (placed_rows >= c.max_rows_together || (!pow2_runs && placed_rows >= 1) || c.opts.device.sm < 80 || tune.no_grid)
+    return {};
   std::optional<GridChoice> g;
   // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).
   // Sets of one long row: more groups (up to 8) while each still walks four sets or more. Sets

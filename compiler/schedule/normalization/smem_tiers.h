@@ -14,10 +14,12 @@ namespace loom::schedule::norm_detail {
 
 // A cp.async placement: `rows` rows of `threads` threads each, every row split over `split`
 // blocks (a cluster's, or the grid's), `chunks` chunks a thread, `bytes` of shared memory a
-// block holding `buffers` sets (the grid tier's fill buffers), `cluster` blocks a cluster.
+// block holding `buffers` sets (the grid tier's fill buffers), `cluster` blocks a cluster;
+// `rows_fit` neighbouring rows would fit (more than `rows` where fewer fill the SMs).
 struct SmemPlacement {
   int rows = 1, threads = 32, split = 1, chunks = 1, buffers = 1, cluster = 1;
   int64_t bytes = 0;
+  int rows_fit = 1;
 };
 
 // What the shared-memory tiers share: the kernel (its threads chosen), the row's chunks and
@@ -32,6 +34,7 @@ struct OnChip {
   int64_t row_chunks = 0, row_smem = 0, smem_limit = 0, q = 0;
   int64_t run_bytes = 0;  // bytes of a row at one outer position (neighbouring rows: 0 where not side by side)
   bool async_ok = false;
+  bool rows_in_runs = false;  // a held load's row lies in runs apart (its reduced axes not one dense run)
   std::string no_async{};
   int max_rows_together = 1, max_rows_adjacent = 1;
 
