@@ -66,6 +66,27 @@ TEST_CASE("a kernel the scheduler says is slower than two: its reductions', then
   CHECK(plan(*h, small, loom::test::channelsLastImages(*h)).segments.size() == 1);
 }
 
+TEST_CASE("one held load over the grid with its rows one axis inside the reduction: two kernels from 64 MiB", "[segment]") {
+  // Channels-last batch norm forward at ResNet-50's shapes, batch 128: x of 98 MiB (128 channels
+  // over 56x56) is the reduction scheduler's Welford statistics then y pointwise; 49 MiB (64 over
+  // 56x56) one kernel. Channels-last instance norm (its images rows outside the reduction) one
+  // kernel at 128 MiB; LOOM_NO_TWO_PASS keeps the one kernel.
+  auto bn = findExample("batch_norm")->build(DType::F16);
+  const Bindings big{{"N", 128}, {"C", 128}, {"H", 56}, {"W", 56}}, small{{"N", 128}, {"C", 64}, {"H", 56}, {"W", 56}};
+  auto p = plan(*bn, big, loom::test::channelsLastImages(*bn));
+  REQUIRE(p.segments.size() == 2);
+  CHECK(p.segments[0].scheduler == "reduction");
+  CHECK(p.segments[1].scheduler == "pointwise");
+  CHECK(has(p.str(*bn), "holding one load of 98 MiB, the rows one axis inside the reduction"));
+  CHECK(plan(*bn, small, loom::test::channelsLastImages(*bn)).segments.size() == 1);
+  CompileOptions one{{90, 132}};
+  one.tuning.no_two_pass = true;
+  CHECK(segment::segmentFusion(*bn, big, descsFor(*bn, big, loom::test::channelsLastImages(*bn)), one).segments.size() == 1);
+  auto in = findExample("instance_norm")->build(DType::F16);
+  const Bindings images{{"N", 8}, {"C", 64}, {"H", 256}, {"W", 256}};
+  CHECK(plan(*in, images, loom::test::channelsLastImages(*in)).segments.size() == 1);
+}
+
 TEST_CASE("sums over rows of 1024 vectors or more that fill the GPU a block a row: the reduction scheduler's", "[segment]") {
   // LayerNorm2d backward over NCHW, f16 32x768x14x14: dw and db over N, H and W of each channel
   // (6272 elements, 1568 vectors of 4) in registers, not held in shared memory.

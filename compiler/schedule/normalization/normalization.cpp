@@ -158,11 +158,22 @@ int finishLaunch(RowKernel& k, const CompileOptions& opts) {
 // the memory idle between: a kernel of the reductions and a pointwise one measured faster where
 // each set takes every SM (one group), three loads or more are held (LSTM and GRU cell
 // backward), or groups of blocks take turns on two held loads of 24 MiB or more; not on smaller
-// ones (docs/performance.md#two-pass). Empty: one kernel.
+// ones; one held load from 64 MiB on where the rows are one axis inside the reduction
+// (channels-last batch norm forward, layer norm of column-major rows; not channels-last instance
+// norm, whose images are row axes outside it), since the reduction scheduler splits Welford
+// statistics over the grid (docs/performance.md#two-pass). Empty: one kernel.
 std::string twoPassFaster(NormTier tier, const RowKernel& k, const std::set<Leaf>& held,
                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
   const bool grid = tier == NormTier::RowVectorsGrid || tier == NormTier::RowGridCutShort;
   const bool small_pair = held.size() < 3 && k.grid_groups > 1 && heldRowsBytes(k, held, inputs) < (int64_t{24} << 20);
+  // For tuning sweeps only: LOOM_TUNE_TWO_PASS=1 wherever the grid's vectors of rows are placed.
+  if (grid && opts.tuning.two_pass == 1 && !opts.tuning.no_two_pass)
+    return "vectors of rows over the grid: two kernels of a reduction and a pointwise pass (LOOM_TUNE_TWO_PASS)";
+  if (grid && held.size() == 1 && k.outer_shape.size() == 1 && !opts.tuning.no_two_pass &&
+      heldRowsBytes(k, held, inputs) >= (int64_t{64} << 20))
+    return fmt::format("vectors of rows over the grid holding one load of {} MiB, the rows one axis inside the "
+                       "reduction, their sets meeting at grid barriers: two kernels of a reduction and a pointwise "
+                       "pass measured faster from 64 MiB on", heldRowsBytes(k, held, inputs) >> 20);
   if (!grid || held.size() < 2 || opts.tuning.no_two_pass || small_pair) return {};
   return fmt::format("vectors of rows over the grid holding {} loads, {}, their sets meeting at grid barriers: "
                      "two kernels of a reduction and a pointwise pass measured faster", held.size(),
