@@ -231,6 +231,25 @@ TEST_CASE("channels-last groups of few channels: several rows a block while the 
     StageText st;
     CHECK_NOTHROW(compileFusion(*f, c.sizes, descsFor(*f, c.sizes, {{"x", nhwc}}), CompileOptions{{90, 132}}, &st));
   }
+  // Rows no block holds: the grid's sets of one row, in as many groups as before (4).
+  {
+    const Bindings huge{{"N", 4}, {"C", 320}, {"H", 512}, {"W", 512}};
+    std::string why;
+    auto g = schedule::scheduleNormalization(*f, huge, descsFor(*f, huge, {{"x", nhwc}}), CompileOptions{{90, 132}}, &why);
+    REQUIRE(g);
+    INFO(g->reason);
+    CHECK(g->tier == NormTier::Grid);
+    CHECK(g->grid_groups == 4);
+    CHECK(g->rows_per_block == 1);
+  }
+  // Runs of a power of two of chunks (16 channels a group) keep their rows in registers.
+  {
+    const Bindings vae{{"N", 8}, {"C", 512}, {"H", 32}, {"W", 32}};
+    std::string why;
+    auto r = schedule::scheduleNormalization(*f, vae, descsFor(*f, vae, {{"x", nhwc}}), CompileOptions{{90, 132}}, &why);
+    REQUIRE(r);
+    CHECK(r->tier == NormTier::Registers);
+  }
   // The switch keeps rows that fit registers there.
   CompileOptions o{{90, 132}};
   o.tuning.no_line_fill = true;

@@ -85,6 +85,13 @@ TEST_CASE("one held load over the grid with its rows one axis inside the reducti
   auto in = findExample("instance_norm")->build(DType::F16);
   const Bindings images{{"N", 8}, {"C", 64}, {"H", 256}, {"W", 256}};
   CHECK(plan(*in, images, loom::test::channelsLastImages(*in)).segments.size() == 1);
+  // Layer norm of column-major rows (var_mean) two kernels; RMS norm's (no var_mean) one.
+  auto ln = findExample("layer_norm")->build(DType::F16);
+  const Bindings cols{{"N", 4097}, {"D", 12289}};
+  CHECK(plan(*ln, cols, {{"x", {1, 0}}}).segments.size() == 2);
+  auto rms = findExample("rms_norm")->build(DType::BF16);
+  const Bindings square{{"N", 8192}, {"D", 8192}};
+  CHECK(plan(*rms, square, {{"x", {1, 0}}}).segments.size() == 1);
 }
 
 TEST_CASE("sums over rows of 1024 vectors or more that fill the GPU a block a row: the reduction scheduler's", "[segment]") {

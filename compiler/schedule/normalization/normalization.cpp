@@ -70,6 +70,8 @@ namespace {
 
 // The tiers of rows that no row-vector tier takes (contiguous along their reduction, or
 // gathered), tried in schedule/tiers.def's order: each decision applied to the kernel, and noted.
+std::string subRowProblem(const RowKernel& k, const Tuning& tune);
+
 void placeRows(RowKernel& k, const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const CompileOptions& opts,
                int reductions, TierChoice& c) {
   const Decision<BlockLimit> lim = chooseBlockLimit(f, inputs, opts.tuning);
@@ -95,21 +97,27 @@ void placeRows(RowKernel& k, const ir::Fusion& f, const std::vector<TensorDesc>&
     c.note(fill.why);
     return;
   }
-  // Rows the registers hold whose runs at a position are short and side by side (channels-last
-  // group norm, 10 channels a group): several a block in shared memory instead, filled by
-  // whole lines rather than loaded a run at a time.
-  if (regs.value.fits && chip.async_ok && chip.rows_in_runs && chip.max_rows_together > 1 && !opts.tuning.no_smem_rows &&
-      !opts.tuning.no_line_fill) {
+  // Rows the registers hold whose runs at a position are short, side by side and no power of
+  // two of chunks (channels-last group norm, 10 to 40 channels a group; what was measured):
+  // several a block in shared memory instead, filled by whole pixels rather than loaded a run at
+  // a time. Not where the sub-row reductions then have no schedule.
+  const bool odd_runs = (chip.q & (chip.q - 1)) != 0;
+  if (regs.value.fits && chip.async_ok && chip.rows_in_runs && odd_runs && chip.max_rows_together > 1 &&
+      !opts.tuning.no_smem_rows && !opts.tuning.no_line_fill) {
     const auto block = chooseOnChip(chip);
     // Not in blocks of under 512 threads (short rows of a few chunks each): those measured
     // slower than a row a block in registers (docs/performance.md#line-fill).
     if (block.value && block.value->rows > 1 && block.value->cluster == 1 &&
         block.value->rows * block.value->threads >= 512) {
-      applyPlacement(k, *block.value);
-      k.registers = false;
-      c.tier = NormTier::SharedMemory;
-      c.note(fmt::format("{}, not a row a block in registers", block.why));
-      return;
+      RowKernel placed = k;
+      applyPlacement(placed, *block.value);
+      placed.registers = false;
+      if (!placed.sub_rows || subRowProblem(placed, opts.tuning).empty()) {
+        k = std::move(placed);
+        c.tier = NormTier::SharedMemory;
+        c.note(fmt::format("{}, not a row a block in registers", block.why));
+        return;
+      }
     }
   }
   if (!regs.value.fits && chip.async_ok && !opts.tuning.no_smem_rows) {
@@ -154,13 +162,25 @@ int finishLaunch(RowKernel& k, const CompileOptions& opts) {
   return grid_per_sm;
 }
 
+// Whether the kernel takes a var_mean (the statistics the reduction scheduler splits as Welford
+// triples).
+bool welfordStats(const RowKernel& k) {
+  bool any = false;
+  std::vector<EPtr> roots;
+  for (const auto& st : k.stores) roots.push_back(st.value);
+  lower::visitPostOrder(roots, [&](const ENode& n) {
+    any = any || (n.kind == ENode::Kind::Reduce && n.op == ir::OpKind::VarMean);
+  });
+  return any;
+}
+
 // Vectors of rows over the grid holding several loads, their sets meeting at grid barriers with
 // the memory idle between: a kernel of the reductions and a pointwise one measured faster where
 // each set takes every SM (one group), three loads or more are held (LSTM and GRU cell
 // backward), or groups of blocks take turns on two held loads of 24 MiB or more; not on smaller
-// ones; one held load from 64 MiB on where the rows are one axis inside the reduction
-// (channels-last batch norm forward, layer norm of column-major rows; not channels-last instance
-// norm, whose images are row axes outside it), since the reduction scheduler splits Welford
+// ones. One held load taking a var_mean, the rows one axis inside the reduction (channels-last
+// batch norm forward, layer norm of column-major rows; not channels-last instance norm, whose
+// images are row axes outside it): from 64 MiB on, since the reduction scheduler splits Welford
 // statistics over the grid (docs/performance.md#two-pass). Empty: one kernel.
 std::string twoPassFaster(NormTier tier, const RowKernel& k, const std::set<Leaf>& held,
                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
@@ -169,7 +189,7 @@ std::string twoPassFaster(NormTier tier, const RowKernel& k, const std::set<Leaf
   // For tuning sweeps only: LOOM_TUNE_TWO_PASS=1 wherever the grid's vectors of rows are placed.
   if (grid && opts.tuning.two_pass == 1 && !opts.tuning.no_two_pass)
     return "vectors of rows over the grid: two kernels of a reduction and a pointwise pass (LOOM_TUNE_TWO_PASS)";
-  if (grid && held.size() == 1 && k.outer_shape.size() == 1 && !opts.tuning.no_two_pass &&
+  if (grid && held.size() == 1 && k.outer_shape.size() == 1 && welfordStats(k) && !opts.tuning.no_two_pass &&
       heldRowsBytes(k, held, inputs) >= (int64_t{64} << 20))
     return fmt::format("vectors of rows over the grid holding one load of {} MiB, the rows one axis inside the "
                        "reduction, their sets meeting at grid barriers: two kernels of a reduction and a pointwise "

@@ -208,7 +208,7 @@ Decision<std::optional<SmemPlacement>> chooseOnChip(const OnChip& c) {
     std::optional<SmemPlacement> p = onChipAt(c, r);
     if (!p) continue;
     if (r > fit) fit = r, fit_cluster = p->cluster;
-    // Neighbouring rows a block only while the blocks still leave under a quarter of the SMs
+    // Neighbouring rows a block only while the blocks still leave at most a quarter of the SMs
     // idle: whole lines do not make up for SMs with nothing to read.
     if (r > 1 && !c.opts.tuning.rows_together && 4 * ((c.k.rows() + r - 1) / r) * p->cluster < 3 * sms) continue;
     p->rows_fit = fit;
@@ -262,19 +262,19 @@ Decision<std::optional<GridChoice>> chooseGrid(const OnChip& c, int placed_rows)
   // whole lines: the grid tier, with as many neighbouring rows per set as fit. Two groups where
   // both fit an SM with whole lines: the memory keeps streaming while a group waits at its
   // barrier (group norm 32x128x256x256 f16 channels-last).
-  // (Runs of chunks no power of two: the grid's sets take one row, no more than a block.)
+  // (Runs of chunks no power of two: the grid's sets take one row, as where no rows lie side by side.)
   const bool pow2_runs = (c.q & (c.q - 1)) == 0;
-  if (placed_rows >= c.max_rows_together || (!pow2_runs && placed_rows >= 1) || c.opts.device.sm < 80 || tune.no_grid)
-    return {};
+  const int together = pow2_runs ? c.max_rows_together : 1, adjacent = pow2_runs ? c.max_rows_adjacent : 1;
+  if (placed_rows >= together || c.opts.device.sm < 80 || tune.no_grid) return {};
   std::optional<GridChoice> g;
   // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).
   // Sets of one long row: more groups (up to 8) while each still walks four sets or more. Sets
   // of several rows: three groups first (512-thread blocks of 64 KiB, three per SM), then two.
   // Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#grid-groups
   if (tune.grid_groups)
-    for (int r = c.max_rows_adjacent; r >= 1 && !g; r /= 2) g = gridAt(c, r, *tune.grid_groups);
+    for (int r = adjacent; r >= 1 && !g; r /= 2) g = gridAt(c, r, *tune.grid_groups);
   if (!tune.no_grid_groups)
-    for (int r = c.max_rows_adjacent; r >= c.max_rows_together && !g; r /= 2) {
+    for (int r = adjacent; r >= together && !g; r /= 2) {
       int groups = 2;
       while (r == 1 && groups < 8 && c.k.rows() >= 8 * groups) groups *= 2;
       if (r > 1) g = gridAt(c, r, 3);
@@ -282,10 +282,10 @@ Decision<std::optional<GridChoice>> chooseGrid(const OnChip& c, int placed_rows)
     }
   // Rows of two held loads or more: half as many neighbouring rows (64-byte lines, two sectors)
   // in two groups rather than whole lines in one (docs/performance.md#grid-groups).
-  if (!tune.no_grid_groups && !tune.grid_groups && !g && c.k.smem_leaves.size() >= 2 && c.max_rows_together >= 2 &&
-      c.run_bytes * (c.max_rows_together / 2) >= 64)
-    g = gridAt(c, c.max_rows_together / 2, 2);
-  for (int r = c.max_rows_adjacent; r >= 1 && !g; r /= 2) g = gridAt(c, r, 1);
+  if (!tune.no_grid_groups && !tune.grid_groups && !g && c.k.smem_leaves.size() >= 2 && together >= 2 &&
+      c.run_bytes * (together / 2) >= 64)
+    g = gridAt(c, together / 2, 2);
+  for (int r = adjacent; r >= 1 && !g; r /= 2) g = gridAt(c, r, 1);
   if (!g) return {};
   const char* holder = c.opts.device.sm >= 90 && !tune.no_cluster ? "block or cluster" : "block";
   return {g, placed_rows == 0
