@@ -167,6 +167,10 @@ TEST_CASE("symbolic sizes: reductions over the batch run every count of their cl
            {"rms_norm_backward", "N", {{"D", 4096}}, {1, 3, 100, 129, 200}, {}, DType::BF16, 5},
            // (3 classes: the sums' count crosses 2048 vectors at N = 42, the rows' blocks change at 64)
            {"layer_norm_2d_backward", "N", {{"C", 96}, {"H", 14}, {"W", 14}}, {33, 50, 64}, {}, DType::F16, 3},
+           // channels-last groups of 10 channels, two rows a block in shared memory, whole pixels a trip
+           {"group_norm", "N", {{"C", 320}, {"H", 32}, {"W", 31}}, {5, 8, 9, 13}, {{"x", nhwc}}, DType::F16, 3},
+           {"group_norm_backward", "N", {{"C", 320}, {"H", 32}, {"W", 31}}, {5, 9, 13}, {{"x", nhwc}, {"dy", nhwc}},
+            DType::BF16, 3},
            // the channel statistics over {N, H, W}, channels-last
            {"batch_norm_backward", "N", {{"C", 64}, {"H", 14}, {"W", 14}}, {33, 40, 63}, {{"x", nhwc}, {"dy", nhwc}},
             DType::F32},
