@@ -101,8 +101,7 @@ void placeRows(RowKernel& k, const ir::Fusion& f, const std::vector<TensorDesc>&
   // two of chunks (channels-last group norm, 10 to 40 channels a group; what was measured):
   // several a block in shared memory instead, filled by whole pixels rather than loaded a run at
   // a time. Not where the sub-row reductions then have no schedule.
-  const bool odd_runs = (chip.q & (chip.q - 1)) != 0;
-  if (regs.value.fits && chip.async_ok && chip.rows_in_runs && odd_runs && chip.max_rows_together > 1 &&
+  if (regs.value.fits && chip.async_ok && chip.rows_in_runs && !chip.pow2Runs() && chip.max_rows_together > 1 &&
       !opts.tuning.no_smem_rows && !opts.tuning.no_line_fill) {
     const auto block = chooseOnChip(chip);
     // Not in blocks of under 512 threads (short rows of a few chunks each): those measured
@@ -185,16 +184,17 @@ bool welfordStats(const RowKernel& k) {
 std::string twoPassFaster(NormTier tier, const RowKernel& k, const std::set<Leaf>& held,
                           const std::vector<TensorDesc>& inputs, const CompileOptions& opts) {
   const bool grid = tier == NormTier::RowVectorsGrid || tier == NormTier::RowGridCutShort;
-  const bool small_pair = held.size() < 3 && k.grid_groups > 1 && heldRowsBytes(k, held, inputs) < (int64_t{24} << 20);
+  if (!grid || opts.tuning.no_two_pass) return {};
   // For tuning sweeps only: LOOM_TUNE_TWO_PASS=1 wherever the grid's vectors of rows are placed.
-  if (grid && opts.tuning.two_pass == 1 && !opts.tuning.no_two_pass)
+  if (opts.tuning.two_pass == 1)
     return "vectors of rows over the grid: two kernels of a reduction and a pointwise pass (LOOM_TUNE_TWO_PASS)";
-  if (grid && held.size() == 1 && k.outer_shape.size() == 1 && welfordStats(k) && !opts.tuning.no_two_pass &&
-      heldRowsBytes(k, held, inputs) >= (int64_t{64} << 20))
+  const int64_t held_bytes = heldRowsBytes(k, held, inputs);
+  if (held.size() == 1 && k.outer_shape.size() == 1 && welfordStats(k) && held_bytes >= (int64_t{64} << 20))
     return fmt::format("vectors of rows over the grid holding one load of {} MiB, the rows one axis inside the "
                        "reduction, their sets meeting at grid barriers: two kernels of a reduction and a pointwise "
-                       "pass measured faster from 64 MiB on", heldRowsBytes(k, held, inputs) >> 20);
-  if (!grid || held.size() < 2 || opts.tuning.no_two_pass || small_pair) return {};
+                       "pass measured faster from 64 MiB on", held_bytes >> 20);
+  const bool small_pair = held.size() < 3 && k.grid_groups > 1 && held_bytes < (int64_t{24} << 20);
+  if (held.size() < 2 || small_pair) return {};
   return fmt::format("vectors of rows over the grid holding {} loads, {}, their sets meeting at grid barriers: "
                      "two kernels of a reduction and a pointwise pass measured faster", held.size(),
                      k.grid_groups == 1 ? "each set over every SM" : fmt::format("{} groups of blocks", k.grid_groups));

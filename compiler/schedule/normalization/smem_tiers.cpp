@@ -203,6 +203,7 @@ std::optional<SmemPlacement> onChipAt(const OnChip& c, int rows_together) {
 
 Decision<std::optional<SmemPlacement>> chooseOnChip(const OnChip& c) {
   const int64_t sms = c.opts.device.sm_count;
+  auto blocks = [&](int r, int cluster) { return (c.k.rows() + r - 1) / r * cluster; };
   int fit = 0, fit_cluster = 1;
   for (int r = c.max_rows_together; r >= 1; r /= 2) {
     std::optional<SmemPlacement> p = onChipAt(c, r);
@@ -210,7 +211,7 @@ Decision<std::optional<SmemPlacement>> chooseOnChip(const OnChip& c) {
     if (r > fit) fit = r, fit_cluster = p->cluster;
     // Neighbouring rows a block only while the blocks still leave at most a quarter of the SMs
     // idle: whole lines do not make up for SMs with nothing to read.
-    if (r > 1 && !c.opts.tuning.rows_together && 4 * ((c.k.rows() + r - 1) / r) * p->cluster < 3 * sms) continue;
+    if (r > 1 && !c.opts.tuning.rows_together && 4 * blocks(r, p->cluster) < 3 * sms) continue;
     p->rows_fit = fit;
     std::string why;
     if (p->cluster > 1 && c.row_smem * r > c.smem_limit)
@@ -225,7 +226,7 @@ Decision<std::optional<SmemPlacement>> chooseOnChip(const OnChip& c) {
                          why.empty() ? "" : "; ", r);
     if (fit > r)
       why += fmt::format("{}not {} neighbouring rows a block: {} blocks would leave more than a quarter of the {} "
-                         "SMs idle", why.empty() ? "" : "; ", fit, (c.k.rows() + fit - 1) / fit * fit_cluster, sms);
+                         "SMs idle", why.empty() ? "" : "; ", fit, blocks(fit, fit_cluster), sms);
     return {p, why};
   }
   return {};
@@ -263,8 +264,7 @@ Decision<std::optional<GridChoice>> chooseGrid(const OnChip& c, int placed_rows)
   // both fit an SM with whole lines: the memory keeps streaming while a group waits at its
   // barrier (group norm 32x128x256x256 f16 channels-last).
   // (Runs of chunks no power of two: the grid's sets take one row, as where no rows lie side by side.)
-  const bool pow2_runs = (c.q & (c.q - 1)) == 0;
-  const int together = pow2_runs ? c.max_rows_together : 1, adjacent = pow2_runs ? c.max_rows_adjacent : 1;
+  const int together = c.pow2Runs() ? c.max_rows_together : 1, adjacent = c.pow2Runs() ? c.max_rows_adjacent : 1;
   if (placed_rows >= together || c.opts.device.sm < 80 || tune.no_grid) return {};
   std::optional<GridChoice> g;
   // For tuning sweeps only: LOOM_TUNE_GRID_GROUPS=G (G blocks per SM; sets of any rows).

@@ -37,6 +37,8 @@ struct OnChip {
   bool rows_in_runs = false;  // a held load's row lies in runs apart (its reduced axes not one dense run)
   std::string no_async{};
   int max_rows_together = 1, max_rows_adjacent = 1;
+  // Whether the chunks of a row at one outer position are a power of two (what split rows need).
+  bool pow2Runs() const { return (q & (q - 1)) == 0; }
 
   // A block's chunks a thread and bytes for `rows` rows of `t` threads, each row split over
   // `split` blocks; whether `bytes` fit a block (`per_sm` blocks sharing an SM); the placement
