@@ -2,12 +2,13 @@
 # LOOM_WORKLOADS names, e.g. bench/workloads_backward.txt) as `loom bench` arguments.
 #   for_each_workload REGEX FN   calls FN NAME FUSION ARGS... for each workload whose line
 #                                matches REGEX (ARGS: --dtype, --dim and --layout options;
-#                                a fusion file's line gives `-` for its dtype)
+#                                a fusion file's --dtype is left out: it has its own)
 for_each_workload() {
   local filter=$1 fn=$2 name fusion dtype dims layouts _ ds d ls l
   grep -v '^#' "${LOOM_WORKLOADS:-bench/workloads.txt}" | grep -E "\S" | grep -E "$filter" | while read -r name fusion dtype dims layouts _; do
     local args=()
-    [ "$dtype" != "-" ] && args+=(--dtype "$dtype")  # a fusion file has its own dtypes
+    # A fusion file has its own dtypes (its line's dtype names them for the peers).
+    [ "$dtype" != "-" ] && [[ $fusion != *.loom ]] && args+=(--dtype "$dtype")
     if [ "$dims" != "-" ]; then
       IFS=, read -ra ds <<<"$dims"
       for d in "${ds[@]}"; do args+=(--dim "$d"); done

@@ -172,7 +172,7 @@ constexpr int64_t kLongColumns = 65536;
 // most 48 KiB a block, and every row of a tile needs a thread of its own to finish it
 // (by >= vec). Empty, or why it cannot.
 std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t partial_bytes, int elem_bytes,
-                       bool by_class) {
+                       bool welford, bool by_class) {
   const RowKernel& k = r.k;
   const int64_t elems = by_class ? floorPow2(k.rowElems()) : k.rowElems();
   const int64_t cols = k.rows() / k.vec;  // vectors of neighbouring rows
@@ -195,15 +195,18 @@ std::string outerShape(ReductionKernel& r, const CompileOptions& opts, int64_t p
   r.block = r.bx * r.by;
   r.tiles = (k.rows() + r.rowsPerBlock() - 1) / r.rowsPerBlock();
   // Blocks a tile: as many as fill the GPU (`fill`), but no more than leave each thread down the
-  // tile kOuterTrips trips of `unroll` loads (fewer blocks, each publishing its partial after
+  // tile `outer_trips` trips of `unroll` loads (fewer blocks, each publishing its partial after
   // more loads); a short reduction (LSTM cell backward's bias gradient, 256 rows over 16 tiles:
   // latency, not bytes) still takes a quarter of `fill`, down to one load a thread.
   // Half the SM's threads, not all: a tile's last block then combines half the partials, and
   // the loads in flight still cover the memory's latency (docs/performance.md#tile-splits).
-  constexpr int64_t kOuterTrips = 4;
+  // Welford statistics a quarter, each thread twice the trips: a trip's merge by Chan's formula
+  // costs a division, and fewer, longer blocks keep the memory busier (docs/performance.md#welford-splits).
+  const int64_t outer_trips = welford ? 8 : 4;
+  const int64_t share = welford ? 4 : 2;
   const int64_t fill = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block) / r.tiles;
-  const int64_t half = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block / 2) / r.tiles;
-  const int64_t deep = elems / (int64_t{r.by} * kOuterTrips * r.unroll);
+  const int64_t half = int64_t{opts.device.sm_count} * (kThreadsPerSm / r.block / share) / r.tiles;
+  const int64_t deep = elems / (int64_t{r.by} * outer_trips * r.unroll);
   const int64_t most = std::max<int64_t>({1, deep, std::min<int64_t>(elems / r.by, fill / 4)});
   r.split = std::clamp<int64_t>(half, 1, most);
   if (opts.tuning.red_split) r.split = std::min<int64_t>(r.split, *opts.tuning.red_split);
@@ -267,7 +270,7 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   const bool by_class = opts.tuning.symbolic && !reducedSizeCandidate(f, sizes, inputs, r, &no_class).empty();
   r.partial_unroll = r.unroll;
   std::string only_as_class;
-  if (std::string why = outer ? outerShape(r, opts, partial_bytes, elem_bytes, by_class)
+  if (std::string why = outer ? outerShape(r, opts, partial_bytes, elem_bytes, accs.anyWelford(), by_class)
                               : innerShape(r, opts, by_class, &only_as_class);
       !why.empty())
     return reject(why);
