@@ -261,6 +261,47 @@ Tensor full(ir::Fusion* f, std::vector<Dim> shape, double value, DType dtype) {
 
 Tensor constant(FusionBuilder& fb, double value, DType dtype) { return constant(fb.fusionOrNull(), value, dtype); }
 
+Tensor iota(FusionBuilder& fb, std::vector<Dim> shape, int dim, DType dtype) {
+  ir::Fusion* f = fb.fusionOrNull();
+  LOOM_USER_CHECK(f != nullptr, "iota: this FusionBuilder already finished its fusion: start a new builder");
+  std::vector<Extent> s;
+  for (const auto& d : shape) s.push_back(d.extent);
+  const int rank = static_cast<int>(s.size());
+  if (dim < 0 && dim >= -rank) dim += rank;
+  return {f, f->addOp(OpKind::Iota, {}, ir::ScalarAttrs{0, dtype, std::move(s), dim})->output()};
+}
+
+namespace {
+Tensor random(OpKind k, const Tensor& seed, const Tensor& offset, std::vector<Dim> shape, DType dtype) {
+  LOOM_USER_CHECK(seed && offset, "{}: seed and offset must be tensors of the fusion (i64 scalar inputs)",
+                  ir::opName(k));
+  LOOM_USER_CHECK(seed.fusion() == offset.fusion(), "{}: seed and offset belong to different fusions",
+                  ir::opName(k));
+  std::vector<Extent> s;
+  for (const auto& d : shape) s.push_back(d.extent);
+  return {seed.fusion(), seed.fusion()->addOp(k, {seed.value(), offset.value()},
+                                              ir::ScalarAttrs{0, dtype, std::move(s)})->output()};
+}
+}  // namespace
+
+Tensor randUniform(Tensor seed, Tensor offset, std::vector<Dim> shape, DType dtype) {
+  return random(OpKind::RandUniform, seed, offset, std::move(shape), dtype);
+}
+
+Tensor randNormal(Tensor seed, Tensor offset, std::vector<Dim> shape, DType dtype) {
+  return random(OpKind::RandNormal, seed, offset, std::move(shape), dtype);
+}
+
+Tensor dropout(Tensor x, double p, Tensor seed, Tensor offset) {
+  LOOM_USER_CHECK(x, "dropout: x is an empty tensor handle");
+  LOOM_USER_CHECK(p >= 0 && p <= 1, "dropout: p = {} is not a probability (0 <= p <= 1)", p);
+  std::vector<Dim> shape;
+  for (const auto& e : x.shape()) shape.emplace_back(e);
+  Tensor u = randUniform(seed, offset, std::move(shape), DType::F32);
+  const double scale = p < 1 ? 1 / (1 - p) : 0;
+  return where(ge(u, p), x * scale, 0.0);
+}
+
 Tensor full(FusionBuilder& fb, std::vector<Dim> shape, double value, DType dtype) {
   ir::Fusion* f = fb.fusionOrNull();
   LOOM_USER_CHECK(f != nullptr, "full: this FusionBuilder already finished its fusion: start a new builder");

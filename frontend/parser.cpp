@@ -50,6 +50,8 @@ std::vector<AttrSpec> attrSpecs(ir::OpFamily f) {
     case F::Slice: return {{"starts", K::ExtentList}, {"stops", K::ExtentList}};
     case F::Constant: return {{"value", K::Number}, {"dtype", K::DType}};
     case F::Full: return {{"value", K::Number}, {"dtype", K::DType}, {"shape", K::ExtentList}};
+    case F::Iota: return {{"dtype", K::DType}, {"shape", K::ExtentList}, {"dim", K::Int}};
+    case F::Random: return {{"dtype", K::DType}, {"shape", K::ExtentList}};
     default: return {};
   }
 }
@@ -140,6 +142,8 @@ ir::Attrs buildAttrs(ir::OpFamily f, const AttrBag& b, const std::vector<const i
     case F::Constant: return ir::ScalarAttrs{b.get<double>("value"), b.get<DType>("dtype"), {}};
     case F::Full:
       return ir::ScalarAttrs{b.get<double>("value"), b.get<DType>("dtype"), b.get<Extents>("shape")};
+    case F::Iota: return ir::ScalarAttrs{0, b.get<DType>("dtype"), b.get<Extents>("shape"), b.get<int>("dim")};
+    case F::Random: return ir::ScalarAttrs{0, b.get<DType>("dtype"), b.get<Extents>("shape")};
     default: return ir::NoAttrs{};
   }
 }

@@ -168,8 +168,8 @@ std::vector<std::string> Fusion::symbols() const {
   for (const Value* v : inputs_)
     for (const auto& a : v->axes())
       for (auto& sym : a.extent.symbols()) s.insert(sym);
-  for (const auto& op : ops_)  // `full` may introduce sizes of its own
-    if (op->kind() == OpKind::Full)
+  for (const auto& op : ops_)  // `full`, `iota` and random numbers may introduce sizes of their own
+    if (isCreation(op->kind()))
       for (const auto& e : op->attr<ScalarAttrs>().shape)
         for (auto& sym : e.symbols()) s.insert(sym);
   return {s.begin(), s.end()};

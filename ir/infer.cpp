@@ -317,6 +317,31 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
       for (const auto& e : a.shape) axes.push_back(Axis::iter(e));
       return {{a.dtype, axes}};
     }
+    case OpFamily::Iota: {
+      expectArity(k, in, 0);
+      const auto& a = expectAttrs<ScalarAttrs>(k, attrs);
+      LOOM_USER_CHECK(a.dtype != DType::Bool, "{} counts in a numeric dtype, not bool", where(k));
+      const int rank = static_cast<int>(a.shape.size());
+      LOOM_USER_CHECK(a.dim >= 0 && a.dim < rank, "{} counts along dim {}, but its shape has {} dims (0 to {})",
+                      where(k), a.dim, rank, rank - 1);
+      std::vector<Axis> axes;
+      for (const auto& e : a.shape) axes.push_back(Axis::iter(e));
+      return {{a.dtype, axes}};
+    }
+    case OpFamily::Random: {
+      expectArity(k, in, 2);
+      const auto& a = expectAttrs<ScalarAttrs>(k, attrs);
+      LOOM_USER_CHECK(isFloat(a.dtype), "{} makes floating-point numbers; dtype {} is not one", where(k),
+                      dtypeName(a.dtype));
+      const char* names[] = {"seed", "offset"};
+      for (size_t i = 0; i < 2; ++i)
+        LOOM_USER_CHECK(in[i]->rank() == 0 && in[i]->dtype() == DType::I64,
+                        "{}'s {} (operand {}) must be an i64 scalar; `{}` is {} of rank {}", where(k), names[i], i,
+                        in[i]->name(), dtypeName(in[i]->dtype()), in[i]->rank());
+      std::vector<Axis> axes;
+      for (const auto& e : a.shape) axes.push_back(Axis::iter(e));
+      return {{a.dtype, axes}};
+    }
   }
   LOOM_ASSERT(false, "unhandled op family for {}", where(k));
 }

@@ -62,4 +62,9 @@ bool isView(OpKind k) {
   }
 }
 
+bool isCreation(OpKind k) {
+  const OpFamily f = opFamily(k);
+  return f == OpFamily::Full || f == OpFamily::Iota || f == OpFamily::Random;
+}
+
 }  // namespace loom::ir

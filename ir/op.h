@@ -21,7 +21,8 @@ enum class OpKind : uint8_t {
 
 enum class OpFamily : uint8_t {
   Unary, UnaryAny, Predicate, LogicalNot, Binary, BinaryFloat, Compare, Logical, Where, Cast,
-  Reduce, VarMean, Broadcast, Reshape, Permute, Squeeze, Unsqueeze, Slice, Concat, Constant, Full
+  Reduce, VarMean, Broadcast, Reshape, Permute, Squeeze, Unsqueeze, Slice, Concat, Constant, Full,
+  Iota, Random
 };
 
 std::string_view opName(OpKind k);
@@ -32,6 +33,8 @@ const std::vector<OpKind>& allOpKinds();
 bool isPointwise(OpKind k);  // elementwise families: unary, binary, where, cast
 bool isReduction(OpKind k);  // Reduce and VarMean families
 bool isView(OpKind k);       // broadcast, reshape, permute, squeeze, unsqueeze, slice
+// Ops that make a tensor of their own shape attribute: full, iota, rand_uniform, rand_normal.
+bool isCreation(OpKind k);
 
 struct NoAttrs {
   bool operator==(const NoAttrs&) const = default;
@@ -62,15 +65,16 @@ struct SliceAttrs {
   std::vector<Extent> starts, stops;  // one per axis, stop exclusive
   bool operator==(const SliceAttrs&) const = default;
 };
-struct ScalarAttrs {  // Constant; Full also has ShapeAttrs in `shape`
-  double value = 0;
+struct ScalarAttrs {  // Constant; Full, Iota and Random also have a `shape`
+  double value = 0;           // Constant and Full
   DType dtype = DType::F32;
-  std::vector<Extent> shape;  // Full only
+  std::vector<Extent> shape;  // Full, Iota, Random
+  int dim = 0;                // Iota: the dim whose index each element holds
   // NaN equals NaN and -0 differs from 0, so equal attributes mean the same constant.
   bool operator==(const ScalarAttrs& o) const {
     bool same = std::isnan(value) ? std::isnan(o.value)
                                   : value == o.value && std::signbit(value) == std::signbit(o.value);
-    return same && dtype == o.dtype && shape == o.shape;
+    return same && dtype == o.dtype && shape == o.shape && dim == o.dim;
   }
 };
 

@@ -63,6 +63,14 @@ std::vector<std::string> attrStrings(const Op& op) {
       return {"value=" + formatNumber(a.value), "dtype=" + dtypeStr(a.dtype),
               "shape=" + extentList(a.shape)};
     }
+    case OpFamily::Iota: {
+      const auto& a = op.attr<ScalarAttrs>();
+      return {"dtype=" + dtypeStr(a.dtype), "shape=" + extentList(a.shape), "dim=" + std::to_string(a.dim)};
+    }
+    case OpFamily::Random: {
+      const auto& a = op.attr<ScalarAttrs>();
+      return {"dtype=" + dtypeStr(a.dtype), "shape=" + extentList(a.shape)};
+    }
     default:
       return {};
   }

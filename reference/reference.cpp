@@ -190,6 +190,12 @@ std::vector<HostTensor> evaluate(const ir::Fusion& f, const std::vector<HostTens
     } else if (op.family() == ir::OpFamily::Concat) {
       results.push_back(reference::evalConcat(op, in, shape));
       if (bounds) result_bounds.push_back(reference::evalConcat(op, in_bound, shape));
+    } else if (op.family() == ir::OpFamily::Iota) {
+      results.push_back(reference::createIota(op, shape));
+      if (bounds) result_bounds.push_back(reference::zeros(shape));
+    } else if (op.family() == ir::OpFamily::Random) {
+      results.push_back(reference::createRandom(op, *in[0], *in[1], shape));
+      if (bounds) result_bounds.push_back(reference::boundRandom(op, results.back()));
     } else {
       LOOM_ASSERT(op.family() == ir::OpFamily::Constant || op.family() == ir::OpFamily::Full,
                   "the reference has no rule for `{}`", op.name());

@@ -109,6 +109,10 @@ std::vector<Dense> evalReduction(const ir::Op& op, const Dense& in,
                                  const std::vector<int64_t>& out_shape);
 // Concat: the pieces joined along the op's dim (also their error bounds).
 Dense evalConcat(const ir::Op& op, const std::vector<const Dense*>& in, const std::vector<int64_t>& out_shape);
+// Iota and random numbers (reference_random.cpp); a random op's bound is the GPU's rounding.
+Dense createIota(const ir::Op& op, const std::vector<int64_t>& shape);
+Dense createRandom(const ir::Op& op, const Dense& seed, const Dense& offset, const std::vector<int64_t>& shape);
+Dense boundRandom(const ir::Op& op, const Dense& result);
 // Broadcast, reshape, permute, squeeze, unsqueeze, slice.
 Dense evalView(const ir::Op& op, const Dense& in, const std::vector<int64_t>& out_shape,
                const Bindings& b);

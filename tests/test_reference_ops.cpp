@@ -13,6 +13,7 @@
 #include "frontend/builder.h"
 #include "ir/error.h"
 #include "ir/op_math.h"
+#include "ir/philox.h"
 #include "reference/reference.h"
 #include "runtime/host_tensor.h"
 #include "tests/op_builders.h"
@@ -552,6 +553,34 @@ void checkCreation(OpKind k) {
   }
 }
 
+// iota against its index; random numbers against ir/philox.h element by element.
+void checkIndexed(OpKind k) {
+  FusionBuilder fb("indexed");
+  if (k == OpKind::Iota) {
+    fb.output("i", iota(fb, {"N", 3, 2}, 1, DType::I32));
+    fb.output("f", iota(fb, {5}, -1, DType::F16));
+    auto out = run(*fb.finish(), {}, {{"N", 2}});
+    std::vector<double> want;
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 3; ++b)
+        for (int c = 0; c < 2; ++c) want.push_back(b);
+    checkValues(out[0], want, DType::I32, "iota along dim 1");
+    checkValues(out[1], {0, 1, 2, 3, 4}, DType::F16, "iota along the last dim");
+    return;
+  }
+  auto seed = fb.input("seed", DType::I64, {});
+  auto offset = fb.input("offset", DType::I64, {});
+  const DType t = k == OpKind::RandNormal ? DType::F64 : DType::F32;
+  fb.output("r", k == OpKind::RandNormal ? randNormal(seed, offset, {4, 3}, t) : randUniform(seed, offset, {4, 3}, t));
+  auto out = run(*fb.finish(), {HostTensor::fromValues(DType::I64, {}, {7}), HostTensor::fromValues(DType::I64, {}, {100})});
+  std::vector<double> want;
+  for (int64_t i = 0; i < 12; ++i) {
+    const ir::PhiloxWords w = ir::randomWords(7, 100, i);
+    want.push_back(k == OpKind::RandNormal ? ir::normalOf(w, t) : ir::uniformOf(w, t));
+  }
+  checkValues(out[0], want, t, ir::opName(k).data());
+}
+
 void checkOp(OpKind k) {
   switch (ir::opFamily(k)) {
     case ir::OpFamily::Unary:
@@ -575,6 +604,8 @@ void checkOp(OpKind k) {
     case ir::OpFamily::Concat: return checkConcat();
     case ir::OpFamily::Constant:
     case ir::OpFamily::Full: return checkCreation(k);
+    case ir::OpFamily::Iota:
+    case ir::OpFamily::Random: return checkIndexed(k);
   }
   FAIL("no reference test for op `" << ir::opName(k) << "`");
 }

@@ -143,6 +143,17 @@ void addUses(ir::Fusion& f, OpKind k, const Operands& in) {
       f.addOp(k, {}, ir::ScalarAttrs{0, DType::F32, {N, 8}});
       f.addOp(k, {}, ir::ScalarAttrs{-1.5, DType::F16, {}});
       return;
+    case OpFamily::Iota:
+      f.addOp(k, {}, ir::ScalarAttrs{0, DType::I64, {N, 8}, 1});
+      f.addOp(k, {}, ir::ScalarAttrs{0, DType::F16, {3}, 0});
+      return;
+    case OpFamily::Random: {
+      const ir::Value* seed = f.addInput("seed", DType::I64, {});
+      const ir::Value* offset = f.addInput("offset", DType::I64, {});
+      f.addOp(k, {seed, offset}, ir::ScalarAttrs{0, DType::F32, {N, 8}});
+      f.addOp(k, {seed, offset}, ir::ScalarAttrs{0, DType::BF16, {5}});
+      return;
+    }
   }
   FAIL("no use written for op family of " << ir::opName(k));
 }

@@ -406,6 +406,8 @@ class Translator {
       for (const auto& a : args) lane.push_back(a.size() == 1 ? a[0] : a[j]);
       if (e.op == ir::OpKind::Cast) {
         out.push_back(emitCast(b_, lane[0], e.args[0]->type.dtype, e.type.dtype));
+      } else if (ir::opFamily(e.op) == ir::OpFamily::Random) {
+        out.push_back(emitRandom(b_, e.op, e.type.dtype, lane));
       } else {
         DType in = e.args[e.op == ir::OpKind::Where ? 1 : 0]->type.dtype;
         out.push_back(emitPointwise(b_, e.op, in, lane));

@@ -4,9 +4,11 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
 
+#include <array>
 #include <cmath>
 
 #include "ir/error.h"
+#include "ir/philox.h"
 
 namespace loom::codegen {
 
@@ -172,6 +174,49 @@ llvm::Value* intOp(llvm::IRBuilder<>& b, OpKind op, const std::vector<llvm::Valu
 }
 
 }  // namespace
+
+llvm::Value* emitRandom(llvm::IRBuilder<>& b, OpKind op, DType out, const std::vector<llvm::Value*>& a) {
+  llvm::Type* i32 = b.getInt32Ty();
+  llvm::Type* i64 = b.getInt64Ty();
+  auto lo = [&](llvm::Value* x) { return b.CreateTrunc(x, i32); };
+  auto hi = [&](llvm::Value* x) { return b.CreateTrunc(b.CreateLShr(x, 32), i32); };
+  llvm::Value* c = b.CreateAdd(a[1], a[2]);  // the offset plus the element's index, modulo 2^64
+  std::array<llvm::Value*, 4> w{lo(c), hi(c), b.getInt32(0), b.getInt32(0)};
+  llvm::Value* k0 = lo(a[0]);
+  llvm::Value* k1 = hi(a[0]);
+  for (int r = 0; r < ir::kPhiloxRounds; ++r) {  // ir/philox.h's rounds
+    if (r > 0) {
+      k0 = b.CreateAdd(k0, b.getInt32(ir::kPhiloxW0));
+      k1 = b.CreateAdd(k1, b.getInt32(ir::kPhiloxW1));
+    }
+    llvm::Value* p0 = b.CreateMul(b.getInt64(ir::kPhiloxM0), b.CreateZExt(w[0], i64));
+    llvm::Value* p1 = b.CreateMul(b.getInt64(ir::kPhiloxM1), b.CreateZExt(w[2], i64));
+    w = {b.CreateXor(b.CreateXor(hi(p1), w[1]), k0), lo(p1), b.CreateXor(b.CreateXor(hi(p0), w[3]), k1), lo(p0)};
+  }
+  auto wide = [&](llvm::Value* l, llvm::Value* h) {  // the top 53 bits of a 64-bit word
+    return b.CreateLShr(b.CreateOr(b.CreateShl(b.CreateZExt(h, i64), 32), b.CreateZExt(l, i64)), 11);
+  };
+  auto scaled = [&](llvm::Value* k, llvm::Type* t, int bits) {
+    return b.CreateFMul(b.CreateUIToFP(k, t), llvm::ConstantFP::get(t, std::ldexp(1.0, -bits)));
+  };
+  const bool f64 = out == DType::F64;
+  llvm::Type* ft = f64 ? b.getDoubleTy() : b.getFloatTy();
+  llvm::Value* r = nullptr;
+  if (op == OpKind::RandUniform) {
+    const int bits = ir::uniformBits(out);
+    r = f64 ? scaled(wide(w[0], w[1]), ft, 53) : scaled(b.CreateLShr(w[0], 32 - bits), ft, bits);
+  } else {
+    LOOM_ASSERT(op == OpKind::RandNormal, "no random lowering for `{}`", ir::opName(op));
+    llvm::Value* u1 = f64 ? scaled(b.CreateAdd(wide(w[0], w[1]), b.getInt64(1)), ft, 53)
+                          : scaled(b.CreateAdd(b.CreateLShr(w[0], 8), b.getInt32(1)), ft, 24);
+    llvm::Value* u2 = f64 ? scaled(wide(w[2], w[3]), ft, 53) : scaled(b.CreateLShr(w[1], 8), ft, 24);
+    llvm::Value* radius = b.CreateIntrinsic(llvm::Intrinsic::sqrt, {ft}, {b.CreateFMul(llvm::ConstantFP::get(ft, -2.0),
+                                                                          libdevice(b, "__nv_logf", "__nv_log", {u1}))});
+    llvm::Value* angle = b.CreateFMul(llvm::ConstantFP::get(ft, 2 * M_PI), u2);
+    r = b.CreateFMul(radius, libdevice(b, "__nv_cosf", "__nv_cos", {angle}));
+  }
+  return f64 || out == DType::F32 ? r : b.CreateFPTrunc(r, regType(b.getContext(), out));
+}
 
 llvm::Value* emitCast(llvm::IRBuilder<>& b, llvm::Value* v, DType from, DType to) {
   if (from == to) return v;

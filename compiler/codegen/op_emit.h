@@ -14,6 +14,8 @@ llvm::Type* memType(llvm::LLVMContext& c, DType t);  // and i8 in memory
 
 llvm::Value* emitConst(llvm::IRBuilder<>& b, DType t, double v);
 llvm::Value* emitCast(llvm::IRBuilder<>& b, llvm::Value* v, DType from, DType to);
+// A random op of one element (ir/philox.h): operands the seed, the offset and its index (i64).
+llvm::Value* emitRandom(llvm::IRBuilder<>& b, ir::OpKind op, DType out, const std::vector<llvm::Value*>& args);
 // Applies a pointwise op (not Cast) to operands of dtype `in` (Where: cond is bool, the rest `in`).
 llvm::Value* emitPointwise(llvm::IRBuilder<>& b, ir::OpKind op, DType in,
                            const std::vector<llvm::Value*>& args);

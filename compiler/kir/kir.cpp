@@ -228,8 +228,18 @@ ExprP dataConst(DType t, double v, int lanes) {
   return e;
 }
 
+ExprP indexLanes(ExprP base, int lanes, int64_t stride) {
+  checkIndex(base, "an index value's base");
+  ExprP v = convert(std::move(base), Type::data(DType::I64, 1));
+  if (lanes == 1) return v;
+  std::vector<ExprP> steps;
+  for (int j = 0; j < lanes; ++j) steps.push_back(dataConst(DType::I64, static_cast<double>(j * stride), 1));
+  return math(ir::OpKind::Add, DType::I64, {v, intrinsic(Intrinsic::Concat, Type::data(DType::I64, lanes), steps)});
+}
+
 ExprP math(ir::OpKind op, DType result, std::vector<ExprP> args, int result_lanes) {
-  LOOM_ASSERT(ir::isPointwise(op), "kernel IR: `{}` is not a pointwise op", ir::opName(op));
+  LOOM_ASSERT(ir::isPointwise(op) || ir::opFamily(op) == ir::OpFamily::Random,
+              "kernel IR: `{}` is not a pointwise op", ir::opName(op));
   LOOM_ASSERT(!args.empty(), "kernel IR: `{}` without operands", ir::opName(op));
   // Operands of one lane stand for every lane (a row's statistic beside a chunk's elements).
   int lanes = 1;

@@ -146,6 +146,9 @@ ExprP mul(ExprP a, ExprP b);
 // Element `base + sum of idx[d] * strides[d]` (axes of stride 0 left out), as one expression.
 ExprP stridedOffset(int64_t base, const std::vector<int64_t>& strides, const std::vector<ExprP>& idx);
 ExprP dataConst(DType t, double v, int lanes);
+// The i64 data `base + j * stride` in lane j of `lanes`: an element's index (an index
+// expression) as a value.
+ExprP indexLanes(ExprP base, int lanes, int64_t stride);
 // A pointwise op of the fusion (ir/ops.def) applied lanewise; Cast converts to `result`. The
 // result has the most lanes of any operand (one-lane operands stand for every lane), or
 // `lanes` where given (every lane computed, though the operands have one).

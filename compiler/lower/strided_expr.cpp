@@ -68,7 +68,7 @@ std::vector<EPtr> mapLeaves(const std::vector<EPtr>& roots, const std::function<
     auto it = memo.find(n.get());
     if (it != memo.end()) return it->second;
     EPtr out = n;
-    if (n->kind == ENode::Kind::Load) {
+    if (n->kind == ENode::Kind::Load || n->kind == ENode::Kind::Index) {
       ENode c = *n;
       c.leaf = fn(n->leaf);
       out = node(std::move(c));
@@ -248,6 +248,34 @@ EPtr StridedExprBuilder::build(const ir::Value* v) {
       const auto& a = op->attr<ir::ScalarAttrs>();
       ENode n{.kind = ENode::Kind::Const, .dtype = a.dtype};
       n.value = roundTo(a.dtype, a.value);
+      return node(std::move(n));
+    }
+    case OpFamily::Iota:
+    case OpFamily::Random: {
+      const std::vector<int64_t>& shape = shapeOf(v);
+      ENode idx{.kind = ENode::Kind::Index, .dtype = DType::I64};
+      idx.leaf = Leaf{-1, 0, std::vector<int64_t>(static_cast<size_t>(rank), 0)};
+      if (family == OpFamily::Iota) {
+        const auto d = static_cast<size_t>(op->attr<ir::ScalarAttrs>().dim);
+        idx.leaf.strides[d] = shape[d] == 1 ? 0 : 1;
+        if (v->dtype() == DType::I64) return node(std::move(idx));
+        ENode c{.kind = ENode::Kind::Op, .dtype = v->dtype(), .op = ir::OpKind::Cast};
+        c.origin = op;
+        c.args.push_back(node(std::move(idx)));
+        return node(std::move(c));
+      }
+      int64_t run = 1;  // row-major over the op's own shape
+      for (size_t d = shape.size(); d-- > 0;) {
+        idx.leaf.strides[d] = shape[d] == 1 ? 0 : run;
+        run *= shape[d];
+      }
+      ENode n{.kind = ENode::Kind::Op, .dtype = v->dtype(), .op = op->kind()};
+      n.origin = op;
+      for (size_t i = 0; i < 2; ++i)  // the seed and offset, every element's
+        n.args.push_back(mapLeaves(operand(i), [&](const Leaf& l) {
+          return Leaf{l.input, l.offset, std::vector<int64_t>(static_cast<size_t>(rank), 0)};
+        }));
+      n.args.push_back(node(std::move(idx)));
       return node(std::move(n));
     }
     case OpFamily::Broadcast: {

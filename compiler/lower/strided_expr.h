@@ -32,11 +32,14 @@ using EPtr = std::shared_ptr<const ENode>;
 struct ENode {
   // Reduce: `op` is Sum, ReduceMax, ReduceMin, Mean or VarMean (out_index 0 = variance,
   // 1 = mean) over the reduced atoms of the kernel; args[0] is its operand.
-  enum class Kind { Load, Const, Op, Reduce } kind;
+  // Index: the i64 value `leaf.offset + sum of coordinate * leaf.strides` (leaf.input -1), an
+  // element's index along an iota's dim or its linear index in a random op's shape; views
+  // rewrite it as they rewrite loads.
+  enum class Kind { Load, Const, Op, Reduce, Index } kind;
   DType dtype;
   ir::OpKind op = ir::OpKind::Add;  // Op
   std::vector<EPtr> args{};         // Op
-  Leaf leaf{};                      // Load
+  Leaf leaf{};                      // Load, Index
   double value = 0;                 // Const
   const ir::Op* origin = nullptr;   // the fusion op it computes (Op), for dumps
   int out_index = 0;                // Reduce of VarMean

@@ -496,6 +496,7 @@ int mapAccesses(NormAxes& ax, const ir::Fusion& f, const std::set<Leaf>& held, c
   };
   std::vector<EPtr> remapped = lower::hashCons(lower::mapLeaves(ax.roots, [&](const Leaf& l) {
     Leaf n{l.input, l.offset, ax.axisStrides(l.strides)};
+    if (l.input < 0) return n;  // an index value: no memory to access
     const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
     k.load_access[n] = k.peel ? peeledAccess(k, d.dtype, n.offset, n.strides, d.align_bytes, vec)
                               : chooseAccess(d.dtype, n.offset, n.strides, d.align_bytes, vec);

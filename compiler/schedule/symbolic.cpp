@@ -48,9 +48,18 @@ bool names(const ir::Value* v, const std::string& s) {
   return false;
 }
 
+std::string indexBlocker(const ir::Fusion& f) {
+  for (const ir::Op* op : f.ops())
+    if (op->family() == ir::OpFamily::Iota || op->family() == ir::OpFamily::Random)
+      return fmt::format("`{}` ({}) counts its elements with the sizes compiled in", op->name(),
+                         op->output()->name());
+  return "";
+}
+
 std::string sizeBlocker(const ir::Fusion& f, const std::vector<TensorDesc>& inputs,
                         const std::vector<TensorDesc>& outputs, const std::map<lower::Leaf, kir::Access>& loads,
                         const std::string& s) {
+  if (std::string why = indexBlocker(f); !why.empty()) return why;
   for (const auto& [leaf, access] : loads) {
     const ir::Value* in = f.inputs()[static_cast<size_t>(leaf.input)];
     if (!leaf.strides.empty() && leaf.strides[0] != 0 && !names(in, s))

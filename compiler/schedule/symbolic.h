@@ -35,6 +35,10 @@ bool outermostInMemory(const std::vector<const ir::Value*>& values, const std::v
 // Whether value `v` names symbol `s` in some dim.
 bool names(const ir::Value* v, const std::string& s);
 
+// Why a kernel of `f` may take no size at run time whatever its loads: an iota or random op, whose
+// index values are strides of the sizes it was compiled at; "" where none.
+std::string indexBlocker(const ir::Fusion& f);
+
 // Why a kernel whose loads are `loads` (strides over its axes, the size's axis first) may not
 // take `s` at run time, for the schedulers' reasons: an input that moves along it without
 // naming it (its extent would not follow), or a tensor where it is not outermost in memory

@@ -152,6 +152,22 @@ std::vector<Tensor> chunk(Tensor x, int n, int dim);
 // --- creation ---
 Tensor constant(FusionBuilder& fb, double value, DType dtype);
 Tensor full(FusionBuilder& fb, std::vector<Dim> shape, double value, DType dtype);
+// Each element's index along `dim` of `shape` (0, 1, 2, ... down that dim), in `dtype`.
+Tensor iota(FusionBuilder& fb, std::vector<Dim> shape, int dim, DType dtype = DType::I64);
+
+// --- random numbers ---
+// Philox4x32-10 keyed by `seed`, its counter `offset` + each element's linear index in `shape`
+// (ir/philox.h): the same numbers in every kernel that computes them, on the GPU and in the
+// reference. `seed` and `offset` are i64 scalars (inputs of shape {}), so a new step's numbers
+// need no new kernel: advance `offset` by the elements a call used.
+// Uniform in [0, 1), each an exact multiple of 2^-p (p: 11 for f16, 8 for bf16, 24 for f32, 53 for f64).
+Tensor randUniform(Tensor seed, Tensor offset, std::vector<Dim> shape, DType dtype);
+// Standard normal (Box-Muller of two uniforms of one counter).
+Tensor randNormal(Tensor seed, Tensor offset, std::vector<Dim> shape, DType dtype);
+// `x` with each element zeroed with probability p and the rest scaled by 1 / (1 - p) (PyTorch's
+// training dropout), its mask from randUniform over x's shape in f32: kept where u >= p.
+// A backward recomputes the mask from the same seed and offset.
+Tensor dropout(Tensor x, double p, Tensor seed, Tensor offset);
 
 }  // namespace loom
 #pragma GCC visibility pop

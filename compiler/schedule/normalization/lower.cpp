@@ -485,6 +485,7 @@ bool NormLowering::hoistInvariant(const ENode& n, Chunk& ch) {
   switch (n.kind) {
     case ENode::Kind::Const:
     case ENode::Kind::Reduce: break;
+    case ENode::Kind::Index: inv = false; break;  // computed where it is used: cheaper than held
     case ENode::Kind::Load:
       for (size_t d = k_.outer_shape.size(); d + (k_.rowTier() ? 0 : 1) < n.leaf.strides.size(); ++d)
         inv = inv && n.leaf.strides[d] == 0;

@@ -30,6 +30,12 @@ ExprP NormLowering::eval(const ENode& n, Chunk& ch) {
   switch (n.kind) {
     case ENode::Kind::Load: out = load(n.leaf, n.dtype, ch); break;
     case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, v); break;
+    case ENode::Kind::Index: {
+      const auto& s = n.leaf.strides;
+      const int64_t stride = ch.row_lanes ? s[k_.outer_shape.size() - 1] : s.back();
+      out = b_.bind(kir::indexLanes(kir::stridedOffset(n.leaf.offset, s, ch.idx), v, stride), "ix");
+      break;
+    }
     case ENode::Kind::Reduce:
       out = reduced_.at(&n);
       if (ch.row_lanes) {  // lane j: row r_sub + j's

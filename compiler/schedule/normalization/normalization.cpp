@@ -388,6 +388,9 @@ std::string printRowKernel(const ir::Fusion& f, const RowKernel& k) {
       case ENode::Kind::Const:
         s += fmt::format("  {} = const.{} {}\n", name, dtypeName(n.dtype), n.value);
         break;
+      case ENode::Kind::Index:
+        s += fmt::format("  {} = index {} + i.[{}]\n", name, n.leaf.offset, fmt::join(n.leaf.strides, ", "));
+        break;
       case ENode::Kind::Op:
         s += fmt::format("  {} = {}.{}({})\n", name, ir::opName(n.op), dtypeName(n.dtype), fmt::join(a, ", "));
         break;

@@ -80,6 +80,8 @@ class PointwiseLowering {
       ExprP e;
       if (n.kind == ENode::Kind::Const) {
         e = kir::dataConst(n.dtype, n.value, lanes);
+      } else if (n.kind == ENode::Kind::Index) {
+        e = kir::indexLanes(kir::stridedOffset(n.leaf.offset, n.leaf.strides, idx), lanes, n.leaf.strides.back());
       } else {
         std::vector<ExprP> args;
         for (const auto& a : n.args) args.push_back(val.at(a.get()));

@@ -148,7 +148,7 @@ AxisPlan collapseAxes(const std::vector<EPtr>& roots, const std::vector<int64_t>
   for (int d : order) ordered_shape.push_back(shape[static_cast<size_t>(d)]);
   std::vector<std::vector<int64_t>> all_strides;
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
-    if (n.kind == lower::ENode::Kind::Load) all_strides.push_back(n.leaf.strides);
+    if (n.kind == lower::ENode::Kind::Load || n.kind == lower::ENode::Kind::Index) all_strides.push_back(n.leaf.strides);
   });
   for (const auto& s : out_strides) all_strides.push_back(s);
   AxisPlan plan{order, {}};
@@ -235,6 +235,7 @@ void placeAccesses(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, c
   };
   const std::vector<EPtr> remapped = lower::hashCons(lower::mapLeaves(roots, [&](const Leaf& l) {
     Leaf n{l.input, l.offset, remap(l.strides)};
+    if (l.input < 0) return n;  // an index value: no memory to access
     const TensorDesc& d = inputs[static_cast<size_t>(l.input)];
     k.load_access[n] = accessFor(d.dtype, n.offset, n.strides, d.align_bytes);
     track(n.offset, n.strides);
@@ -413,6 +414,9 @@ std::string printKernel(const ir::Fusion& f, const PointwiseKernel& k) {
       }
       case lower::ENode::Kind::Const:
         s += fmt::format("  {} = const.{} {}\n", name, dtypeName(n.dtype), n.value);
+        break;
+      case lower::ENode::Kind::Index:
+        s += fmt::format("  {} = index {} + i.[{}]\n", name, n.leaf.offset, fmt::join(n.leaf.strides, ", "));
         break;
       case lower::ENode::Kind::Op: {
         std::vector<std::string> a;

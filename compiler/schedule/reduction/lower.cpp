@@ -75,6 +75,12 @@ class ReductionLowering {
         break;
       }
       case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, p.lanes); break;
+      case ENode::Kind::Index: {
+        const auto& s = n.leaf.strides;
+        const int64_t lane_stride = r_.layout == ReductionKernel::Layout::Outer ? s[k_.outer_shape.size() - 1] : s.back();
+        out = b_.bind(kir::indexLanes(kir::stridedOffset(n.leaf.offset, s, p.idx), p.lanes, lane_stride), "ix");
+        break;
+      }
       case ENode::Kind::Reduce: out = totals_.at(&n); break;
       case ENode::Kind::Op: {
         std::vector<ExprP> args;

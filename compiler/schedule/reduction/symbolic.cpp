@@ -22,6 +22,7 @@ using Wide = __int128;
 // `s` (its extent would not follow), or a tensor where `s` is not outermost in memory.
 std::string reducedSizeBlocker(const ir::Fusion& f, const std::vector<TensorDesc>& inputs, const ReductionKernel& r,
                                const std::string& s) {
+  if (std::string why = indexBlocker(f); !why.empty()) return why;
   const size_t axis = r.k.outer_shape.size();
   for (const auto& [leaf, access] : r.k.load_access) {
     const ir::Value* in = f.inputs()[static_cast<size_t>(leaf.input)];
