@@ -223,3 +223,31 @@ def test_framework_op_forms():
     assert np.allclose(out["new_running_var"], rv * 0.75 + var * 0.25)
     with pytest.raises(loom.InputError, match="act=swish is not an activation"):
         loom.Fusion.op("layer_norm", x="f16", act="swish")
+
+
+def _philox4x32_10(ctr, key):
+    # An independent Philox4x32-10 (Salmon et al. 2011), to check loom's against.
+    m = 0xFFFFFFFF
+    c, k = list(ctr), list(key)
+    for r in range(10):
+        if r:
+            k = [(k[0] + 0x9E3779B9) & m, (k[1] + 0xBB67AE85) & m]
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k[0], p1 & m, (p0 >> 32) ^ c[3] ^ k[1], p0 & m]
+    return c
+
+
+def test_eval_random_numbers_and_iota():
+    f = loom.Fusion.from_text(
+        "fusion noise {\n  in seed: i64[]\n  in offset: i64[]\n"
+        "  u: f32[N, 3] = rand_uniform(seed, offset, dtype=f32, shape=[N, 3])\n"
+        "  i: i32[N, 3] = iota(dtype=i32, shape=[N, 3], dim=0)\n  out u = u\n  out i = i\n}\n")
+    seed, offset = (5 << 32) + 17, (1 << 32) - 2  # the counter's low word wraps into its high one
+    u, i = f.eval(np.array(seed, np.int64), np.array(offset, np.int64), sizes={"N": 4})
+    want = []
+    for e in range(12):
+        c = offset + e
+        w = _philox4x32_10([c & 0xFFFFFFFF, c >> 32, 0, 0], [seed & 0xFFFFFFFF, seed >> 32])
+        want.append((w[0] >> 8) * 2.0**-24)
+    np.testing.assert_array_equal(u.reshape(-1), np.array(want, np.float32))
+    np.testing.assert_array_equal(i, np.repeat(np.arange(4), 3).reshape(4, 3))
