@@ -39,7 +39,7 @@ TEST_CASE("random: Philox4x32-10 gives the published known answers", "[reference
         ir::PhiloxWords{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
 }
 
-TEST_CASE("random: uniform numbers are exact in their dtype and fill [0, 1) evenly", "[reference][random]") {
+TEST_CASE("random: uniform numbers are exact in their dtype and fill the unit interval evenly", "[reference][random]") {
   const int64_t n = 200000;
   for (DType t : {DType::F16, DType::BF16, DType::F32, DType::F64}) {
     INFO(dtypeName(t));
@@ -64,7 +64,7 @@ TEST_CASE("random: uniform numbers are exact in their dtype and fill [0, 1) even
   }
 }
 
-TEST_CASE("random: the same seed and offset give the same numbers; the offset shifts them", "[reference][random]") {
+TEST_CASE("random: the same seed and offset give the same numbers and the offset shifts them", "[reference][random]") {
   const std::vector<double> a = randomValues(false, DType::F32, 1000, 99, 0);
   CHECK(randomValues(false, DType::F32, 1000, 99, 0) == a);
   const std::vector<double> shifted = randomValues(false, DType::F32, 990, 99, 10);

@@ -148,8 +148,9 @@ void addUses(ir::Fusion& f, OpKind k, const Operands& in) {
       f.addOp(k, {}, ir::ScalarAttrs{0, DType::F16, {3}, 0});
       return;
     case OpFamily::Random: {
-      const ir::Value* seed = f.addInput("seed", DType::I64, {});
-      const ir::Value* offset = f.addInput("offset", DType::I64, {});
+      const std::string op(ir::opName(k));
+      const ir::Value* seed = f.addInput(op + "_seed", DType::I64, {});
+      const ir::Value* offset = f.addInput(op + "_offset", DType::I64, {});
       f.addOp(k, {seed, offset}, ir::ScalarAttrs{0, DType::F32, {N, 8}});
       f.addOp(k, {seed, offset}, ir::ScalarAttrs{0, DType::BF16, {5}});
       return;
