@@ -100,3 +100,18 @@ def test_no_tracked_file_speaks_of_development_steps_sessions_helpers_or_issue_n
     if bad:
         pytest.fail(f"{len(bad)} lines of tracked files speak of development steps, sessions, helpers or issue "
                     "numbers (reword them to speak of the project itself):\n" + "\n".join(bad), pytrace=False)
+
+
+def test_catch2_test_names_close_their_square_brackets():
+    # CTest discovers test cases as a CMake list of names, where a `[` keeps every `;` after it
+    # from separating entries: the names after an unclosed one merge into a single test.
+    bad = []
+    for p in tracked("tests/"):
+        if p.suffix != ".cpp":
+            continue
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            m = re.search(r'TEST_CASE\("([^"]*)"', line)
+            unpaired = re.sub(r"\[[^\[\]]*\]", "", m.group(1)) if m else ""
+            if "[" in unpaired or "]" in unpaired:
+                bad.append(f"{p.relative_to(ROOT)}:{n}: {m.group(1)}")
+    assert not bad, bad
