@@ -12,6 +12,13 @@ namespace {
 
 std::string where(OpKind k) { return fmt::format("`{}`", opName(k)); }
 
+// The result of an op that makes a tensor of its own attributes: full, iota, random numbers.
+TypedOutput created(const ScalarAttrs& a) {
+  std::vector<Axis> axes;
+  for (const auto& e : a.shape) axes.push_back(Axis::iter(e));
+  return {a.dtype, axes};
+}
+
 void expectArity(OpKind k, const std::vector<const Value*>& in, size_t n) {
   LOOM_USER_CHECK(in.size() == n, "{} takes {} operand{}, got {}", where(k), n, n == 1 ? "" : "s",
                   in.size());
@@ -313,9 +320,7 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
     case OpFamily::Full: {
       expectArity(k, in, 0);
       const auto& a = expectAttrs<ScalarAttrs>(k, attrs);
-      std::vector<Axis> axes;
-      for (const auto& e : a.shape) axes.push_back(Axis::iter(e));
-      return {{a.dtype, axes}};
+      return {created(a)};
     }
     case OpFamily::Iota: {
       expectArity(k, in, 0);
@@ -324,9 +329,7 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
       const int rank = static_cast<int>(a.shape.size());
       LOOM_USER_CHECK(a.dim >= 0 && a.dim < rank, "{} counts along dim {}, but its shape has {} dims (0 to {})",
                       where(k), a.dim, rank, rank - 1);
-      std::vector<Axis> axes;
-      for (const auto& e : a.shape) axes.push_back(Axis::iter(e));
-      return {{a.dtype, axes}};
+      return {created(a)};
     }
     case OpFamily::Random: {
       expectArity(k, in, 2);
@@ -338,9 +341,7 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
         LOOM_USER_CHECK(in[i]->rank() == 0 && in[i]->dtype() == DType::I64,
                         "{}'s {} (operand {}) must be an i64 scalar; `{}` is {} of rank {}", where(k), names[i], i,
                         in[i]->name(), dtypeName(in[i]->dtype()), in[i]->rank());
-      std::vector<Axis> axes;
-      for (const auto& e : a.shape) axes.push_back(Axis::iter(e));
-      return {{a.dtype, axes}};
+      return {created(a)};
     }
   }
   LOOM_ASSERT(false, "unhandled op family for {}", where(k));

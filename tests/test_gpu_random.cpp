@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/gpu_test_util.h"
+#include "tests/random_fusions.h"
 
 using namespace loom;
 
@@ -117,30 +118,7 @@ TEST_CASE("dropout's mask is the same in its forward and backward kernels", "[gp
 
 namespace {
 
-std::unique_ptr<ir::Fusion> droppedNorm(DType t) {
-  FusionBuilder fb("dropped_norm");
-  auto x = fb.input("x", t, {"N", "D"});
-  auto s = fb.input("seed", DType::I64, {});
-  auto o = fb.input("offset", DType::I64, {});
-  auto d = dropout(cast(x, DType::F32), 0.25, s, o);
-  auto vm = var_mean(d, {1}, 0.0, true);
-  fb.output("y", cast((d - vm.mean) * rsqrt(vm.var + 1e-5) + cast(iota(fb, {"N", "D"}, 1), DType::F32), t));
-  fb.output("d", cast(d, t));
-  return fb.finish();
-}
-
-std::unique_ptr<ir::Fusion> noisyStats(int dim) {
-  FusionBuilder fb("noisy_stats");
-  auto x = fb.input("x", DType::F16, {"M", "D"});
-  auto s = fb.input("seed", DType::I64, {});
-  auto o = fb.input("offset", DType::I64, {});
-  auto vm = var_mean(dropout(cast(x, DType::F32), 0.5, s, o) + randNormal(s, o, {"M", "D"}, DType::F32), {dim}, 0.0);
-  fb.output("v", vm.var);
-  fb.output("m", vm.mean);
-  return fb.finish();
-}
-
-void checkSeeded(const ir::Fusion& f, const Bindings& sizes, const std::map<std::string, std::vector<int>>& layouts = {}) {
+void checkSeeded(const ir::Fusion& f, const Bindings& sizes, const std::map<std::string, std::vector<int>>& layouts) {
   std::vector<HostTensor> host = test::randomHostInputs(f, sizes, layouts);
   host[1] = scalarI64(-77);
   host[2] = scalarI64(123456789);
@@ -151,16 +129,8 @@ void checkSeeded(const ir::Fusion& f, const Bindings& sizes, const std::map<std:
 
 TEST_CASE("random numbers inside normalization and reduction kernels match the reference", "[gpu][random]") {
   if (!test::haveGpu()) return;
-  for (DType t : {DType::F16, DType::BF16, DType::F32}) {
-    auto f = droppedNorm(t);
-    for (const Bindings& sizes : {Bindings{{"N", 3}, {"D", 5}}, Bindings{{"N", 1000}, {"D", 1024}},
-                                  Bindings{{"N", 64}, {"D", 65537}}, Bindings{{"N", 8}, {"D", 1 << 20}}}) {
-      INFO(dtypeName(t) << " " << sizes.at("N") << " x " << sizes.at("D"));
-      checkSeeded(*f, sizes);
-    }
+  for (const auto& c : test::randomRowCases()) {
+    INFO(c.f->name() << " " << c.sizes.begin()->second << " x " << c.sizes.rbegin()->second);
+    checkSeeded(*c.f, c.sizes, c.layouts);
   }
-  checkSeeded(*noisyStats(0), {{"M", 100003}, {"D", 64}});
-  checkSeeded(*noisyStats(0), {{"M", 7}, {"D", 3}});
-  checkSeeded(*noisyStats(1), {{"M", 4}, {"D", 1 << 22}});
-  checkSeeded(*noisyStats(0), {{"M", 64}, {"D", 300000}}, {{"x", {1, 0}}});
 }

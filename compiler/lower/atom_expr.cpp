@@ -114,29 +114,15 @@ EPtr AtomExprBuilder::build(const ir::Value* v) {
                                      "an output, and its readers take it from memory", op->name(), v->name())};
     case ir::OpFamily::Iota:
     case ir::OpFamily::Random: {
-      // The element's index along the iota's dim, or its row-major index in the op's shape, as
-      // strides over the value's dims and then over its atoms.
-      std::vector<int64_t> dim_strides(static_cast<size_t>(v->rank()), 0);
-      if (op->family() == ir::OpFamily::Iota) {
-        dim_strides[static_cast<size_t>(op->attr<ir::ScalarAttrs>().dim)] = 1;
-      } else {
-        int64_t run = 1;
-        for (size_t d = dim_strides.size(); d-- > 0;) {
-          dim_strides[d] = run;
-          run *= v->axis(d).extent.evaluate(sizes_);
-        }
-      }
+      // The element's index as strides over the value's dims, then over its atoms.
+      std::vector<int64_t> shape;
+      for (int d = 0; d < v->rank(); ++d) shape.push_back(v->axis(static_cast<size_t>(d)).extent.evaluate(sizes_));
       ENode idx{.kind = ENode::Kind::Index, .dtype = DType::I64};
-      idx.leaf = Leaf{-1, 0, da_.atomStrides(v, dim_strides, sizes_)};
+      idx.leaf = Leaf{-1, 0, da_.atomStrides(v, indexStrides(*op, shape), sizes_)};
       for (size_t a = 0; a < idx.leaf.strides.size(); ++a)
         if (extents_[a] == 1) idx.leaf.strides[a] = 0;
-      if (op->family() == ir::OpFamily::Iota && v->dtype() == DType::I64) return node(std::move(idx));
-      ENode n{.kind = ENode::Kind::Op, .dtype = v->dtype(),
-              .op = op->family() == ir::OpFamily::Iota ? ir::OpKind::Cast : op->kind()};
-      n.origin = op;
-      if (op->family() == ir::OpFamily::Random) n.args = {operand(0), operand(1)};
-      n.args.push_back(node(std::move(idx)));
-      return node(std::move(n));
+      const bool random = op->family() == ir::OpFamily::Random;
+      return indexOpExpr(*op, node(std::move(idx)), random ? operand(0) : nullptr, random ? operand(1) : nullptr);
     }
     default:
       break;

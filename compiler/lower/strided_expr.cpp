@@ -88,6 +88,31 @@ std::vector<EPtr> mapLeaves(const std::vector<EPtr>& roots, const std::function<
 
 EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn) { return mapLeaves(std::vector<EPtr>{e}, fn)[0]; }
 
+std::vector<int64_t> indexStrides(const ir::Op& op, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 0);
+  if (op.family() == OpFamily::Iota) {
+    const auto d = static_cast<size_t>(op.attr<ir::ScalarAttrs>().dim);
+    s[d] = shape[d] == 1 ? 0 : 1;
+    return s;
+  }
+  int64_t run = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    s[d] = shape[d] == 1 ? 0 : run;
+    run *= shape[d];
+  }
+  return s;
+}
+
+EPtr indexOpExpr(const ir::Op& op, EPtr idx, EPtr seed, EPtr offset) {
+  const DType t = op.output()->dtype();
+  if (op.family() == OpFamily::Iota && t == DType::I64) return idx;
+  ENode n{.kind = ENode::Kind::Op, .dtype = t, .op = op.family() == OpFamily::Iota ? ir::OpKind::Cast : op.kind()};
+  n.origin = &op;
+  if (op.family() == OpFamily::Random) n.args = {std::move(seed), std::move(offset)};
+  n.args.push_back(std::move(idx));
+  return node(std::move(n));
+}
+
 namespace {
 struct PostOrder {
   const std::function<void(const ENode&)>& fn;
@@ -252,31 +277,15 @@ EPtr StridedExprBuilder::build(const ir::Value* v) {
     }
     case OpFamily::Iota:
     case OpFamily::Random: {
-      const std::vector<int64_t>& shape = shapeOf(v);
       ENode idx{.kind = ENode::Kind::Index, .dtype = DType::I64};
-      idx.leaf = Leaf{-1, 0, std::vector<int64_t>(static_cast<size_t>(rank), 0)};
-      if (family == OpFamily::Iota) {
-        const auto d = static_cast<size_t>(op->attr<ir::ScalarAttrs>().dim);
-        idx.leaf.strides[d] = shape[d] == 1 ? 0 : 1;
-        if (v->dtype() == DType::I64) return node(std::move(idx));
-        ENode c{.kind = ENode::Kind::Op, .dtype = v->dtype(), .op = ir::OpKind::Cast};
-        c.origin = op;
-        c.args.push_back(node(std::move(idx)));
-        return node(std::move(c));
-      }
-      int64_t run = 1;  // row-major over the op's own shape
-      for (size_t d = shape.size(); d-- > 0;) {
-        idx.leaf.strides[d] = shape[d] == 1 ? 0 : run;
-        run *= shape[d];
-      }
-      ENode n{.kind = ENode::Kind::Op, .dtype = v->dtype(), .op = op->kind()};
-      n.origin = op;
-      for (size_t i = 0; i < 2; ++i)  // the seed and offset, every element's
-        n.args.push_back(mapLeaves(operand(i), [&](const Leaf& l) {
+      idx.leaf = Leaf{-1, 0, indexStrides(*op, shapeOf(v))};
+      if (family == OpFamily::Iota) return indexOpExpr(*op, node(std::move(idx)), nullptr, nullptr);
+      auto every = [&](size_t i) {  // the seed or offset, every element's
+        return mapLeaves(operand(i), [&](const Leaf& l) {
           return Leaf{l.input, l.offset, std::vector<int64_t>(static_cast<size_t>(rank), 0)};
-        }));
-      n.args.push_back(node(std::move(idx)));
-      return node(std::move(n));
+        });
+      };
+      return indexOpExpr(*op, node(std::move(idx)), every(0), every(1));
     }
     case OpFamily::Broadcast: {
       const auto& is_new = op->attr<ir::BroadcastAttrs>().is_new;

@@ -94,8 +94,15 @@ class StridedExprBuilder {
 std::vector<int64_t> reshapeStrides(const std::vector<int64_t>& strides, const std::vector<int64_t>& in_shape,
                                     const std::vector<int64_t>& out_shape, const ir::Op* op);
 
-// Applies `fn` to every leaf (sharing unchanged subtrees).
+// Applies `fn` to every leaf, loads and index values (sharing unchanged subtrees).
 EPtr mapLeaves(const EPtr& e, const std::function<Leaf(const Leaf&)>& fn);
+
+// An iota's or random op's element index as strides over its dims of `shape`: 1 along the
+// iota's dim, row-major for a random op; 0 along dims of size 1.
+std::vector<int64_t> indexStrides(const ir::Op& op, const std::vector<int64_t>& shape);
+// Its expression over the Index node `idx`: the index itself (an i64 iota), cast to the op's
+// dtype (another iota), or the random op of `seed`, `offset` and the index.
+EPtr indexOpExpr(const ir::Op& op, EPtr idx, EPtr seed, EPtr offset);
 // The same over several roots, each shared node mapped once.
 std::vector<EPtr> mapLeaves(const std::vector<EPtr>& roots, const std::function<Leaf(const Leaf&)>& fn);
 // Merges structurally equal nodes (the same load, constant or op on the same operands), so

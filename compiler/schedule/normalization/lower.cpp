@@ -358,11 +358,11 @@ kir::Cache NormLowering::cache() const {
 ExprP NormLowering::loadGlobal(const Leaf& l, DType t, const Chunk& ch) {
   if (ch.row_lanes)
     return b_.bind(kir::load(l.input, t, kir::stridedOffset(l.offset, l.strides, ch.idx), k_.row_vec, k_.row_load_access.at(l),
-                             l.strides[k_.outer_shape.size() - 1], cache()), "x");
+                             laneStride(l.strides, ch), cache()), "x");
   kir::Access a = k_.load_access.at(l);
   if (ch.lanes == 1 && a == kir::Access::Vector) a = kir::Access::Gather;
   return b_.bind(kir::load(l.input, t, kir::stridedOffset(l.offset, l.strides, ch.idx), lanesOf(ch), a,
-                           l.strides.back(), cache()), "x");
+                           laneStride(l.strides, ch), cache()), "x");
 }
 
 ExprP NormLowering::smemByte(const Leaf& l, DType t, const Chunk& ch) {
@@ -503,8 +503,7 @@ void NormLowering::storeChunk(const RowKernel::Store& s, const ExprP& value, con
   ExprP off = b_.bind(kir::stridedOffset(s.offset, s.strides, ch.idx), "off");
   const kir::Access access = ch.row_lanes ? s.row_access : s.access;
   const kir::Access a = access == kir::Access::Splat || ch.lanes == 1 ? kir::Access::Gather : access;
-  const int64_t stride = ch.row_lanes ? s.strides[k_.outer_shape.size() - 1] : s.strides.back();
-  b_.ifThen(pred, "store", [&] { b_.emit(kir::store(k_.num_inputs + s.output, off, value, a, stride)); });
+  b_.ifThen(pred, "store", [&] { b_.emit(kir::store(k_.num_inputs + s.output, off, value, a, laneStride(s.strides, ch))); });
 }
 
 // A store of sub-row values: each of them by the row's first thread, at the row's coordinates

@@ -117,6 +117,10 @@ class NormLowering {
   // trip takes T / q whole positions of each row, the threads past them idle.
   bool raggedUnits() const;
   int lanesOf(const Chunk& ch) const { return ch.lanes ? ch.lanes : ch.row_lanes ? k_.row_vec : k_.vec; }
+  // Elements between neighbouring lanes of `strides` in `ch`: across rows or along the row.
+  int64_t laneStride(const std::vector<int64_t>& strides, const Chunk& ch) const {
+    return ch.row_lanes ? strides[k_.outer_shape.size() - 1] : strides.back();
+  }
   // A peeled row (RowKernel::peel) at outer coordinates `outer`: the elements before its first
   // aligned one (its head).
   ExprP peelHead(const std::vector<ExprP>& outer);

@@ -32,8 +32,7 @@ ExprP NormLowering::eval(const ENode& n, Chunk& ch) {
     case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, v); break;
     case ENode::Kind::Index: {
       const auto& s = n.leaf.strides;
-      const int64_t stride = ch.row_lanes ? s[k_.outer_shape.size() - 1] : s.back();
-      out = b_.bind(kir::indexLanes(kir::stridedOffset(n.leaf.offset, s, ch.idx), v, stride), "ix");
+      out = b_.bind(kir::indexLanes(kir::stridedOffset(n.leaf.offset, s, ch.idx), v, laneStride(s, ch)), "ix");
       break;
     }
     case ENode::Kind::Reduce:

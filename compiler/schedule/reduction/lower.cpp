@@ -60,6 +60,12 @@ class ReductionLowering {
   DType acc(const ENode* r) const { return computeDType(r->dtype); }
   const std::vector<Accumulator>& accs() const { return acc_.list; }
 
+  // The axis a value's lanes run along: the innermost row axis (outer layout) or reduced axis.
+  size_t laneAxis() const {
+    return r_.layout == ReductionKernel::Layout::Outer ? k_.outer_shape.size() - 1
+                                                      : k_.outer_shape.size() + k_.red_shape.size() - 1;
+  }
+
   ExprP eval(const ENode& n, Point& p) {
     auto it = p.memo.find(&n);
     if (it != p.memo.end()) return it->second;
@@ -67,18 +73,15 @@ class ReductionLowering {
     switch (n.kind) {
       case ENode::Kind::Load: {
         const auto& s = n.leaf.strides;
-        const bool outer = r_.layout == ReductionKernel::Layout::Outer;
-        const int64_t lane_stride = outer ? s[k_.outer_shape.size() - 1] : s.back();
         const kir::Access a = p.lanes == 1 ? kir::Access::Gather : k_.load_access.at(n.leaf);
         out = b_.bind(kir::load(n.leaf.input, n.dtype, kir::stridedOffset(n.leaf.offset, s, p.idx), p.lanes, a,
-                                lane_stride, cache_), "x");
+                                s[laneAxis()], cache_), "x");
         break;
       }
       case ENode::Kind::Const: out = kir::dataConst(n.dtype, n.value, p.lanes); break;
       case ENode::Kind::Index: {
         const auto& s = n.leaf.strides;
-        const int64_t lane_stride = r_.layout == ReductionKernel::Layout::Outer ? s[k_.outer_shape.size() - 1] : s.back();
-        out = b_.bind(kir::indexLanes(kir::stridedOffset(n.leaf.offset, s, p.idx), p.lanes, lane_stride), "ix");
+        out = b_.bind(kir::indexLanes(kir::stridedOffset(n.leaf.offset, s, p.idx), p.lanes, s[laneAxis()]), "ix");
         break;
       }
       case ENode::Kind::Reduce: out = totals_.at(&n); break;
@@ -202,8 +205,7 @@ class ReductionLowering {
   // The element stores (schedule/reduction/reduction.h) at `p`, where `ok`: each output's value there,
   // lanes along the layout's vector axis.
   void storeElements(Point& p, const ExprP& ok) {
-    const size_t lane_axis = r_.layout == ReductionKernel::Layout::Outer ? k_.outer_shape.size() - 1
-                                                                          : k_.outer_shape.size() + k_.red_shape.size() - 1;
+    const size_t lane_axis = laneAxis();
     for (const auto& st : k_.stores) {
       if (st.row_only) continue;
       ExprP v = eval(*st.value, p);
