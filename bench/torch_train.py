@@ -11,12 +11,14 @@ Llama-style decoder stack of transformers (4 layers, hidden 2048, grouped-query 
 RMSNorm; bf16 autocast, sequences of --seq tokens, AdamW), whose 9 LlamaRMSNorm modules swap
 takes.
 
---modes: `compile` is torch.compile's default mode, `graphs` its mode="reduce-overhead", whose
-CUDA graphs replay loom's launches (and everything else) with no Python: the host cost of
-loom's op calls is paid at capture only.
+--modes: `compile` is torch.compile's default mode (Inductor), `graphs` its mode="reduce-overhead",
+whose CUDA graphs replay loom's launches (and everything else) with no Python: the host cost of
+loom's op calls is paid at capture only. `loom` is torch.compile(backend="loom") of the stock
+model (loom cuts the model's own graphs; no swap), `loom-graphs` the same with reduce-overhead.
+The first step's seconds (compiling included) are reported beside the rate.
 
 --swap: which of loom's drop-ins each loom model takes, one model per entry: `all` or names for
-loom.torch.swap(only=...) joined by `+`. A `/keep` suffix sets channels_last_out = False on
+loom.torch.swap(only=...) joined by `+`; `none` runs the stock model alone. A `/keep` suffix sets channels_last_out = False on
 loom's LayerNorm2d modules (an NCHW input's output stays NCHW instead of timm's channels-last);
 `/in-compile` keeps loom's kernels under torch.compile (swap's in_compile="loom": opaque ops
 Inductor calls) where by default the modules give Inductor PyTorch's forward to fuse.
@@ -111,6 +113,7 @@ def train(work, run, model, xs, steps, timed_from):
     scaler = torch.amp.GradScaler("cuda", enabled=work.dtype == torch.float16)
     losses = []
     t0 = None
+    t_start = time.perf_counter()
 
     def step(i):
         # Each step's CUDA graphs write over the last one's outputs (reduce-overhead): the loss
@@ -124,14 +127,18 @@ def train(work, run, model, xs, steps, timed_from):
         scaler.update()
         return loss.detach().clone()
 
+    first = None
     for i in range(steps):
+        if i == 1:
+            torch.cuda.synchronize()
+            first = time.perf_counter() - t_start
         if i == timed_from:
             torch.cuda.synchronize()
             t0 = time.perf_counter()
         losses.append(step(i))
     torch.cuda.synchronize()
     rate = (steps - timed_from) * xs[0].shape[0] / (time.perf_counter() - t0)
-    return [v.item() for v in losses], rate, step
+    return [v.item() for v in losses], rate, step, first
 
 
 def kind(name):
@@ -184,14 +191,15 @@ def main():
     timed_from = min(5, a.steps - 1)
     print(f"{work.header()}; {a.steps} steps (rate over steps {timed_from}..{a.steps - 1}); "
           f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
-    print(f"{'layout':<6} {'mode':<8} {'norms':<20} {'items/s':>9} {'loss 0':>8} {'loss 5':>8} {'loss last':>9} "
-          f"{'max |dloss|':>11} {'swapped':>7}")
+    print(f"{'layout':<6} {'mode':<11} {'norms':<20} {'items/s':>9} {'loss 0':>8} {'loss 5':>8} {'loss last':>9} "
+          f"{'max |dloss|':>11} {'swapped':>7} {'step 0 s':>8}")
     for layout in layouts:
         fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
         xs = work.batches(fmt)
         for mode in a.modes.split(","):
             ref = None
-            for norms in ("torch", *(f"loom:{v}" for v in a.swap.split(","))) * a.rounds:
+            swaps = [] if a.swap == "none" or mode.startswith("loom") else a.swap.split(",")
+            for norms in ("torch", *(f"loom:{v}" for v in swaps)) * a.rounds:
                 model = work.model(fmt)
                 spec, *flags = norms[5:].split("/")
                 if mode == "eager" and "in-compile" in flags:
@@ -205,15 +213,17 @@ def main():
                                 getattr(type(m), "_loom_family", None) is loom.torch.nn.layer_norm_2d_forward:
                             m.channels_last_out = False
                 run = torch.compile(model) if mode == "compile" else \
-                    torch.compile(model, mode="reduce-overhead") if mode == "graphs" else model
-                losses, rate, step = train(work, run, model, xs, a.steps, timed_from)
+                    torch.compile(model, mode="reduce-overhead") if mode == "graphs" else \
+                    torch.compile(model, backend="loom") if mode == "loom" else \
+                    torch.compile(model, backend="loom", mode="reduce-overhead") if mode == "loom-graphs" else model
+                losses, rate, step, first = train(work, run, model, xs, a.steps, timed_from)
                 if ref is None:
                     ref = losses
                 diff = max(abs(p - q) for p, q in zip(losses, ref))
-                print(f"{layout:<6} {mode:<8} {norms:<20} {rate:9.1f} {losses[0]:8.4f} {losses[min(5, a.steps - 1)]:8.4f} "
-                      f"{losses[-1]:9.4f} {diff:11.4f} {n:7d}", flush=True)
+                print(f"{layout:<6} {mode:<11} {norms:<20} {rate:9.1f} {losses[0]:8.4f} {losses[min(5, a.steps - 1)]:8.4f} "
+                      f"{losses[-1]:9.4f} {diff:11.4f} {n:7d} {first:8.1f}", flush=True)
                 if a.profile:
-                    print(f"{'':<6} {'':<8} {norms:<20} {profile(step)}", flush=True)
+                    print(f"{'':<6} {'':<11} {norms:<20} {profile(step)}", flush=True)
                 del model, run, step
                 torch.cuda.empty_cache()
 

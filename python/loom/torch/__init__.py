@@ -1,14 +1,20 @@
 """loom inside PyTorch: loom's norms as drop-in modules (loom.torch.nn.LayerNorm, RMSNorm,
 GroupNorm, BatchNorm2d, InstanceNorm2d, LayerNorm2d, ...) with autograd through loom's backward
-kernels, swap(model), which turns a model's norms into loom's in place, and compile_fusion(),
-any loom fusion as a callable on torch tensors. Through a compiled extension (C++ over PyTorch's
-C++ API, built at first import into loom's cache) where it can be built, else through ctypes.
+kernels, swap(model), which turns a model's norms into loom's in place, compile_fusion(), any
+loom fusion as a callable on torch tensors, and the torch.compile backend "loom" (registered by
+this import), which cuts a model's own graphs into loom fusions; explain() shows how. Through a
+compiled extension (C++ over PyTorch's C++ API, built at first import into loom's cache) where it
+can be built, else through ctypes.
 
     import loom.torch
     loom.torch.swap(model, report=True)   # e.g. timm convnext_base: its LayerNorm2d and LayerNorm
+    model = torch.compile(model, backend="loom")
 """
-from . import nn, ops
+from . import backend, nn, ops
+from .explain import Explanation, explain
 from .fusion import CompiledFusion, compile_fusion
 from .swap import SwapReport, swap
 
-__all__ = ["nn", "ops", "swap", "SwapReport", "compile_fusion", "CompiledFusion"]
+backend.register()
+
+__all__ = ["nn", "ops", "swap", "SwapReport", "compile_fusion", "CompiledFusion", "explain", "Explanation"]
