@@ -243,3 +243,64 @@ def test_split_results_are_read_through_getitem():
     i = b.op("aten.sigmoid.default", b.op("getitem", parts, 0))
     f = b.op("aten.tanh.default", b.op("getitem", parts, 2))
     run(b, b.op("aten.mul.Tensor", i, f), regions=1)
+
+
+def _condensed_cycle(plan, graph):
+    """Whether regions, each as one node, and the nodes outside them form a cycle."""
+    where = {id(n): ("r", k) for k, r in enumerate(plan.regions) for n in r.nodes}
+    key = lambda n: where.get(id(n), ("n", id(n)))  # noqa: E731
+    edges = {}
+    for n in graph.nodes:
+        for p in n.inputs():
+            if key(p) != key(n):
+                edges.setdefault(key(p), set()).add(key(n))
+    state = {}
+
+    def visit(v):
+        state[v] = 1
+        for w in edges.get(v, ()):
+            if state.get(w) == 1 or (w not in state and visit(w)):
+                return True
+        state[v] = 2
+        return False
+    return any(v not in state and visit(v) for v in list(edges))
+
+
+def test_regions_of_unconnected_parts_still_leave_no_cycle():
+    # {c1, c2} read w in common and {b, d} read x in common; b -> mm -> c1 and c2 -> mm -> d, so
+    # the two pairs cannot both be regions.
+    b = Builder()
+    x, w = b.input("x", f32(4, 4)), b.input("w", f32(4, 4))
+    e = b.op("aten.exp.default", x)
+    m1 = b.op("aten.mm.default", e, e)
+    c1 = b.op("aten.add.Tensor", m1, w)
+    c2 = b.op("aten.mul.Tensor", w, 2.0)
+    m2 = b.op("aten.mm.default", c2, c2)
+    d = b.op("aten.add.Tensor", m2, x)
+    plan = run(b, c1, d, left=["mm", "mm"])
+    assert not _condensed_cycle(plan, b.graph())
+    assert len(plan.regions) == 3
+
+
+def test_a_region_loom_cannot_plan_leaves_the_node_its_planner_names():
+    b = Builder()
+    x = b.input("x", f32(4, 3, 10, 8))
+    p = b.op("aten.permute.default", x, [0, 3, 1, 2])
+    e = b.op("aten.exp.default", p)
+    v = b.op("aten.view.default", e, [4, 240])
+    s = b.op("aten.tanh.default", v)
+    plan = run(b, s, left=["view"])
+    assert plan.left["view_3"].startswith("loom's planner refuses its region: "), plan.left
+    assert len(plan.regions) == 2
+
+
+def test_a_flattened_batch_split_again_stays_a_framework_view():
+    # A region whose one input is [s0*s1, 16] cannot know s0 and s1 from it: the view that splits
+    # them again is the framework's, and the region reads its result.
+    b = Builder({"s0": 2, "s1": 3})
+    x = b.input("x", f32(6, 16), shape=["s0*s1", 16])
+    v = b.op("aten.view.default", x, [2, 3, 16], shape=["s0", "s1", 16])
+    g = b.op("aten.tanh.default", v, shape=["s0", "s1", 16])
+    plan = run(b, g, regions=1, left=["view"])
+    assert "determined by no input alone" in plan.left["view_1"]
+    assert "in v: f32[s0, s1, 16]" in plan.regions[0].text.replace("view_1", "v")

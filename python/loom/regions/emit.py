@@ -73,6 +73,8 @@ class Emitter:
         self.outputs = []  # (output name, value name)
         self._casts = {}
         self._names = set()
+        self.current = None  # the node being written: each value's origin, for loom's messages
+        self.origin = {}
 
     def fresh(self, base):
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in str(base)) or "t"
@@ -101,11 +103,13 @@ class Emitter:
 
     def emit(self, base, call, dtype, axes, shape=None):
         v = Val(self.fresh(base), dtype, axes, shape)
+        self.origin[v.name] = self.current
         self.lines.append(f"  {v.name}: {v.type_text()} = {call}")
         return v
 
     def emit_many(self, bases, call, types):
         vals = [Val(self.fresh(b), dt, axes) for b, (dt, axes) in zip(bases, types)]
+        self.origin.update((v.name, self.current) for v in vals)
         self.lines.append(f"  {', '.join(f'{v.name}: {v.type_text()}' for v in vals)} = {call}")
         return vals
 

@@ -25,6 +25,7 @@ class RegionFusion:
     inputs: list  # nodes read from outside, the fusion's input order
     outputs: list  # nodes whose values leave it, the fusion's output order
     replicas: list = field(default_factory=list)  # views read both inside and outside
+    origin: dict = field(default_factory=dict)  # loom value name -> the node that wrote it
 
 
 def outside_needs(nodes, graph):
@@ -57,8 +58,10 @@ def lower(nodes, graph, name):
     cannot be written in it (its support was judged alone, without its neighbours)."""
     em = Emitter(name, graph.hints)
     for n in nodes:
+        em.current = n
         em.vals[id(n)] = TABLE[n.target](em, n)
+    em.current = None
     outputs, replicas = outside_needs(nodes, graph)
     for n in outputs:
         em.output(n, n.out.dtype)
-    return RegionFusion(name, em.text(), list(nodes), [n for n, _ in em.inputs], outputs, replicas)
+    return RegionFusion(name, em.text(), list(nodes), [n for n, _ in em.inputs], outputs, replicas, em.origin)

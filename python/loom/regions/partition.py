@@ -1,6 +1,7 @@
 """Regions of a graph for loom: the nodes loom can run, grouped in graph order into regions no
 path leaves and re-enters (so the regions and the framework's nodes still run in a topological
 order), each region one loom fusion. What is left says why."""
+import re
 from dataclasses import dataclass, field
 
 from .emit import Emitter, Unsupported
@@ -22,10 +23,7 @@ def support(node, hints):
         why = t.problem()
         if why:
             return f"it makes {why}"
-    for p in node.inputs():
-        if p.out is None:
-            return f"it reads `{p.name}`, a value known only at run time"
-    try:
+    try:  # (a size argument read from a run-time size node is taken from the node's type instead)
         fn(Emitter(hints=hints), node)
     except Unsupported as e:
         return str(e)
@@ -43,89 +41,106 @@ class Plan:
         return {id(n): r for r in self.regions for n in r.nodes}
 
 
+class _Regions:
+    """Regions being formed: each node's region, each region's nodes and lowest graph position."""
+
+    def __init__(self, graph):
+        self.graph, self.of, self.members, self.low, self.next = graph, {}, {}, {}, 0
+
+    def new(self):
+        r, self.next = self.next, self.next + 1
+        self.members[r], self.low[r] = [], None
+        return r
+
+    def add(self, r, n):
+        self.of[id(n)] = r
+        self.members[r].append(n)
+        self.low[r] = n.index if self.low[r] is None else min(self.low[r], n.index)
+
+    def merge(self, into, r):
+        for m in self.members.pop(r):
+            self.add(into, m)
+        del self.low[r]
+
+    def cycles(self, regions, extra=()):
+        """Whether `regions` (and the nodes `extra`) as one region would leave a path out of it and
+        back, every other region counted as one node (its outputs follow all its inputs)."""
+        nodes = [m for r in regions for m in self.members[r]] + list(extra)
+        trial = {id(m) for m in nodes}
+        limit = max(m.index for m in nodes)
+        users = self.graph.users_of
+        stack = [u for m in nodes for u in users(m) if id(u) not in trial]
+        seen, seen_regions = set(), set(regions)
+        while stack:
+            u = stack.pop()
+            if id(u) in seen:
+                continue
+            seen.add(id(u))
+            r = self.of.get(id(u))
+            if r is not None and r not in seen_regions:
+                seen_regions.add(r)
+                nxt = [w for m in self.members[r] for w in users(m)]
+            else:
+                nxt = users(u)
+            for w in nxt:
+                if id(w) in trial:
+                    return True
+                c = self.of.get(id(w))
+                if w.index > limit and (c is None or self.low[c] > limit):
+                    continue  # past every trial node, and no region of it reaches back
+                stack.append(w)
+        return False
+
+
 def _assign(graph, left):
     """Regions in graph order: a node loom takes joins the regions of the producers it reads, all of
     them merged where no path leaves the merged set and comes back (else as many as can be, most
     producers first), or starts a region of its own."""
-    region_of, members = {}, {}  # node id -> region id; region id -> its nodes
+    rs = _Regions(graph)
     for n in graph.nodes:
         if n.kind != "op" or n.name in left:
             continue
         if n.target == "getitem":
-            r = region_of.get(id(n.args[0]))
+            r = rs.of.get(id(n.args[0]))
             if r is None:
                 left[n.name] = f"it reads a result of `{n.args[0].name}`, which stays outside"
                 continue
-            region_of[id(n)] = r
-            members[r].append(n)
+            rs.add(r, n)
             continue
         counts = {}
         for p in n.inputs():
-            c = region_of.get(id(p))
+            c = rs.of.get(id(p))
             if c is not None:
                 counts[c] = counts.get(c, 0) + 1
         joined = []
         for c in sorted(counts, key=lambda c: (-counts[c], -c)):
-            trial = [m for r in joined + [c] for m in members[r]] + [n]
-            if not _leaves_and_returns(graph, trial, n.index):
+            if not rs.cycles(joined + [c], [n]):
                 joined.append(c)
-        r = joined[0] if joined else len(members)
-        members.setdefault(r, [])
+        r = joined[0] if joined else rs.new()
         for c in joined[1:]:
-            for m in members.pop(c):
-                region_of[id(m)] = r
-                members[r].append(m)
-        region_of[id(n)] = r
-        members[r].append(n)
-    _merge_siblings(graph, members)
-    return [sorted(ms, key=lambda m: m.index) for _, ms in sorted(members.items())]
+            rs.merge(r, c)
+        rs.add(r, n)
+    _merge_siblings(rs)
+    return [sorted(ms, key=lambda m: m.index) for _, ms in sorted(rs.members.items())]
 
 
-def _merge_siblings(graph, members):
+def _merge_siblings(rs):
     """Regions that read a tensor in common merged where no path between them runs outside (one
     kernel may then read it once; loom's segmenter still cuts where their iterations differ)."""
-    readers = {}
-    for r, ms in members.items():
+    readers = {}  # input node id -> one node of each region reading it
+    for r, ms in rs.members.items():
         inside = {id(m) for m in ms}
         for m in ms:
             for p in m.inputs():
-                if id(p) not in inside and r not in readers.setdefault(id(p), []):
-                    readers[id(p)].append(r)
-    into = {r: r for r in members}
-
-    def find(r):
-        while into[r] != r:
-            r = into[r]
-        return r
-    for rs in readers.values():
-        for a, b in zip(rs, rs[1:]):
-            a, b = find(a), find(b)
-            if a == b:
-                continue
-            trial = members[a] + members[b]
-            if not _leaves_and_returns(graph, trial, max(m.index for m in trial)):
-                members[a] = trial
-                del members[b]
-                into[b] = a
-
-
-def _leaves_and_returns(graph, nodes, limit):
-    """Whether a path from `nodes` through a node outside them comes back to them (nodes after
-    `limit` in graph order cannot lead back)."""
-    inside = {id(m) for m in nodes}
-    stack = [u for m in nodes for u in graph.users_of(m) if id(u) not in inside and u.index <= limit]
-    seen = set()
-    while stack:
-        u = stack.pop()
-        if id(u) in seen:
-            continue
-        seen.add(id(u))
-        for w in graph.users_of(u):
-            if id(w) in inside:
-                return True
-            if w.index <= limit and id(w) not in seen:
-                stack.append(w)
-    return False
+                if id(p) not in inside:
+                    got = readers.setdefault(id(p), [])
+                    if not any(rs.of[id(x)] == r for x in got):
+                        got.append(ms[0])
+    for reps in readers.values():
+        for x, y in zip(reps, reps[1:]):
+            a, b = rs.of[id(x)], rs.of[id(y)]
+            if a != b and not rs.cycles([a, b]):
+                rs.merge(a, b)
 
 
 def _settle(nodes, graph, left):
@@ -147,36 +162,111 @@ def _settle(nodes, graph, left):
     return nodes
 
 
-def partition(graph, name="region"):
-    """The Plan of `graph` (a regions.graph.Graph): regions lowered to loom text, in graph order."""
+def partition(graph, name="region", plan_check=True):
+    """The Plan of `graph` (a regions.graph.Graph): regions lowered to loom text, in graph order.
+    With plan_check, each region is planned by loom at the graph's sizes and input strides; a node
+    loom's planner refuses is left outside (with loom's message) and the graph cut again."""
     left = {}
     for n in graph.nodes:
         if n.kind == "op" and n.target != "getitem":
             why = support(n, graph.hints)
             if why:
                 left[n.name] = why
-    plan = Plan([], left)
-    for k, nodes in enumerate(_assign(graph, left)):
-        nodes = _settle(nodes, graph, left)
-        if not nodes:
-            continue
-        try:
-            region = lower(nodes, graph, f"{name}_{len(plan.regions)}")
-        except Unsupported as e:
-            for n in nodes:
-                left[n.name] = f"its region could not be written ({e})"
-            continue
-        unbound = _unbound(region, graph)
-        if unbound:
-            for n in nodes:
-                left[n.name] = f"its region's sizes {', '.join(sorted(unbound))} come from no input"
-            continue
-        plan.regions.append(region)
-    return plan
+    for _ in range(64):
+        plan = Plan([], dict(left))
+        refused = None
+        for nodes in _assign(graph, plan.left):
+            region = _region(nodes, graph, plan.left, f"{name}_{len(plan.regions)}")
+            if isinstance(region, list):
+                refused = region
+                break
+            if region is None:
+                continue
+            refused = plan_check and _planner_refuses(region, graph)
+            if refused:
+                break
+            plan.regions.append(region)
+        if not refused:
+            return plan
+        for n, why in refused:
+            left[n.name] = why
+    raise AssertionError("loom's planner kept refusing regions of this graph")
+
+
+def _region(nodes, graph, left, name):
+    nodes = _settle(nodes, graph, left)
+    if not nodes:
+        return None
+    try:
+        region = lower(nodes, graph, name)
+    except Unsupported as e:
+        for n in nodes:
+            left[n.name] = f"its region could not be written ({e})"
+        return None
+    unbound = _unbound(region, graph)
+    if unbound:
+        views = [n for n in nodes if non_compute(n) and n.target != "getitem" and _mentions(n, unbound)]
+        # A view to sizes no input determines (a flattened batch split again) stays with the
+        # framework, and the region reads its result: the graph is cut again.
+        why = f"its region's sizes {', '.join(sorted(unbound))} are determined by no input alone"
+        if views:
+            return [(n, why) for n in views]
+        for n in nodes:
+            left[n.name] = why
+        return None
+    return region
+
+
+def _layout(t):
+    """An input's dims from outer to inner by its strides (None: row-major, or not known)."""
+    if t.strides is None or t.rank < 2:
+        return None
+    order = sorted(range(t.rank), key=lambda d: (-t.strides[d], d))
+    return None if order == list(range(t.rank)) else order
+
+
+def _planner_refuses(region, graph):
+    """[(node, why)] for a region loom's planner cannot run, or None: the node that wrote the value
+    its message names, else every node of the region."""
+    from .. import Fusion
+    from ..errors import LoomError
+    sizes = {k: v for k, v in graph.hints.items() if k in region.text}
+    layouts = {}
+    fusion = Fusion.from_text(region.text)
+    for (n, name) in zip(region.inputs, fusion.inputs):
+        order = _layout(n.out)
+        if order is not None:
+            layouts[name] = order
+    try:
+        fusion.segments(sizes=sizes, layouts=layouts)
+    except LoomError as e:
+        why = f"loom's planner refuses its region: {e}"
+        # The values it names, the view among them first: a reshape loom cannot make of the
+        # layout it is given is what most often refuses a region.
+        names = re.findall(r"`\w+ \((\w+)\)`|`(\w+)`", str(e))
+        named = [region.origin.get(a or b) for a, b in names]
+        named = sorted({id(n): n for n in named if n is not None}.values(), key=lambda n: not non_compute(n))
+        return [(n, why) for n in (named[:1] or region.nodes)]
+    return None
+
+
+def _mentions(node, syms):
+    outs = node.out if isinstance(node.out, tuple) else (node.out,)
+    return any(s in syms for t in outs for e in t.shape for s, _ in e.syms)
 
 
 def _unbound(region, graph):
-    have = {s for n in region.inputs for e in n.out.shape for s, _ in e.syms}
+    """The sizes of a region that its inputs' extents do not determine, as loom binds them: an
+    extent with one unknown size, to the first power, determines it."""
+    have, extents = set(), [e for n in region.inputs for e in n.out.shape]
+    grew = True
+    while grew:
+        grew = False
+        for e in extents:
+            unknown = [(s, p) for s, p in e.syms if s not in have]
+            if len(unknown) == 1 and unknown[0][1] == 1:
+                have.add(unknown[0][0])
+                grew = True
     need = set()
     for n in region.nodes:
         for t in (n.out if isinstance(n.out, tuple) else (n.out,)):

@@ -71,8 +71,16 @@ def compile_graph(gm, example_inputs, kind):
 
 
 def _boxed(gm):
-    from torch._functorch.aot_autograd import make_boxed_func
-    return make_boxed_func(gm.forward)
+    """gm's forward in AOTAutograd's boxed convention: one list of inputs, emptied by the call so
+    that each input can be freed once read (PyTorch's CUDA graph trees require it)."""
+    forward = gm.forward
+
+    def run(args):
+        inputs = list(args)
+        args.clear()
+        return forward(*inputs)
+    run._boxed_call = True
+    return run
 
 
 def _forward(gm, example_inputs):
@@ -114,7 +122,7 @@ def _cudagraphed(compiler, n_dynamo_inputs, is_backward, is_inference=False):
     tensors are static, the rest copied into the graph's buffers."""
     def compile_(gm, example_inputs):
         from torch._dynamo.backends.cudagraphs import count_tangents
-        from torch._functorch.aot_autograd import num_fw_fixed_arguments
+        from torch._inductor.utils import num_fw_fixed_arguments
         from torch._inductor.cudagraph_trees import cudagraphify_impl
         fn = compiler(gm, example_inputs)
         fixed = count_tangents(gm) if is_backward else num_fw_fixed_arguments(n_dynamo_inputs, len(example_inputs))

@@ -3,6 +3,8 @@ one loom fusion: the region's nodes replaced by one call of its compiled fusion,
 nodes copied as they are, in an order that keeps every producer before its users."""
 import heapq
 import operator
+import warnings
+from fractions import Fraction
 
 import torch
 
@@ -23,8 +25,8 @@ def _monomial(expr):
     if expr.is_Mul:
         out = Extent(1)
         for a in expr.args:
-            if a.is_Integer or a.is_Rational:
-                out = out * Extent(a)  # a sympy Rational converts through Fraction
+            if a.is_Rational:  # integers included
+                out = out * Extent(Fraction(int(a.p), int(a.q)))
             elif a.is_Symbol:
                 out = out * Extent(1, {str(a): 1})
             elif a.is_Pow and a.base.is_Symbol and a.exp.is_Integer and int(a.exp) > 0:
@@ -33,6 +35,11 @@ def _monomial(expr):
                 return None
         return out
     return None
+
+
+def _ints(sizes):
+    """sizes as ints, or None where one is symbolic (int() of a SymInt would specialize it)."""
+    return tuple(sizes) if all(isinstance(s, int) for s in sizes) else None
 
 
 def _extent(s):
@@ -45,10 +52,7 @@ def _extent(s):
 
 def _type(val):
     if isinstance(val, torch.Tensor):
-        try:
-            strides = tuple(int(s) for s in val.stride())
-        except (TypeError, RuntimeError):  # symbolic strides
-            strides = None
+        strides = _ints(val.stride())
         device = "cuda" if val.device.type == "cuda" else val.device.type
         return regions.TensorType(_DTYPES.get(val.dtype, str(val.dtype).replace("torch.", "")),
                                   tuple(_extent(s) for s in val.shape), device, strides)
@@ -119,20 +123,30 @@ class RegionCall:
     """One region's compiled fusion, called with the region's input tensors; returns its outputs in
     the strides the graph's metadata gives them (copied where loom's plan wrote others)."""
 
-    def __init__(self, region, fx_outputs):
+    def __init__(self, region, fx_outputs, fallback):
         self.region = region
         self.fusion = compile_fusion(region.text).forward_part
+        self.fallback = fallback  # the region's own aten nodes, for a signature loom refuses
         self.strides = []
         for n in fx_outputs:
             v = n.meta.get("val")
-            try:
-                self.strides.append((tuple(int(s) for s in v.shape), tuple(int(s) for s in v.stride())))
-            except (TypeError, RuntimeError, AttributeError):
-                self.strides.append(None)
+            shape, strides = _ints(v.shape), _ints(v.stride())
+            self.strides.append((shape, strides) if shape is not None and strides is not None else None)
         self.restrided = 0
 
     def __call__(self, *inputs):
-        outs = self.fusion.run(inputs)
+        if self.fusion is None:
+            return self.fallback(*inputs)
+        try:
+            outs = self.fusion.run(inputs)
+        except torch.OutOfMemoryError:
+            raise
+        except RuntimeError as e:  # loom refused these inputs: aten runs the region from now on
+            if self.fallback is None:
+                raise
+            warnings.warn(f"loom's region {self.region.name} runs as aten: {e}", stacklevel=2)
+            self.fusion = None
+            return self.fallback(*inputs)
         for k, want in enumerate(self.strides):
             if want is not None and not _same_strides(outs[k], *want):
                 outs[k] = torch.empty_strided(want[0], want[1], dtype=outs[k].dtype,
@@ -193,6 +207,20 @@ def _schedule(graph, plan):
     return order
 
 
+def _aten_region(gm, region, fx_of):
+    """The region's nodes as a GraphModule of their own: inputs in, outputs out, as aten runs them."""
+    sub = torch.fx.Graph()
+    env = {fx_of[id(n)]: sub.placeholder(f"in{k}") for k, n in enumerate(region.inputs)}
+    try:
+        for n in region.nodes:
+            fx = fx_of[id(n)]
+            env[fx] = sub.node_copy(fx, lambda a: env[a])
+    except KeyError:  # a node reads a run-time size the region does not take: no fallback
+        return None
+    sub.output(tuple(env[fx_of[id(n)]] for n in region.outputs))
+    return torch.fx.GraphModule(gm, sub)
+
+
 def _named(call):
     """A plain function for FX's generated code to call (it names a call_function target by its
     __name__)."""
@@ -212,7 +240,7 @@ def rewrite(gm, plan, graph, fx_of):
             fx = fx_of[id(item)]
             env[fx] = new.node_copy(fx, lambda a: env[a])
             continue
-        call = RegionCall(item, [fx_of[id(n)] for n in item.outputs])
+        call = RegionCall(item, [fx_of[id(n)] for n in item.outputs], _aten_region(gm, item, fx_of))
         calls.append(call)
         node = new.call_function(_named(call), tuple(env[fx_of[id(n)]] for n in item.inputs))
         for k, n in enumerate(item.outputs):
