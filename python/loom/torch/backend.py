@@ -121,14 +121,23 @@ def _cudagraphed(compiler, n_dynamo_inputs, is_backward, is_inference=False):
     forward's parameters and buffers (the inputs AOTAutograd adds) and the backward's saved
     tensors are static, the rest copied into the graph's buffers."""
     def compile_(gm, example_inputs):
-        from torch._dynamo.backends.cudagraphs import count_tangents
+        from torch._dynamo.backends.cudagraphs import count_tangents, find_input_mutations
         from torch._inductor.utils import num_fw_fixed_arguments
         from torch._inductor.cudagraph_trees import cudagraphify_impl
         fn = compiler(gm, example_inputs)
         fixed = count_tangents(gm) if is_backward else num_fw_fixed_arguments(n_dynamo_inputs, len(example_inputs))
         device = next((t.device.index for t in example_inputs if isinstance(t, torch.Tensor) and t.is_cuda), 0)
+        try:
+            from torch._inductor.cudagraph_utils import get_placeholder_info
+            placeholders = get_placeholder_info(gm.graph)
+        except ImportError:
+            placeholders = ()
+        outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+        traces = [getattr(o, "meta", {}).get("stack_trace") for o in outputs]
+        mutated = find_input_mutations(gm.graph) - set(range(fixed))
         out = cudagraphify_impl(fn, example_inputs, range(fixed), device_index=device, is_backward=is_backward,
-                                is_inference=is_inference)
+                                is_inference=is_inference, stack_traces=traces, placeholders=placeholders,
+                                mutated_input_idxs=mutated)
         out._boxed_call = True
         return out
     return compile_
