@@ -258,39 +258,34 @@ def identity(em, node):
     return em.value(node.args[0])
 
 
+_ENTRIES = (  # the function, and the aten ops it writes
+    (gelu, "aten.gelu.default"),
+    (predicate("isnan"), "aten.isnan.default"),
+    (predicate("isinf"), "aten.isinf.default"),
+    (div_mode, "aten.div.Tensor_mode aten.div.Scalar_mode"),
+    (where, "aten.where.self aten.where.ScalarSelf aten.where.ScalarOther aten.where.Scalar"),
+    (logical_not, "aten.logical_not.default"),
+    (bitwise_not, "aten.bitwise_not.default"),
+    (clamp, "aten.clamp.default aten.clamp.Tensor"),
+    (clamp_min, "aten.clamp_min.default"),
+    (clamp_max, "aten.clamp_max.default"),
+    (rsub, "aten.rsub.Scalar aten.rsub.Tensor"),
+    (sigmoid_backward, "aten.sigmoid_backward.default"),
+    (tanh_backward, "aten.tanh_backward.default"),
+    (threshold_backward, "aten.threshold_backward.default"),
+    (cast, "prims.convert_element_type.default aten._to_copy.default"),
+    (identity, "aten.clone.default aten.alias.default aten.lift_fresh_copy.default aten.detach.default"),
+)
+
+
 def table():
-    t = {}
-    for name, op in _UNARY.items():
-        t[f"aten.{name}.default"] = unary(op)
-    t["aten.gelu.default"] = gelu
-    t["aten.isnan.default"] = predicate("isnan")
-    t["aten.isinf.default"] = predicate("isinf")
+    t = {f"aten.{name}.default": unary(op) for name, op in _UNARY.items()}
     for name, op in _BINARY.items():
-        alpha = name in ("add", "sub")
         for overload in ("Tensor", "Scalar", "Tensor_Tensor", "Tensor_Scalar", "default"):
-            t[f"aten.{name}.{overload}"] = binary(op, alpha)
-    t["aten.div.Tensor_mode"] = div_mode
-    t["aten.div.Scalar_mode"] = div_mode
+            t[f"aten.{name}.{overload}"] = binary(op, name in ("add", "sub"))
     for name, op in _COMPARE.items():
-        t[f"aten.{name}.Tensor"] = compare(op)
-        t[f"aten.{name}.Scalar"] = compare(op)
-    for overload in ("self", "ScalarSelf", "ScalarOther", "Scalar"):
-        t[f"aten.where.{overload}"] = where
-    t["aten.logical_not.default"] = logical_not
-    t["aten.bitwise_not.default"] = bitwise_not
-    t["aten.clamp.default"] = clamp
-    t["aten.clamp.Tensor"] = clamp
-    t["aten.clamp_min.default"] = clamp_min
-    t["aten.clamp_max.default"] = clamp_max
-    t["aten.rsub.Scalar"] = rsub
-    t["aten.rsub.Tensor"] = rsub
-    t["aten.sigmoid_backward.default"] = sigmoid_backward
-    t["aten.tanh_backward.default"] = tanh_backward
-    t["aten.threshold_backward.default"] = threshold_backward
-    t["prims.convert_element_type.default"] = cast
-    t["aten._to_copy.default"] = cast
-    for name in ("clone", "alias", "lift_fresh_copy", "detach"):
-        t[f"aten.{name}.default"] = identity
+        t[f"aten.{name}.Tensor"] = t[f"aten.{name}.Scalar"] = compare(op)
+    t.update((target, fn) for fn, targets in _ENTRIES for target in targets.split())
     return t
 
 

@@ -329,37 +329,32 @@ def iota(em, node):
     return arange(em, node, start=node.kwargs.get("start", 0), step=node.kwargs.get("step", 1))
 
 
+_ENTRIES = (  # the function, and the aten ops it writes
+    (var_mean, "aten.var_mean.correction aten.var_mean.dim"),
+    (var, "aten.var.correction aten.var.dim"),
+    (getitem, "getitem"),
+    (view, "aten.view.default aten._unsafe_view.default aten.reshape.default"),
+    (expand, "aten.expand.default"),
+    (permute, "aten.permute.default"),
+    (transpose, "aten.t.default aten.transpose.int"),
+    (squeeze, "aten.squeeze.default aten.squeeze.dim aten.squeeze.dims"),
+    (unsqueeze, "aten.unsqueeze.default"),
+    (slice_tensor, "aten.slice.Tensor"),
+    (select, "aten.select.int"),
+    (split, "aten.split.Tensor aten.split_with_sizes.default"),
+    (cat, "aten.cat.default"),
+    (full, "aten.full.default aten.full_like.default"),
+    (scalar_tensor, "aten.scalar_tensor.default"),
+    (arange_end, "aten.arange.default"),
+    (arange_start, "aten.arange.start aten.arange.start_step"),
+    (iota, "prims.iota.default"),
+)
+
+
 def table():
-    t = {}
-    for name, op in (("sum", "sum"), ("mean", "mean"), ("amax", "amax"), ("amin", "amin")):
-        for overload in ("default", "dim_IntList", "dim"):
-            t[f"aten.{name}.{overload}"] = reduction(op)
-    t["aten.var_mean.correction"] = var_mean
-    t["aten.var_mean.dim"] = var_mean
-    t["aten.var.correction"] = var
-    t["aten.var.dim"] = var
-    t["getitem"] = getitem
-    for name in ("view.default", "_unsafe_view.default", "reshape.default"):
-        t[f"aten.{name}"] = view
-    t["aten.expand.default"] = expand
-    t["aten.permute.default"] = permute
-    t["aten.t.default"] = transpose
-    t["aten.transpose.int"] = transpose
-    for overload in ("default", "dim", "dims"):
-        t[f"aten.squeeze.{overload}"] = squeeze
-    t["aten.unsqueeze.default"] = unsqueeze
-    t["aten.slice.Tensor"] = slice_tensor
-    t["aten.select.int"] = select
-    t["aten.split.Tensor"] = split
-    t["aten.split_with_sizes.default"] = split
-    t["aten.cat.default"] = cat
-    t["aten.full.default"] = full
-    t["aten.full_like.default"] = full
-    t["aten.scalar_tensor.default"] = scalar_tensor
-    t["aten.arange.default"] = arange_end
-    t["aten.arange.start"] = arange_start
-    t["aten.arange.start_step"] = arange_start
-    t["prims.iota.default"] = iota
+    t = {f"aten.{name}.{overload}": reduction(name) for name in ("sum", "mean", "amax", "amin")
+         for overload in ("default", "dim_IntList", "dim")}
+    t.update((target, fn) for fn, targets in _ENTRIES for target in targets.split())
     return t
 
 
