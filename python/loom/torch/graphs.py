@@ -10,6 +10,7 @@ import torch
 
 from .. import regions
 from ..regions.extent import Extent
+from . import ops
 from .fusion import compile_fusion
 
 _DTYPES = {torch.bool: "bool", torch.int32: "i32", torch.int64: "i64", torch.float16: "f16",
@@ -133,12 +134,16 @@ class RegionCall:
             shape, strides = _ints(v.shape), _ints(v.stride())
             self.strides.append((shape, strides) if shape is not None and strides is not None else None)
         self.restrided = 0
+        self.fix = None  # the outputs to restride, known after the first call (guards hold strides)
+        ext = ops.EXTENSION
+        part = self.fusion
+        self.run = (lambda inputs: ext.run_fusion(part.id, list(inputs))) if part.fusion is None else part.run
 
     def __call__(self, *inputs):
         if self.fusion is None:
             return self.fallback(*inputs)
         try:
-            outs = self.fusion.run(inputs)
+            outs = self.run(inputs)
         except torch.OutOfMemoryError:
             raise
         except RuntimeError as e:  # loom refused these inputs: aten runs the region from now on
@@ -147,11 +152,12 @@ class RegionCall:
             warnings.warn(f"loom's region {self.region.name} runs as aten: {e}", stacklevel=2)
             self.fusion = None
             return self.fallback(*inputs)
-        for k, want in enumerate(self.strides):
-            if want is not None and not _same_strides(outs[k], *want):
-                outs[k] = torch.empty_strided(want[0], want[1], dtype=outs[k].dtype,
-                                              device=outs[k].device).copy_(outs[k])
-                self.restrided += 1
+        if self.fix is None:
+            self.fix = [k for k, want in enumerate(self.strides) if want is not None and not _same_strides(outs[k], *want)]
+            self.restrided = len(self.fix)
+        for k in self.fix:
+            want = self.strides[k]
+            outs[k] = torch.empty_strided(want[0], want[1], dtype=outs[k].dtype, device=outs[k].device).copy_(outs[k])
         return tuple(outs)
 
     def __repr__(self):
