@@ -18,10 +18,11 @@ model (loom cuts the model's own graphs; no swap), `loom-graphs` the same with r
 The first step's seconds (compiling included) are reported beside the rate.
 
 --swap: which of loom's drop-ins each loom model takes, one model per entry: `all` or names for
-loom.torch.swap(only=...) joined by `+`; `none` runs the stock model alone. A `/keep` suffix sets channels_last_out = False on
-loom's LayerNorm2d modules (an NCHW input's output stays NCHW instead of timm's channels-last);
-`/in-compile` keeps loom's kernels under torch.compile (swap's in_compile="loom": opaque ops
-Inductor calls) where by default the modules give Inductor PyTorch's forward to fuse.
+loom.torch.swap(only=...) joined by `+`; `none` runs the stock model alone. A `/keep` suffix sets
+channels_last_out = False on loom's LayerNorm2d modules (an NCHW input's output stays NCHW
+instead of timm's channels-last); `/in-compile` keeps loom's kernels under torch.compile (swap's
+in_compile="loom": opaque ops Inductor calls) where by default the modules give Inductor
+PyTorch's forward to fuse.
 
 --rounds R runs the torch/loom pair R times in turn (the host of the GPU machine drifts between
 runs: the steps a second of one pair are comparable, of separate runs less so).
@@ -129,13 +130,13 @@ def train(work, run, model, xs, steps, timed_from):
 
     first = None
     for i in range(steps):
-        if i == 1:
-            torch.cuda.synchronize()
-            first = time.perf_counter() - t_start
         if i == timed_from:
             torch.cuda.synchronize()
             t0 = time.perf_counter()
         losses.append(step(i))
+        if i == 0:  # the first step, compiling included
+            torch.cuda.synchronize()
+            first = time.perf_counter() - t_start
     torch.cuda.synchronize()
     rate = (steps - timed_from) * xs[0].shape[0] / (time.perf_counter() - t0)
     return [v.item() for v in losses], rate, step, first

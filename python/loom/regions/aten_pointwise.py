@@ -58,21 +58,13 @@ def promoted(args):
     return result
 
 
-def result_dtype(node):
-    return node.out.dtype
-
-
-def _name(node):
-    return node.name
-
-
 def unary(op):
     def emit(em, node):
-        r = result_dtype(node)
+        r = node.out.dtype
         cd = compute_dtype(r)
         if op in _FLOAT_ONLY and cd not in FLOATS:
             raise Unsupported(f"`{op}` of {r} (loom's takes floats)")
-        return em.pointwise(_name(node), op, [em.operand(node.args[0], cd)], cd)
+        return em.pointwise(node.name, op, [em.operand(node.args[0], cd)], cd)
     return emit
 
 
@@ -89,33 +81,40 @@ def predicate(op):
         x = node.args[0]
         if not isinstance(x, Node) or x.out.dtype not in FLOATS:
             raise Unsupported(f"`{op}` of a non-float")
-        return em.pointwise(_name(node), op, [em.operand(x, compute_dtype(x.out.dtype))], "bool")
+        return em.pointwise(node.name, op, [em.operand(x, compute_dtype(x.out.dtype))], "bool")
     return emit
 
 
-def binary(op, alpha_of=None):
+def binary(op, alpha_of=False):
     def emit(em, node):
         a, b = node.args[0], node.args[1]
-        cd = compute_dtype(result_dtype(node))
+        cd = compute_dtype(node.out.dtype)
         if op in ("and", "or"):
             if cd not in ("bool", "i32", "i64"):
                 raise Unsupported(f"`{op}` of {cd}")
             if cd == "bool":  # logical_and of numbers: each nonzero is true
-                return em.pointwise(_name(node), op, [_truth(em, a), _truth(em, b)], "bool")
+                return em.pointwise(node.name, op, [_truth(em, a), _truth(em, b)], "bool")
         if cd == "bool":
             raise Unsupported(f"`{op}` of bools")
         if op == "pow" and cd not in FLOATS:
             raise Unsupported("pow of integers")
         if op == "pow" and not isinstance(b, Node) and b == 2:
             va = em.operand(a, cd)
-            return em.pointwise(_name(node), "mul", [va, va], cd)
+            return em.pointwise(node.name, "mul", [va, va], cd)
         va = em.operand(a, cd)
         vb = em.operand(b, cd)
-        alpha = node.kwargs.get("alpha", 1) if alpha_of else 1
-        if alpha != 1:
-            vb = em.pointwise(f"{_name(node)}_alpha", "mul", [vb, em.operand(alpha, cd)], cd)
-        return em.pointwise(_name(node), op, [va, vb], cd)
+        if alpha_of:
+            vb = _scaled(em, node, vb)
+        return em.pointwise(node.name, op, [va, vb], cd)
     return emit
+
+
+def _scaled(em, node, v):
+    """v times the node's `alpha` (add, sub, rsub), where it has one other than 1."""
+    alpha = node.kwargs.get("alpha", 1)
+    if alpha == 1:
+        return v
+    return em.pointwise(f"{node.name}_alpha", "mul", [v, em.operand(alpha, v.dtype)], v.dtype)
 
 
 def _truth(em, arg):
@@ -129,18 +128,18 @@ def _truth(em, arg):
 
 def div_mode(em, node):
     mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
-    cd = compute_dtype(result_dtype(node))
+    cd = compute_dtype(node.out.dtype)
     if mode is None:
         return binary("div")(em, node)
     if cd not in FLOATS:
         if mode == "trunc":
             return binary("div")(em, node)
         raise Unsupported("floor division of integers")
-    q = em.pointwise(f"{_name(node)}_q", "div", [em.operand(node.args[0], cd), em.operand(node.args[1], cd)], cd)
+    q = em.pointwise(f"{node.name}_q", "div", [em.operand(node.args[0], cd), em.operand(node.args[1], cd)], cd)
     if mode == "floor":
-        return em.pointwise(_name(node), "floor", [q], cd)
+        return em.pointwise(node.name, "floor", [q], cd)
     if mode == "trunc":
-        return _trunc(em, q, _name(node))
+        return _trunc(em, q, node.name)
     raise Unsupported(f"rounding_mode={mode!r}")
 
 
@@ -155,7 +154,7 @@ def compare(op):
     def emit(em, node):
         a, b = node.args[0], node.args[1]
         cd = compute_dtype(promoted([a, b]))
-        return em.pointwise(_name(node), op, [em.operand(a, cd), em.operand(b, cd)], "bool")
+        return em.pointwise(node.name, op, [em.operand(a, cd), em.operand(b, cd)], "bool")
     return emit
 
 
@@ -163,16 +162,16 @@ def where(em, node):
     cond, a, b = node.args[:3]
     if not isinstance(cond, Node) or cond.out.dtype != "bool":
         raise Unsupported("where's condition is no bool tensor")
-    cd = compute_dtype(result_dtype(node))
-    return em.pointwise(_name(node), "where", [em.value(cond), em.operand(a, cd), em.operand(b, cd)], cd)
+    cd = compute_dtype(node.out.dtype)
+    return em.pointwise(node.name, "where", [em.value(cond), em.operand(a, cd), em.operand(b, cd)], cd)
 
 
 def logical_not(em, node):
-    return em.pointwise(_name(node), "not", [_truth(em, node.args[0])], "bool")
+    return em.pointwise(node.name, "not", [_truth(em, node.args[0])], "bool")
 
 
 def bitwise_not(em, node):
-    if result_dtype(node) != "bool":
+    if node.out.dtype != "bool":
         raise Unsupported("bitwise not of integers")
     return logical_not(em, node)
 
@@ -192,56 +191,54 @@ def clamp_max(em, node):
 
 
 def _clamp(em, node, lo, hi):
-    cd = compute_dtype(result_dtype(node))
+    cd = compute_dtype(node.out.dtype)
     if cd == "bool":
         raise Unsupported("clamp of bools")
     v = em.operand(node.args[0], cd)
     if lo is not None:
-        v = em.pointwise(f"{_name(node)}_lo" if hi is not None else _name(node), "max", [v, em.operand(lo, cd)], cd)
+        v = em.pointwise(f"{node.name}_lo" if hi is not None else node.name, "max", [v, em.operand(lo, cd)], cd)
     if hi is not None:
-        v = em.pointwise(_name(node), "min", [v, em.operand(hi, cd)], cd)
+        v = em.pointwise(node.name, "min", [v, em.operand(hi, cd)], cd)
     return v
 
 
 def rsub(em, node):
-    cd = compute_dtype(result_dtype(node))
-    x = em.operand(node.args[0], cd)
-    alpha = node.kwargs.get("alpha", 1)
-    if alpha != 1:
-        x = em.pointwise(f"{_name(node)}_alpha", "mul", [x, em.operand(alpha, cd)], cd)
-    return em.pointwise(_name(node), "sub", [em.operand(node.args[1], cd), x], cd)
+    cd = compute_dtype(node.out.dtype)
+    x = _scaled(em, node, em.operand(node.args[0], cd))
+    return em.pointwise(node.name, "sub", [em.operand(node.args[1], cd), x], cd)
 
 
 def sigmoid_backward(em, node):
-    cd = compute_dtype(result_dtype(node))
+    cd = compute_dtype(node.out.dtype)
     g, y = em.operand(node.args[0], cd), em.operand(node.args[1], cd)
-    one_minus = em.pointwise(f"{_name(node)}_1my", "sub", [em.const(1, cd), y], cd)
-    gy = em.pointwise(f"{_name(node)}_gy", "mul", [g, y], cd)
-    return em.pointwise(_name(node), "mul", [gy, one_minus], cd)
+    one_minus = em.pointwise(f"{node.name}_1my", "sub", [em.const(1, cd), y], cd)
+    gy = em.pointwise(f"{node.name}_gy", "mul", [g, y], cd)
+    return em.pointwise(node.name, "mul", [gy, one_minus], cd)
 
 
 def tanh_backward(em, node):
-    cd = compute_dtype(result_dtype(node))
+    cd = compute_dtype(node.out.dtype)
     g, y = em.operand(node.args[0], cd), em.operand(node.args[1], cd)
-    yy = em.pointwise(f"{_name(node)}_yy", "mul", [y, y], cd)
-    one_minus = em.pointwise(f"{_name(node)}_1myy", "sub", [em.const(1, cd), yy], cd)
-    return em.pointwise(_name(node), "mul", [g, one_minus], cd)
+    yy = em.pointwise(f"{node.name}_yy", "mul", [y, y], cd)
+    one_minus = em.pointwise(f"{node.name}_1myy", "sub", [em.const(1, cd), yy], cd)
+    return em.pointwise(node.name, "mul", [g, one_minus], cd)
 
 
 def threshold_backward(em, node):
     g, x, threshold = node.args[:3]
-    cd = compute_dtype(result_dtype(node))
+    cd = compute_dtype(node.out.dtype)
     xd = compute_dtype(promoted([x, threshold]))
-    below = em.pointwise(f"{_name(node)}_le", "le", [em.operand(x, xd), em.operand(threshold, xd)], "bool")
-    return em.pointwise(_name(node), "where", [below, em.const(0, cd), em.operand(g, cd)], cd)
+    below = em.pointwise(f"{node.name}_le", "le", [em.operand(x, xd), em.operand(threshold, xd)], "bool")
+    return em.pointwise(node.name, "where", [below, em.const(0, cd), em.operand(g, cd)], cd)
 
 
 def cast(em, node):
     """convert_element_type and _to_copy: a rounding to the target dtype, then back to compute."""
     x = node.args[0]
-    if node.kwargs.get("device") not in (None, "cuda") and not str(node.kwargs.get("device")).startswith("cuda"):
-        raise Unsupported(f"a copy to {node.kwargs.get('device')}")
-    r = result_dtype(node)
+    device = node.kwargs.get("device")
+    if device is not None and not str(device).startswith("cuda"):
+        raise Unsupported(f"a copy to {device}")
+    r = node.out.dtype
     if not isinstance(x, Node):
         raise Unsupported("a cast of a number")
     v = em.value(x)
@@ -249,7 +246,7 @@ def cast(em, node):
         return v
     if r == "bool":
         src = em.cast(v, compute_dtype(x.out.dtype))
-        return em.pointwise(_name(node), "ne", [src, em.const(0, src.dtype)], "bool")
+        return em.pointwise(node.name, "ne", [src, em.const(0, src.dtype)], "bool")
     rounded = em.cast(v, r)
     return em.cast(rounded, compute_dtype(r))
 

@@ -1,6 +1,6 @@
 """aten's reductions, views and creation ops as loom ops. Views follow loom's rules: a reshape
 splits or merges neighbouring dims, a slice steps by 1, and every size-1 axis is a broadcast axis."""
-from .emit import BCAST, Unsupported, compute_dtype, number_text
+from .emit import BCAST, Unsupported, Val, compute_dtype, number_text
 from .extent import Extent
 from .graph import FLOATS, Node
 
@@ -10,8 +10,7 @@ def _dims(dims, rank):
         return list(range(rank))
     if isinstance(dims, int):
         dims = [dims]
-    out = sorted({d % rank if rank else 0 for d in dims})
-    return out
+    return sorted({d % rank if rank else 0 for d in dims})
 
 
 def _arg(node, i, key, default=None):
@@ -20,7 +19,7 @@ def _arg(node, i, key, default=None):
     return node.args[i] if len(node.args) > i else default
 
 
-def _reduced(em, node, op, x, dims, keepdim, dtype, extra=""):
+def _reduced(em, x, dims, keepdim, dtype, extra=""):
     v = em.cast(em.value(x), dtype)
     if v.rank == 0:
         raise Unsupported("a reduction of a scalar")
@@ -42,7 +41,7 @@ def reduction(op):
             raise Unsupported(f"`{op}` to {node.out.dtype}")
         dims = _dims(_arg(node, 1, "dim"), x.out.rank)
         keepdim = bool(_arg(node, 2, "keepdim", False))
-        v, axes, attrs = _reduced(em, node, op, x, dims, keepdim, cd)
+        v, axes, attrs = _reduced(em, x, dims, keepdim, cd)
         return em.emit(node.name, f"{op}({v.name}, {attrs})", cd, axes)
     return emit
 
@@ -66,7 +65,7 @@ def var_mean(em, node, results=("var", "mean")):
         raise Unsupported("var_mean of a non-float")
     dims = _dims(_arg(node, 1, "dim"), x.out.rank)
     keepdim = bool(node.kwargs.get("keepdim", False))
-    v, axes, attrs = _reduced(em, node, "var_mean", x, dims, keepdim, cd,
+    v, axes, attrs = _reduced(em, x, dims, keepdim, cd,
                               f", correction={number_text(_correction(node), 'f64')}")
     var, mean, _ = em.emit_many([f"{node.name}_var", f"{node.name}_mean", f"{node.name}_n"],
                                 f"var_mean({v.name}, {attrs})", [(cd, axes), (cd, axes), ("i64", axes)])
@@ -141,16 +140,18 @@ def expand(em, node):
     for a, s in zip(v.axes, node.out.shape):
         if a != BCAST and a != s:
             raise Unsupported("an expand of a dim that is not 1")
-    v2 = type(v)(v.name, v.dtype, v.axes, node.out.shape)
-    return v2
+    return Val(v.name, v.dtype, v.axes, node.out.shape)
 
 
 def permute(em, node):
     v = em.value(node.args[0])
-    order = [d % v.rank for d in _arg(node, 1, "dims")]
+    return _permuted(em, v, [d % v.rank for d in _arg(node, 1, "dims")], node.name)
+
+
+def _permuted(em, v, order, name):
     if order == list(range(v.rank)):
         return v
-    return em.emit(node.name, f"permute({v.name}, order=[{', '.join(map(str, order))}])", v.dtype,
+    return em.emit(name, f"permute({v.name}, order=[{', '.join(map(str, order))}])", v.dtype,
                    [v.axes[d] for d in order], [v.shape[d] for d in order])
 
 
@@ -161,10 +162,7 @@ def transpose(em, node):
     a, b = (_arg(node, 1, "dim0", 0) % v.rank, _arg(node, 2, "dim1", 1) % v.rank) if len(node.args) > 1 else (0, 1)
     order = list(range(v.rank))
     order[a], order[b] = order[b], order[a]
-    if a == b:
-        return v
-    return em.emit(node.name, f"permute({v.name}, order=[{', '.join(map(str, order))}])", v.dtype,
-                   [v.axes[d] for d in order], [v.shape[d] for d in order])
+    return _permuted(em, v, order, node.name)
 
 
 def squeeze(em, node):

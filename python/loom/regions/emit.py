@@ -160,8 +160,7 @@ class Emitter:
         if all(a != BCAST or s == 1 for a, s in zip(v.axes, v.shape)):
             return v
         shape = ", ".join(str(s) for s in v.shape)
-        value = "1"
-        ones = self.emit("ones", f"full(value={value}, dtype={v.dtype}, shape=[{shape}])", v.dtype, v.shape)
+        ones = self.emit("ones", f"full(value=1, dtype={v.dtype}, shape=[{shape}])", v.dtype, v.shape)
         op = "and" if v.dtype == "bool" else "mul"
         return self.pointwise(f"{v.name}_d", op, [v, ones], v.dtype)
 

@@ -58,6 +58,10 @@ class Node:
     out: object = None
     index: int = 0  # position in the graph's order
 
+    def types(self):
+        """The TensorTypes (or None) of what the node makes, one a result."""
+        return self.out if isinstance(self.out, tuple) else (self.out,)
+
     def inputs(self):
         """The nodes this one reads, each once, in argument order."""
         seen, found = set(), []

@@ -26,6 +26,8 @@ class RegionFusion:
     outputs: list  # nodes whose values leave it, the fusion's output order
     replicas: list = field(default_factory=list)  # views read both inside and outside
     origin: dict = field(default_factory=dict)  # loom value name -> the node that wrote it
+    segments: dict = None  # loom's plan at the graph's sizes and input strides, once planned
+    sizes: dict = field(default_factory=dict)  # its size symbols' example values
 
 
 def outside_needs(nodes, graph):

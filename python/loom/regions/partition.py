@@ -16,8 +16,7 @@ def support(node, hints):
     fn = TABLE.get(node.target)
     if fn is None:
         return f"loom has no op for `{node.target}`"
-    outs = node.out if isinstance(node.out, tuple) else (node.out,)
-    for t in outs:
+    for t in node.types():
         if t is None:
             return "it makes no tensor"
         why = t.problem()
@@ -144,8 +143,8 @@ def _merge_siblings(rs):
 
 
 def _settle(nodes, graph, left):
-    """The region's nodes once views read only outside, creations of sizes no input binds and regions
-    of no compute are left; [] if nothing is left."""
+    """The region's nodes once views read only outside are left (until none is), or [] where what
+    stays holds no op that reads a tensor."""
     while True:
         inside = {id(n) for n in nodes}
         drop = [n for n in nodes if non_compute(n) and n.target != "getitem"
@@ -172,6 +171,7 @@ def partition(graph, name="region", plan_check=True):
             why = support(n, graph.hints)
             if why:
                 left[n.name] = why
+    planned = {}  # a region's text, its name aside -> loom's plan or message: each planned once
     for _ in range(64):
         plan = Plan([], dict(left))
         refused = None
@@ -182,7 +182,7 @@ def partition(graph, name="region", plan_check=True):
                 break
             if region is None:
                 continue
-            refused = plan_check and _planner_refuses(region, graph)
+            refused = plan_check and _planner_refuses(region, planned)
             if refused:
                 break
             plan.regions.append(region)
@@ -203,7 +203,9 @@ def _region(nodes, graph, left, name):
         for n in nodes:
             left[n.name] = f"its region could not be written ({e})"
         return None
-    unbound = _unbound(region, graph)
+    region.sizes = {s: graph.hints[s] for n in region.nodes + region.inputs for t in n.types()
+                    for e in t.shape for s, _ in e.syms if s in graph.hints}
+    unbound = _unbound(region)
     if unbound:
         views = [n for n in nodes if non_compute(n) and n.target != "getitem" and _mentions(n, unbound)]
         # A view to sizes no input determines (a flattened batch split again) stays with the
@@ -225,37 +227,42 @@ def _layout(t):
     return None if order == list(range(t.rank)) else order
 
 
-def _planner_refuses(region, graph):
-    """[(node, why)] for a region loom's planner cannot run, or None: the node that wrote the value
-    its message names, else every node of the region."""
+def _plan(region):
+    """loom's plan of a region at its sizes and its inputs' strides, or the LoomError refusing it."""
     from .. import Fusion
     from ..errors import LoomError
-    sizes = {k: v for k, v in graph.hints.items() if k in region.text}
-    layouts = {}
     fusion = Fusion.from_text(region.text)
-    for (n, name) in zip(region.inputs, fusion.inputs):
-        order = _layout(n.out)
-        if order is not None:
-            layouts[name] = order
+    layouts = {name: _layout(n.out) for n, name in zip(region.inputs, fusion.inputs) if _layout(n.out)}
     try:
-        fusion.segments(sizes=sizes, layouts=layouts)
+        return fusion.segments(sizes=region.sizes, layouts=layouts)
     except LoomError as e:
-        why = f"loom's planner refuses its region: {e}"
-        # The values it names, the view among them first: a reshape loom cannot make of the
-        # layout it is given is what most often refuses a region.
-        names = re.findall(r"`\w+ \((\w+)\)`|`(\w+)`", str(e))
-        named = [region.origin.get(a or b) for a, b in names]
-        named = sorted({id(n): n for n in named if n is not None}.values(), key=lambda n: not non_compute(n))
-        return [(n, why) for n in (named[:1] or region.nodes)]
-    return None
+        return e
+
+
+def _planner_refuses(region, planned):
+    """[(node, why)] for a region loom's planner cannot run, or None (the region keeps its plan):
+    the node that wrote the value its message names, else every node of the region."""
+    body = region.text.split("\n", 1)[1]
+    if body not in planned:
+        planned[body] = _plan(region)
+    got = planned[body]
+    if not isinstance(got, Exception):
+        region.segments = got
+        return None
+    why = f"loom's planner refuses its region: {got}"
+    # The values it names, the view among them first: a reshape loom cannot make of the layout it
+    # is given is what most often refuses a region.
+    names = re.findall(r"`\w+ \((\w+)\)`|`(\w+)`", str(got))
+    named = [region.origin.get(a or b) for a, b in names]
+    named = sorted({id(n): n for n in named if n is not None}.values(), key=lambda n: not non_compute(n))
+    return [(n, why) for n in (named[:1] or region.nodes)]
 
 
 def _mentions(node, syms):
-    outs = node.out if isinstance(node.out, tuple) else (node.out,)
-    return any(s in syms for t in outs for e in t.shape for s, _ in e.syms)
+    return any(s in syms for t in node.types() for e in t.shape for s, _ in e.syms)
 
 
-def _unbound(region, graph):
+def _unbound(region):
     """The sizes of a region that its inputs' extents do not determine, as loom binds them: an
     extent with one unknown size, to the first power, determines it."""
     have, extents = set(), [e for n in region.inputs for e in n.out.shape]
@@ -267,8 +274,5 @@ def _unbound(region, graph):
             if len(unknown) == 1 and unknown[0][1] == 1:
                 have.add(unknown[0][0])
                 grew = True
-    need = set()
-    for n in region.nodes:
-        for t in (n.out if isinstance(n.out, tuple) else (n.out,)):
-            need |= {s for e in t.shape for s, _ in e.syms}
+    need = {s for n in region.nodes for t in n.types() for e in t.shape for s, _ in e.syms}
     return need - have

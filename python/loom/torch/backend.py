@@ -8,6 +8,7 @@ Sizes marked dynamic are loom's run-time sizes: one compile serves every batch s
     loom.torch.explain(model, x)   # the regions, what stayed outside and why, loom's kernels
 
 The logger "loom.torch.backend" at DEBUG prints each graph's regions as they are compiled."""
+import functools
 import logging
 
 import torch
@@ -30,7 +31,9 @@ _MORE_DECOMPOSED = ("native_layer_norm", "native_layer_norm_backward", "_softmax
                     "_fused_rms_norm_backward", "sigmoid_backward", "tanh_backward")
 
 
+@functools.cache
 def decompositions():
+    """The decomposition table (built once: every graph dynamo hands the backend reads it)."""
     from torch._decomp import core_aten_decompositions, get_decompositions
     core = core_aten_decompositions()
     table = dict(core.items()) if hasattr(core, "items") else dict(core)
@@ -83,16 +86,11 @@ def _boxed(gm):
     return run
 
 
-def _forward(gm, example_inputs):
-    return _boxed(compile_graph(gm, example_inputs, "forward"))
-
-
-def _backward(gm, example_inputs):
-    return _boxed(compile_graph(gm, example_inputs, "backward"))
-
-
-def _inference(gm, example_inputs):
-    return _boxed(compile_graph(gm, example_inputs, "inference"))
+def _compiler(kind):
+    """AOTAutograd's compiler of the forward, backward or inference graph."""
+    def compile_(gm, example_inputs):
+        return _boxed(compile_graph(gm, example_inputs, kind))
+    return compile_
 
 
 def loom_backend(gm, example_inputs, **kwargs):
@@ -106,7 +104,7 @@ def loom_backend(gm, example_inputs, **kwargs):
         raise TypeError(f"backend 'loom' takes mode= alone, not {sorted(kwargs) + (['options'] if options else [])}")
     if mode not in ("default", "reduce-overhead"):
         raise ValueError(f"backend 'loom': mode={mode!r}; it takes 'default' or 'reduce-overhead'")
-    fw, bw, inf = _forward, _backward, _inference
+    fw, bw, inf = _compiler("forward"), _compiler("backward"), _compiler("inference")
     if mode == "reduce-overhead":
         n = len(example_inputs)
         fw, bw, inf = _cudagraphed(fw, n, False), _cudagraphed(bw, n, True), _cudagraphed(inf, n, False, True)

@@ -20,7 +20,7 @@ class Explanation:
 
     def kernel_count(self):
         """loom kernels a call of every graph once runs, at the sizes the graphs were traced with."""
-        return sum(len(_segments(r, g.hints)) for _, g, plan, _ in self.graphs for r in plan.regions)
+        return sum(len(_segments(r)) for r in self.regions)
 
     def left(self):
         """(graph kind, node name, op, why) for each op left to aten."""
@@ -38,7 +38,7 @@ class Explanation:
             taken = sum(len(r.nodes) for r in plan.regions)
             lines.append(f"{kind} graph: {ops} ops, {taken} in {len(plan.regions)} loom regions")
             for r in plan.regions:
-                segs = _segments(r, g.hints)
+                segs = _segments(r)
                 lines.append(f"  {r.name}: {len(r.nodes)} nodes, {len(r.inputs)} inputs, {len(r.outputs)} outputs, "
                              f"{len(segs)} kernel{'s' if len(segs) != 1 else ''}")
                 lines.append(f"    nodes: {', '.join(f'{n.name} ({_short(n.target)})' for n in r.nodes)}")
@@ -58,15 +58,12 @@ def _short(target):
     return target.replace("aten.", "").replace(".default", "")
 
 
-def _segments(region, hints):
-    """loom's kernels of a region at the example sizes, a line each (scheduler and reason)."""
-    from .. import Fusion
-    sizes = {k: v for k, v in hints.items() if k in region.text}
-    try:
-        plan = Fusion.from_text(region.text).segments(sizes=sizes)
-    except Exception as e:  # a size the hints miss: the region still runs, its kernels are unknown here
-        return [f"(not planned: {e})"]
-    return [_segment_line(s) for s in plan.get("segments", [])]
+def _segments(region):
+    """loom's kernels of a region as the partitioner planned it (the graph's sizes and input
+    strides), a line each (scheduler and reason)."""
+    if region.segments is None:
+        return ["(not planned)"]
+    return [_segment_line(s) for s in region.segments.get("segments", [])]
 
 
 def _segment_line(s):
