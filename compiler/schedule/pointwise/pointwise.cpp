@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 #include <numeric>
+#include <map>
 #include <set>
 
 #include "ir/error.h"
@@ -178,28 +179,47 @@ AxisPlan collapseAxes(const std::vector<EPtr>& roots, const std::vector<int64_t>
   return plan;
 }
 
-// Vector width: 16 bytes of the widest element type, dividing the innermost extent. A thread
-// holds `vec` values of every stream it loads: fusions that read many streams per element
-// (gate matrices read as slices: lstm_cell loads 17, gru_cell 13) take narrower vectors, down to
-// 2 lanes, while that is more than 96 bytes a thread, and so more threads (`*narrowed`). Two
-// streams keep 8 lanes: at 2 lanes they measured slower.
-// Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#pointwise-narrow-vectors
-int vectorWidth(const std::vector<EPtr>& roots, PointwiseKernel& k, const Tuning& tune, bool* narrowed) {
-  int max_bytes = 1;
+// Vector width: 16 bytes of the widest element type a thread streams, dividing the innermost
+// extent. A thread holds `vec` values of every stream it loads: fusions that read many streams
+// per element (gate matrices read as slices: lstm_cell loads 17, gru_cell 13) take narrower
+// vectors, down to 2 lanes, while that is more than 96 bytes a thread, and so more threads
+// (`*narrowed`). Two streams keep 8 lanes: at 2 lanes they measured slower.
+// A load broadcast to at least 8 times its elements (batch norm's per-channel statistics and
+// weight beside its f16 images) is read from cache: its wider type does not narrow the streams'
+// vectors (LLVM splits its lanes past 16 bytes), though its registers count at its own width.
+// Measurements: bench/results/2026-11-25-h100-scheduler-rules.md#pointwise-narrow-vectors,
+// docs/performance.md#broadcast-loads
+int vectorWidth(const std::vector<EPtr>& roots, const std::vector<int64_t>& shape, PointwiseKernel& k,
+                const Tuning& tune, bool* narrowed) {
+  int64_t numel = 1;
+  for (int64_t e : shape) numel *= e;
+  auto cached = [&](const lower::Leaf& l) {
+    int64_t elems = 1;
+    for (size_t d = 0; d < l.strides.size() && d < shape.size(); ++d)
+      if (l.strides[d] != 0) elems *= shape[d];
+    return !tune.no_cached_broadcasts && elems * 8 <= numel;
+  };
+  std::map<lower::Leaf, int> loads;  // each load's element bytes, 0 for a stream's
+  int max_bytes = 1, cached_bytes = 1;
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
-    if (n.kind == lower::ENode::Kind::Load) max_bytes = std::max(max_bytes, dtypeBytes(n.dtype));
+    if (n.kind != lower::ENode::Kind::Load) return;
+    const bool c = cached(n.leaf);
+    (c ? cached_bytes : max_bytes) = std::max(c ? cached_bytes : max_bytes, dtypeBytes(n.dtype));
+    loads[n.leaf] = c ? dtypeBytes(n.dtype) : 0;
   });
   for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
-  int vec = std::min(8, 16 / max_bytes);
-  std::set<lower::Leaf> streams;
-  lower::visitPostOrder(roots, [&](const lower::ENode& n) {
-    if (n.kind == lower::ENode::Kind::Load) streams.insert(n.leaf);
+  const bool any_stream = !k.outputs.empty() || std::any_of(loads.begin(), loads.end(), [](const auto& l) {
+    return l.second == 0;
   });
-  *narrowed = false;
-  while (vec > 2 && static_cast<int64_t>(streams.size()) * vec * max_bytes > 96) {
-    vec /= 2;
-    *narrowed = true;
-  }
+  if (!any_stream) max_bytes = cached_bytes;
+  int64_t thread_bytes = 0;  // a lane's registers over every load
+  for (const auto& [leaf, bytes] : loads) thread_bytes += bytes ? bytes : max_bytes;
+  int vec = std::min(8, 16 / max_bytes);
+  while (vec > 2 && thread_bytes * vec > 96) vec /= 2;
+  // The blocks' size follows the rule over every load at the widest type, as measured.
+  const int all_bytes = std::max(max_bytes, cached_bytes);
+  *narrowed = std::min(8, 16 / all_bytes) > 2 &&
+              static_cast<int64_t>(loads.size()) * std::min(8, 16 / all_bytes) * all_bytes > 96;
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_VEC caps the vector width.
   if (tune.pw_vec) vec = std::min(vec, *tune.pw_vec);
   while (vec > 1 && (vec & (vec - 1)) != 0) --vec;
@@ -385,7 +405,7 @@ std::optional<PointwiseKernel> schedulePointwise(const ir::Fusion& f, const Bind
   }
   const AxisPlan plan = collapseAxes(roots, shape, out_strides, k);
   bool narrowed = false;
-  k.vec = vectorWidth(roots, k, opts.tuning, &narrowed);
+  k.vec = vectorWidth(roots, shape, k, opts.tuning, &narrowed);
   placeAccesses(f, inputs, stores, plan, out_strides, k);
   placeGrid(k, narrowed, opts);
   if (opts.tuning.symbolic) makeSymbolic(f, sizes, inputs, k, opts, cores.empty() ? *f.outputs()[0].value : *cores[0]);

@@ -109,6 +109,10 @@ class ReductionLowering {
   // `count_at_run` (symbolic kernels): the count read at run time, `count` its largest.
   enum class Units { Lanes, ByLane, Partials };
   using UnitValues = std::function<Values(const ExprP& unit, const ExprP& valid)>;
+  // Trips whose every unit lies inside the count for every thread (all but the last, mostly)
+  // test none of them: the loads' bounds and the identities selected for units past the count
+  // cost as much as the folds of a narrow row. Column sums keep one checked loop: split in two
+  // they measured slower (docs/performance.md#unchecked-trips).
   Values foldUnits(const ExprP& first, int64_t step, int64_t count, int lanes, int unroll, Units units,
                    const UnitValues& values, const ExprP& count_at_run = nullptr) {
     const int U = unroll;
@@ -119,13 +123,18 @@ class ReductionLowering {
         count_at_run ? kir::index(kir::IndexOp::Div, kir::add(count_at_run, c(step * U - 1)), c(step * U)) : nullptr;
     const ExprP bound = count_at_run ? count_at_run : c(count);
     const bool partials = units == Units::Partials;
-    auto flat = b_.repeat("m", trips, identities(lanes), [&](const ExprP& m, const std::vector<ExprP>& carried) {
+    const bool column_sums = r_.layout == ReductionKernel::Layout::Outer &&
+                             std::none_of(accs().begin(), accs().end(), [](const Accumulator& a) { return a.welford; });
+    const int64_t unchecked = count_at_run || partials || column_sums || !r_.unchecked_trips
+                                  ? 0
+                                  : std::min(trips, count / (step * U));
+    auto trip = [&](const ExprP& m, const std::vector<ExprP>& carried, bool checked) {
       std::vector<Values> parts(U);
       std::vector<ExprP> valid(U);
       for (int u = 0; u < U; ++u) {
         ExprP j = b_.add(first, b_.mul(b_.add(b_.mul(m, c(U)), c(u)), c(step)));
-        valid[u] = b_.bind(kir::index(kir::IndexOp::Ult, j, bound));
-        Values v = values(b_.select(valid[u], j, c(0)), valid[u]);
+        valid[u] = checked ? b_.bind(kir::index(kir::IndexOp::Ult, j, bound)) : kir::intConst(1, Type::pred());
+        Values v = values(checked ? b_.select(valid[u], j, c(0)) : j, valid[u]);
         for (size_t i = 0; i < accs().size(); ++i) {
           std::vector<ExprP> id = red_detail::identityOf(accs()[i], lanes);
           if (accs()[i].welford && !partials) {
@@ -133,7 +142,7 @@ class ReductionLowering {
             continue;
           }
           std::vector<ExprP> p;
-          for (size_t x = 0; x < id.size(); ++x) p.push_back(b_.select(valid[u], v[i][x], id[x]));
+          for (size_t x = 0; x < id.size(); ++x) p.push_back(checked ? b_.select(valid[u], v[i][x], id[x]) : v[i][x]);
           parts[u].push_back(std::move(p));
         }
       }
@@ -143,12 +152,21 @@ class ReductionLowering {
           if (partials || !accs()[i].welford) next[i] = red_detail::mergeInto(b_, accs()[i], next[i], parts[u][i]);
       for (size_t i = 0; i < accs().size(); ++i) {
         if (partials || !accs()[i].welford) continue;
-        std::vector<ExprP> trip;
-        for (int u = 0; u < U; ++u) trip.push_back(parts[u][i][0]);
-        next[i] = red_detail::foldTripStats(b_, accs()[i], next[i], trip, valid, units == Units::Lanes);
+        std::vector<ExprP> stats;
+        for (int u = 0; u < U; ++u) stats.push_back(parts[u][i][0]);
+        next[i] = red_detail::foldTripStats(b_, accs()[i], next[i], stats, valid, units == Units::Lanes);
       }
       return flatten(next);
-    }, 1, trips_at_run);
+    };
+    std::vector<ExprP> flat = identities(lanes);
+    if (unchecked > 0)
+      flat = b_.repeat("m", unchecked, flat, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+        return trip(m, carried, false);
+      });
+    if (unchecked < trips)
+      flat = b_.repeat("m", trips - unchecked, flat, [&](const ExprP& m, const std::vector<ExprP>& carried) {
+        return trip(unchecked ? b_.add(m, c(unchecked)) : m, carried, true);
+      }, 1, trips_at_run);
     return unflatten(flat);
   }
 

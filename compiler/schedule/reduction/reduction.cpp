@@ -237,6 +237,7 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   const bool outer = main.input >= 0 && main.strides.back() != 1 && nout > 0 && main.strides[nout - 1] == 1;
   r.layout = outer ? ReductionKernel::Layout::Outer : ReductionKernel::Layout::Inner;
   if (opts.tuning.red_unroll) r.unroll = *opts.tuning.red_unroll;
+  r.unchecked_trips = !opts.tuning.no_unchecked_trips;
   std::string vec_why;
   if (outer) {
     k.vec = outerVectorWidth(*ax, inputs);
