@@ -191,35 +191,37 @@ AxisPlan collapseAxes(const std::vector<EPtr>& roots, const std::vector<int64_t>
 // docs/performance.md#broadcast-loads
 int vectorWidth(const std::vector<EPtr>& roots, const std::vector<int64_t>& shape, PointwiseKernel& k,
                 const Tuning& tune, bool* narrowed) {
-  int64_t numel = 1;
-  for (int64_t e : shape) numel *= e;
   auto cached = [&](const lower::Leaf& l) {
     int64_t elems = 1;
     for (size_t d = 0; d < l.strides.size() && d < shape.size(); ++d)
       if (l.strides[d] != 0) elems *= shape[d];
-    return !tune.no_cached_broadcasts && elems * 8 <= numel;
+    return !tune.no_cached_broadcasts && elems * 8 <= k.numel();
   };
-  std::map<lower::Leaf, int> loads;  // each load's element bytes, 0 for a stream's
-  int max_bytes = 1, cached_bytes = 1;
+  std::map<lower::Leaf, int> cached_loads;  // each with its element bytes
+  std::set<lower::Leaf> streams;
+  int stream_bytes = 1, all_bytes = 1;
+  for (const auto& d : k.outputs) stream_bytes = std::max(stream_bytes, dtypeBytes(d.dtype));
   lower::visitPostOrder(roots, [&](const lower::ENode& n) {
     if (n.kind != lower::ENode::Kind::Load) return;
-    const bool c = cached(n.leaf);
-    (c ? cached_bytes : max_bytes) = std::max(c ? cached_bytes : max_bytes, dtypeBytes(n.dtype));
-    loads[n.leaf] = c ? dtypeBytes(n.dtype) : 0;
+    all_bytes = std::max(all_bytes, dtypeBytes(n.dtype));
+    if (cached(n.leaf)) {
+      cached_loads[n.leaf] = dtypeBytes(n.dtype);
+    } else {
+      streams.insert(n.leaf);
+      stream_bytes = std::max(stream_bytes, dtypeBytes(n.dtype));
+    }
   });
-  for (const auto& d : k.outputs) max_bytes = std::max(max_bytes, dtypeBytes(d.dtype));
-  const bool any_stream = !k.outputs.empty() || std::any_of(loads.begin(), loads.end(), [](const auto& l) {
-    return l.second == 0;
-  });
-  if (!any_stream) max_bytes = cached_bytes;
-  int64_t thread_bytes = 0;  // a lane's registers over every load
-  for (const auto& [leaf, bytes] : loads) thread_bytes += bytes ? bytes : max_bytes;
-  int vec = std::min(8, 16 / max_bytes);
+  all_bytes = std::max(all_bytes, stream_bytes);
+  // The type that sets the vector: the streams' (outputs included), or the loads' where all are cached.
+  const int lane_bytes = streams.empty() && k.outputs.empty() ? all_bytes : stream_bytes;
+  int64_t thread_bytes = static_cast<int64_t>(streams.size()) * lane_bytes;  // a lane's registers over every load
+  for (const auto& [leaf, bytes] : cached_loads) thread_bytes += bytes;
+  int vec = std::min(8, 16 / lane_bytes);
   while (vec > 2 && thread_bytes * vec > 96) vec /= 2;
   // The blocks' size follows the rule over every load at the widest type, as measured.
-  const int all_bytes = std::max(max_bytes, cached_bytes);
-  *narrowed = std::min(8, 16 / all_bytes) > 2 &&
-              static_cast<int64_t>(loads.size()) * std::min(8, 16 / all_bytes) * all_bytes > 96;
+  const int widest = std::min(8, 16 / all_bytes);
+  const auto loads = static_cast<int64_t>(streams.size() + cached_loads.size());
+  *narrowed = widest > 2 && loads * widest * all_bytes > 96;
   // For tuning sweeps only (part of the cache key): LOOM_TUNE_PW_VEC caps the vector width.
   if (tune.pw_vec) vec = std::min(vec, *tune.pw_vec);
   while (vec > 1 && (vec & (vec - 1)) != 0) --vec;

@@ -111,8 +111,8 @@ class ReductionLowering {
   using UnitValues = std::function<Values(const ExprP& unit, const ExprP& valid)>;
   // Trips whose every unit lies inside the count for every thread (all but the last, mostly)
   // test none of them: the loads' bounds and the identities selected for units past the count
-  // cost as much as the folds of a narrow row. Column sums keep one checked loop: split in two
-  // they measured slower (docs/performance.md#unchecked-trips).
+  // cost as much as the folds of a narrow row, where the scheduler says so (`unchecked_trips`;
+  // docs/performance.md#unchecked-trips).
   Values foldUnits(const ExprP& first, int64_t step, int64_t count, int lanes, int unroll, Units units,
                    const UnitValues& values, const ExprP& count_at_run = nullptr) {
     const int U = unroll;
@@ -123,11 +123,8 @@ class ReductionLowering {
         count_at_run ? kir::index(kir::IndexOp::Div, kir::add(count_at_run, c(step * U - 1)), c(step * U)) : nullptr;
     const ExprP bound = count_at_run ? count_at_run : c(count);
     const bool partials = units == Units::Partials;
-    const bool column_sums = r_.layout == ReductionKernel::Layout::Outer &&
-                             std::none_of(accs().begin(), accs().end(), [](const Accumulator& a) { return a.welford; });
-    const int64_t unchecked = count_at_run || partials || column_sums || !r_.unchecked_trips
-                                  ? 0
-                                  : std::min(trips, count / (step * U));
+    const int64_t unchecked =
+        count_at_run || partials || !r_.unchecked_trips ? 0 : std::min(trips, count / (step * U));
     auto trip = [&](const ExprP& m, const std::vector<ExprP>& carried, bool checked) {
       std::vector<Values> parts(U);
       std::vector<ExprP> valid(U);

@@ -237,7 +237,6 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   const bool outer = main.input >= 0 && main.strides.back() != 1 && nout > 0 && main.strides[nout - 1] == 1;
   r.layout = outer ? ReductionKernel::Layout::Outer : ReductionKernel::Layout::Inner;
   if (opts.tuning.red_unroll) r.unroll = *opts.tuning.red_unroll;
-  r.unchecked_trips = !opts.tuning.no_unchecked_trips;
   std::string vec_why;
   if (outer) {
     k.vec = outerVectorWidth(*ax, inputs);
@@ -264,6 +263,9 @@ std::optional<ReductionKernel> scheduleReduction(const ir::Fusion& f, const Bind
   for (const auto& st : r.k.stores) roots.push_back(st.value);
   const red_detail::Accumulators accs = red_detail::accumulatorsOf(roots);
   const int64_t partial_bytes = accs.partialBytes();
+  // Column sums keep one checked loop: split in two they measured slower
+  // (docs/performance.md#unchecked-trips).
+  r.unchecked_trips = !opts.tuning.no_unchecked_trips && (!outer || accs.anyWelford());
   int elem_bytes = 8;
   for (const auto& [leaf, access] : r.k.load_access)
     elem_bytes = std::min(elem_bytes, dtypeBytes(inputs[static_cast<size_t>(leaf.input)].dtype));

@@ -40,7 +40,7 @@ struct ReductionKernel {
   int64_t grid = 1;
   int unroll = 4;          // loads in flight per thread before they are folded
   int partial_unroll = 4;  // outer layout: the last block's loads of the partials in flight
-  bool unchecked_trips = true;  // trips whose loads all lie inside the count test none of them
+  bool unchecked_trips = true;  // trips whose loads all lie inside the count test none of them (not column sums)
   int64_t counter_bytes = 0;  // workspace: one u32 counter per row (inner) or tile (outer)
   int64_t workspace_bytes = 0;
   std::string reason;
