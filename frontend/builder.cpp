@@ -167,6 +167,13 @@ Tensor mean(Tensor x, std::vector<int> dims, bool keepdim) {
   return reduce(OpKind::Mean, x, std::move(dims), keepdim);
 }
 
+Tensor argmax(Tensor x, int dim, bool keepdim) {
+  return reduce(OpKind::ArgMax, x, {dim}, keepdim);
+}
+Tensor argmin(Tensor x, int dim, bool keepdim) {
+  return reduce(OpKind::ArgMin, x, {dim}, keepdim);
+}
+
 VarMean var_mean(Tensor x, std::vector<int> dims, double correction, bool keepdim) {
   auto out = makeMulti(x, OpKind::VarMean, x,
                        ir::ReduceAttrs{normalizeDims(std::move(dims), x.rank()), keepdim,

@@ -41,6 +41,7 @@ std::vector<AttrSpec> attrSpecs(ir::OpFamily f) {
     case F::Reduce: return {{"dims", K::IntList}, {"keepdim", K::Bool, false}};
     case F::VarMean:
       return {{"dims", K::IntList}, {"correction", K::Number, false}, {"keepdim", K::Bool, false}};
+    case F::ArgReduce: return {{"dim", K::Int}, {"keepdim", K::Bool, false}};
     case F::Broadcast: return {{"new", K::BoolList}};
     case F::Reshape: return {{"shape", K::ReshapeList}};
     case F::Permute: return {{"order", K::IntList}};
@@ -132,6 +133,7 @@ ir::Attrs buildAttrs(ir::OpFamily f, const AttrBag& b, const std::vector<const i
     case F::VarMean:
       return ir::ReduceAttrs{b.get<Ints>("dims"), b.get<bool>("keepdim", false),
                              b.get<double>("correction", 0.0)};
+    case F::ArgReduce: return ir::ReduceAttrs{{b.get<int>("dim")}, b.get<bool>("keepdim", false), 0.0};
     case F::Broadcast: return ir::BroadcastAttrs{b.get<std::vector<bool>>("new")};
     case F::Reshape: return ir::ShapeAttrs{resolveShape(b.get<ReshapeShape>("shape"), operands)};
     case F::Permute: return ir::DimsAttrs{b.get<Ints>("order")};

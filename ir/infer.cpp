@@ -291,6 +291,14 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
       auto r = inferReduce(k, in[0], a);
       return {r[0], r[0], {DType::I64, r[0].axes}};  // var, mean, count
     }
+    case OpFamily::ArgReduce: {
+      expectArity(k, in, 1);
+      expectNumeric(k, in[0]);
+      const auto& a = expectAttrs<ReduceAttrs>(k, attrs);
+      LOOM_USER_CHECK(a.dims.size() == 1, "{} of `{}` takes one dim, got {}; reshape the dims into one "
+                      "first", where(k), in[0]->name(), a.dims.size());
+      return {{DType::I64, inferReduce(k, in[0], a)[0].axes}};
+    }
     case OpFamily::Broadcast:
       return inferBroadcast(k, in, attrs);
     case OpFamily::Reshape:

@@ -49,7 +49,8 @@ bool isPointwise(OpKind k) {
 }
 
 bool isReduction(OpKind k) {
-  return opFamily(k) == OpFamily::Reduce || opFamily(k) == OpFamily::VarMean;
+  const OpFamily f = opFamily(k);
+  return f == OpFamily::Reduce || f == OpFamily::VarMean || f == OpFamily::ArgReduce;
 }
 
 bool isView(OpKind k) {

@@ -21,7 +21,7 @@ enum class OpKind : uint8_t {
 
 enum class OpFamily : uint8_t {
   Unary, UnaryAny, Predicate, LogicalNot, Binary, BinaryFloat, Compare, Logical, Where, Cast,
-  Reduce, VarMean, Broadcast, Reshape, Permute, Squeeze, Unsqueeze, Slice, Concat, Constant, Full,
+  Reduce, VarMean, ArgReduce, Broadcast, Reshape, Permute, Squeeze, Unsqueeze, Slice, Concat, Constant, Full,
   Iota, Random
 };
 
@@ -31,7 +31,7 @@ bool parseOpKind(std::string_view name, OpKind* out);
 // All kinds in list order (for tests that cover every op).
 const std::vector<OpKind>& allOpKinds();
 bool isPointwise(OpKind k);  // elementwise families: unary, binary, where, cast
-bool isReduction(OpKind k);  // Reduce and VarMean families
+bool isReduction(OpKind k);  // Reduce, VarMean and ArgReduce families
 bool isView(OpKind k);       // broadcast, reshape, permute, squeeze, unsqueeze, slice
 // Ops that make a tensor of their own shape attribute: full, iota, rand_uniform, rand_normal.
 bool isCreation(OpKind k);
@@ -43,7 +43,7 @@ struct CastAttrs {
   DType to;
   bool operator==(const CastAttrs&) const = default;
 };
-struct ReduceAttrs {  // Reduce and VarMean
+struct ReduceAttrs {  // Reduce, VarMean and ArgReduce (one dim)
   std::vector<int> dims;  // sorted, unique, non-negative
   bool keepdim = false;
   double correction = 0;  // VarMean only

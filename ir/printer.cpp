@@ -39,6 +39,10 @@ std::vector<std::string> attrStrings(const Op& op) {
       return {"dims=" + intList(a.dims), "correction=" + formatNumber(a.correction),
               "keepdim=" + boolStr(a.keepdim)};
     }
+    case OpFamily::ArgReduce: {
+      const auto& a = op.attr<ReduceAttrs>();
+      return {"dim=" + std::to_string(a.dims.at(0)), "keepdim=" + boolStr(a.keepdim)};
+    }
     case OpFamily::Broadcast:
       return {"new=" + list(op.attr<BroadcastAttrs>().is_new, boolStr)};
     case OpFamily::Reshape:

@@ -352,6 +352,33 @@ std::vector<Dense> boundReduction(const ir::Op& op, const Dense& in, const Dense
       });
       break;
     }
+    case ir::OpKind::ArgMax:
+    case ir::OpKind::ArgMin: {
+      // The index is exact unless another element's interval reaches the winner's: then any
+      // index between the two may be the GPU's (a NaN bound, an inf one, leaves it anywhere).
+      const double sign = op.kind() == ir::OpKind::ArgMax ? 1.0 : -1.0;
+      forEachOutput(in, reduced, [&](int64_t j, auto visit) {
+        const size_t uj = static_cast<size_t>(j);
+        const int64_t win = static_cast<int64_t>(out[0].data[uj]);
+        double wx = 0, we = 0;
+        int64_t at = 0;
+        visit([&](int64_t k) {
+          if (at++ == win) wx = sign * x[k], we = ex[k];
+        });
+        double spread = 0;
+        at = 0;
+        visit([&](int64_t k) {
+          const double v = sign * x[k];
+          const bool exact = we == 0 && ex[k] == 0;
+          const bool may_win = !exact && (std::isnan(v) || std::isnan(wx) || !std::isfinite(we + ex[k]) ||
+                                          v + ex[k] >= wx - we);
+          if (may_win) spread = std::max(spread, std::fabs(static_cast<double>(at - win)));
+          ++at;
+        });
+        bounds[0].data[uj] = spread;
+      });
+      break;
+    }
     default: LOOM_ASSERT(false, "`{}` is not a reduction", op.name());
   }
   return bounds;

@@ -1,6 +1,7 @@
 // The CPU reference's reductions: sum, amax, amin, mean and var_mean over any set of dims, in
-// double. Sums are compensated (Neumaier); var_mean is two-pass: the mean, then the sum of
-// squared deviations from it, so it has no cancellation whatever the data's offset.
+// double, and argmax and argmin along one. Sums are compensated (Neumaier); var_mean is
+// two-pass: the mean, then the sum of squared deviations from it, so it has no cancellation
+// whatever the data's offset.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -72,6 +73,30 @@ std::vector<Dense> evalReduction(const ir::Op& op, const Dense& in,
           seen = true;
         });
         r.data[static_cast<size_t>(j)] = m;
+      });
+      return {r};
+    }
+    case ir::OpKind::ArgMax:
+    case ir::OpKind::ArgMin: {
+      LOOM_USER_CHECK(n > 0, "`{}` of `{}` reduces over zero elements, which have no {}; the reduced "
+                      "dim must not be empty", op.name(), op.input(0)->name(),
+                      op.kind() == ir::OpKind::ArgMax ? "largest" : "smallest");
+      Dense r = result();
+      const bool largest = op.kind() == ir::OpKind::ArgMax;
+      forEachOutput(in, reduced, [&](int64_t j, auto visit) {
+        // The first extreme along the dim, a NaN being more extreme than any number (torch.argmax).
+        int64_t at = 0, best = -1;
+        double m = 0;
+        visit([&](int64_t k) {
+          const double v = x[k];
+          const bool better = best < 0 || (!std::isnan(m) && (std::isnan(v) || (largest ? v > m : v < m)));
+          if (better) {
+            m = v;
+            best = at;
+          }
+          ++at;
+        });
+        r.data[static_cast<size_t>(j)] = static_cast<double>(best);
       });
       return {r};
     }

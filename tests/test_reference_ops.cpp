@@ -581,6 +581,45 @@ void checkIndexed(OpKind k) {
   checkValues(out[0], want, t, ir::opName(k).data());
 }
 
+// argmax and argmin: the first extreme wins ties, a NaN is the extreme, along either dim and
+// with keepdim; integers; the operands they refuse.
+void checkArgReduce(OpKind k) {
+  const bool largest = k == OpKind::ArgMax;
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  auto along = [&](Tensor x, int dim, bool keep) { return largest ? argmax(x, dim, keep) : argmin(x, dim, keep); };
+  FusionBuilder fb("arg");
+  auto x = fb.input("x", DType::F16, {4, 3});
+  auto i = fb.input("i", DType::I32, {2, 3});
+  fb.output("rows", along(x, 1, false));
+  fb.output("cols", along(x, 0, true));
+  fb.output("ints", along(i, -1, false));
+  const std::vector<double> xv = {2, 5, 5,  -inf, nan, inf,  -1, -1, -1,  nan, 0, nan};
+  auto out = run(*fb.finish(), {HostTensor::fromValues(DType::F16, {4, 3}, xv),
+                                HostTensor::fromValues(DType::I32, {2, 3}, {7, -3, 7, -3, 9, -3})});
+  CHECK(out[0].dtype() == DType::I64);
+  CHECK(out[1].shape() == std::vector<int64_t>{1, 3});
+  if (largest) {
+    checkValues(out[0], {1, 1, 0, 0}, DType::I64, "argmax along rows");
+    checkValues(out[1], {3, 1, 3}, DType::I64, "argmax along columns");
+    checkValues(out[2], {0, 1}, DType::I64, "argmax of integers");
+  } else {
+    checkValues(out[0], {0, 1, 0, 0}, DType::I64, "argmin along rows");
+    checkValues(out[1], {3, 1, 3}, DType::I64, "argmin along columns");
+    checkValues(out[2], {1, 0}, DType::I64, "argmin of integers");
+  }
+  FusionBuilder bad("bad");
+  auto b = bad.input("b", DType::Bool, {4});
+  auto y = bad.input("y", DType::F32, {4, 2});
+  CHECK_THROWS_WITH(along(b, 0, false), Catch::Contains("needs a numeric operand"));
+  CHECK_THROWS_WITH(bad.fusion().addOp(k, {y.value()}, ir::ReduceAttrs{{0, 1}, false}),
+                    Catch::Contains("takes one dim, got 2"));
+  FusionBuilder empty("empty");
+  auto e = empty.input("e", DType::F32, {3, "D"});
+  empty.output("a", along(e, 1, false));
+  CHECK_THROWS_WITH(run(*empty.finish(), {HostTensor::fromValues(DType::F32, {3, 0}, std::vector<double>{})}),
+                    Catch::Contains("reduces over zero elements"));
+}
+
 void checkOp(OpKind k) {
   switch (ir::opFamily(k)) {
     case ir::OpFamily::Unary:
@@ -595,6 +634,7 @@ void checkOp(OpKind k) {
     case ir::OpFamily::Cast: return checkCast();
     case ir::OpFamily::Reduce: return checkReduce(k);
     case ir::OpFamily::VarMean: return checkVarMean();
+    case ir::OpFamily::ArgReduce: return checkArgReduce(k);
     case ir::OpFamily::Broadcast:
     case ir::OpFamily::Reshape:
     case ir::OpFamily::Permute:

@@ -100,6 +100,10 @@ void addUses(ir::Fusion& f, OpKind k, const Operands& in) {
       f.addOp(k, {in.x}, ir::ReduceAttrs{{1}, true, 1}, {"var", "mean", "n"});
       f.addOp(k, {in.g}, ir::ReduceAttrs{{0, 2}, false, 0.5});
       return;
+    case OpFamily::ArgReduce:
+      f.addOp(k, {in.x}, ir::ReduceAttrs{{1}, false});
+      f.addOp(k, {in.i}, ir::ReduceAttrs{{0}, true});
+      return;
     case OpFamily::Broadcast:
       f.addOp(k, {in.v}, ir::BroadcastAttrs{{true, false}});
       f.addOp(k, {in.v}, ir::BroadcastAttrs{{false, true, true}});

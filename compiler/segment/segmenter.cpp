@@ -6,6 +6,7 @@
 
 #include "compiler/analysis/domains.h"
 #include "compiler/schedule/scheduler.h"
+#include "compiler/segment/arg_reductions.h"
 #include "compiler/segment/split_reductions.h"
 #include "ir/error.h"
 #include "ir/json.h"
@@ -398,9 +399,13 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     empty.whole_rejections.push_back(why);
     return empty;
   }
-  SegmentPlan plan = Segmenter(f, sizes, inputs, opts).run();
+  // Arg-reductions are always written as the reductions the schedulers hold.
+  const std::shared_ptr<const ir::Fusion> expanded = expandArgReductions(f);
+  const ir::Fusion& given = expanded ? *expanded : f;
+  SegmentPlan plan = Segmenter(given, sizes, inputs, opts).run();
+  plan.rewritten = expanded;
   if (plan.segments.size() < 2 || opts.tuning.no_split_reductions) return plan;
-  std::shared_ptr<const ir::Fusion> g = splitReductions(f);
+  std::shared_ptr<const ir::Fusion> g = splitReductions(given);
   if (!g) return plan;
   SegmentPlan split;
   try {

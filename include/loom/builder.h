@@ -126,6 +126,10 @@ Tensor sum(Tensor x, std::vector<int> dims, bool keepdim = false);
 Tensor amax(Tensor x, std::vector<int> dims, bool keepdim = false);
 Tensor amin(Tensor x, std::vector<int> dims, bool keepdim = false);
 Tensor mean(Tensor x, std::vector<int> dims, bool keepdim = false);
+// The i64 index of the first largest (smallest) element along `dim`; a NaN counts as the
+// largest and the smallest (torch.argmax and torch.argmin).
+Tensor argmax(Tensor x, int dim, bool keepdim = false);
+Tensor argmin(Tensor x, int dim, bool keepdim = false);
 struct VarMean {
   Tensor var, mean, count;
 };

@@ -28,6 +28,14 @@ def _split(x, size, dim=0):
     return tuple(np.split(x, cuts, axis=dim))
 
 
+def _arg_extreme(fn, x, dim, keepdim):
+    # numpy's argmax and argmin, as torch's, take the first extreme and a NaN as the extreme.
+    r = fn(x.reshape(-1)) if dim is None else fn(x, axis=dim)
+    if keepdim:
+        r = np.reshape(r, [1] * x.ndim) if dim is None else np.expand_dims(r, dim)
+    return np.asarray(r, np.int64)
+
+
 def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
@@ -60,6 +68,8 @@ NUMPY = {
     "aten.sum.default": lambda x: x.sum(),
     "aten.mean.dim": lambda x, dim, keepdim=False: x.mean(axis=_axis(dim, x.ndim), keepdims=keepdim),
     "aten.amax.default": lambda x, dim=(), keepdim=False: x.max(axis=_axis(list(dim), x.ndim), keepdims=keepdim),
+    "aten.argmax.default": lambda x, dim=None, keepdim=False: _arg_extreme(np.argmax, x, dim, keepdim),
+    "aten.argmin.default": lambda x, dim=None, keepdim=False: _arg_extreme(np.argmin, x, dim, keepdim),
     "aten.var_mean.correction": lambda x, dim, correction=1, keepdim=False: (
         x.var(axis=_axis(dim, x.ndim), ddof=correction, keepdims=keepdim),
         x.mean(axis=_axis(dim, x.ndim), keepdims=keepdim)),

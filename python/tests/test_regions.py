@@ -304,3 +304,20 @@ def test_a_flattened_batch_split_again_stays_a_framework_view():
     plan = run(b, g, regions=1, left=["view"])
     assert "determined by no input alone" in plan.left["view_1"]
     assert "in v: f32[s0, s1, 16]" in plan.regions[0].text.replace("view_1", "v")
+
+
+def test_argmax_and_argmin_join_a_softmax_region_along_any_dim():
+    b = Builder()
+    x = b.input("x", f32(6, 40))
+    b.values["x"][1, 3] = b.values["x"][1, 7] = 9.0  # a tie: the first wins
+    b.values["x"][2, 5] = np.nan                     # a NaN wins
+    m = b.op("aten.amax.default", x, [-1], True)
+    e = b.op("aten.exp.default", b.op("aten.sub.Tensor", x, m))
+    y = b.op("aten.div.Tensor", e, b.op("aten.sum.dim_IntList", e, [-1], True))
+    hi = b.op("aten.argmax.default", x, -1, True)
+    lo = b.op("aten.argmin.default", x, 0)
+    flat = b.op("aten.argmax.default", x)
+    flat_kept = b.op("aten.argmax.default", x, None, True)
+    plan = run(b, y, hi, lo, flat, flat_kept, regions=1)
+    text = plan.regions[0].text
+    assert "argmax(" in text and "argmin(" in text

@@ -46,6 +46,40 @@ def reduction(op):
     return emit
 
 
+def arg_reduction(op):
+    """argmax / argmin along one dim, or over every element (dim None: of x flattened)."""
+    def emit(em, node):
+        x = node.args[0]
+        if not isinstance(x, Node) or x.out.dtype == "bool":
+            raise Unsupported(f"`{op}` of a {'number' if not isinstance(x, Node) else 'bool tensor'}")
+        v = em.value(x)
+        dim, keepdim = _arg(node, 1, "dim"), bool(_arg(node, 2, "keepdim", False))
+        if v.rank == 0:
+            raise Unsupported(f"`{op}` of a scalar")
+        if dim is None:
+            numel = Extent(1)
+            for e in v.shape:
+                numel = numel * e
+            v = reshape_to(em, v, [numel], f"{node.name}_flat")
+            d = 0
+        else:
+            d = dim % v.rank
+        if v.axes[d] == BCAST and v.shape[d] != 1:
+            v = em.dense(v)
+        axes = [BCAST if i == d else a for i, a in enumerate(v.axes)] if keepdim else \
+            [a for i, a in enumerate(v.axes) if i != d]
+        if dim is None and keepdim:
+            axes = [BCAST] * x.out.rank
+        out = em.emit(node.name if not (dim is None and keepdim) else f"{node.name}_1",
+                      f"{op}({v.name}, dim={d}, keepdim={'true' if keepdim and dim is not None else 'false'})",
+                      "i64", axes if not (dim is None and keepdim) else [])
+        if dim is None and keepdim:
+            for i in range(x.out.rank):
+                out = em.emit(f"{node.name}_u", f"unsqueeze({out.name}, dim={i})", "i64", [BCAST] * (i + 1))
+        return out
+    return emit
+
+
 def _correction(node):
     c = node.kwargs.get("correction")
     if c is None and "unbiased" in node.kwargs:
@@ -352,6 +386,7 @@ _ENTRIES = (  # the function, and the aten ops it writes
 def table():
     t = {f"aten.{name}.{overload}": reduction(name) for name in ("sum", "mean", "amax", "amin")
          for overload in ("default", "dim_IntList", "dim")}
+    t.update({f"aten.{name}.default": arg_reduction(name) for name in ("argmax", "argmin")})
     t.update((target, fn) for fn, targets in _ENTRIES for target in targets.split())
     return t
 

@@ -1,0 +1,55 @@
+// CPU-only: argmax and argmin are written as the reductions the schedulers hold (the segmenter's
+// rewrite), one kernel beside their neighbours wherever the normalization scheduler keeps the
+// row on chip, with PTX that ptxas accepts.
+#include <catch2/catch.hpp>
+
+#include "tests/compile_test_util.h"
+
+#include "compiler/codegen/ptxas_check.h"
+#include "compiler/compile.h"
+#include "compiler/segment/segmenter.h"
+#include "frontend/internal_api.h"
+#include "tests/arg_fusions.h"
+
+using namespace loom;
+using loom::test::descsFor;
+
+TEST_CASE("argmax and argmin compile to the planned kernels with PTX ptxas accepts", "[ptx][arg]") {
+  for (const auto& c : test::argCases()) {
+    std::string sizes;
+    for (const auto& [k, v] : c.sizes) sizes += fmt::format("{}={} ", k, v);
+    INFO(c.f->name() << " " << dtypeName(c.f->inputs()[0]->dtype()) << " " << sizes);
+    const CompiledPlan plan = compilePlan(*c.f, c.sizes, descsFor(*c.f, c.sizes, c.layouts), CompileOptions{{90, 132}});
+    INFO(plan.segments);
+    CHECK(plan.kernels.size() == c.kernels);
+    for (const auto& k : plan.kernels) {
+      const std::string err = loom::test::ptxasErrors(k.kernel.ptx, 90);
+      INFO(err);
+      CHECK(err.empty());
+    }
+  }
+}
+
+TEST_CASE("the arg-reduction rewrite keeps the fusion's inputs and outputs and names its parts", "[segment][arg]") {
+  auto f = test::predictedClass(DType::F16);
+  const Bindings sizes = {{"N", 64}, {"D", 1000}};
+  const auto plan = segment::segmentFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});
+  REQUIRE(plan.rewritten);
+  const ir::Fusion& g = *plan.rewritten;
+  REQUIRE(g.inputs().size() == 1);
+  REQUIRE(g.outputs().size() == 3);
+  CHECK(g.outputs()[1].name == "class");
+  CHECK(g.outputs()[1].value->dtype() == DType::I64);
+  for (const ir::Op* op : g.ops()) CHECK(op->family() != ir::OpFamily::ArgReduce);
+  const std::string s = plan.str(g);
+  INFO(s);
+  CHECK(plan.segments.size() == 1);
+  const std::string name = g.outputs()[1].value->name();
+  CHECK(s.find("amax (" + name + "_extreme)") != std::string::npos);
+  CHECK(s.find("amin (" + name + ")") != std::string::npos);
+  // Integers have no NaN to look for.
+  auto ints = test::argExtremes(DType::I32, 2, 1);
+  const auto iplan = segment::segmentFusion(*ints, sizes, descsFor(*ints, sizes), CompileOptions{{90, 132}});
+  REQUIRE(iplan.rewritten);
+  for (const ir::Op* op : iplan.rewritten->ops()) CHECK(op->kind() != ir::OpKind::IsNan);
+}

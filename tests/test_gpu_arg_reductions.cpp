@@ -1,0 +1,64 @@
+// [gpu]: argmax and argmin on the GPU equal the reference's indices exactly (first extreme of
+// ties, the first NaN where a row has one, infinities), in every case of tests/arg_fusions.h;
+// the other outputs of their kernels to tolerance.
+#include <catch2/catch.hpp>
+
+#include "tests/arg_fusions.h"
+#include "tests/gpu_test_util.h"
+
+using namespace loom;
+
+namespace {
+
+// Random values (ties are common once rounded to f16), with NaN, +inf and -inf each at about one
+// element in 3 * `reduced`: about a third of the reductions meet one.
+std::vector<HostTensor> inputsWithSpecials(const ir::Fusion& f, const Bindings& sizes,
+                                           const std::map<std::string, std::vector<int>>& layouts, int64_t reduced) {
+  std::vector<HostTensor> host = test::randomHostInputs(f, sizes, layouts, 7, -4.0, 4.0);
+  HostTensor& x = host[0];
+  if (!isFloat(x.dtype())) return host;
+  const double specials[] = {std::nan(""), std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity()};
+  const uint64_t every = static_cast<uint64_t>(3 * std::max<int64_t>(reduced, 1));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const uint64_t h = (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ULL;
+    if ((h >> 20) % every < 3) x.setLinear(i, specials[(h >> 12) % 3]);
+  }
+  return host;
+}
+
+}  // namespace
+
+TEST_CASE("argmax and argmin on the GPU are the reference's indices", "[gpu][arg]") {
+  if (!test::haveGpu()) return;
+  for (const auto& c : test::argCases()) {
+    std::string sizes;
+    for (const auto& [k, v] : c.sizes) sizes += fmt::format("{}={} ", k, v);
+    const std::vector<int> order = c.layouts.count("x") ? c.layouts.at("x") : std::vector<int>{};
+    INFO(c.f->name() << " " << dtypeName(c.f->inputs()[0]->dtype()) << " " << sizes << "order "
+                     << (order.empty() ? 0 : order[1]));
+    const int64_t reduced = c.f->name() == "arg_extremes_4d" ? c.sizes.at("C") : c.sizes.at("D");
+    const auto host = inputsWithSpecials(*c.f, c.sizes, c.layouts, reduced);
+    const auto ref = evaluateReference(*c.f, host, c.sizes);
+    Executor ex(*c.f);
+    for (int launch = 1; launch <= 2; ++launch) {
+      INFO("launch " << launch);
+      std::vector<DeviceTensor> dev;
+      for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+      std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, c.sizes, /*poison=*/true);
+      ex.runInto(dev, outs, c.sizes);
+      test::checkOutputs(*c.f, c.sizes, host, outs, &ref);
+      for (size_t i = 0; i < outs.size(); ++i) {
+        if (ref[i].dtype() != DType::I64) continue;
+        const std::vector<double> got = outs[i].toHost().toVector(), want = ref[i].toVector();
+        REQUIRE(got.size() == want.size());
+        size_t bad = 0, first = got.size();
+        for (size_t j = 0; j < got.size(); ++j)
+          if (got[j] != want[j] && bad++ == 0) first = j;
+        INFO("output " << c.f->outputs()[i].name << ": " << bad << " of " << got.size() << " indices differ"
+                       << (bad ? fmt::format("; first at {}: {} for {}", first, got[first], want[first]) : ""));
+        CHECK(bad == 0);
+      }
+    }
+  }
+}
