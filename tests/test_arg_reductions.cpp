@@ -9,6 +9,7 @@
 #include "compiler/compile.h"
 #include "compiler/segment/segmenter.h"
 #include "frontend/internal_api.h"
+#include "frontend/parser.h"
 #include "tests/arg_fusions.h"
 
 using namespace loom;
@@ -52,4 +53,13 @@ TEST_CASE("the arg-reduction rewrite keeps the fusion's inputs and outputs and n
   const auto iplan = segment::segmentFusion(*ints, sizes, descsFor(*ints, sizes), CompileOptions{{90, 132}});
   REQUIRE(iplan.rewritten);
   for (const ir::Op* op : iplan.rewritten->ops()) CHECK(op->kind() != ir::OpKind::IsNan);
+}
+
+TEST_CASE("examples/fusions/predicted_class.loom is one kernel over a Llama-sized vocabulary", "[segment][arg][text]") {
+  auto f = parseFusionFile(std::string(LOOM_SOURCE_DIR) + "/examples/fusions/predicted_class.loom");
+  const Bindings sizes = {{"N", 8192}, {"V", 128256}};
+  const auto plan = segment::segmentFusion(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});
+  INFO(plan.str(plan.rewritten ? *plan.rewritten : *f));
+  CHECK(plan.segments.size() == 1);
+  CHECK(plan.segments[0].scheduler == "normalization");
 }
