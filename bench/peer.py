@@ -42,7 +42,8 @@ def torch_side():
 
 
 def torch_dtype(torch, name):
-    return {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}[name]
+    return {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+            "i64": torch.int64}[name]
 
 
 def layout_order(layout, rank):
@@ -186,6 +187,14 @@ def twins(torch, F, w, inputs):
     if f == "column_sum":
         def fn(x):
             return (x.sum(0, dtype=torch.float32),)
+        return fn, fn, ""
+    if f == "predicted_class":
+        def fn(logits):  # the largest probability of the softmax in f32, and the first largest logit
+            return torch.softmax(logits.float(), -1).amax(-1), logits.argmax(-1)
+        return fn, fn, ""
+    if f == "argmax_rows":
+        def fn(logits):
+            return (logits.argmax(-1),)
         return fn, fn, ""
     if f == "column_var_mean":
         def fn(x):  # f32 statistics of f16 columns (eager reads an f32 copy; torch.compile fuses the cast)

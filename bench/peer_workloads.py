@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i64": 8}
 # loom's own tolerance table (reference/compare.cpp): ||loom - eager|| / ||eager|| must stay below.
-TOLERANCE = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 2e-5, "f64": 1e-12}
+TOLERANCE = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 2e-5, "f64": 1e-12, "i64": 0.0}  # indices exactly
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,6 +140,9 @@ def input_specs(w):
     if f == "sum_all":  # examples/fusions/sum_all.loom: every element to one value
         (n,) = _need(w, "N")
         return [("x", t, [n], -1.0, 1.0)]
+    if f in ("predicted_class", "argmax_rows"):  # a row's class (and its probability) from its logits
+        n, v = _need(w, "N", "V")
+        return [("logits", t, [n, v], -1.0, 1.0)]
     if f in ("column_sum", "column_var_mean"):  # examples/fusions/column_*.loom: down the columns, in f32
         m, d = _need(w, "M", "D")
         return [("x", t, [m, d], -1.0, 1.0)]
@@ -208,6 +211,10 @@ def output_specs(w):
         return [("s", "f32", [])]
     if f == "column_sum":
         return [("s", "f32", ins["x"][2][1:])]
+    if f == "predicted_class":
+        return [("prob", "f32", ins["logits"][2][:1]), ("class", "i64", ins["logits"][2][:1])]
+    if f == "argmax_rows":
+        return [("class", "i64", ins["logits"][2][:1])]
     if f == "column_var_mean":
         return [("var", "f32", ins["x"][2][1:]), ("mean", "f32", ins["x"][2][1:])]
     if f == "batch_norm":
