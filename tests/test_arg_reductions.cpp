@@ -63,3 +63,15 @@ TEST_CASE("examples/fusions/predicted_class.loom is one kernel over a Llama-size
   CHECK(plan.segments.size() == 1);
   CHECK(plan.segments[0].scheduler == "normalization");
 }
+
+TEST_CASE("a smallest index starts from i64's largest value, not the wrapped double", "[ptx][arg]") {
+  // The identity of an i64 min is 2^63 - 1, which a double rounds past; a wrapped constant would
+  // be i64's smallest, and the whole reduction would fold to it.
+  auto f = test::argExtremes(DType::F16, 2, 1);
+  const Bindings sizes = {{"N", 64}, {"D", 1000}};
+  const CompiledPlan plan = compilePlan(*f, sizes, descsFor(*f, sizes), CompileOptions{{90, 132}});
+  REQUIRE(plan.kernels.size() == 1);
+  const std::string& ptx = plan.kernels[0].kernel.ptx;
+  CHECK(ptx.find("9223372036854775807") != std::string::npos);
+  CHECK(ptx.find("-9223372036854775808") == std::string::npos);
+}

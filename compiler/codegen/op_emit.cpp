@@ -4,10 +4,13 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cmath>
 
 #include "ir/error.h"
+#include "ir/op_math.h"
 #include "ir/philox.h"
 
 namespace loom::codegen {
@@ -42,7 +45,11 @@ llvm::Value* emitConst(llvm::IRBuilder<>& b, DType t, double v) {
   llvm::Type* ty = regType(b.getContext(), t);
   if (isFloat(t)) return llvm::ConstantFP::get(ty, v);
   if (t == DType::Bool) return b.getInt1(v != 0);
-  return llvm::ConstantInt::get(ty, static_cast<uint64_t>(static_cast<int64_t>(v)), true);
+  // Saturating at the dtype's range: a min's identity is i64's largest value, which a double
+  // holds rounded up past it.
+  int64_t i = ir::op_math_detail::toInt(v);
+  if (t == DType::I32) i = std::clamp<int64_t>(i, INT32_MIN, INT32_MAX);
+  return llvm::ConstantInt::get(ty, static_cast<uint64_t>(i), true);
 }
 
 namespace {
