@@ -151,6 +151,8 @@ Tensor cast(Tensor x, DType to) {
   return make(x, OpKind::Cast, {x}, ir::CastAttrs{to});
 }
 
+Tensor bitcast(Tensor x, DType to) { return make(x, OpKind::Bitcast, {x}, ir::CastAttrs{to}); }
+
 static Tensor reduce(OpKind k, Tensor x, std::vector<int> dims, bool keepdim) {
   return make(x, k, {x}, ir::ReduceAttrs{normalizeDims(std::move(dims), x.rank()), keepdim, 0});
 }

@@ -37,7 +37,8 @@ std::vector<AttrSpec> attrSpecs(ir::OpFamily f) {
   using F = ir::OpFamily;
   using K = AttrKind;
   switch (f) {
-    case F::Cast: return {{"to", K::DType}};
+    case F::Cast:
+    case F::Bitcast: return {{"to", K::DType}};
     case F::Reduce: return {{"dims", K::IntList}, {"keepdim", K::Bool, false}};
     case F::VarMean:
       return {{"dims", K::IntList}, {"correction", K::Number, false}, {"keepdim", K::Bool, false}};
@@ -128,7 +129,8 @@ ir::Attrs buildAttrs(ir::OpFamily f, const AttrBag& b, const std::vector<const i
   using Ints = std::vector<int>;
   using Extents = std::vector<Extent>;
   switch (f) {
-    case F::Cast: return ir::CastAttrs{b.get<DType>("to")};
+    case F::Cast:
+    case F::Bitcast: return ir::CastAttrs{b.get<DType>("to")};
     case F::Reduce:
     case F::VarMean:
       return ir::ReduceAttrs{b.get<Ints>("dims"), b.get<bool>("keepdim", false),

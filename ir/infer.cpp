@@ -276,6 +276,15 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
     case OpFamily::Cast:
       expectArity(k, in, 1);
       return {{expectAttrs<CastAttrs>(k, attrs).to, in[0]->axes()}};
+    case OpFamily::Bitcast: {
+      expectArity(k, in, 1);
+      const DType from = in[0]->dtype(), to = expectAttrs<CastAttrs>(k, attrs).to;
+      // The reference holds every value as a double, which keeps 32-bit patterns exactly.
+      LOOM_USER_CHECK((from == DType::F32 && to == DType::I32) || (from == DType::I32 && to == DType::F32),
+                      "{}: `{}` is {} and `to` is {}; bitcast reads the bits of f32 as i32 or of i32 as f32 "
+                      "(cast to f32 or i32 first)", where(k), in[0]->name(), dtypeName(from), dtypeName(to));
+      return {{to, in[0]->axes()}};
+    }
     case OpFamily::Reduce: {
       expectArity(k, in, 1);
       if (k == OpKind::Mean) expectFloat(k, in[0]);

@@ -42,6 +42,7 @@ bool isPointwise(OpKind k) {
     case OpFamily::Unary: case OpFamily::UnaryAny: case OpFamily::Predicate:
     case OpFamily::LogicalNot: case OpFamily::Binary: case OpFamily::BinaryFloat:
     case OpFamily::Compare: case OpFamily::Logical: case OpFamily::Where: case OpFamily::Cast:
+    case OpFamily::Bitcast:
       return true;
     default:
       return false;

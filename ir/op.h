@@ -20,7 +20,7 @@ enum class OpKind : uint8_t {
 };
 
 enum class OpFamily : uint8_t {
-  Unary, UnaryAny, Predicate, LogicalNot, Binary, BinaryFloat, Compare, Logical, Where, Cast,
+  Unary, UnaryAny, Predicate, LogicalNot, Binary, BinaryFloat, Compare, Logical, Where, Cast, Bitcast,
   Reduce, VarMean, ArgReduce, Broadcast, Reshape, Permute, Squeeze, Unsqueeze, Slice, Concat, Constant, Full,
   Iota, Random
 };
@@ -30,7 +30,7 @@ OpFamily opFamily(OpKind k);
 bool parseOpKind(std::string_view name, OpKind* out);
 // All kinds in list order (for tests that cover every op).
 const std::vector<OpKind>& allOpKinds();
-bool isPointwise(OpKind k);  // elementwise families: unary, binary, where, cast
+bool isPointwise(OpKind k);  // elementwise families: unary, binary, where, cast, bitcast
 bool isReduction(OpKind k);  // Reduce, VarMean and ArgReduce families
 bool isView(OpKind k);       // broadcast, reshape, permute, squeeze, unsqueeze, slice
 // Ops that make a tensor of their own shape attribute: full, iota, rand_uniform, rand_normal.
@@ -39,7 +39,7 @@ bool isCreation(OpKind k);
 struct NoAttrs {
   bool operator==(const NoAttrs&) const = default;
 };
-struct CastAttrs {
+struct CastAttrs {  // Cast and Bitcast
   DType to;
   bool operator==(const CastAttrs&) const = default;
 };

@@ -34,6 +34,7 @@
 // (two's complement, like C++ and torch); x -> bool is x != 0 (NaN -> true); bool -> x is 0/1.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numbers>
 
@@ -197,6 +198,21 @@ inline double evalCast(double x, DType from, DType to) {
   if (isInt(from) && isInt(to))
     return static_cast<double>(d::wrapInt(static_cast<uint64_t>(d::toInt(x)), to));
   return roundTo(to, x);
+}
+
+// Bitcast between f32 and i32: the value's 32 bits read as the other dtype (an f32 value is first
+// rounded to f32, as the GPU holds it).
+inline double evalBitcast(double x, DType to) {
+  if (to == DType::I32) {
+    const float f = static_cast<float>(x);
+    int32_t i = 0;
+    std::memcpy(&i, &f, 4);
+    return static_cast<double>(i);
+  }
+  const int32_t i = static_cast<int32_t>(x);
+  float f = 0;
+  std::memcpy(&f, &i, 4);
+  return static_cast<double>(f);
 }
 
 }  // namespace loom::ir

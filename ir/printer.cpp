@@ -29,6 +29,7 @@ std::string dtypeStr(DType t) { return std::string(dtypeName(t)); }
 std::vector<std::string> attrStrings(const Op& op) {
   switch (op.family()) {
     case OpFamily::Cast:
+    case OpFamily::Bitcast:
       return {"to=" + dtypeStr(op.attr<CastAttrs>().to)};
     case OpFamily::Reduce: {
       const auto& a = op.attr<ReduceAttrs>();

@@ -268,6 +268,16 @@ Dense boundPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
         else d = spread1([&](double v) { return ir::evalCast(v, t, out_t); }, a, ea, y[i]);
         break;
       }
+      case ir::OpFamily::Bitcast: {
+        // Exact bits stay exact. A float's bits grow with its magnitude on each side of zero, so
+        // its interval's ends bound them there; integers' bits may be NaNs anywhere.
+        const double a = x(0, off), ea = ex(0, off);
+        if (ea == 0) own = 0;
+        else if (out_t == DType::I32 && !straddlesZero(a, ea))
+          d = spread1([&](double v) { return ir::evalBitcast(v, out_t); }, a, ea, y[i]);
+        else d = kInf;
+        break;
+      }
       default: LOOM_ASSERT(false, "`{}` is not elementwise", op.name());
     }
     o[i] = tidy(d + own, y[i]);

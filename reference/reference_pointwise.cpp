@@ -53,6 +53,14 @@ Dense evalPointwise(const ir::Op& op, const std::vector<const Dense*>& in,
       });
       break;
     }
+    case ir::OpFamily::Bitcast: {
+      const double* x = in[0]->data.data();
+      const DType to = op.attr<ir::CastAttrs>().to;
+      parallelForEachIndex(out_shape, strides, [&](int64_t i, const int64_t* off) {
+        o[i] = ir::evalBitcast(x[off[0]], to);
+      });
+      break;
+    }
     default: LOOM_ASSERT(false, "`{}` is not elementwise", op.name());
   }
   return out;

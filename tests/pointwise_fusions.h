@@ -23,7 +23,7 @@ inline std::vector<std::unique_ptr<ir::Fusion>> everyPointwiseOp() {
       if (arity >= 2) in.push_back(f->addInput("y", t, n));
       int outputs = 0;
       for (ir::OpKind k : ir::allOpKinds()) {
-        if (!ir::isPointwise(k) || k == ir::OpKind::Cast) continue;
+        if (!ir::isPointwise(k) || k == ir::OpKind::Cast || k == ir::OpKind::Bitcast) continue;
         size_t want = k == ir::OpKind::Where ? 3 : (ir::opFamily(k) == ir::OpFamily::Unary ||
                                                     ir::opFamily(k) == ir::OpFamily::UnaryAny ||
                                                     ir::opFamily(k) == ir::OpFamily::Predicate ||
@@ -46,6 +46,11 @@ inline std::vector<std::unique_ptr<ir::Fusion>> everyPointwiseOp() {
     for (DType to : all)
       if (to != t)
         f->addOutput(fmt::format("to_{}", dtypeName(to)), f->addOp(ir::OpKind::Cast, {x}, ir::CastAttrs{to})->output());
+    // And the same bits as the other dtype of 32 bits.
+    if (t == DType::F32 || t == DType::I32) {
+      const DType to = t == DType::F32 ? DType::I32 : DType::F32;
+      f->addOutput(fmt::format("bits_{}", dtypeName(to)), f->addOp(ir::OpKind::Bitcast, {x}, ir::CastAttrs{to})->output());
+    }
     out.push_back(std::move(f));
   }
   return out;

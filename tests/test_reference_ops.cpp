@@ -2,6 +2,7 @@
 // here, on small and odd sizes, in several dtypes, and the edge semantics of ir/op_math.h.
 // Rounding, broadcasting, strides and the rest: test_reference_semantics.cpp; bindSizes:
 // test_bind_sizes.cpp.
+#include <cstring>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -308,6 +309,39 @@ void checkCast() {
   checkValues(out[1], it.toVector(), DType::F16, "cast i64 -> f16", 0);
   checkValues(out[2], bt.toVector(), DType::F32, "cast bool -> f32", 0);
   checkValues(out[3], bt.toVector(), DType::I64, "cast bool -> i64", 0);
+}
+
+void checkBitcast() {
+  // Signed zeros, infinities, a NaN, subnormals and ordinary values, against memcpy's bits.
+  std::vector<double> v = {0.0, -0.0, 1.0, -1.0, kInf, -kInf, kNaN, std::ldexp(1.0, -149), -3.5e38, 0.1};
+  auto u = HostTensor::random(DType::F32, {1021}, 11, -1e4, 1e4).toVector();
+  v.insert(v.end(), u.begin(), u.end());
+  const int64_t n = static_cast<int64_t>(v.size());
+  std::vector<double> bits;
+  for (double x : v) {
+    const float f = static_cast<float>(x);
+    int32_t i = 0;
+    std::memcpy(&i, &f, 4);
+    bits.push_back(i);
+  }
+  FusionBuilder fb("bitcast");
+  auto x = fb.input("x", DType::F32, {n});
+  auto i = fb.input("i", DType::I32, {n});
+  fb.output("x_bits", bitcast(x, DType::I32));
+  fb.output("i_float", bitcast(i, DType::F32));
+  fb.output("round_trip", bitcast(bitcast(x, DType::I32), DType::F32));
+  auto f = fb.finish();
+  auto out = run(*f, {HostTensor::fromValues(DType::F32, {n}, v), HostTensor::fromValues(DType::I32, {n}, bits)});
+  checkValues(out[0], bits, DType::I32, "bitcast f32 -> i32", 0);
+  for (int64_t k = 0; k < n; ++k) {
+    INFO("element " << k << ": " << v[static_cast<size_t>(k)]);
+    const double a = out[1].getLinear(k), b = out[2].getLinear(k), want = static_cast<float>(v[static_cast<size_t>(k)]);
+    CHECK(((std::isnan(want) && std::isnan(a) && std::isnan(b)) ||
+           (a == want && b == want && std::signbit(a) == std::signbit(want))));
+  }
+  FusionBuilder bad("bitcast_f16");
+  auto h = bad.input("h", DType::F16, {4});
+  CHECK_THROWS_WITH(bitcast(h, DType::I32), Catch::Contains("bitcast reads the bits of f32 as i32 or of i32 as f32"));
 }
 
 // Naive reductions of a [2, 3, 5]-style tensor over `dims`, row-major outputs.
@@ -632,6 +666,7 @@ void checkOp(OpKind k) {
     case ir::OpFamily::Logical: return checkBinary(k);
     case ir::OpFamily::Where: return checkWhere();
     case ir::OpFamily::Cast: return checkCast();
+    case ir::OpFamily::Bitcast: return checkBitcast();
     case ir::OpFamily::Reduce: return checkReduce(k);
     case ir::OpFamily::VarMean: return checkVarMean();
     case ir::OpFamily::ArgReduce: return checkArgReduce(k);

@@ -92,6 +92,10 @@ void addUses(ir::Fusion& f, OpKind k, const Operands& in) {
       f.addOp(k, {in.x}, ir::CastAttrs{DType::F16});
       f.addOp(k, {in.c}, ir::CastAttrs{DType::F32});
       return;
+    case OpFamily::Bitcast:
+      f.addOp(k, {in.x}, ir::CastAttrs{DType::I32});
+      f.addOp(k, {in.i}, ir::CastAttrs{DType::F32});
+      return;
     case OpFamily::Reduce:
       f.addOp(k, {in.x}, ir::ReduceAttrs{{1}, false});
       f.addOp(k, {in.g}, ir::ReduceAttrs{{1, 2, 3}, true});

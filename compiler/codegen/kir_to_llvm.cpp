@@ -406,6 +406,8 @@ class Translator {
       for (const auto& a : args) lane.push_back(a.size() == 1 ? a[0] : a[j]);
       if (e.op == ir::OpKind::Cast) {
         out.push_back(emitCast(b_, lane[0], e.args[0]->type.dtype, e.type.dtype));
+      } else if (e.op == ir::OpKind::Bitcast) {
+        out.push_back(b_.CreateBitCast(lane[0], regType(b_.getContext(), e.type.dtype)));
       } else if (ir::opFamily(e.op) == ir::OpFamily::Random) {
         out.push_back(emitRandom(b_, e.op, e.type.dtype, lane));
       } else {

@@ -78,8 +78,8 @@ void putExpr(Out& out, const Kernel& k, const Expr& e) {
     }
     case Expr::Kind::Const: put(out, "{}:{}", e.fvalue, dtypeName(e.type.dtype)); return;
     case Expr::Kind::Math:
-      if (e.op == ir::OpKind::Cast) {
-        put(out, "cast<{}>(", dtypeName(e.type.dtype));
+      if (e.op == ir::OpKind::Cast || e.op == ir::OpKind::Bitcast) {
+        put(out, "{}<{}>(", ir::opName(e.op), dtypeName(e.type.dtype));
         putExpr(out, k, *e.args[0]);
       } else {
         put(out, "{}(", ir::opName(e.op));

@@ -11,7 +11,8 @@ namespace {
 
 class Expander {
  public:
-  explicit Expander(const ir::Fusion& f) : f_(f), g_(std::make_unique<ir::Fusion>(f.name())) {
+  Expander(const ir::Fusion& f, const Bindings& sizes)
+      : f_(f), sizes_(sizes), g_(std::make_unique<ir::Fusion>(f.name())) {
     for (const ir::Value* v : f.values()) names_.insert(v->name());
   }
 
@@ -48,6 +49,61 @@ class Expander {
   }
 
   const ir::Value* expand(const ir::Op* op, const ir::Value* x) {
+    const int d = op->attr<ir::ReduceAttrs>().dims.at(0);
+    const ir::Axis& along = x->axis(d);
+    const int64_t extent = along.broadcast ? 1 : along.extent.evaluate(sizes_);
+    const DType t = x->dtype();
+    const bool narrow = t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::I32;
+    return narrow && extent <= kLowWord + 1 ? packed(op, x) : twoReductions(op, x);
+  }
+
+  // One reduction of i64 keys: the element's order as a 32-bit integer above its index (reversed
+  // for argmax, so that the first of equal values is the largest key). It needs no row on chip.
+  const ir::Value* packed(const ir::Op* op, const ir::Value* x) {
+    using ir::OpKind;
+    const auto& a = op->attr<ir::ReduceAttrs>();
+    const int d = a.dims.at(0);
+    const std::string base = op->output()->name();
+    const bool largest = op->kind() == OpKind::ArgMax;
+    const ir::Value* order = nullptr;
+    if (x->dtype() == DType::I32) {
+      order = cast(x, DType::I64, base + "_order");
+    } else {
+      const ir::Value* f = x->dtype() == DType::F32 ? x : cast(x, DType::F32, base + "_f32");
+      // -0 and 0 are equal (the first wins), so both get 0's bits.
+      const ir::Value* zero = constant(0, DType::F32, base + "_zero");
+      const ir::Value* z = add(OpKind::Where, {add(OpKind::Eq, {f, zero}, ir::NoAttrs{}, fresh(base + "_is_zero")), zero, f},
+                               ir::NoAttrs{}, fresh(base + "_unsigned"));
+      const ir::Value* bits = cast(add(OpKind::Bitcast, {z}, ir::CastAttrs{DType::I32}, fresh(base + "_bits")), DType::I64,
+                                   base + "_bits64");
+      // A negative float's bits grow with its magnitude: mirrored below zero they order as it does.
+      const ir::Value* neg = add(OpKind::Lt, {bits, constant(0, DType::I64, base + "_i64_zero")}, ir::NoAttrs{},
+                                 fresh(base + "_negative"));
+      const ir::Value* mirrored = add(OpKind::Sub, {constant(-2147483649.0, DType::I64, base + "_mirror"), bits},
+                                      ir::NoAttrs{}, fresh(base + "_mirrored"));
+      order = add(OpKind::Where, {neg, mirrored, bits}, ir::NoAttrs{}, fresh(base + "_ordered"));
+      // A NaN is the extreme either way (torch.argmax), past every number's order.
+      const ir::Value* nan = add(OpKind::IsNan, {f}, ir::NoAttrs{}, fresh(base + "_nan"));
+      const ir::Value* top = constant(largest ? 2147483647.0 : -2147483648.0, DType::I64, base + "_nan_order");
+      order = add(OpKind::Where, {nan, top, order}, ir::NoAttrs{}, fresh(base + "_order"));
+    }
+    const ir::Value* at = iota(x, d, base);
+    const ir::Value* low_word = constant(static_cast<double>(kLowWord), DType::I64, base + "_low_word");
+    const ir::Value* low = largest ? add(OpKind::Sub, {low_word, at}, ir::NoAttrs{}, fresh(base + "_reversed")) : at;
+    const ir::Value* high = add(OpKind::Mul, {order, constant(static_cast<double>(kLowWord) + 1, DType::I64, base + "_shift")},
+                                ir::NoAttrs{}, fresh(base + "_high"));
+    const ir::Value* key = add(OpKind::Add, {high, low}, ir::NoAttrs{}, fresh(base + "_key"));
+    const ir::Value* best = add(largest ? OpKind::ReduceMax : OpKind::ReduceMin, {key}, ir::ReduceAttrs{{d}, a.keepdim, 0},
+                                fresh(base + "_best"));
+    names_.insert(base);
+    if (!largest) return add(OpKind::And, {best, low_word}, ir::NoAttrs{}, base);
+    const ir::Value* back = add(OpKind::And, {best, low_word}, ir::NoAttrs{}, fresh(base + "_low"));
+    return add(OpKind::Sub, {low_word, back}, ir::NoAttrs{}, base);
+  }
+
+  // The extreme, then the smallest index that holds it: where keys do not fit (f64, i64 and rows
+  // past the low word), a row the normalization scheduler keeps on chip between the two.
+  const ir::Value* twoReductions(const ir::Op* op, const ir::Value* x) {
     const auto& a = op->attr<ir::ReduceAttrs>();
     const int d = a.dims.at(0);
     const std::string base = op->output()->name();
@@ -59,18 +115,32 @@ class Expander {
       const ir::Value* nan = add(ir::OpKind::IsNan, {x}, ir::NoAttrs{}, fresh(base + "_nan"));
       take = add(ir::OpKind::Or, {take, nan}, ir::NoAttrs{}, fresh(base + "_take"));
     }
-    std::vector<Extent> shape;
-    for (int i = 0; i < x->rank(); ++i) shape.push_back(x->axis(i).broadcast ? Extent(1) : x->axis(i).extent);
-    const ir::Value* at = add(ir::OpKind::Iota, {}, ir::ScalarAttrs{0, DType::I64, shape, d}, fresh(base + "_index"));
+    const ir::Value* at = iota(x, d, base);
     // Past every index a tensor can have, and exact in the double a constant is held in.
-    const ir::Value* never = add(ir::OpKind::Constant, {}, ir::ScalarAttrs{std::ldexp(1.0, 62), DType::I64, {}},
-                                 fresh(base + "_none"));
+    const ir::Value* never = constant(std::ldexp(1.0, 62), DType::I64, base + "_none");
     const ir::Value* cand = add(ir::OpKind::Where, {take, at, never}, ir::NoAttrs{}, fresh(base + "_candidate"));
     names_.insert(base);
     return add(ir::OpKind::ReduceMin, {cand}, ir::ReduceAttrs{{d}, a.keepdim, 0}, base);
   }
 
+  // Each element's index along d, in x's shape.
+  const ir::Value* iota(const ir::Value* x, int d, const std::string& base) {
+    std::vector<Extent> shape;
+    for (int i = 0; i < x->rank(); ++i) shape.push_back(x->axis(i).broadcast ? Extent(1) : x->axis(i).extent);
+    return add(ir::OpKind::Iota, {}, ir::ScalarAttrs{0, DType::I64, shape, d}, fresh(base + "_index"));
+  }
+  const ir::Value* constant(double v, DType t, const std::string& name) {
+    return add(ir::OpKind::Constant, {}, ir::ScalarAttrs{v, t, {}}, fresh(name));
+  }
+  const ir::Value* cast(const ir::Value* x, DType to, const std::string& name) {
+    return add(ir::OpKind::Cast, {x}, ir::CastAttrs{to}, fresh(name));
+  }
+
+  // An index in the key's low 32 bits.
+  static constexpr int64_t kLowWord = 4294967295;
+
   const ir::Fusion& f_;
+  const Bindings& sizes_;
   std::unique_ptr<ir::Fusion> g_;
   std::set<std::string> names_;
   std::map<const ir::Value*, const ir::Value*> map_;
@@ -78,11 +148,11 @@ class Expander {
 
 }  // namespace
 
-std::unique_ptr<ir::Fusion> expandArgReductions(const ir::Fusion& f) {
+std::unique_ptr<ir::Fusion> expandArgReductions(const ir::Fusion& f, const Bindings& sizes) {
   const auto& ops = f.ops();
   if (std::none_of(ops.begin(), ops.end(), [](const ir::Op* op) { return op->family() == ir::OpFamily::ArgReduce; }))
     return nullptr;
-  return Expander(f).run();
+  return Expander(f, sizes).run();
 }
 
 }  // namespace loom::segment

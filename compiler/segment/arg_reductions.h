@@ -1,9 +1,12 @@
 #pragma once
-// Arg-reductions as the reductions every scheduler already holds: argmax(x, d) is the first index
-// along d where x equals amax(x, d) or is NaN, that is amin over d of where(x == max or isnan(x),
-// iota along d, a sentinel no index reaches). The normalization scheduler keeps x on chip between
-// the two reductions, so the arg-reduction reads x once, in the kernel of its neighbours; a NaN
-// makes amax NaN, which equals nothing, so the first NaN wins as in torch.argmax.
+// Arg-reductions as the reductions every scheduler already holds. Where x is f16, bf16, f32 or
+// i32 and the dim has at most 2^32 elements, argmax(x, d) is one amax of i64 keys: x's order as a
+// 32-bit integer (a float's bits, mirrored below zero, NaN above everything) times 2^32, plus the
+// index reversed (2^32 - 1 - i, so the first of equal values wins); the index is the key's low
+// word. Otherwise (f64, i64) it is the first index along d where x equals amax(x, d) or is NaN,
+// amin over d of where(hit, iota, a sentinel no index reaches), whose row the normalization
+// scheduler keeps on chip between the two reductions; a NaN makes amax NaN, which equals nothing,
+// so the first NaN wins as in torch.argmax.
 #include <memory>
 
 #include "ir/fusion.h"
@@ -11,7 +14,8 @@
 namespace loom::segment {
 
 // The fusion with every argmax and argmin so written (outputs, inputs and every other op as
-// they are, the arg-reduction's result keeping its name), or null where it has none.
-std::unique_ptr<ir::Fusion> expandArgReductions(const ir::Fusion& f);
+// they are, the arg-reduction's result keeping its name), or null where it has none. `sizes`
+// say whether a dim's indices fit a key's low word.
+std::unique_ptr<ir::Fusion> expandArgReductions(const ir::Fusion& f, const Bindings& sizes);
 
 }  // namespace loom::segment

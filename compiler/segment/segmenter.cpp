@@ -400,7 +400,7 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     return empty;
   }
   // Arg-reductions are always written as the reductions the schedulers hold.
-  const std::shared_ptr<const ir::Fusion> expanded = expandArgReductions(f);
+  const std::shared_ptr<const ir::Fusion> expanded = expandArgReductions(f, sizes);
   const ir::Fusion& given = expanded ? *expanded : f;
   SegmentPlan plan = Segmenter(given, sizes, inputs, opts).run();
   plan.rewritten = expanded;

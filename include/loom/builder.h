@@ -120,6 +120,8 @@ inline Tensor operator-(Tensor a) { return neg(a); }
 Tensor where(Tensor cond, Tensor a, Tensor b);
 Tensor where(Tensor cond, Tensor a, double b);
 Tensor cast(Tensor x, DType to);
+// The same 32 bits read as the other dtype: f32 to i32 or i32 to f32.
+Tensor bitcast(Tensor x, DType to);
 
 // --- reductions (dims may be negative; empty dims is an error) ---
 Tensor sum(Tensor x, std::vector<int> dims, bool keepdim = false);
