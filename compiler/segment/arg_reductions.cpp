@@ -69,30 +69,29 @@ class Expander {
     if (x->dtype() == DType::I32) {
       order = cast(x, DType::I64, base + "_order");
     } else {
+      // In 32-bit integers, which cost the GPU one instruction each where i64 costs two.
       const ir::Value* f = x->dtype() == DType::F32 ? x : cast(x, DType::F32, base + "_f32");
-      // -0 and 0 are equal (the first wins), so both get 0's bits.
-      const ir::Value* zero = constant(0, DType::F32, base + "_zero");
-      const ir::Value* z = add(OpKind::Where, {add(OpKind::Eq, {f, zero}, ir::NoAttrs{}, fresh(base + "_is_zero")), zero, f},
-                               ir::NoAttrs{}, fresh(base + "_unsigned"));
-      const ir::Value* bits = cast(add(OpKind::Bitcast, {z}, ir::CastAttrs{DType::I32}, fresh(base + "_bits")), DType::I64,
-                                   base + "_bits64");
-      // A negative float's bits grow with its magnitude: mirrored below zero they order as it does.
-      const ir::Value* neg = add(OpKind::Lt, {bits, constant(0, DType::I64, base + "_i64_zero")}, ir::NoAttrs{},
+      const ir::Value* bits = add(OpKind::Bitcast, {f}, ir::CastAttrs{DType::I32}, fresh(base + "_bits"));
+      // A negative float's bits grow with its magnitude: INT32_MIN - bits orders them as it does,
+      // and gives -0 the 0 of 0, its equal.
+      const ir::Value* neg = add(OpKind::Lt, {bits, constant(0, DType::I32, base + "_i32_zero")}, ir::NoAttrs{},
                                  fresh(base + "_negative"));
-      const ir::Value* mirrored = add(OpKind::Sub, {constant(-2147483649.0, DType::I64, base + "_mirror"), bits},
+      const ir::Value* mirrored = add(OpKind::Sub, {constant(-2147483648.0, DType::I32, base + "_mirror"), bits},
                                       ir::NoAttrs{}, fresh(base + "_mirrored"));
-      order = add(OpKind::Where, {neg, mirrored, bits}, ir::NoAttrs{}, fresh(base + "_ordered"));
+      const ir::Value* ordered = add(OpKind::Where, {neg, mirrored, bits}, ir::NoAttrs{}, fresh(base + "_ordered"));
       // A NaN is the extreme either way (torch.argmax), past every number's order.
       const ir::Value* nan = add(OpKind::IsNan, {f}, ir::NoAttrs{}, fresh(base + "_nan"));
-      const ir::Value* top = constant(largest ? 2147483647.0 : -2147483648.0, DType::I64, base + "_nan_order");
-      order = add(OpKind::Where, {nan, top, order}, ir::NoAttrs{}, fresh(base + "_order"));
+      const ir::Value* top = constant(largest ? 2147483647.0 : -2147483648.0, DType::I32, base + "_nan_order");
+      order = cast(add(OpKind::Where, {nan, top, ordered}, ir::NoAttrs{}, fresh(base + "_order32")), DType::I64,
+                   base + "_order");
     }
     const ir::Value* at = iota(x, d, base);
     const ir::Value* low_word = constant(static_cast<double>(kLowWord), DType::I64, base + "_low_word");
     const ir::Value* low = largest ? add(OpKind::Sub, {low_word, at}, ir::NoAttrs{}, fresh(base + "_reversed")) : at;
     const ir::Value* high = add(OpKind::Mul, {order, constant(static_cast<double>(kLowWord) + 1, DType::I64, base + "_shift")},
                                 ir::NoAttrs{}, fresh(base + "_high"));
-    const ir::Value* key = add(OpKind::Add, {high, low}, ir::NoAttrs{}, fresh(base + "_key"));
+    // The low word of `high` is 0: an or joins them without a carry.
+    const ir::Value* key = add(OpKind::Or, {high, low}, ir::NoAttrs{}, fresh(base + "_key"));
     const ir::Value* best = add(largest ? OpKind::ReduceMax : OpKind::ReduceMin, {key}, ir::ReduceAttrs{{d}, a.keepdim, 0},
                                 fresh(base + "_best"));
     names_.insert(base);
