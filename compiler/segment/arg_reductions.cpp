@@ -69,7 +69,8 @@ class Expander {
     if (x->dtype() == DType::I32) {
       order = cast(x, DType::I64, base + "_order");
     } else {
-      // In 32-bit integers, which cost the GPU one instruction each where i64 costs two.
+      // In 32-bit integers, which cost the GPU one instruction each where i64 costs two
+      // (docs/performance.md#arg-keys).
       const ir::Value* f = x->dtype() == DType::F32 ? x : cast(x, DType::F32, base + "_f32");
       const ir::Value* bits = add(OpKind::Bitcast, {f}, ir::CastAttrs{DType::I32}, fresh(base + "_bits"));
       // A negative float's bits grow with its magnitude: INT32_MIN - bits orders them as it does,
