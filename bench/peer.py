@@ -60,8 +60,11 @@ def make_inputs(torch, w, seed):
     for i, (name, dt, shape, lo, hi) in enumerate(input_specs(w)):
         g = torch.Generator(device="cuda")
         g.manual_seed(seed * 1000 + i)
-        t = torch.rand(shape, generator=g, device="cuda", dtype=torch_dtype(torch, dt))
-        t.mul_(hi - lo).add_(lo)
+        if dt == "i64":  # indices, uniform in [lo, hi)
+            t = torch.randint(int(lo), int(hi), shape, generator=g, device="cuda")
+        else:
+            t = torch.rand(shape, generator=g, device="cuda", dtype=torch_dtype(torch, dt))
+            t.mul_(hi - lo).add_(lo)
         if name in w.layouts:
             order = layout_order(w.layouts[name], len(shape))
             inv = [order.index(d) for d in range(len(shape))]
@@ -187,6 +190,10 @@ def twins(torch, F, w, inputs):
     if f == "column_sum":
         def fn(x):
             return (x.sum(0, dtype=torch.float32),)
+        return fn, fn, ""
+    if f == "cross_entropy_loss":
+        def fn(logits, target):  # each row's loss in f32, as loom's
+            return (F.cross_entropy(logits.float(), target.view(-1), reduction="none").view(-1, 1),)
         return fn, fn, ""
     if f == "predicted_class":
         def fn(logits):  # the largest probability of the softmax in f32, and the first largest logit

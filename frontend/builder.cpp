@@ -246,6 +246,13 @@ Tensor concat(std::vector<Tensor> pieces, int dim) {
   return make(first, OpKind::Concat, std::move(pieces), ir::DimsAttrs{{normalizeDim(dim, first.rank())}});
 }
 
+Tensor gather(Tensor x, int dim, Tensor index) {
+  return make(x, OpKind::Gather, {x, index}, ir::DimsAttrs{{normalizeDim(dim, x.rank())}});
+}
+Tensor index_select(Tensor x, int dim, Tensor index) {
+  return make(x, OpKind::IndexSelect, {x, index}, ir::DimsAttrs{{normalizeDim(dim, x.rank())}});
+}
+
 std::vector<Tensor> chunk(Tensor x, int n, int dim) {
   LOOM_USER_CHECK(n > 0, "chunk of `{}`: the number of chunks must be positive, not {}", x.name(), n);
   const Extent& e = x.size(dim);

@@ -48,6 +48,7 @@ std::vector<AttrSpec> attrSpecs(ir::OpFamily f) {
     case F::Permute: return {{"order", K::IntList}};
     case F::Squeeze: return {{"dims", K::IntList}};
     case F::Unsqueeze:
+    case F::Gather:
     case F::Concat: return {{"dim", K::Int}};
     case F::Slice: return {{"starts", K::ExtentList}, {"stops", K::ExtentList}};
     case F::Constant: return {{"value", K::Number}, {"dtype", K::DType}};
@@ -141,6 +142,7 @@ ir::Attrs buildAttrs(ir::OpFamily f, const AttrBag& b, const std::vector<const i
     case F::Permute: return ir::DimsAttrs{b.get<Ints>("order")};
     case F::Squeeze: return ir::DimsAttrs{b.get<Ints>("dims")};
     case F::Unsqueeze:
+    case F::Gather:
     case F::Concat: return ir::DimsAttrs{{b.get<int>("dim")}};
     case F::Slice: return ir::SliceAttrs{b.get<Extents>("starts"), b.get<Extents>("stops")};
     case F::Constant: return ir::ScalarAttrs{b.get<double>("value"), b.get<DType>("dtype"), {}};

@@ -170,6 +170,45 @@ std::vector<TypedOutput> inferSqueeze(OpKind k, const std::vector<const Value*>&
 }
 
 // Pieces of one dtype and rank, equal but along `dim`, whose extents there sum to one size.
+// gather(x, index, dim): index of x's rank, agreeing with x (or broadcast) in every other dim,
+// the result index's shape; index_select(x, index, dim): a 1-d index, x's shape with dim's
+// extent the index's.
+std::vector<TypedOutput> inferGather(OpKind k, const std::vector<const Value*>& in, const Attrs& attrs) {
+  expectArity(k, in, 2);
+  const Value *x = in[0], *index = in[1];
+  const auto& dims = expectAttrs<DimsAttrs>(k, attrs).dims;
+  LOOM_USER_CHECK(dims.size() == 1, "{} takes one dim", where(k));
+  const int dim = dims[0];
+  checkDim(k, x, dim, 0);
+  LOOM_USER_CHECK(isInt(index->dtype()), "{}: the index `{}` is {}; indices are i32 or i64", where(k), index->name(),
+                  dtypeName(index->dtype()));
+  std::vector<Axis> axes = x->axes();
+  if (k == OpKind::IndexSelect) {
+    LOOM_USER_CHECK(index->rank() == 1, "{}: the index `{}` {} has {} dims; index_select takes a 1-d index (gather "
+                    "takes one of x's rank)", where(k), index->name(), index->typeString(), index->rank());
+    axes[static_cast<size_t>(dim)] = index->axis(0);
+    return {{x->dtype(), axes}};
+  }
+  LOOM_USER_CHECK(index->rank() == x->rank(), "{}: the index `{}` {} has {} dims but `{}` {} has {}; gather takes an "
+                  "index of x's rank (index_select a 1-d one)", where(k), index->name(), index->typeString(),
+                  index->rank(), x->name(), x->typeString(), x->rank());
+  // Outside dim a broadcast dim of either stretches to the other's extent, as in pointwise ops.
+  for (int d = 0; d < x->rank(); ++d) {
+    const Axis& a = index->axis(d);
+    if (d == dim || axes[static_cast<size_t>(d)].broadcast) {
+      axes[static_cast<size_t>(d)] = a;
+      continue;
+    }
+    if (a.broadcast) continue;
+    LOOM_USER_CHECK(axes[static_cast<size_t>(d)].extent == a.extent,
+                    "{}: dim {} of the index `{}` {} has extent {} but `{}` {} has {}; outside dim {} they must "
+                    "match or one be a broadcast dim (slice x first)", where(k), d, index->name(),
+                    index->typeString(), a.extent.str(), x->name(), x->typeString(),
+                    x->axis(d).extent.str(), dim);
+  }
+  return {{x->dtype(), axes}};
+}
+
 std::vector<TypedOutput> inferConcat(OpKind k, const std::vector<const Value*>& in, const Attrs& attrs) {
   LOOM_USER_CHECK(!in.empty(), "{} takes one operand or more", where(k));
   const auto& dims = expectAttrs<DimsAttrs>(k, attrs).dims;
@@ -329,6 +368,8 @@ std::vector<TypedOutput> inferOutputs(OpKind k, const std::vector<const Value*>&
       return inferSlice(k, in, attrs);
     case OpFamily::Concat:
       return inferConcat(k, in, attrs);
+    case OpFamily::Gather:
+      return inferGather(k, in, attrs);
     case OpFamily::Constant: {
       expectArity(k, in, 0);
       const auto& a = expectAttrs<ScalarAttrs>(k, attrs);

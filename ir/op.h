@@ -21,7 +21,7 @@ enum class OpKind : uint8_t {
 
 enum class OpFamily : uint8_t {
   Unary, UnaryAny, Predicate, LogicalNot, Binary, BinaryFloat, Compare, Logical, Where, Cast, Bitcast,
-  Reduce, VarMean, ArgReduce, Broadcast, Reshape, Permute, Squeeze, Unsqueeze, Slice, Concat, Constant, Full,
+  Reduce, VarMean, ArgReduce, Broadcast, Reshape, Permute, Squeeze, Unsqueeze, Slice, Concat, Gather, Constant, Full,
   Iota, Random
 };
 
@@ -57,7 +57,7 @@ struct ShapeAttrs {  // Reshape target; Full shape
   std::vector<Extent> shape;
   bool operator==(const ShapeAttrs&) const = default;
 };
-struct DimsAttrs {  // Permute order; Squeeze dims; Unsqueeze {dim}; Concat {dim}
+struct DimsAttrs {  // Permute order; Squeeze dims; Unsqueeze {dim}; Concat and Gather {dim}
   std::vector<int> dims;
   bool operator==(const DimsAttrs&) const = default;
 };

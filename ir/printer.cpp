@@ -53,6 +53,7 @@ std::vector<std::string> attrStrings(const Op& op) {
     case OpFamily::Squeeze:
       return {"dims=" + intList(op.attr<DimsAttrs>().dims)};
     case OpFamily::Unsqueeze:
+    case OpFamily::Gather:
     case OpFamily::Concat:
       return {"dim=" + std::to_string(op.attr<DimsAttrs>().dims.at(0))};
     case OpFamily::Slice: {

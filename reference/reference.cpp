@@ -190,6 +190,11 @@ std::vector<HostTensor> evaluate(const ir::Fusion& f, const std::vector<HostTens
     } else if (op.family() == ir::OpFamily::Concat) {
       results.push_back(reference::evalConcat(op, in, shape));
       if (bounds) result_bounds.push_back(reference::evalConcat(op, in_bound, shape));
+    } else if (op.family() == ir::OpFamily::Gather) {
+      Dense b;
+      results.push_back(reference::evalGather(op, *in[0], *in[1], shape, bounds ? in_bound[0] : nullptr,
+                                              bounds ? in_bound[1] : nullptr, bounds ? &b : nullptr));
+      if (bounds) result_bounds.push_back(std::move(b));
     } else if (op.family() == ir::OpFamily::Iota) {
       results.push_back(reference::createIota(op, shape));
       if (bounds) result_bounds.push_back(reference::zeros(shape));

@@ -109,6 +109,10 @@ std::vector<Dense> evalReduction(const ir::Op& op, const Dense& in,
                                  const std::vector<int64_t>& out_shape);
 // Concat: the pieces joined along the op's dim (also their error bounds).
 Dense evalConcat(const ir::Op& op, const std::vector<const Dense*>& in, const std::vector<int64_t>& out_shape);
+// gather and index_select (reference_gather.cpp); where `bound` is given, also the result's
+// error bounds: the picked element's, unbounded where the index itself is uncertain.
+Dense evalGather(const ir::Op& op, const Dense& x, const Dense& index, const std::vector<int64_t>& out_shape,
+                 const Dense* x_bound, const Dense* index_bound, Dense* bound);
 // Iota and random numbers (reference_random.cpp); a random op's bound is the GPU's rounding.
 Dense createIota(const ir::Op& op, const std::vector<int64_t>& shape);
 Dense createRandom(const ir::Op& op, const Dense& seed, const Dense& offset, const std::vector<int64_t>& shape);

@@ -3,6 +3,7 @@
 // Rounding, broadcasting, strides and the rest: test_reference_semantics.cpp; bindSizes:
 // test_bind_sizes.cpp.
 #include <cstring>
+#include <numeric>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -615,6 +616,87 @@ void checkIndexed(OpKind k) {
   checkValues(out[0], want, t, ir::opName(k).data());
 }
 
+// gather and index_select against direct loops: every dim, repeated and boundary indices, i32
+// and i64 indices, bool and float values (NaN and -0 kept as they are); out-of-range indices
+// refused with their position.
+void checkGather(OpKind k) {
+  const std::vector<int64_t> shape = {3, 5, 7};
+  std::vector<double> xs = HostTensor::random(DType::F32, {3 * 5 * 7}, 21, -2.0, 2.0).toVector();
+  xs[3] = kNaN;
+  xs[8] = -0.0;
+  const HostTensor x = HostTensor::fromValues(DType::F32, shape, xs);
+  const HostTensor b = HostTensor::random(DType::Bool, shape, 22);
+  auto at = [&](const HostTensor& t, int64_t i, int64_t j, int64_t l) { return t.getLinear((i * 5 + j) * 7 + l); };
+  for (int dim = 0; dim < 3; ++dim) {
+    for (DType it : {DType::I32, DType::I64}) {
+      INFO(ir::opName(k) << " dim " << dim << " index " << dtypeName(it));
+      const int64_t extent = shape[static_cast<size_t>(dim)];
+      std::vector<int64_t> ishape = k == OpKind::Gather ? shape : std::vector<int64_t>{4};
+      ishape[static_cast<size_t>(k == OpKind::Gather ? dim : 0)] = 4;  // four picks along dim
+      std::vector<double> iv;
+      for (int64_t n = 0; n < std::accumulate(ishape.begin(), ishape.end(), int64_t{1}, std::multiplies<>()); ++n) iv.push_back(static_cast<double>((n * 7 + 3) % extent));
+      iv[0] = static_cast<double>(extent - 1);
+      const HostTensor index = HostTensor::fromValues(it, ishape, iv);
+      FusionBuilder fb("gather");
+      auto tx = fb.input("x", DType::F32, {3, 5, 7});
+      auto tb = fb.input("b", DType::Bool, {3, 5, 7});
+      std::vector<Dim> idims(ishape.begin(), ishape.end());
+      auto ti = fb.input("i", it, idims);
+      fb.output("y", k == OpKind::Gather ? gather(tx, dim, ti) : index_select(tx, dim, ti));
+      fb.output("yb", k == OpKind::Gather ? gather(tb, dim, ti) : index_select(tb, dim, ti));
+      auto f = fb.finish();
+      const auto out = run(*f, {x, b, index});
+      std::vector<int64_t> oshape = shape;
+      oshape[static_cast<size_t>(dim)] = 4;
+      REQUIRE(out[0].shape() == oshape);
+      int64_t n = 0;
+      for (int64_t i = 0; i < oshape[0]; ++i)
+        for (int64_t j = 0; j < oshape[1]; ++j)
+          for (int64_t l = 0; l < oshape[2]; ++l, ++n) {
+            const int64_t c[3] = {i, j, l};
+            const int64_t pick = static_cast<int64_t>(k == OpKind::Gather ? index.getLinear(n) : index.getLinear(c[dim]));
+            int64_t src[3] = {i, j, l};
+            src[dim] = pick;
+            const double want = at(x, src[0], src[1], src[2]), got = out[0].getLinear(n);
+            CHECK(((std::isnan(want) && std::isnan(got)) || (got == want && std::signbit(got) == std::signbit(want))));
+            CHECK(out[1].getLinear(n) == at(b, src[0], src[1], src[2]));
+          }
+      // An index past the dim, and a negative one, are refused with where they are.
+      for (double wrong : {static_cast<double>(extent), -1.0}) {
+        std::vector<double> bad = iv;
+        bad.back() = wrong;
+        CHECK_THROWS_WITH(run(*f, {x, b, HostTensor::fromValues(it, ishape, bad)}),
+                          Catch::Contains(fmt::format("outside dim {} of extent {}", dim, extent)));
+      }
+    }
+  }
+  FusionBuilder fb("gather_bad");
+  auto tx = fb.input("x", DType::F32, {3, 5});
+  auto tf = fb.input("f", DType::F32, {3, 5});
+  auto t1 = fb.input("one", DType::I64, {3});
+  auto t3 = fb.input("wide", DType::I64, {4, 5});
+  CHECK_THROWS_WITH(gather(tx, 1, tf), Catch::Contains("indices are i32 or i64"));
+  if (k == OpKind::Gather) {
+    // An index broadcast outside dim stretches to x's extent there.
+    FusionBuilder bb("gather_broadcast");
+    auto bx = bb.input("x", DType::F32, {3, 5});
+    auto bi = bb.input("i", DType::I64, {2});
+    bb.output("y", gather(bx, 1, broadcast(bi, {true, false})));
+    auto bf = bb.finish();
+    const HostTensor xv = HostTensor::random(DType::F32, {3, 5}, 23);
+    const auto got = run(*bf, {xv, HostTensor::fromValues(DType::I64, {2}, {4.0, 1.0})})[0];
+    REQUIRE(got.shape() == std::vector<int64_t>{3, 2});
+    for (int64_t i = 0; i < 3; ++i) {
+      CHECK(got.getLinear(i * 2) == xv.getLinear(i * 5 + 4));
+      CHECK(got.getLinear(i * 2 + 1) == xv.getLinear(i * 5 + 1));
+    }
+    CHECK_THROWS_WITH(gather(tx, 1, t1), Catch::Contains("gather takes an index of x's rank"));
+    CHECK_THROWS_WITH(gather(tx, 1, t3), Catch::Contains("outside dim 1 they must match"));
+  } else {
+    CHECK_THROWS_WITH(index_select(tx, 0, t3), Catch::Contains("index_select takes a 1-d index"));
+  }
+}
+
 // argmax and argmin: the first extreme wins ties, a NaN is the extreme, along either dim and
 // with keepdim; integers; the operands they refuse.
 void checkArgReduce(OpKind k) {
@@ -677,6 +759,7 @@ void checkOp(OpKind k) {
     case ir::OpFamily::Unsqueeze:
     case ir::OpFamily::Slice: return checkView(k);
     case ir::OpFamily::Concat: return checkConcat();
+    case ir::OpFamily::Gather: return checkGather(k);
     case ir::OpFamily::Constant:
     case ir::OpFamily::Full: return checkCreation(k);
     case ir::OpFamily::Iota:

@@ -136,6 +136,15 @@ void addUses(ir::Fusion& f, OpKind k, const Operands& in) {
       f.addOp(k, {in.gates}, ir::SliceAttrs{{0, H}, {B, Extent(2) * H}});
       f.addOp(k, {in.gates}, ir::SliceAttrs{{0, Extent(3) * H}, {B, Extent(4) * H}});
       return;
+    case OpFamily::Gather:
+      if (k == OpKind::Gather) {
+        f.addOp(k, {in.x, in.i}, ir::DimsAttrs{{1}});  // one index a position
+        f.addOp(k, {in.w, in.i}, ir::DimsAttrs{{1}});  // x broadcast along N
+      } else {
+        auto picks = f.addOp(OpKind::Iota, {}, ir::ScalarAttrs{0, DType::I32, {Extent(5)}, 0});  // i32[5]
+        f.addOp(k, {in.g, picks->output()}, ir::DimsAttrs{{2}});
+      }
+      return;
     case OpFamily::Concat: {
       auto a = f.addOp(OpKind::Slice, {in.gates}, ir::SliceAttrs{{0, 0}, {B, H}});
       auto b = f.addOp(OpKind::Slice, {in.gates}, ir::SliceAttrs{{0, H}, {B, Extent(3) * H}});

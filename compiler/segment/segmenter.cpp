@@ -6,7 +6,7 @@
 
 #include "compiler/analysis/domains.h"
 #include "compiler/schedule/scheduler.h"
-#include "compiler/segment/arg_reductions.h"
+#include "compiler/segment/expand_ops.h"
 #include "compiler/segment/split_reductions.h"
 #include "ir/error.h"
 #include "ir/json.h"
@@ -400,7 +400,7 @@ SegmentPlan segmentFusion(const ir::Fusion& f, const Bindings& sizes,
     return empty;
   }
   // Arg-reductions are always written as the reductions the schedulers hold.
-  const std::shared_ptr<const ir::Fusion> expanded = expandArgReductions(f, sizes);
+  const std::shared_ptr<const ir::Fusion> expanded = expandOps(f, sizes);
   const ir::Fusion& given = expanded ? *expanded : f;
   SegmentPlan plan = Segmenter(given, sizes, inputs, opts).run();
   plan.rewritten = expanded;

@@ -39,7 +39,7 @@ struct SegmentPlan {
   // (Segment::bytes), intermediates where written and where read.
   uint64_t one_kernel_bytes = 0;
   // The fusion the segments' ops belong to where it is not the one given: its arg-reductions
-  // written as reductions (arg_reductions.h), its sums split in two steps (split_reductions.h);
+  // written as reductions (expand_ops.h), its sums split in two steps (split_reductions.h);
   // the same inputs and outputs in the same order.
   std::shared_ptr<const ir::Fusion> rewritten;
   // The fusion the segments' ops belong to.

@@ -154,6 +154,11 @@ Tensor slice(Tensor x, int dim, Dim start, Dim stop);
 Tensor concat(std::vector<Tensor> pieces, int dim);
 // n equal slices along dim (the extent must divide by n).
 std::vector<Tensor> chunk(Tensor x, int n, int dim);
+// x's elements picked along dim by integer indices (torch.gather and torch.index_select):
+// gather's index has x's rank and agrees with it outside dim, and the result has its shape;
+// index_select's index is 1-d, and the result is x with dim's extent the index's.
+Tensor gather(Tensor x, int dim, Tensor index);
+Tensor index_select(Tensor x, int dim, Tensor index);
 
 // --- creation ---
 Tensor constant(FusionBuilder& fb, double value, DType dtype);

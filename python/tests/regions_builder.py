@@ -51,6 +51,7 @@ NUMPY = {
     "aten.relu.default": lambda x: np.maximum(x, 0),
     "aten.neg.default": lambda x: -x,
     "aten.exp.default": np.exp,
+    "aten.log.default": np.log,
     "aten.rsqrt.default": lambda x: 1 / np.sqrt(x),
     "aten.sigmoid.default": _sigmoid,
     "aten.tanh.default": np.tanh,
@@ -68,6 +69,8 @@ NUMPY = {
     "aten.sum.default": lambda x: x.sum(),
     "aten.mean.dim": lambda x, dim, keepdim=False: x.mean(axis=_axis(dim, x.ndim), keepdims=keepdim),
     "aten.amax.default": lambda x, dim=(), keepdim=False: x.max(axis=_axis(list(dim), x.ndim), keepdims=keepdim),
+    "aten.gather.default": lambda x, dim, index: np.take_along_axis(x, index, axis=dim),
+    "aten.index_select.default": lambda x, dim, index: np.take(x, index, axis=dim),
     "aten.argmax.default": lambda x, dim=None, keepdim=False: _arg_extreme(np.argmax, x, dim, keepdim),
     "aten.argmin.default": lambda x, dim=None, keepdim=False: _arg_extreme(np.argmin, x, dim, keepdim),
     "aten.var_mean.correction": lambda x, dim, correction=1, keepdim=False: (

@@ -321,3 +321,17 @@ def test_argmax_and_argmin_join_a_softmax_region_along_any_dim():
     plan = run(b, y, hi, lo, flat, flat_kept, regions=1)
     text = plan.regions[0].text
     assert "argmax(" in text and "argmin(" in text
+
+
+def test_a_target_logit_gathered_beside_its_logsumexp_is_one_region():
+    b = Builder()
+    x = b.input("x", f32(6, 40))
+    t = b.input("t", np.array([[3], [0], [39], [7], [7], [21]], np.int64))
+    m = b.op("aten.amax.default", x, [-1], True)
+    s = b.op("aten.sum.dim_IntList", b.op("aten.exp.default", b.op("aten.sub.Tensor", x, m)), [-1], True)
+    lse = b.op("aten.add.Tensor", b.op("aten.log.default", s), m)
+    loss = b.op("aten.sub.Tensor", lse, b.op("aten.gather.default", x, 1, t))
+    rows = b.op("aten.index_select.default", x, 0, b.input("r", np.array([5, 0, 5], np.int64)))
+    plan = run(b, loss, rows, regions=1)
+    text = plan.regions[0].text
+    assert "gather(" in text and "index_select(" in text

@@ -80,6 +80,34 @@ def arg_reduction(op):
     return emit
 
 
+def gather(em, node):
+    """torch.gather(x, dim, index): an index of x's rank and extents outside dim (torch also
+    takes smaller ones, which pick from x's start: left to aten)."""
+    x, dim, index = node.args[0], node.args[1], _arg(node, 2, "index")
+    if not isinstance(x, Node) or not isinstance(index, Node):
+        raise Unsupported("`gather` of a number")
+    v, i = em.dense(em.value(x)), em.value(index)
+    if v.rank == 0 or i.rank != v.rank:
+        raise Unsupported("`gather` of a scalar, or with an index of another rank")
+    d = dim % v.rank
+    if any(k != d and a != b for k, (a, b) in enumerate(zip(v.shape, i.shape))):
+        raise Unsupported("`gather` with an index smaller than x outside dim")
+    return em.emit(node.name, f"gather({v.name}, {i.name}, dim={d})", v.dtype,
+                   [i.axes[k] if k == d else v.axes[k] for k in range(v.rank)])
+
+
+def index_select(em, node):
+    x, dim, index = node.args[0], node.args[1], node.args[2]
+    if not isinstance(x, Node) or not isinstance(index, Node):
+        raise Unsupported("`index_select` of a number")
+    v, i = em.dense(em.value(x)), em.value(index)
+    if v.rank == 0 or i.rank != 1:
+        raise Unsupported("`index_select` of a scalar, or with an index that is not 1-d")
+    d = dim % v.rank
+    return em.emit(node.name, f"index_select({v.name}, {i.name}, dim={d})", v.dtype,
+                   [i.axes[0] if k == d else v.axes[k] for k in range(v.rank)])
+
+
 def _correction(node):
     c = node.kwargs.get("correction")
     if c is None and "unbiased" in node.kwargs:
@@ -375,6 +403,8 @@ _ENTRIES = (  # the function, and the aten ops it writes
     (select, "aten.select.int"),
     (split, "aten.split.Tensor aten.split_with_sizes.default"),
     (cat, "aten.cat.default"),
+    (gather, "aten.gather.default"),
+    (index_select, "aten.index_select.default"),
     (full, "aten.full.default aten.full_like.default"),
     (scalar_tensor, "aten.scalar_tensor.default"),
     (arange_end, "aten.arange.default"),

@@ -1,7 +1,8 @@
-#include "compiler/segment/arg_reductions.h"
+#include "compiler/segment/expand_ops.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -23,6 +24,10 @@ class Expander {
       for (const ir::Value* v : op->inputs()) args.push_back(map_.at(v));
       if (op->family() == ir::OpFamily::ArgReduce) {
         map_[op->output()] = expand(op, args[0]);
+        continue;
+      }
+      if (op->family() == ir::OpFamily::Gather) {
+        map_[op->output()] = gather(op, args[0], args[1]);
         continue;
       }
       std::vector<std::string> outs;
@@ -123,6 +128,45 @@ class Expander {
     return add(ir::OpKind::ReduceMin, {cand}, ir::ReduceAttrs{{d}, a.keepdim, 0}, base);
   }
 
+  // x's element at each index: the largest of x where an iota along d equals the index and the
+  // dtype's lowest value elsewhere, over d (a masked reduction over [.., x's d, index's d, ..]).
+  // Exact, -0 and NaN included; an index outside the dim meets nothing and gives that lowest value.
+  const ir::Value* gather(const ir::Op* op, const ir::Value* x, const ir::Value* index) {
+    using ir::OpKind;
+    const int d = op->attr<ir::DimsAttrs>().dims.at(0);
+    const int r = x->rank();
+    const std::string base = op->output()->name();
+    const bool truth = x->dtype() == DType::Bool;
+    const ir::Value* xv = truth ? cast(x, DType::I32, base + "_i32") : x;
+    const ir::Value* spread = add(OpKind::Unsqueeze, {xv}, ir::DimsAttrs{{d + 1}}, fresh(base + "_source"));
+    const ir::Value* i64 = index->dtype() == DType::I64 ? index : cast(index, DType::I64, base + "_index64");
+    const ir::Value* picks = nullptr;
+    if (op->kind() == OpKind::Gather) {
+      picks = add(OpKind::Unsqueeze, {i64}, ir::DimsAttrs{{d}}, fresh(base + "_picks"));
+    } else {
+      std::vector<bool> is_new(static_cast<size_t>(r + 1), true);
+      is_new[static_cast<size_t>(d + 1)] = false;
+      picks = add(OpKind::Broadcast, {i64}, ir::BroadcastAttrs{is_new}, fresh(base + "_picks"));
+    }
+    const ir::Axis& along = x->axis(d);
+    const ir::Value* at = add(OpKind::Iota, {}, ir::ScalarAttrs{0, DType::I64, {along.broadcast ? Extent(1) : along.extent}, 0},
+                              fresh(base + "_positions"));
+    std::vector<bool> is_new(static_cast<size_t>(r + 1), true);
+    is_new[static_cast<size_t>(d)] = false;
+    at = add(OpKind::Broadcast, {at}, ir::BroadcastAttrs{is_new}, fresh(base + "_position"));
+    const ir::Value* hit = add(OpKind::Eq, {at, picks}, ir::NoAttrs{}, fresh(base + "_hit"));
+    const DType t = xv->dtype();
+    const double lowest = truth ? 0.0
+                          : isFloat(t) ? -std::numeric_limits<double>::infinity()
+                          : t == DType::I32 ? -2147483648.0 : -9223372036854775808.0;
+    const ir::Value* none = constant(lowest, t, base + "_lowest");
+    const ir::Value* cand = add(OpKind::Where, {hit, spread, none}, ir::NoAttrs{}, fresh(base + "_candidate"));
+    names_.insert(base);
+    if (!truth) return add(OpKind::ReduceMax, {cand}, ir::ReduceAttrs{{d}, false, 0}, base);
+    const ir::Value* picked = add(OpKind::ReduceMax, {cand}, ir::ReduceAttrs{{d}, false, 0}, fresh(base + "_picked"));
+    return add(OpKind::Cast, {picked}, ir::CastAttrs{DType::Bool}, base);
+  }
+
   // Each element's index along d, in x's shape.
   const ir::Value* iota(const ir::Value* x, int d, const std::string& base) {
     std::vector<Extent> shape;
@@ -148,9 +192,11 @@ class Expander {
 
 }  // namespace
 
-std::unique_ptr<ir::Fusion> expandArgReductions(const ir::Fusion& f, const Bindings& sizes) {
-  const auto& ops = f.ops();
-  if (std::none_of(ops.begin(), ops.end(), [](const ir::Op* op) { return op->family() == ir::OpFamily::ArgReduce; }))
+std::unique_ptr<ir::Fusion> expandOps(const ir::Fusion& f, const Bindings& sizes) {
+  const auto ops = f.ops();
+  if (std::none_of(ops.begin(), ops.end(), [](const ir::Op* op) {
+        return op->family() == ir::OpFamily::ArgReduce || op->family() == ir::OpFamily::Gather;
+      }))
     return nullptr;
   return Expander(f, sizes).run();
 }
