@@ -191,6 +191,12 @@ def twins(torch, F, w, inputs):
         def fn(x):
             return (x.sum(0, dtype=torch.float32),)
         return fn, fn, ""
+    if f == "cross_entropy_backward":
+        def fn(dloss, logits, target, lse):  # (softmax - one-hot) * dloss, from the forward's lse
+            p = torch.exp(logits.float() - lse[:, None])
+            hot = torch.nn.functional.one_hot(target, logits.shape[1]).float()
+            return (((p - hot) * dloss.float()[:, None]).to(logits.dtype),)
+        return fn, fn, "eager: exp, one_hot, sub, mul"
     if f == "cross_entropy_loss":
         def fn(logits, target):  # each row's loss in f32, as loom's
             return (F.cross_entropy(logits.float(), target.view(-1), reduction="none").view(-1, 1),)

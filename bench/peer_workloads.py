@@ -140,6 +140,10 @@ def input_specs(w):
     if f == "sum_all":  # examples/fusions/sum_all.loom: every element to one value
         (n,) = _need(w, "N")
         return [("x", t, [n], -1.0, 1.0)]
+    if f == "cross_entropy_backward":  # bench/cases/cross_entropy_backward.loom: lse near a row's own
+        n, v = _need(w, "N", "V")
+        return [("dloss", t, [n], -1.0, 1.0), ("logits", t, [n, v], -1.0, 1.0), ("target", "i64", [n], 0, v),
+                ("lse", "f32", [n], 11.0, 12.0)]
     if f == "cross_entropy_loss":  # bench/cases/cross_entropy_loss.loom: a target a row, in [0, V)
         n, v = _need(w, "N", "V")
         return [("logits", t, [n, v], -1.0, 1.0), ("target", "i64", [n, 1], 0, v)]
@@ -214,6 +218,8 @@ def output_specs(w):
         return [("s", "f32", [])]
     if f == "column_sum":
         return [("s", "f32", ins["x"][2][1:])]
+    if f == "cross_entropy_backward":
+        return [("dlogits", w.dtype, ins["logits"][2])]
     if f == "cross_entropy_loss":
         return [("loss", "f32", [ins["logits"][2][0], 1])]
     if f == "predicted_class":

@@ -441,6 +441,10 @@ void Parser::parseCompositeArgument(const text::CompositeSpec& spec, text::Compo
       case text::ParamKind::Number: args.params[key.text] = text::parseNumber(ts_); break;
       case text::ParamKind::Int: args.params[key.text] = text::parseInt(ts_); break;
       case text::ParamKind::Bool: args.params[key.text] = text::parseBool(ts_); break;
+      case text::ParamKind::Name:
+        if (!ts_.peek().isIdent()) ts_.expected("a name");
+        args.params[key.text] = std::string(ts_.next().text);
+        break;
       case text::ParamKind::Extents:
         args.params[key.text] = text::parseList(ts_, [&] { return text::parseExtent(ts_); });
         break;

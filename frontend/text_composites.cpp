@@ -20,6 +20,11 @@ bool CompositeArgs::flag(std::string_view key, bool fallback) const {
   return it == params.end() ? fallback : std::get<bool>(it->second);
 }
 
+std::string CompositeArgs::name(std::string_view key, std::string_view fallback) const {
+  auto it = params.find(key);
+  return it == params.end() ? std::string(fallback) : std::get<std::string>(it->second);
+}
+
 std::vector<Dim> CompositeArgs::dims(std::string_view key) const {
   std::vector<Dim> out;
   for (const Extent& e : std::get<std::vector<Extent>>(params.find(key)->second)) out.emplace_back(e);
@@ -109,6 +114,28 @@ R layerNorm2d(const CompositeArgs& a) {
 R softmaxOp(const CompositeArgs& a) { return {{"y", softmax(a.tensor(0), a.whole("dim"))}}; }
 R logSoftmaxOp(const CompositeArgs& a) { return {{"y", log_softmax(a.tensor(0), a.whole("dim"))}}; }
 
+LossReduction lossReduction(const CompositeArgs& a) {
+  const std::string r = a.name("reduction", "mean");
+  if (r == "none") return LossReduction::None;
+  if (r == "sum") return LossReduction::Sum;
+  LOOM_USER_CHECK(r == "mean", "{}: reduction `{}` is none of none, mean or sum", a.op, r);
+  return LossReduction::Mean;
+}
+
+R crossEntropy(const CompositeArgs& a) {
+  const int ignore = a.params.count("ignore_index") ? a.whole("ignore_index") : -100;
+  const double ls = a.number("label_smoothing", 0);
+  auto s = cross_entropy_with_stats(a.tensor(0), a.tensor(1), ignore, ls, lossReduction(a));
+  if (a.results == 1) return {{"loss", s.loss}};
+  return {{"loss", s.loss}, {"lse", s.lse}};
+}
+
+R crossEntropyBackward(const CompositeArgs& a) {
+  const int ignore = a.params.count("ignore_index") ? a.whole("ignore_index") : -100;
+  return {{"dlogits", cross_entropy_backward(a.tensor(0), a.tensor(1), a.tensor(2), a.tensor(3), ignore,
+                                             a.number("label_smoothing", 0), lossReduction(a))}};
+}
+
 R lstmCell(const CompositeArgs& a) {
   if (a.results == 2) {
     auto r = lstm_cell(a.tensor(0), a.tensor(1), a.tensor(2), a.opt(3), a.opt(4));
@@ -189,6 +216,12 @@ const std::vector<CompositeSpec>& composites() {
       {"layer_norm_2d", {"x", "weight?", "bias?"}, {{"eps", K::Number, false}}, "y; or y, mean, rstd", layerNorm2d},
       {"softmax", {"x"}, {{"dim", K::Int, true}}, "y", softmaxOp},
       {"log_softmax", {"x"}, {{"dim", K::Int, true}}, "y", logSoftmaxOp},
+      {"cross_entropy", {"logits", "target"},
+       {{"ignore_index", K::Int, false}, {"label_smoothing", K::Number, false}, {"reduction", K::Name, false}},
+       "loss; or loss, lse", crossEntropy},
+      {"cross_entropy_backward", {"dloss", "logits", "target", "lse"},
+       {{"ignore_index", K::Int, false}, {"label_smoothing", K::Number, false}, {"reduction", K::Name, false}},
+       "dlogits", crossEntropyBackward},
       {"lstm_cell", {"input_gates", "hidden_gates", "cx", "input_bias?", "hidden_bias?"}, {},
        "hy, cy; or hy, cy, workspace", lstmCell},
       {"gru_cell", {"input_gates", "hidden_gates", "hx", "input_bias?", "hidden_bias?"}, {}, "hy; or hy, workspace",

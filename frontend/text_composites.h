@@ -21,8 +21,8 @@
 
 namespace loom::text {
 
-enum class ParamKind { Number, Int, Bool, Extents };
-using ParamValue = std::variant<double, int, bool, std::vector<Extent>>;
+enum class ParamKind { Number, Int, Bool, Extents, Name };
+using ParamValue = std::variant<double, int, bool, std::vector<Extent>, std::string>;
 
 struct CompositeParam {
   std::string_view key;
@@ -42,6 +42,7 @@ struct CompositeArgs {
   double number(std::string_view key, double fallback) const;
   int whole(std::string_view key) const;  // a required Int
   bool flag(std::string_view key, bool fallback) const;
+  std::string name(std::string_view key, std::string_view fallback) const;  // a Name: an identifier
   std::vector<Dim> dims(std::string_view key) const;  // a required Extents
 };
 

@@ -81,6 +81,23 @@ NormStats instance_norm_with_stats(Tensor x, std::optional<Tensor> weight = std:
                                    std::optional<Tensor> bias = std::nullopt, double eps = 1e-5);
 
 Tensor softmax(Tensor x, int dim);
+
+// How a loss's rows are reduced, as torch's `reduction`: none ([N]), mean or sum (a scalar).
+enum class LossReduction { None, Mean, Sum };
+// torch.nn.functional.cross_entropy of logits [N, C] and class indices [N] (i32 or i64): each
+// row's logsumexp less its target's logit, with label_smoothing e (1 - e) of that plus e times
+// the mean over the classes of logsumexp less the logit; rows whose target is ignore_index give
+// 0 and are left out of the mean. The loss is in the logits' dtype, the math in f32 for
+// f16/bf16. A target outside [0, C) is an error in the reference evaluator and a row of
+// logsumexp + inf on the GPU (docs/text-format.md, gather).
+Tensor cross_entropy(Tensor logits, Tensor target, int64_t ignore_index = -100, double label_smoothing = 0,
+                     LossReduction reduction = LossReduction::Mean);
+struct CrossEntropyStats {
+  Tensor loss;
+  Tensor lse;  // [N]: each row's logsumexp in the compute dtype, what the backward reads
+};
+CrossEntropyStats cross_entropy_with_stats(Tensor logits, Tensor target, int64_t ignore_index = -100,
+                                           double label_smoothing = 0, LossReduction reduction = LossReduction::Mean);
 Tensor log_softmax(Tensor x, int dim);
 
 // timm's LayerNorm2d: layer norm over the channel dim of an NCHW tensor, weight/bias [C].

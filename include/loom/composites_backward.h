@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <loom/builder.h>
+#include <loom/composites.h>
 
 #pragma GCC visibility push(default)
 namespace loom {
@@ -38,6 +39,12 @@ NormGrads rms_norm_backward(Tensor dy, Tensor x, Tensor rstd,
 Tensor softmax_backward(Tensor dy, Tensor y, int dim);
 // aten._log_softmax_backward_data: y is log_softmax's output; dx = dy - exp(y) * sum(dy, dim).
 Tensor log_softmax_backward(Tensor dy, Tensor y, int dim);
+// cross_entropy's dlogits [N, C] in the logits' dtype, from dloss (the loss's shape: [N] for
+// LossReduction::None, a scalar otherwise) and the forward's lse [N]: dloss times softmax less
+// (1 - label_smoothing) at the target and label_smoothing / C everywhere, 0 on ignored rows
+// (over the rows counted for the mean). One pass over the logits.
+Tensor cross_entropy_backward(Tensor dloss, Tensor logits, Tensor target, Tensor lse, int64_t ignore_index = -100,
+                              double label_smoothing = 0, LossReduction reduction = LossReduction::Mean);
 
 // aten.native_group_norm_backward on [N, C, *spatial]: mean and rstd are [N, num_groups].
 // dw where weight is given; db always.
