@@ -341,3 +341,27 @@ def test_double_backward_is_refused_not_silently_zero():
     with pytest.raises(RuntimeError, match="has no derivative"):
         dx, _, _ = torch.ops.loom.layer_norm_backward(dy.requires_grad_(), x, mean, rstd, m.weight, m.bias)
         dx.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_forward_and_backward_against_pytorch(dtype, reduction, smoothing):
+    n, c = 1000, 50257
+    x = torch.randn(n, c, device="cuda", dtype=dtype)
+    t = torch.randint(0, c, (n,), device="cuda")
+    t[::7] = -100  # ignored rows
+    xs, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+    got = loom.torch.cross_entropy(xs, t, reduction=reduction, label_smoothing=smoothing)
+    want = F.cross_entropy(xr.float(), t, reduction=reduction, label_smoothing=smoothing).to(dtype)
+    assert got.dtype == dtype and got.shape == want.shape
+    assert rel(got, want) < TOL[dtype]
+    g = torch.randn_like(got)
+    (dx,) = torch.autograd.grad(got, xs, g)
+    (dr,) = torch.autograd.grad(want, xr, g)
+    assert rel(dx, dr) < 2 * TOL[dtype]
+    m = loom.torch.CrossEntropyLoss(reduction=reduction, label_smoothing=smoothing)
+    assert rel(m(x, t), want) < TOL[dtype]
+    # Class weights go to PyTorch's own.
+    w = torch.rand(c, device="cuda")
+    assert rel(loom.torch.cross_entropy(x.float(), t, weight=w), F.cross_entropy(x.float(), t, weight=w)) < 1e-5
