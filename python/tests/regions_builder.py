@@ -36,6 +36,12 @@ def _arg_extreme(fn, x, dim, keepdim):
     return np.asarray(r, np.int64)
 
 
+def _scatter(x, dim, index, value):
+    out = np.array(x, copy=True)
+    np.put_along_axis(out, index, value, axis=dim)
+    return out
+
+
 def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
@@ -70,6 +76,7 @@ NUMPY = {
     "aten.mean.dim": lambda x, dim, keepdim=False: x.mean(axis=_axis(dim, x.ndim), keepdims=keepdim),
     "aten.amax.default": lambda x, dim=(), keepdim=False: x.max(axis=_axis(list(dim), x.ndim), keepdims=keepdim),
     "aten.gather.default": lambda x, dim, index: np.take_along_axis(x, index, axis=dim),
+    "aten.scatter.value": lambda x, dim, index, value: _scatter(x, dim, index, value),
     "aten.index_select.default": lambda x, dim, index: np.take(x, index, axis=dim),
     "aten.argmax.default": lambda x, dim=None, keepdim=False: _arg_extreme(np.argmax, x, dim, keepdim),
     "aten.argmin.default": lambda x, dim=None, keepdim=False: _arg_extreme(np.argmin, x, dim, keepdim),
@@ -88,6 +95,8 @@ NUMPY = {
     "aten.split.Tensor": _split,
     "aten.cat.default": lambda xs, dim=0: np.concatenate(xs, axis=dim),
     "aten.full.default": lambda size, value, dtype=None: np.full(size, value),
+    "aten.scalar_tensor.default": lambda value, dtype=None: np.asarray(value),
+    "aten.ne.Scalar": lambda a, b: a != b,
     "aten.arange.start_step": lambda a, b, c=1, dtype=None: np.arange(a, b, c),
     "aten.mm.default": lambda a, b: a @ b,
 }

@@ -335,3 +335,32 @@ def test_a_target_logit_gathered_beside_its_logsumexp_is_one_region():
     plan = run(b, loss, rows, regions=1)
     text = plan.regions[0].text
     assert "gather(" in text and "index_select(" in text
+
+
+def test_an_embedding_lookup_stays_with_aten():
+    b = Builder()
+    table = b.input("table", f32(1000, 8))
+    tokens = b.input("tokens", np.arange(0, 1000, 31, dtype=np.int64))  # 33 lookups
+    y = b.op("aten.index_select.default", table, 0, tokens)
+    plan = run(b, b.op("aten.relu.default", y), regions=1, left=["index_select"])
+    assert "index_select(" not in plan.regions[0].text
+
+
+def test_nll_loss_backward_as_decomposed_is_one_region():
+    # torch's decomposition of nll_loss_backward: -1 scattered at each row's target, masked where
+    # the target is ignored, times the row's gradient; then log_softmax's backward.
+    b = Builder()
+    x = b.input("x", f32(6, 40))
+    t = b.input("t", np.array([[3], [0], [39], [7], [-100], [21]], np.int64))
+    g = b.input("g", f32(6, 1))
+    keep = b.op("aten.ne.Scalar", t, -100)
+    safe = b.op("aten.where.self", keep, t, b.op("aten.scalar_tensor.default", 0, dtype="i64"), dtype="i64")
+    zeros = b.op("aten.full.default", [6, 40], 0.0, dtype="f32")
+    hot = b.op("aten.scatter.value", zeros, 1, safe, -1.0)
+    dnll = b.op("aten.mul.Tensor", b.op("aten.where.self", keep, hot, b.op("aten.scalar_tensor.default", 0.0, dtype="f32"),
+                                        dtype="f32"), g)
+    logp = b.op("aten.sub.Tensor", x, b.op("aten.amax.default", x, [1], True))
+    p = b.op("aten.exp.default", logp)
+    dx = b.op("aten.sub.Tensor", dnll, b.op("aten.mul.Tensor", p, b.op("aten.sum.dim_IntList", dnll, [1], True)))
+    plan = run(b, dx, regions=1)
+    assert "iota(" in plan.regions[0].text and "where(" in plan.regions[0].text

@@ -80,6 +80,16 @@ def arg_reduction(op):
     return emit
 
 
+# loom picks an element as a masked reduction over the dim, so a gather's work is the picks times
+# the dim: a few picks a position (a target logit) are loom's, an embedding lookup is aten's.
+MOST_PICKS = 16
+
+
+def _few(extent):
+    e = Extent.of(extent)
+    return e.is_const and e.coef <= MOST_PICKS
+
+
 def gather(em, node):
     """torch.gather(x, dim, index): an index of x's rank and extents outside dim (torch also
     takes smaller ones, which pick from x's start: left to aten)."""
@@ -92,6 +102,8 @@ def gather(em, node):
     d = dim % v.rank
     if any(k != d and a != b for k, (a, b) in enumerate(zip(v.shape, i.shape))):
         raise Unsupported("`gather` with an index smaller than x outside dim")
+    if not _few(i.shape[d]):
+        raise Unsupported(f"`gather` of {i.shape[d]} elements a position (loom takes up to {MOST_PICKS})")
     return em.emit(node.name, f"gather({v.name}, {i.name}, dim={d})", v.dtype,
                    [i.axes[k] if k == d else v.axes[k] for k in range(v.rank)])
 
@@ -104,8 +116,30 @@ def index_select(em, node):
     if v.rank == 0 or i.rank != 1:
         raise Unsupported("`index_select` of a scalar, or with an index that is not 1-d")
     d = dim % v.rank
+    if not _few(i.shape[0]):
+        raise Unsupported(f"`index_select` of {i.shape[0]} slices (loom takes up to {MOST_PICKS})")
     return em.emit(node.name, f"index_select({v.name}, {i.name}, dim={d})", v.dtype,
                    [i.axes[0] if k == d else v.axes[k] for k in range(v.rank)])
+
+
+def scatter(em, node):
+    """torch.scatter(x, dim, index, value or src) of one element along dim for every other
+    position (an index of x's rank, extent 1 along dim, x's extents elsewhere: nll_loss's backward
+    writes its -1 so): where(iota along dim == index, value, x). Other scatters are aten's."""
+    x, dim, index = node.args[0], node.args[1], node.args[2]
+    other = node.args[3] if len(node.args) > 3 else node.kwargs.get("value", node.kwargs.get("src"))
+    if node.kwargs.get("reduce") is not None or not isinstance(x, Node) or not isinstance(index, Node):
+        raise Unsupported("`scatter` with a reduce, or of a number")
+    v, i = em.dense(em.value(x)), em.value(index)
+    d = dim % v.rank if v.rank else 0
+    if v.rank == 0 or i.rank != v.rank or i.shape[d] != 1 or any(
+            k != d and i.shape[k] != v.shape[k] for k in range(v.rank)):
+        raise Unsupported("`scatter` of more than one element along dim")
+    shape = ", ".join(str(e) for e in v.shape)
+    at = em.emit(f"{node.name}_at", f"iota(dtype=i64, shape=[{shape}], dim={d})", "i64", list(v.shape))
+    hit = em.pointwise(f"{node.name}_hit", "eq", [at, em.cast(i, "i64")], "bool")
+    src = em.cast(em.value(other), v.dtype) if isinstance(other, Node) else em.operand(other, v.dtype)
+    return em.pointwise(node.name, "where", [hit, src, v], v.dtype)
 
 
 def _correction(node):
@@ -405,6 +439,7 @@ _ENTRIES = (  # the function, and the aten ops it writes
     (cat, "aten.cat.default"),
     (gather, "aten.gather.default"),
     (index_select, "aten.index_select.default"),
+    (scatter, "aten.scatter.value aten.scatter.src"),
     (full, "aten.full.default aten.full_like.default"),
     (scalar_tensor, "aten.scalar_tensor.default"),
     (arange_end, "aten.arange.default"),
