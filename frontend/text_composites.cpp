@@ -114,6 +114,46 @@ R layerNorm2d(const CompositeArgs& a) {
 R softmaxOp(const CompositeArgs& a) { return {{"y", softmax(a.tensor(0), a.whole("dim"))}}; }
 R logSoftmaxOp(const CompositeArgs& a) { return {{"y", log_softmax(a.tensor(0), a.whole("dim"))}}; }
 
+// y and the sum; or those and the statistics.
+R dropoutAdd(const DropoutAddNormResult& r, const CompositeArgs& a) {
+  R out{{"y", r.y}, {"sum", r.sum}};
+  if (a.results == 2) return out;
+  if (r.mean) out.push_back({"mean", r.mean});
+  out.push_back({"rstd", r.rstd});
+  return out;
+}
+
+R dropoutAddLayerNorm(const CompositeArgs& a) {
+  return dropoutAdd(dropout_add_layer_norm(a.tensor(0), a.tensor(1), a.tensor(2), a.tensor(3), a.number("p", 0),
+                                           a.dims("normalized_shape"), a.opt(4), a.opt(5), a.number("eps", 1e-5)),
+                    a);
+}
+
+R dropoutAddRmsNorm(const CompositeArgs& a) {
+  return dropoutAdd(dropout_add_rms_norm(a.tensor(0), a.tensor(1), a.tensor(2), a.tensor(3), a.number("p", 0),
+                                         a.dims("normalized_shape"), a.opt(4), a.number("eps", 1e-6)),
+                    a);
+}
+
+R dropoutAddGrads(const DropoutAddNormGrads& g) {
+  R r{{"dx", g.dx}, {"dresidual", g.dresidual}};
+  if (g.dw) r.push_back({"dw", g.dw});
+  if (g.db) r.push_back({"db", g.db});
+  return r;
+}
+
+R dropoutAddLayerNormBackward(const CompositeArgs& a) {
+  return dropoutAddGrads(dropout_add_layer_norm_backward(a.tensor(0), a.opt(1), a.tensor(2), a.tensor(3), a.tensor(4),
+                                                         a.tensor(5), a.tensor(6), a.number("p", 0),
+                                                         a.dims("normalized_shape"), a.opt(7), a.opt(8)));
+}
+
+R dropoutAddRmsNormBackward(const CompositeArgs& a) {
+  return dropoutAddGrads(dropout_add_rms_norm_backward(a.tensor(0), a.opt(1), a.tensor(2), a.tensor(3), a.tensor(4),
+                                                       a.tensor(5), a.number("p", 0), a.dims("normalized_shape"),
+                                                       a.opt(6)));
+}
+
 LossReduction lossReduction(const CompositeArgs& a) {
   const std::string r = a.name("reduction", "mean");
   if (r == "none") return LossReduction::None;
@@ -216,6 +256,19 @@ const std::vector<CompositeSpec>& composites() {
       {"layer_norm_2d", {"x", "weight?", "bias?"}, {{"eps", K::Number, false}}, "y; or y, mean, rstd", layerNorm2d},
       {"softmax", {"x"}, {{"dim", K::Int, true}}, "y", softmaxOp},
       {"log_softmax", {"x"}, {{"dim", K::Int, true}}, "y", logSoftmaxOp},
+      {"dropout_add_layer_norm", {"x", "residual", "seed", "offset", "weight?", "bias?"},
+       {{"p", K::Number, true}, {"normalized_shape", K::Extents, true}, {"eps", K::Number, false}},
+       "y, sum; or y, sum, mean, rstd", dropoutAddLayerNorm},
+      {"dropout_add_rms_norm", {"x", "residual", "seed", "offset", "weight?"},
+       {{"p", K::Number, true}, {"normalized_shape", K::Extents, true}, {"eps", K::Number, false}},
+       "y, sum; or y, sum, rstd", dropoutAddRmsNorm},
+      {"dropout_add_layer_norm_backward",
+       {"dy", "dsum?", "sum", "mean", "rstd", "seed", "offset", "weight?", "bias?"},
+       {{"p", K::Number, true}, {"normalized_shape", K::Extents, true}},
+       "dx, dresidual, dw where weight is given, db where bias is given", dropoutAddLayerNormBackward},
+      {"dropout_add_rms_norm_backward", {"dy", "dsum?", "sum", "rstd", "seed", "offset", "weight?"},
+       {{"p", K::Number, true}, {"normalized_shape", K::Extents, true}},
+       "dx, dresidual, dw where weight is given", dropoutAddRmsNormBackward},
       {"cross_entropy", {"logits", "target"},
        {{"ignore_index", K::Int, false}, {"label_smoothing", K::Number, false}, {"reduction", K::Name, false}},
        "loss; or loss, lse", crossEntropy},

@@ -82,6 +82,21 @@ NormStats instance_norm_with_stats(Tensor x, std::optional<Tensor> weight = std:
 
 Tensor softmax(Tensor x, int dim);
 
+// Apex's and FlashAttention's fused dropout-add-norm of a residual stream: sum = x +
+// dropout(residual, p) (its mask Philox numbers keyed by the i64 scalars seed and offset, as
+// loom's dropout), rounded to x's dtype, then the norm of sum over normalized_shape. Returns y,
+// the sum (for the next residual) and the statistics the backward reads (no mean for RMS norm).
+struct DropoutAddNormResult {
+  Tensor y, sum, mean, rstd;
+};
+DropoutAddNormResult dropout_add_layer_norm(Tensor x, Tensor residual, Tensor seed, Tensor offset, double p,
+                                            const std::vector<Dim>& normalized_shape,
+                                            std::optional<Tensor> weight = std::nullopt,
+                                            std::optional<Tensor> bias = std::nullopt, double eps = 1e-5);
+DropoutAddNormResult dropout_add_rms_norm(Tensor x, Tensor residual, Tensor seed, Tensor offset, double p,
+                                          const std::vector<Dim>& normalized_shape,
+                                          std::optional<Tensor> weight = std::nullopt, double eps = 1e-6);
+
 // How a loss's rows are reduced, as torch's `reduction`: none ([N]), mean or sum (a scalar).
 enum class LossReduction { None, Mean, Sum };
 // torch.nn.functional.cross_entropy of logits [N, C] and class indices [N] (i32 or i64): each

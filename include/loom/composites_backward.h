@@ -39,6 +39,22 @@ NormGrads rms_norm_backward(Tensor dy, Tensor x, Tensor rstd,
 Tensor softmax_backward(Tensor dy, Tensor y, int dim);
 // aten._log_softmax_backward_data: y is log_softmax's output; dx = dy - exp(y) * sum(dy, dim).
 Tensor log_softmax_backward(Tensor dy, Tensor y, int dim);
+// dropout_add_layer_norm's and dropout_add_rms_norm's gradients from dy (of y) and dsum (of the
+// sum, where the next block read it; optional): dx is the norm's dx plus dsum, dresidual the same
+// through the forward's dropout mask, recomputed from seed and offset; dw and db as the norm's.
+struct DropoutAddNormGrads {
+  Tensor dx, dresidual, dw, db;
+};
+DropoutAddNormGrads dropout_add_layer_norm_backward(Tensor dy, std::optional<Tensor> dsum, Tensor sum, Tensor mean,
+                                                    Tensor rstd, Tensor seed, Tensor offset, double p,
+                                                    const std::vector<Dim>& normalized_shape,
+                                                    std::optional<Tensor> weight = std::nullopt,
+                                                    std::optional<Tensor> bias = std::nullopt);
+DropoutAddNormGrads dropout_add_rms_norm_backward(Tensor dy, std::optional<Tensor> dsum, Tensor sum, Tensor rstd,
+                                                  Tensor seed, Tensor offset, double p,
+                                                  const std::vector<Dim>& normalized_shape,
+                                                  std::optional<Tensor> weight = std::nullopt);
+
 // cross_entropy's dlogits [N, C] in the logits' dtype, from dloss (the loss's shape: [N] for
 // LossReduction::None, a scalar otherwise) and the forward's lse [N]: dloss times softmax less
 // (1 - label_smoothing) at the target and label_smoothing / C everywhere, 0 on ignored rows
