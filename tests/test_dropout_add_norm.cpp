@@ -13,54 +13,15 @@
 #include "frontend/composites_backward.h"
 #include "frontend/parser.h"
 #include "reference/reference.h"
+#include "tests/dropout_norm_fusions.h"
 #include "tests/reference_test_util.h"
 
 using namespace loom;
 using loom::test::descsFor;
 
-namespace {
-
-constexpr double kP = 0.25;
-
-// The forward (y, sum, mean, rstd; rms: y, sum, rstd) beside the mask's uniform numbers.
-std::unique_ptr<ir::Fusion> forward(bool rms, DType t, bool with_uniform) {
-  FusionBuilder fb(rms ? "dropout_add_rms_norm" : "dropout_add_layer_norm");
-  auto x = fb.input("x", t, {"N", "D"});
-  auto r = fb.input("residual", t, {"N", "D"});
-  auto seed = fb.scalarInput("seed", DType::I64);
-  auto offset = fb.scalarInput("offset", DType::I64);
-  auto w = fb.input("w", t, {"D"});
-  auto out = rms ? dropout_add_rms_norm(x, r, seed, offset, kP, {"D"}, w)
-                 : dropout_add_layer_norm(x, r, seed, offset, kP, {"D"}, w, fb.input("b", t, {"D"}));
-  fb.output("y", out.y);
-  fb.output("sum", out.sum);
-  if (!rms) fb.output("mean", out.mean);
-  fb.output("rstd", out.rstd);
-  if (with_uniform) fb.output("u", randUniform(seed, offset, {"N", "D"}, DType::F32));
-  return fb.finish();
-}
-
-std::unique_ptr<ir::Fusion> backward(bool rms, DType t) {
-  FusionBuilder fb(rms ? "dropout_add_rms_norm_backward" : "dropout_add_layer_norm_backward");
-  auto dy = fb.input("dy", t, {"N", "D"});
-  auto ds = fb.input("dsum", t, {"N", "D"});
-  auto s = fb.input("sum", t, {"N", "D"});
-  auto mean = rms ? Tensor{} : fb.input("mean", DType::F32, {Dim("N"), Dim(1)});
-  auto rstd = fb.input("rstd", DType::F32, {Dim("N"), Dim(1)});
-  auto seed = fb.scalarInput("seed", DType::I64);
-  auto offset = fb.scalarInput("offset", DType::I64);
-  auto w = fb.input("w", t, {"D"});
-  auto g = rms ? dropout_add_rms_norm_backward(dy, ds, s, rstd, seed, offset, kP, {"D"}, w)
-               : dropout_add_layer_norm_backward(dy, ds, s, mean, rstd, seed, offset, kP, {"D"}, w,
-                                                 fb.input("b", t, {"D"}));
-  fb.output("dx", g.dx);
-  fb.output("dresidual", g.dresidual);
-  fb.output("dw", g.dw);
-  if (!rms) fb.output("db", g.db);
-  return fb.finish();
-}
-
-}  // namespace
+using loom::test::kP;
+using loom::test::backward;
+using loom::test::forward;
 
 TEST_CASE("dropout-add-norm is the sum through the mask's own numbers, then the norm", "[reference][dropout_norm]") {
   const int64_t n = 7, d = 33;
