@@ -71,6 +71,19 @@ inline CompileStats runAndCheck(Executor& ex, const ir::Fusion& f, const Binding
   return stats;
 }
 
+// The same run, returning the outputs on the host for checks to the bit (indices, picks).
+inline std::vector<HostTensor> runCheckedOutputs(Executor& ex, const ir::Fusion& f, const Bindings& sizes,
+                                                 const std::vector<HostTensor>& host, const std::vector<HostTensor>& ref) {
+  std::vector<DeviceTensor> dev;
+  for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
+  std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, sizes, /*poison=*/true);
+  ex.runInto(dev, outs, sizes);
+  checkOutputs(f, sizes, host, outs, &ref);
+  std::vector<HostTensor> got;
+  for (const auto& o : outs) got.push_back(o.toHost());
+  return got;
+}
+
 // The given inputs, poisoned outputs, two runs, every output checked.
 inline void checkOnGpuWith(const ir::Fusion& f, const Bindings& sizes, const std::vector<HostTensor>& host) {
   Executor ex(f);

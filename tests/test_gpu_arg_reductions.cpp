@@ -49,14 +49,10 @@ TEST_CASE("argmax and argmin on the GPU are the reference's indices", "[gpu][arg
       const auto host = inputsWithSpecials(*c.f, c.sizes, c.layouts, reduced, zeros, launch == 3 ? -4.0 : zeros ? 1.0 : -4.0,
                                            launch == 3 ? -1.0 : 4.0);
       const auto ref = evaluateReference(*c.f, host, c.sizes);
-      std::vector<DeviceTensor> dev;
-      for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
-      std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, c.sizes, /*poison=*/true);
-      ex.runInto(dev, outs, c.sizes);
-      test::checkOutputs(*c.f, c.sizes, host, outs, &ref);
+      const std::vector<HostTensor> outs = test::runCheckedOutputs(ex, *c.f, c.sizes, host, ref);
       for (size_t i = 0; i < outs.size(); ++i) {
         if (ref[i].dtype() != DType::I64) continue;
-        const std::vector<double> got = outs[i].toHost().toVector(), want = ref[i].toVector();
+        const std::vector<double> got = outs[i].toVector(), want = ref[i].toVector();
         REQUIRE(got.size() == want.size());
         size_t bad = 0, first = got.size();
         for (size_t j = 0; j < got.size(); ++j)

@@ -34,15 +34,11 @@ TEST_CASE("gather and index_select on the GPU pick the reference's elements", "[
     Executor ex(*c.f);
     for (int launch = 1; launch <= 2; ++launch) {
       INFO("launch " << launch);
-      std::vector<DeviceTensor> dev;
-      for (const auto& h : host) dev.push_back(DeviceTensor::fromHost(h));
-      std::vector<DeviceTensor> outs = ex.allocateOutputs(dev, c.sizes, /*poison=*/true);
-      ex.runInto(dev, outs, c.sizes);
-      test::checkOutputs(*c.f, c.sizes, host, outs, &ref);
+      const std::vector<HostTensor> outs = test::runCheckedOutputs(ex, *c.f, c.sizes, host, ref);
       // The picked elements bit for bit (the loss is a computation, checked to tolerance above).
       for (size_t i = 0; i < outs.size(); ++i) {
         if (c.f->outputs()[i].name == "loss") continue;
-        const HostTensor got = outs[i].toHost();
+        const HostTensor& got = outs[i];
         size_t bad = 0;
         for (int64_t j = 0; j < got.numel(); ++j) {
           const double a = got.getLinear(j), b = ref[i].getLinear(j);
