@@ -23,7 +23,7 @@ class Expander {
       std::vector<const ir::Value*> args;
       for (const ir::Value* v : op->inputs()) args.push_back(map_.at(v));
       if (op->family() == ir::OpFamily::ArgReduce) {
-        map_[op->output()] = expand(op, args[0]);
+        map_[op->output()] = argReduction(op, args[0]);
         continue;
       }
       if (op->family() == ir::OpFamily::Gather) {
@@ -53,7 +53,7 @@ class Expander {
     return g_->addOp(k, std::move(in), std::move(a), {name})->output();
   }
 
-  const ir::Value* expand(const ir::Op* op, const ir::Value* x) {
+  const ir::Value* argReduction(const ir::Op* op, const ir::Value* x) {
     const int d = op->attr<ir::ReduceAttrs>().dims.at(0);
     const ir::Axis& along = x->axis(d);
     const int64_t extent = along.broadcast ? 1 : along.extent.evaluate(sizes_);
