@@ -280,6 +280,10 @@ Tensor constant(FusionBuilder& fb, double value, DType dtype) { return constant(
 Tensor iota(FusionBuilder& fb, std::vector<Dim> shape, int dim, DType dtype) {
   ir::Fusion* f = fb.fusionOrNull();
   LOOM_USER_CHECK(f != nullptr, "iota: this FusionBuilder already finished its fusion: start a new builder");
+  return iota(f, std::move(shape), dim, dtype);
+}
+
+Tensor iota(ir::Fusion* f, std::vector<Dim> shape, int dim, DType dtype) {
   std::vector<Extent> s;
   for (const auto& d : shape) s.push_back(d.extent);
   const int rank = static_cast<int>(s.size());

@@ -76,8 +76,7 @@ Tensor cross_entropy_backward(Tensor dloss, Tensor logits, Tensor target, Tensor
   if (reduction == LossReduction::Mean) g = g / sum(cast(counts, xc.dtype()), {0});
   g = unsqueeze(where(counts, g, 0.0), 1);  // [N, 1b]
   Tensor p = exp(xc - unsqueeze(composite::computeLike(lse, logits), 1));
-  ir::Fusion* f = xc.fusion();
-  Tensor classes{f, f->addOp(ir::OpKind::Iota, {}, ir::ScalarAttrs{0, DType::I64, {xc.size(0), xc.size(1)}, 1})->output()};
+  Tensor classes = iota(xc.fusion(), {Dim(xc.size(0)), Dim(xc.size(1))}, 1, DType::I64);
   Tensor hit = eq(classes, unsqueeze(cast(safe, DType::I64), 1));
   Tensor d = p - cast(hit, xc.dtype()) * (1 - label_smoothing);
   if (label_smoothing > 0) d = d - label_smoothing * inverseClasses(xc);

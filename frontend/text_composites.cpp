@@ -15,6 +15,11 @@ double CompositeArgs::number(std::string_view key, double fallback) const {
 
 int CompositeArgs::whole(std::string_view key) const { return std::get<int>(params.find(key)->second); }
 
+int CompositeArgs::whole(std::string_view key, int fallback) const {
+  auto it = params.find(key);
+  return it == params.end() ? fallback : std::get<int>(it->second);
+}
+
 bool CompositeArgs::flag(std::string_view key, bool fallback) const {
   auto it = params.find(key);
   return it == params.end() ? fallback : std::get<bool>(it->second);
@@ -163,7 +168,7 @@ LossReduction lossReduction(const CompositeArgs& a) {
 }
 
 R crossEntropy(const CompositeArgs& a) {
-  const int ignore = a.params.count("ignore_index") ? a.whole("ignore_index") : -100;
+  const int ignore = a.whole("ignore_index", -100);
   const double ls = a.number("label_smoothing", 0);
   auto s = cross_entropy_with_stats(a.tensor(0), a.tensor(1), ignore, ls, lossReduction(a));
   if (a.results == 1) return {{"loss", s.loss}};
@@ -171,7 +176,7 @@ R crossEntropy(const CompositeArgs& a) {
 }
 
 R crossEntropyBackward(const CompositeArgs& a) {
-  const int ignore = a.params.count("ignore_index") ? a.whole("ignore_index") : -100;
+  const int ignore = a.whole("ignore_index", -100);
   return {{"dlogits", cross_entropy_backward(a.tensor(0), a.tensor(1), a.tensor(2), a.tensor(3), ignore,
                                              a.number("label_smoothing", 0), lossReduction(a))}};
 }

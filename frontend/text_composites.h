@@ -41,6 +41,7 @@ struct CompositeArgs {
   const std::optional<Tensor>& opt(size_t i) const { return operands.at(i); }
   double number(std::string_view key, double fallback) const;
   int whole(std::string_view key) const;  // a required Int
+  int whole(std::string_view key, int fallback) const;
   bool flag(std::string_view key, bool fallback) const;
   std::string name(std::string_view key, std::string_view fallback) const;  // a Name: an identifier
   std::vector<Dim> dims(std::string_view key) const;  // a required Extents

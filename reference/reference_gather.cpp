@@ -9,31 +9,12 @@
 
 namespace loom::reference {
 
-namespace {
-
-std::vector<int64_t> rowMajor(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
-std::string coords(int64_t i, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    c[d] = i % shape[d];
-    i /= shape[d];
-  }
-  return fmt::format("[{}]", fmt::join(c, ", "));
-}
-
-}  // namespace
-
 Dense evalGather(const ir::Op& op, const Dense& x, const Dense& index, const std::vector<int64_t>& out_shape,
                  const Dense* x_bound, const Dense* index_bound, Dense* bound) {
   const auto dim = static_cast<size_t>(op.attr<ir::DimsAttrs>().dims.at(0));
   const int64_t extent = x.shape[dim];
   // x's offsets over the result's coordinates but `dim` (its index's value gives that one).
-  std::vector<int64_t> xs = rowMajor(x.shape);
+  std::vector<int64_t> xs = broadcastStrides(x.shape, x.shape);  // row-major
   const int64_t along = xs[dim];
   for (size_t d = 0; d < xs.size(); ++d)
     if (d == dim || (x.shape[d] == 1 && out_shape[d] != 1)) xs[d] = 0;
@@ -60,7 +41,7 @@ Dense evalGather(const ir::Op& op, const Dense& x, const Dense& index, const std
     }
   });
   if (const int64_t i = bad.load(); i != std::numeric_limits<int64_t>::max()) {
-    // Found again on one thread: the first such element in row-major order.
+    // The first such element in row-major order, its coordinates and its index's place.
     std::vector<int64_t> c(out_shape.size());
     int64_t r = i, ioff = 0;
     for (size_t d = out_shape.size(); d-- > 0;) {
@@ -68,9 +49,9 @@ Dense evalGather(const ir::Op& op, const Dense& x, const Dense& index, const std
       r /= out_shape[d];
       ioff += c[d] * is[d];
     }
-    LOOM_USER_CHECK(false, "`{}` of `{}`: the index `{}` holds {} for the result's element {}, outside dim {} of "
+    LOOM_USER_CHECK(false, "`{}` of `{}`: the index `{}` holds {} for the result's element [{}], outside dim {} of "
                     "extent {}; indices must be in [0, {})", op.name(), op.input(0)->name(), op.input(1)->name(),
-                    index.data[static_cast<size_t>(ioff)], coords(i, out_shape), dim, extent, extent);
+                    index.data[static_cast<size_t>(ioff)], fmt::join(c, ", "), dim, extent, extent);
   }
   return out;
 }

@@ -144,16 +144,12 @@ class Expander {
     if (op->kind() == OpKind::Gather) {
       picks = add(OpKind::Unsqueeze, {i64}, ir::DimsAttrs{{d}}, fresh(base + "_picks"));
     } else {
-      std::vector<bool> is_new(static_cast<size_t>(r + 1), true);
-      is_new[static_cast<size_t>(d + 1)] = false;
-      picks = add(OpKind::Broadcast, {i64}, ir::BroadcastAttrs{is_new}, fresh(base + "_picks"));
+      picks = alongOnly(i64, r + 1, d + 1, base + "_picks");
     }
     const ir::Axis& along = x->axis(d);
     const ir::Value* at = add(OpKind::Iota, {}, ir::ScalarAttrs{0, DType::I64, {along.broadcast ? Extent(1) : along.extent}, 0},
                               fresh(base + "_positions"));
-    std::vector<bool> is_new(static_cast<size_t>(r + 1), true);
-    is_new[static_cast<size_t>(d)] = false;
-    at = add(OpKind::Broadcast, {at}, ir::BroadcastAttrs{is_new}, fresh(base + "_position"));
+    at = alongOnly(at, r + 1, d, base + "_position");
     const ir::Value* hit = add(OpKind::Eq, {at, picks}, ir::NoAttrs{}, fresh(base + "_hit"));
     const DType t = xv->dtype();
     const double lowest = truth ? 0.0
@@ -165,6 +161,13 @@ class Expander {
     if (!truth) return add(OpKind::ReduceMax, {cand}, ir::ReduceAttrs{{d}, false, 0}, base);
     const ir::Value* picked = add(OpKind::ReduceMax, {cand}, ir::ReduceAttrs{{d}, false, 0}, fresh(base + "_picked"));
     return add(OpKind::Cast, {picked}, ir::CastAttrs{DType::Bool}, base);
+  }
+
+  // A 1-d value as the axis `at` of `rank`, every other axis a broadcast one.
+  const ir::Value* alongOnly(const ir::Value* v, int rank, int at, const std::string& name) {
+    std::vector<bool> is_new(static_cast<size_t>(rank), true);
+    is_new[static_cast<size_t>(at)] = false;
+    return add(ir::OpKind::Broadcast, {v}, ir::BroadcastAttrs{is_new}, fresh(name));
   }
 
   // Each element's index along d, in x's shape.
